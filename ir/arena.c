@@ -1,0 +1,145 @@
+/* ir/arena.c -- bump allocation with one lifetime per arena, and the
+ * allocation wrappers that die on out-of-memory. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+struct ArenaBlock {
+	ArenaBlock *next;
+	size_t used, cap;
+	_Alignas(16) unsigned char data[];
+};
+
+enum { BLOCK_MIN = 64 * 1024 };
+
+static _Noreturn void
+oom(size_t n)
+{
+	fprintf(stderr, "remat: out of memory (asking for %zu bytes)\n", n);
+	exit(4);
+}
+
+void *
+xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		oom(n * size);
+	return p;
+}
+
+void *
+xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void
+ar_init(Arena *a)
+{
+	a->head = NULL;
+	a->total = 0;
+}
+
+void
+ar_free(Arena *a)
+{
+	ArenaBlock *b, *next;
+
+	for (b = a->head; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	a->head = NULL;
+	a->total = 0;
+}
+
+void *
+ar_alloc(Arena *a, size_t n)
+{
+	ArenaBlock *b = a->head;
+	size_t cap;
+	void *p;
+
+	n = (n + 15) & ~(size_t)15;
+	if (!b || b->cap - b->used < n) {
+		cap = n > BLOCK_MIN ? n : BLOCK_MIN;
+		if (b && cap < b->cap * 2 && b->cap < (64u << 20))
+			cap = b->cap * 2 > n ? b->cap * 2 : n;
+		b = xmalloc(sizeof *b + cap);
+		b->used = 0;
+		b->cap = cap;
+		b->next = a->head;
+		a->head = b;
+	}
+	p = b->data + b->used;
+	b->used += n;
+	a->total += n;
+	memset(p, 0, n);
+	return p;
+}
+
+void *
+ar_grow(Arena *a, void *old, size_t oldn, size_t newn)
+{
+	void *p = ar_alloc(a, newn);
+
+	if (old && oldn)
+		memcpy(p, old, oldn < newn ? oldn : newn);
+	return p;
+}
+
+char *
+ar_strndup(Arena *a, const char *s, size_t n)
+{
+	char *p = ar_alloc(a, n + 1);
+
+	memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
+char *
+ar_strdup(Arena *a, const char *s)
+{
+	return ar_strndup(a, s, strlen(s));
+}
+
+char *
+ar_printf(Arena *a, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	char *p;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	ir_assert(n >= 0);
+	p = ar_alloc(a, (size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(p, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+void
+ir_die(const char *file, int line, const char *what)
+{
+	fprintf(stderr, "remat: internal error at %s:%d: %s\n", file, line, what);
+	exit(4);
+}

@@ -1,0 +1,224 @@
+/* ir/graph.c -- dtypes, optimizers, and building the flat graph: tensors
+ * and ops appended in program order, linked by index. */
+#include <string.h>
+
+#include "ir.h"
+
+static const struct {
+	const char *name;
+	int size;
+	bool is_float;
+} dtypes[DT_COUNT] = {
+	[DT_F64] = {"f64", 8, true},
+	[DT_F32] = {"f32", 4, true},
+	[DT_BF16] = {"bf16", 2, true},
+	[DT_F16] = {"f16", 2, true},
+	[DT_F8E4M3] = {"f8e4m3", 1, true},
+	[DT_F8E5M2] = {"f8e5m2", 1, true},
+	[DT_I64] = {"i64", 8, false},
+	[DT_I32] = {"i32", 4, false},
+	[DT_I8] = {"i8", 1, false},
+	[DT_U8] = {"u8", 1, false},
+	[DT_BOOL] = {"bool", 1, false},
+};
+
+int
+dtype_size(Dtype t)
+{
+	ir_assert(t >= 0 && t < DT_COUNT);
+	return dtypes[t].size;
+}
+
+const char *
+dtype_name(Dtype t)
+{
+	return t >= 0 && t < DT_COUNT ? dtypes[t].name : "?";
+}
+
+Dtype
+dtype_from_name(const char *s)
+{
+	for (int i = 0; i < DT_COUNT; i++)
+		if (!strcmp(dtypes[i].name, s))
+			return (Dtype)i;
+	return DT_NONE;
+}
+
+bool
+dtype_is_float(Dtype t)
+{
+	return t >= 0 && t < DT_COUNT && dtypes[t].is_float;
+}
+
+static const struct {
+	const char *name;
+	int states;
+} optimizers[OPT_COUNT] = {
+	[OPT_SGD] = {"sgd", 0},
+	[OPT_MOMENTUM] = {"momentum", 1},
+	[OPT_ADAGRAD] = {"adagrad", 1},
+	[OPT_RMSPROP] = {"rmsprop", 1},
+	[OPT_LION] = {"lion", 1},
+	[OPT_ADAM] = {"adam", 2},
+	[OPT_ADAMW] = {"adamw", 2},
+};
+
+const char *
+optimizer_name(Optimizer o)
+{
+	return optimizers[o].name;
+}
+
+int
+optimizer_from_name(const char *s)
+{
+	for (int i = 0; i < OPT_COUNT; i++)
+		if (!strcmp(optimizers[i].name, s))
+			return i;
+	return -1;
+}
+
+int
+optimizer_states(Optimizer o)
+{
+	return optimizers[o].states;
+}
+
+void
+ir_graph_init(Graph *g, Arena *a, const char *file)
+{
+	memset(g, 0, sizeof *g);
+	g->arena = a;
+	g->file = file;
+	g->loss = -1;
+	g->settings.optimizer = OPT_ADAMW;
+	g->settings.accumulate = 1;
+	g->train = true;
+}
+
+void
+ir_params_default(OpParams *p)
+{
+	memset(p, 0, sizeof *p);
+	p->axis = -1;
+	p->stride = 1;
+	p->dilation = 1;
+	p->groups = 1;
+	p->start = 0;
+	p->dtype = DT_NONE;
+}
+
+int
+ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc)
+{
+	Tensor *t;
+
+	if (g->nt == g->capt) {
+		int cap = g->capt ? 2 * g->capt : 256;
+		g->t = ar_grow(g->arena, g->t, sizeof *g->t * (size_t)g->capt,
+		               sizeof *g->t * (size_t)cap);
+		g->capt = cap;
+	}
+	t = &g->t[g->nt];
+	memset(t, 0, sizeof *t);
+	t->id = id;
+	t->kind = kind;
+	t->dtype = DT_NONE;
+	t->ndim = -1;
+	t->producer = -1;
+	t->view_of = -1;
+	t->grad = -1;
+	t->grad_of = -1;
+	t->scope = "";
+	t->loc = loc;
+	return g->nt++;
+}
+
+int
+ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc)
+{
+	Op *op;
+
+	if (g->nop == g->capop) {
+		int cap = g->capop ? 2 * g->capop : 256;
+		g->op = ar_grow(g->arena, g->op, sizeof *g->op * (size_t)g->capop,
+		                sizeof *g->op * (size_t)cap);
+		g->capop = cap;
+	}
+	op = &g->op[g->nop];
+	memset(op, 0, sizeof *op);
+	op->kind = kind;
+	op->nin = nin;
+	op->in = ar_alloc(g->arena, sizeof(int) * (size_t)(nin ? nin : 1));
+	if (nin)
+		memcpy(op->in, in, sizeof(int) * (size_t)nin);
+	ir_params_default(&op->p);
+	op->scope = "";
+	op->loc = loc;
+	return g->nop++;
+}
+
+void
+ir_set_outputs(Graph *g, int o, const char *const *ids, int nout)
+{
+	const OpInfo *info = &ir_optab[g->op[o].kind];
+	int i, t, nextra;
+
+	g->op[o].out = ar_alloc(g->arena, sizeof(int) * (size_t)nout);
+	g->op[o].nout = nout;
+	for (i = 0; i < nout; i++) {
+		t = ir_add_tensor(g, ids[i], TK_ACT, g->op[o].loc);
+		g->t[t].producer = o;
+		g->t[t].scope = g->op[o].scope;
+		g->op[o].out[i] = t;
+	}
+	nextra = info->nextra;
+	for (i = 0; i < nextra; i++) {
+		const char *id = ar_printf(g->arena, "%s:%s", ids[0], info->extra_role[i]);
+		t = ir_add_tensor(g, id, TK_EXTRA, g->op[o].loc);
+		g->t[t].producer = o;
+		g->t[t].role = info->extra_role[i];
+		g->t[t].scope = g->op[o].scope;
+		g->op[o].extra[i] = t;
+	}
+	g->op[o].nextra = nextra;
+}
+
+int64_t
+ir_numel(const Tensor *t)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < t->ndim; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+int
+ir_storage_root(const Graph *g, int t)
+{
+	while (g->t[t].view_of >= 0)
+		t = g->t[t].view_of;
+	return t;
+}
+
+char *
+ir_shape_str(const Tensor *t, char *buf, size_t n)
+{
+	size_t used = 0;
+
+	if (n == 0)
+		return buf;
+	buf[0] = 0;
+	if (t->ndim < 0) {
+		snprintf(buf, n, "[?]");
+		return buf;
+	}
+	used += (size_t)snprintf(buf + used, n - used, "[");
+	for (int i = 0; i < t->ndim && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? ", " : "",
+		                         (long long)t->shape[i]);
+	if (used < n)
+		snprintf(buf + used, n - used, "]");
+	return buf;
+}

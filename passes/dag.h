@@ -1,0 +1,190 @@
+/* passes/dag.h -- the plain DAG that schedules are planned and evaluated on.
+ *
+ * Nothing here knows about .net: passes/lower.c builds a Dag from the
+ * training graph (forward ops, backward ops, gradients) and passes/checkmate.c
+ * builds one from a published benchmark graph. The liveness evaluator, the
+ * planners (-O1, -O2, --exact), the verifier and the memory planner only see
+ * this, so they can be tested on any graph.
+ *
+ * Semantics (memory-model.md, "Liveness"), stated for the Dag:
+ * - A schedule is a list of steps; each step runs one node. A node's first
+ *   step is its "forward" step; later steps of a recomputable node are
+ *   "recompute" steps; a node with once=true appears exactly once.
+ * - A step USES each tensor in node.in, and each DagAcc target that already
+ *   has a live instance (see below). Each use is served by the most recent
+ *   earlier production of that tensor; a use with none makes the schedule
+ *   invalid (tensors with from_start=true are produced "before step 0").
+ * - A step PRODUCES a new instance of each tensor in node.out.
+ * - An instance is live from its producing step through the last step it
+ *   serves, both included; one that serves no step is live only during its
+ *   producing step. A from_start instance that serves no step and is not
+ *   to_end occupies no memory at all. A to_end instance stays live through
+ *   the last step.
+ * - Views own no bytes. A tensor with view_src >= 0 is a view: the instance a
+ *   step produces aliases the instance of view_src that served that same
+ *   step (followed to its root, so views of views alias the root), and that
+ *   base instance stays live as long as the view instance is.
+ * - Accumulation (gradients): for each DagAcc {t, view_src} of a step: if an
+ *   instance of t was produced earlier (or t is from_start), the step uses
+ *   it and pays a temporary of t.bytes during the step; otherwise the step
+ *   produces t -- as a view of view_src's serving instance when
+ *   acc.view_src >= 0, else as an owning instance. (The spec says "when a
+ *   live instance exists"; gradients are never recomputed and the
+ *   contribution itself uses the instance, so an earlier instance is live.)
+ * - Memory at a step = persistent bytes + owned bytes of live instances +
+ *   the step's temporaries (node.workspace + accumulation temporaries).
+ *   Peak = max over steps; peak_step = the first step reaching it.
+ */
+#ifndef REMAT_DAG_H
+#define REMAT_DAG_H
+
+#include "ir.h"
+
+/* Memory categories, in report order. */
+typedef enum MemCat {
+	CAT_PARAMS, CAT_MASTER, CAT_OPTIMIZER, CAT_PARAM_GRADS, CAT_INPUTS,
+	CAT_ACTIVATIONS, CAT_GRADIENTS, CAT_TEMPORARIES,
+	CAT_COUNT
+} MemCat;
+
+const char *memcat_name(MemCat c);      /* "params", "master", ... (JSON keys) */
+
+typedef struct DagTensor {
+	const char *name;
+	int64_t bytes;          /* logical size; a view instance owns 0 */
+	int view_src;           /* static view: tensor it aliases, else -1 */
+	MemCat cat;
+	bool from_start;        /* produced before step 0 (inputs; param grads
+	                           under accumulation) */
+	bool to_end;            /* once produced, live through the last step
+	                           (infer outputs, param grads) */
+	int ir_tensor;          /* the IR tensor it stands for, or -1 */
+} DagTensor;
+
+typedef struct DagAcc {
+	int tensor;             /* the gradient contributed to */
+	int view_src;           /* produce as a view of this tensor's serving
+	                           instance when no live instance exists, or -1 */
+} DagAcc;
+
+typedef struct DagNode {
+	const char *name;       /* schedules name ops by their first output */
+	int64_t cost;           /* FLOPs (or Checkmate cost_cpu) */
+	int64_t workspace;      /* temporary bytes while it runs */
+	bool once;              /* runs exactly once, never recomputed (backward) */
+	bool is_backward;       /* labelled "backward" in schedules */
+	int nin;
+	int *in;                /* tensors used (deduplicated) */
+	int nout;
+	int *out;               /* tensors produced */
+	int nacc;
+	DagAcc *acc;            /* gradient contributions */
+	int ir_op;              /* the IR op it stands for, or -1 */
+} DagNode;
+
+typedef struct Dag {
+	DagTensor *t;
+	int nt;
+	DagNode *node;
+	int nnode;
+	int *base_order;        /* the -O0 / reference schedule: every node once */
+	int nbase;
+	int64_t persistent[CAT_COUNT]; /* params, master, optimizer */
+	int64_t forward_cost;   /* sum of cost over recomputable (!once) nodes */
+	int64_t total_cost;     /* sum of cost over all nodes */
+} Dag;
+
+/* A schedule: node indices in execution order. */
+typedef struct Schedule {
+	int n;
+	int *step;
+} Schedule;
+
+typedef enum StepKind { STEP_FORWARD, STEP_RECOMPUTE, STEP_BACKWARD } StepKind;
+const char *step_kind_name(StepKind k); /* "forward", "recompute", "backward" */
+
+/* One produced instance of a tensor. */
+typedef struct Instance {
+	int tensor;
+	int start, end;         /* live steps, inclusive; start -1: from before step 0 */
+	int64_t owned;          /* bytes it owns (0 for views) */
+	int base;               /* views: root instance it aliases, else itself */
+	int64_t offset;         /* memory planner: arena offset, or -1 */
+} Instance;
+
+/* What the liveness evaluator finds for one schedule. */
+typedef struct MemEval {
+	bool valid;
+	char error[256];        /* why it is invalid */
+	int nsteps;
+	StepKind *kind;         /* [nsteps] */
+	int64_t *live_bytes;    /* [nsteps] memory at each step */
+	int64_t *temp_bytes;    /* [nsteps] temporaries at each step */
+	int64_t peak;
+	int peak_step;
+	int64_t breakdown[CAT_COUNT];   /* at peak_step */
+	int64_t recompute_cost; /* cost of recompute steps */
+	Instance *inst;
+	int ninst;
+	int *step_prod;         /* [nsteps + 2] CSR: instances produced by step s
+	                           are inst[step_prod[s+1] .. step_prod[s+2]);
+	                           from_start instances (s = -1) come first, in
+	                           inst[step_prod[0] .. step_prod[1]). Within a
+	                           step: node.out order, then the acc entries
+	                           that produce, in node.acc order. */
+} MemEval;
+
+/* ---------------------------------------------------------------- passes/dag.c */
+void dag_finish(Dag *d);                /* computes forward_cost, total_cost */
+Schedule dag_base_schedule(const Dag *d, Arena *a);
+StepKind dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen);
+
+/* ---------------------------------------------------------------- passes/liveness.c */
+/* Evaluates a schedule in O(steps + uses). Fills *ev (arrays in a). */
+void lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
+
+/* ---------------------------------------------------------------- passes/verify.c */
+/* An independent, simple (quadratic) evaluator for --verify. Returns true
+ * when it agrees with ev on validity, every step's live_bytes, the peak and
+ * peak_step; otherwise writes the first disagreement to why. */
+bool vf_check(const Dag *d, const Schedule *s, const MemEval *ev,
+              char *why, size_t n);
+
+/* ---------------------------------------------------------------- passes/remat*.c */
+typedef struct PlanGoal {
+	int level;              /* 0: base schedule; 1: -O1; 2, 3: -O2 */
+	double max_recompute;   /* recompute cost <= this x forward_cost; <0: inf */
+	int64_t budget;         /* minimize recompute s.t. peak <= budget; -1: none */
+	bool exact;             /* --exact: exhaustive search (small graphs) */
+} PlanGoal;
+
+typedef struct PlanResult {
+	Schedule sched;
+	int64_t peak;           /* as lv_eval finds it */
+	int64_t recompute_cost;
+	bool fits;              /* budget met (always true without a budget) */
+	int64_t lower_bound;    /* a peak no schedule can beat */
+} PlanResult;
+
+/* Plans a schedule for the goal. Without a budget: minimizes peak subject to
+ * the recompute cap. With a budget: minimizes recompute subject to peak <=
+ * budget; when nothing fits, fits=false and sched/peak are the smallest-peak
+ * schedule found. */
+PlanResult rm_plan(const Dag *d, const PlanGoal *goal, Arena *a);
+int64_t rm_lower_bound(const Dag *d);
+/* passes/remat_exact.c: the true optimum under the model, by exhaustive
+ * search with pruning; for small graphs (tests, --exact). */
+PlanResult rm_plan_exact(const Dag *d, const PlanGoal *goal, Arena *a);
+
+/* ---------------------------------------------------------------- passes/checkmate.c */
+/* Reads a Checkmate/Moccasin node-link JSON graph. Returns 0, or -1 with a
+ * message in err. */
+int cm_import(const char *path, Dag *d, Arena *a, char *err, size_t errn);
+
+/* ---------------------------------------------------------------- passes/memplan.c */
+/* Assigns 256-byte-aligned offsets to every owning instance so that two
+ * instances overlap only when never live at the same step. Returns arena
+ * bytes (largest end offset). */
+int64_t mp_plan(const Dag *d, MemEval *ev, Arena *a);
+
+#endif
