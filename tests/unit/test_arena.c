@@ -1,0 +1,86 @@
+/* tests/unit/test_arena.c -- arena allocation and the graph helpers. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#include "ir.h"
+
+static void
+test_alloc_is_zeroed_and_aligned(void **state)
+{
+	Arena a;
+	(void)state;
+	ar_init(&a);
+	for (int i = 1; i < 5000; i += 37) {
+		unsigned char *p = ar_alloc(&a, (size_t)i);
+		assert_int_equal((uintptr_t)p % 16, 0);
+		for (int j = 0; j < i; j++)
+			assert_int_equal(p[j], 0);
+		memset(p, 0xab, (size_t)i);
+	}
+	void *big = ar_alloc(&a, 1 << 20);
+	assert_non_null(big);
+	ar_free(&a);
+}
+
+static void
+test_printf_and_strdup(void **state)
+{
+	Arena a;
+	(void)state;
+	ar_init(&a);
+	assert_string_equal(ar_printf(&a, "%s.%d.", "block", 3), "block.3.");
+	assert_string_equal(ar_strndup(&a, "abcdef", 3), "abc");
+	ar_free(&a);
+}
+
+static void
+test_dtypes(void **state)
+{
+	(void)state;
+	assert_int_equal(dtype_size(DT_BF16), 2);
+	assert_int_equal(dtype_size(DT_I64), 8);
+	assert_int_equal(dtype_from_name("f8e5m2"), DT_F8E5M2);
+	assert_int_equal(dtype_from_name("f128"), DT_NONE);
+	assert_true(dtype_is_float(DT_F8E4M3));
+	assert_false(dtype_is_float(DT_BOOL));
+	assert_int_equal(optimizer_states(OPT_ADAMW), 2);
+	assert_int_equal(optimizer_from_name("lion"), OPT_LION);
+}
+
+static void
+test_diag_caret(void **state)
+{
+	Source src = {"m.net", "dim N = 4;\nx = relu(y);\n", 0};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	Diag d;
+	(void)state;
+	src.len = strlen(src.text);
+	diag_init(&d, &src, f);
+	diag_error(&d, (Loc){"m.net", 2, 10}, "undefined name '%s'", "y");
+	fclose(f);
+	assert_string_equal(buf, "m.net:2:10: error: undefined name 'y'\n"
+	                         "x = relu(y);\n"
+	                         "         ^\n");
+	assert_int_equal(d.nerrors, 1);
+	free(buf);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_alloc_is_zeroed_and_aligned),
+		cmocka_unit_test(test_printf_and_strdup),
+		cmocka_unit_test(test_dtypes),
+		cmocka_unit_test(test_diag_caret),
+	};
+	return cmocka_run_group_tests_name("arena", tests, NULL, NULL);
+}
