@@ -237,6 +237,7 @@ typedef struct Graph {
 	Op *op;
 	int nop, capop;
 	int *outputs;           /* tensors named by `output` */
+	Loc *output_loc;        /* [noutputs] where each `output` statement is */
 	int noutputs;
 	Dim *dims;
 	int ndims;

@@ -53,6 +53,8 @@ typedef struct DagTensor {
 	const char *name;
 	int64_t bytes;          /* logical size; a view instance owns 0 */
 	int view_src;           /* static view: tensor it aliases, else -1 */
+	bool persistent_view;   /* a view of a param (transpose(wte)): owns
+	                           nothing and keeps nothing alive */
 	MemCat cat;
 	bool from_start;        /* produced before step 0 (inputs; param grads
 	                           under accumulation) */
@@ -180,6 +182,11 @@ PlanResult rm_plan_exact(const Dag *d, const PlanGoal *goal, Arena *a);
 /* Reads a Checkmate/Moccasin node-link JSON graph. Returns 0, or -1 with a
  * message in err. */
 int cm_import(const char *path, Dag *d, Arena *a, char *err, size_t errn);
+/* remat --import checkmate FILE.json: imports, plans for goal, prints the
+ * human report (or JSON with json=true) to out, checks with vf_check when
+ * verify is set. Returns the exit status (0, 1 bad file, 3 budget unmet, 4). */
+int cm_run(const char *path, const PlanGoal *goal, bool json, bool verify,
+           FILE *out);
 
 /* ---------------------------------------------------------------- passes/memplan.c */
 /* Assigns 256-byte-aligned offsets to every owning instance so that two
