@@ -34,6 +34,27 @@
  * - Memory at a step = persistent bytes + owned bytes of live instances +
  *   the step's temporaries (node.workspace + accumulation temporaries).
  *   Peak = max over steps; peak_step = the first step reaching it.
+ *
+ * How passes/lower.c maps a training graph onto a Dag:
+ * - params are not Dag tensors: their bytes (and master copy, optimizer
+ *   state) are persistent[]; a view of a param is a DagTensor with
+ *   persistent_view set. Each IR input is a from_start tensor (CAT_INPUTS).
+ * - forward op o (program order) -> one node, once=false, name = id of
+ *   o.out[0], cost = o.flops, workspace = o.workspace, in = o's distinct
+ *   non-param inputs, out = o.out[] then o.extra[] (CAT_ACTIVATIONS).
+ * - backward of o (for ops with has_backward, reverse program order) -> one
+ *   node, once=true, is_backward=true, same name, cost = o.bwd_flops,
+ *   workspace = o.workspace; in = grad(out[i]) for each output that has a
+ *   grad (none for the loss op), then o.saves[] minus params; acc = one
+ *   entry per distinct input a that needs grad, {grad(a), view_src =
+ *   grad(o.out[0]) when o is reshape/flatten/transpose/permute and a is not
+ *   a param, else -1}. grad(param) is CAT_PARAM_GRADS and to_end (and
+ *   from_start when accumulate > 1); other grads are CAT_GRADIENTS.
+ * - base_order: forward nodes in program order, then backward nodes in
+ *   reverse program order (the -O0 schedule). In infer mode there are no
+ *   backward nodes and every `output` is to_end.
+ * - DagNode.ir_op and DagTensor.ir_tensor point back into the Graph (for a
+ *   gradient, ir_tensor is the TK_GRAD/TK_PARAM_GRAD tensor).
  */
 #ifndef REMAT_DAG_H
 #define REMAT_DAG_H
