@@ -164,7 +164,14 @@ typedef struct OpParams {
 	int nlist;              /* reshape shape / permute axes */
 	int64_t list[IR_MAXDIM];
 	int64_t axis_norm;      /* shape pass: axis in [0, ndim) */
+	unsigned given;         /* ir_set_attr: bit i = the i-th name of
+	                           OpInfo.attrs was given, bit IR_POS_BIT + k =
+	                           the k-th positional parameter; decides the
+	                           defaults that depend on others (pool stride = k,
+	                           flatten start = 1) */
 } OpParams;
+
+#define IR_POS_BIT 16
 
 /* A custom op declared with `op name(a, b) -> T { ... }`, after its dimension
  * expressions were evaluated. */
@@ -264,6 +271,40 @@ char *ir_shape_str(const Tensor *t, char *buf, size_t n);
 
 /* ---------------------------------------------------------------- ir/optab.c */
 
+/* Shape rules, one per family of ops; passes/shape.c implements each. */
+typedef enum ShapeRule {
+	SR_UNARY, SR_CAST, SR_DROPOUT, SR_BINARY, SR_MATMUL, SR_CONV2D,
+	SR_ATTENTION, SR_NORM, SR_BATCHNORM, SR_SOFTMAX, SR_POOL, SR_GLOBAL_POOL,
+	SR_UPSAMPLE, SR_REDUCE, SR_CROSS_ENTROPY, SR_MSE, SR_EMBEDDING,
+	SR_RESHAPE, SR_FLATTEN, SR_TRANSPOSE, SR_PERMUTE, SR_SLICE, SR_SPLIT,
+	SR_CONCAT, SR_CUSTOM
+} ShapeRule;
+
+/* Forward FLOPs, before the row's factor flops_k. */
+typedef enum FlopsRule {
+	FL_ZERO,        /* views */
+	FL_IN,          /* n(argument 0) */
+	FL_OUT,         /* n(out) */
+	FL_MATMUL,      /* 2 M N K batch */
+	FL_CONV2D,      /* 2 N O H' W' (C/groups) KH KW */
+	FL_ATTENTION,   /* 4 B H S T Dh, halved when causal */
+	FL_POOL,        /* n(out) k^2 */
+	FL_CUSTOM       /* declared */
+} FlopsRule;
+
+/* One entry of an op's saves column. */
+typedef enum SaveKind { SV_END, SV_ARG, SV_ARG_IF, SV_OUT, SV_EXTRA } SaveKind;
+typedef struct SaveRule {
+	SaveKind kind;
+	int i;                  /* argument or extra index */
+	int cond;               /* SV_ARG_IF: the argument that must need grad */
+} SaveRule;
+#define IR_MAXSAVE 5
+#define SAVE_ARG(a) {SV_ARG, (a), -1}
+#define SAVE_ARG_IF(a, b) {SV_ARG_IF, (a), (b)}
+#define SAVE_OUT {SV_OUT, 0, -1}
+#define SAVE_EXTRA(k) {SV_EXTRA, (k), -1}
+
 /* What an op's backward saves, as flags over its arguments and out.
  * SAVE_ARG(i) is saved always; SAVE_ARG_IF(i, j) only when argument j
  * needs grad; SAVE_OUT, SAVE_EXTRA(k). The rows follow ops.md exactly. */
@@ -277,6 +318,14 @@ typedef struct OpInfo {
 	const char *extra_role[IR_MAXEXTRA];
 	double bwd_factor;      /* backward FLOPs = forward x this (x grads if per_grad) */
 	bool per_grad;
+	/* added with passes/shape.c and passes/autodiff.c: */
+	const char *pos_names;  /* names of the positional params, space separated */
+	const char *required;   /* attributes that have no default */
+	ShapeRule shape;        /* how passes/shape.c infers the output */
+	bool float_in;          /* every tensor argument must be floating point */
+	FlopsRule flops;        /* forward FLOPs = flops_k x the rule's count */
+	int64_t flops_k;
+	SaveRule saves[IR_MAXSAVE]; /* ends at the first SV_END */
 } OpInfo;
 
 extern const OpInfo ir_optab[OP_COUNT];
@@ -359,5 +408,7 @@ int autodiff(Graph *g, Diag *d);
 
 /* --dump-ir: one line per tensor, stable order. */
 void ir_dump(const Graph *g, FILE *out);
+const char *ir_tensor_op(const Graph *g, int t);  /* "matmul", "input", "grad" */
+const char *ir_kind_name(TensorKind k);            /* "activation", ... */
 
 #endif

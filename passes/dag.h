@@ -162,6 +162,11 @@ void dag_finish(Dag *d);                /* computes forward_cost, total_cost */
 Schedule dag_base_schedule(const Dag *d, Arena *a);
 StepKind dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen);
 
+/* ---------------------------------------------------------------- passes/lower.c */
+/* Builds the Dag of g's training step (or inference pass), per the
+ * conventions above. g has been through shape_infer and autodiff. */
+void lower_graph(const Graph *g, Dag *d, Arena *a);
+
 /* ---------------------------------------------------------------- passes/liveness.c */
 /* Evaluates a schedule in O(steps + uses). Fills *ev (arrays in a). */
 void lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
@@ -214,5 +219,46 @@ int cm_run(const char *path, const PlanGoal *goal, bool json, bool verify,
  * instances overlap only when never live at the same step. Returns arena
  * bytes (largest end offset). */
 int64_t mp_plan(const Dag *d, MemEval *ev, Arena *a);
+
+/* ---------------------------------------------------------------- codegen/emit.c */
+/* Writes one self-contained CUDA C program (also plain C with -DREMAT_HOST)
+ * that runs schedule s and checks the measured peak against ev.
+ * Returns 0, or non-zero on an I/O error. */
+int cg_emit(const Graph *g, const Dag *d, const Schedule *s, const MemEval *ev,
+            int64_t arena_bytes, FILE *out);
+
+/* ---------------------------------------------------------------- passes/analyze.c */
+/* One compilation: the graph, its Dag, the plan and what liveness found. */
+typedef struct Analysis {
+	Graph g;
+	Dag d;
+	PlanGoal goal;
+	PlanResult plan;
+	MemEval ev;             /* the chosen schedule */
+	MemEval base;           /* the -O0 schedule, for baseline_peak_bytes */
+	int64_t arena_bytes;
+	double seconds;         /* wall time of the whole analysis */
+} Analysis;
+
+/* Runs instantiate -> shape_infer -> autodiff -> lower -> plan -> liveness
+ * -> memory plan. Returns an exit status: 0, 1 (errors in the input,
+ * reported to d), 3 (no schedule fits the budget; an->plan holds the
+ * smallest peak found). With verify, checks every evaluation with vf_check
+ * and returns 4 on a mismatch. */
+int analyze(const Program *p, const char *file, const NetOptions *o,
+            const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d);
+
+/* ---------------------------------------------------------------- passes/report.c */
+typedef struct ReportOptions {
+	int top;                /* tensors listed at the peak */
+	bool exact_bytes;       /* print every size in bytes too */
+} ReportOptions;
+
+void report_human(const Analysis *an, const ReportOptions *ro, FILE *out);
+/* Human size: "1.50 GiB", "512 B". buf needs 32 bytes. */
+char *report_size(int64_t bytes, char *buf);
+
+/* ---------------------------------------------------------------- passes/json.c */
+void report_json(const Analysis *an, FILE *out);
 
 #endif

@@ -1,0 +1,236 @@
+/* passes/lower.c -- lowers the training graph onto the plain Dag that the
+ * planners and the liveness evaluator work on (conventions: passes/dag.h).
+ *
+ * Reads: Graph tensors (kind, bytes, view_of, grad, dtype), ops (in, out,
+ * extra, saves, has_backward, flops, bwd_flops, workspace), settings.
+ * Writes: a Dag in the given arena, with ir_op / ir_tensor back-links.
+ */
+#include <string.h>
+
+#include "dag.h"
+
+typedef struct Lowering {
+	const Graph *g;
+	Dag *d;
+	Arena *a;
+	int *dag_of;            /* IR tensor -> Dag tensor, -1 (params: none) */
+	int cap_t, cap_n;
+} Lowering;
+
+static bool
+is_param(const Graph *g, int t)
+{
+	return g->t[t].kind == TK_PARAM;
+}
+
+/* A view whose storage root is a param owns nothing and pins nothing. */
+static bool
+views_param(const Graph *g, int t)
+{
+	return g->t[t].view_of >= 0 && is_param(g, ir_storage_root(g, t));
+}
+
+static int
+add_tensor(Lowering *L, int ir, MemCat cat)
+{
+	const Tensor *t = &L->g->t[ir];
+	DagTensor *dt;
+
+	if (L->d->nt == L->cap_t) {
+		int cap = L->cap_t ? 2 * L->cap_t : 256;
+		L->d->t = ar_grow(L->a, L->d->t, sizeof *L->d->t * (size_t)L->cap_t,
+		                  sizeof *L->d->t * (size_t)cap);
+		L->cap_t = cap;
+	}
+	dt = &L->d->t[L->d->nt];
+	memset(dt, 0, sizeof *dt);
+	dt->name = t->id;
+	dt->bytes = t->bytes;
+	dt->view_src = -1;
+	dt->cat = cat;
+	dt->ir_tensor = ir;
+	L->dag_of[ir] = L->d->nt;
+	return L->d->nt++;
+}
+
+static DagNode *
+add_node(Lowering *L, int o, bool backward)
+{
+	const Op *op = &L->g->op[o];
+	DagNode *n;
+
+	if (L->d->nnode == L->cap_n) {
+		int cap = L->cap_n ? 2 * L->cap_n : 256;
+		L->d->node = ar_grow(L->a, L->d->node, sizeof *L->d->node * (size_t)L->cap_n,
+		                     sizeof *L->d->node * (size_t)cap);
+		L->cap_n = cap;
+	}
+	n = &L->d->node[L->d->nnode++];
+	memset(n, 0, sizeof *n);
+	n->name = L->g->t[op->out[0]].id;
+	n->cost = backward ? op->bwd_flops : op->flops;
+	n->workspace = op->workspace;
+	n->once = backward;
+	n->is_backward = backward;
+	n->ir_op = o;
+	return n;
+}
+
+/* Appends Dag tensor x to list[*n] unless it is already there. The lists
+ * are a handful long, so a linear check stays linear overall. */
+static void
+push_unique(int *list, int *n, int x)
+{
+	for (int i = 0; i < *n; i++)
+		if (list[i] == x)
+			return;
+	list[(*n)++] = x;
+}
+
+static void
+persistent_bytes(Lowering *L)
+{
+	const Graph *g = L->g;
+	const Settings *s = &g->settings;
+	int64_t *p = L->d->persistent;
+
+	for (int i = 0; i < g->nt; i++) {
+		const Tensor *t = &g->t[i];
+		if (t->kind != TK_PARAM)
+			continue;
+		p[CAT_PARAMS] += t->bytes;
+		if (!g->train)
+			continue;
+		if (s->mixed && t->dtype != DT_F32)
+			p[CAT_MASTER] += t->numel * 4;
+		p[CAT_OPTIMIZER] += t->numel * optimizer_states(s->optimizer) *
+		                    (s->mixed ? 4 : dtype_size(t->dtype));
+	}
+}
+
+/* Creates the Dag tensors for every non-param forward tensor, in IR order. */
+static void
+forward_tensors(Lowering *L)
+{
+	const Graph *g = L->g;
+
+	for (int i = 0; i < g->nt; i++) {
+		const Tensor *t = &g->t[i];
+		int dt;
+
+		if (t->kind == TK_INPUT) {
+			dt = add_tensor(L, i, CAT_INPUTS);
+			L->d->t[dt].from_start = true;
+		} else if (t->kind == TK_ACT || t->kind == TK_EXTRA) {
+			dt = add_tensor(L, i, CAT_ACTIVATIONS);
+			if (views_param(g, i))
+				L->d->t[dt].persistent_view = true;
+			else if (t->view_of >= 0)
+				L->d->t[dt].view_src = L->dag_of[t->view_of];
+		}
+	}
+	for (int i = 0; i < g->noutputs && !g->train; i++)
+		if (L->dag_of[g->outputs[i]] >= 0)
+			L->d->t[L->dag_of[g->outputs[i]]].to_end = true;
+}
+
+static void
+grad_tensors(Lowering *L)
+{
+	const Graph *g = L->g;
+	bool accumulating = g->settings.accumulate > 1;
+
+	for (int i = 0; i < g->nt; i++) {
+		const Tensor *t = &g->t[i];
+		int dt;
+
+		if (t->kind == TK_PARAM_GRAD) {
+			dt = add_tensor(L, i, CAT_PARAM_GRADS);
+			L->d->t[dt].to_end = true;
+			L->d->t[dt].from_start = accumulating;
+		} else if (t->kind == TK_GRAD) {
+			add_tensor(L, i, CAT_GRADIENTS);
+		}
+	}
+}
+
+static void
+forward_node(Lowering *L, int o)
+{
+	const Op *op = &L->g->op[o];
+	DagNode *n = add_node(L, o, false);
+
+	n->in = ar_alloc(L->a, sizeof(int) * (size_t)(op->nin + 1));
+	for (int i = 0; i < op->nin; i++)
+		if (!is_param(L->g, op->in[i]))
+			push_unique(n->in, &n->nin, L->dag_of[op->in[i]]);
+	n->out = ar_alloc(L->a, sizeof(int) * (size_t)(op->nout + op->nextra));
+	for (int i = 0; i < op->nout; i++)
+		n->out[n->nout++] = L->dag_of[op->out[i]];
+	for (int i = 0; i < op->nextra; i++)
+		n->out[n->nout++] = L->dag_of[op->extra[i]];
+}
+
+static bool
+grad_is_view_op(OpKind k)
+{
+	return k == OP_RESHAPE || k == OP_FLATTEN || k == OP_TRANSPOSE || k == OP_PERMUTE;
+}
+
+static void
+backward_node(Lowering *L, int o)
+{
+	const Graph *g = L->g;
+	const Op *op = &g->op[o];
+	DagNode *n = add_node(L, o, true);
+	int grad_out = g->t[op->out[0]].grad;
+
+	n->in = ar_alloc(L->a, sizeof(int) * (size_t)(op->nout + op->nsaves + 1));
+	for (int i = 0; i < op->nout; i++) {
+		int gt = g->t[op->out[i]].grad;
+		if (gt >= 0)
+			push_unique(n->in, &n->nin, L->dag_of[gt]);
+	}
+	for (int i = 0; i < op->nsaves; i++)
+		if (!is_param(g, op->saves[i]))
+			push_unique(n->in, &n->nin, L->dag_of[op->saves[i]]);
+	n->acc = ar_alloc(L->a, sizeof(DagAcc) * (size_t)(op->nin + 1));
+	for (int i = 0; i < op->nin; i++) {
+		int a = op->in[i], ga = g->t[a].grad, j;
+		if (!g->t[a].needs_grad || ga < 0)
+			continue;
+		for (j = 0; j < n->nacc && n->acc[j].tensor != L->dag_of[ga]; j++)
+			;
+		if (j < n->nacc)
+			continue;
+		n->acc[n->nacc].tensor = L->dag_of[ga];
+		n->acc[n->nacc].view_src = grad_is_view_op(op->kind) && !is_param(g, a) &&
+		                           grad_out >= 0 ? L->dag_of[grad_out] : -1;
+		n->nacc++;
+	}
+}
+
+void
+lower_graph(const Graph *g, Dag *d, Arena *a)
+{
+	Lowering L = {g, d, a, NULL, 0, 0};
+
+	memset(d, 0, sizeof *d);
+	L.dag_of = ar_alloc(a, sizeof(int) * (size_t)(g->nt + 1));
+	for (int i = 0; i < g->nt; i++)
+		L.dag_of[i] = -1;
+	persistent_bytes(&L);
+	forward_tensors(&L);
+	if (g->train)
+		grad_tensors(&L);
+	for (int o = 0; o < g->nop; o++)
+		forward_node(&L, o);
+	for (int o = g->nop - 1; g->train && o >= 0; o--)
+		if (g->op[o].has_backward)
+			backward_node(&L, o);
+	d->nbase = d->nnode;
+	d->base_order = ar_alloc(a, sizeof(int) * (size_t)(d->nnode + 1));
+	for (int i = 0; i < d->nnode; i++)
+		d->base_order[i] = i;
+	dag_finish(d);
+}

@@ -1,0 +1,341 @@
+/* passes/report.c -- the human report: settings, bytes per parameter,
+ * FLOPs, the peak with its breakdown, the tensors live at the peak, the
+ * activation memory of each layer (def instance), and what -O1/-O2 chose
+ * to keep and to recompute.
+ *
+ * Reads an Analysis (graph, Dag, chosen and baseline evaluations); writes
+ * text only. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dag.h"
+
+char *
+report_size(int64_t bytes, char *buf)
+{
+	static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, 32, "%" PRId64 " B", bytes);
+		return buf;
+	}
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, 32, "%.2f %s", v, units[u]);
+	return buf;
+}
+
+/* Prints a size, with the exact byte count when asked or when it matters. */
+static void
+put_size(FILE *out, const ReportOptions *ro, int64_t bytes, bool exact)
+{
+	char buf[32];
+
+	fputs(report_size(bytes, buf), out);
+	if ((exact || ro->exact_bytes) && bytes >= 1024)
+		fprintf(out, " (%" PRId64 " bytes)", bytes);
+}
+
+static void
+put_flops(FILE *out, int64_t f)
+{
+	static const char *units[] = {"", "K", "M", "G", "T", "P", "E"};
+	double v = (double)f;
+	int u = 0;
+
+	while (v >= 1000 && u < 6) {
+		v /= 1000;
+		u++;
+	}
+	fprintf(out, u ? "%.2f %sFLOP" : "%.0f %sFLOP", v, units[u]);
+}
+
+static void
+settings(const Analysis *an, FILE *out)
+{
+	const Graph *g = &an->g;
+	const Settings *s = &g->settings;
+
+	fprintf(out, "remat %s: %s", g->file, g->train ? "train" : "infer");
+	if (g->train)
+		fprintf(out, ", %s, %s precision, accumulate %" PRId64,
+		        optimizer_name(s->optimizer), s->mixed ? "mixed" : "declared",
+		        s->accumulate);
+	fprintf(out, ", -O%d\n", an->goal.level);
+	if (g->ndims) {
+		fputs("dims:", out);
+		for (int i = 0; i < g->ndims; i++)
+			fprintf(out, " %s=%" PRId64 "%s", g->dims[i].name, g->dims[i].declared,
+			        g->dims[i].is_batch ? " (batch)" : "");
+		fputc('\n', out);
+	}
+	for (int i = 0; i < g->ndims && s->accumulate > 1; i++)
+		if (g->dims[i].is_batch)
+			fprintf(out, "micro-batch: %s=%" PRId64 " (the schedule is one of %" PRId64
+			        " micro-batches)\n", g->dims[i].name, g->dims[i].value, s->accumulate);
+}
+
+static void
+per_param_line(FILE *out, const char *what, int64_t bytes, int64_t count,
+               const ReportOptions *ro)
+{
+	fprintf(out, "  %-10s ", what);
+	put_size(out, ro, bytes, false);
+	if (count > 0) {
+		double per = (double)bytes / (double)count;
+		fprintf(out, per == (double)(int64_t)per ? "  %.0f B/param\n" : "  %.2f B/param\n", per);
+	} else {
+		fputc('\n', out);
+	}
+}
+
+static void
+parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const Graph *g = &an->g;
+	const int64_t *p = an->d.persistent;
+	int64_t count = 0, grads = 0, total;
+
+	for (int i = 0; i < g->nt; i++) {
+		const Tensor *t = &g->t[i];
+		if (t->kind == TK_PARAM)
+			count += t->numel;
+		if (t->kind == TK_PARAM_GRAD)
+			grads += t->bytes;
+	}
+	total = p[CAT_PARAMS] + p[CAT_MASTER] + grads + p[CAT_OPTIMIZER];
+	fprintf(out, "\nparameters: %" PRId64 " elements\n", count);
+	per_param_line(out, "weights", p[CAT_PARAMS], count, ro);
+	if (!g->train)
+		return;
+	per_param_line(out, "master", p[CAT_MASTER], count, ro);
+	per_param_line(out, "grads", grads, count, ro);
+	per_param_line(out, "optimizer", p[CAT_OPTIMIZER], count, ro);
+	per_param_line(out, "total", total, count, ro);
+}
+
+static void
+flops(const Analysis *an, FILE *out)
+{
+	int64_t fwd = 0, bwd = 0, rec = an->ev.recompute_cost;
+
+	for (int o = 0; o < an->g.nop; o++) {
+		fwd += an->g.op[o].flops;
+		if (an->g.op[o].has_backward)
+			bwd += an->g.op[o].bwd_flops;
+	}
+	fputs("\nflops: forward ", out);
+	put_flops(out, fwd);
+	fputs(", backward ", out);
+	put_flops(out, bwd);
+	fputs(", recompute ", out);
+	put_flops(out, rec);
+	fprintf(out, " (%.1f%% of forward, %.1f%% of the step)\n",
+	        fwd ? 100.0 * (double)rec / (double)fwd : 0.0,
+	        fwd + bwd ? 100.0 * (double)rec / (double)(fwd + bwd) : 0.0);
+}
+
+static const char *
+step_label(const Analysis *an, int s, char *buf, size_t n)
+{
+	const MemEval *ev = &an->ev;
+	const DagNode *node = &an->d.node[an->plan.sched.step[s]];
+
+	snprintf(buf, n, "step %d of %d, %s %s", s, ev->nsteps,
+	         step_kind_name(ev->kind[s]), node->name);
+	return buf;
+}
+
+static void
+peak(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const MemEval *ev = &an->ev;
+	char buf[512];
+
+	fputs("\npeak: ", out);
+	put_size(out, ro, ev->peak, true);
+	fprintf(out, " at %s\n", step_label(an, ev->peak_step, buf, sizeof buf));
+	if (an->goal.level > 0) {
+		fputs("  before remat (-O0): ", out);
+		put_size(out, ro, an->base.peak, true);
+		fputc('\n', out);
+	}
+	fputs("  lower bound: ", out);
+	put_size(out, ro, an->plan.lower_bound, true);
+	fputs("\n  arena: ", out);
+	put_size(out, ro, an->arena_bytes, true);
+	fputs(", fragmentation ", out);
+	put_size(out, ro, an->arena_bytes - ev->peak, false);
+	fputs("\n\nbreakdown at the peak:\n", out);
+	for (int c = 0; c < CAT_COUNT; c++) {
+		fprintf(out, "  %-12s ", memcat_name((MemCat)c));
+		put_size(out, ro, ev->breakdown[c], false);
+		fputc('\n', out);
+	}
+}
+
+static int
+by_owned_desc(const void *a, const void *b)
+{
+	const Instance *x = *(Instance *const *)a, *y = *(Instance *const *)b;
+
+	if (x->owned != y->owned)
+		return x->owned < y->owned ? 1 : -1;
+	return x->tensor - y->tensor;
+}
+
+static void
+top_tensors(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const MemEval *ev = &an->ev;
+	int n = 0, ps = ev->peak_step;
+	Instance **live = xmalloc(sizeof *live * (size_t)(ev->ninst + 1));
+	char shape[256];
+
+	for (int i = 0; i < ev->ninst; i++) {
+		const Instance *in = &ev->inst[i];
+		if (in->owned > 0 && in->start <= ps && ps <= in->end)
+			live[n++] = (Instance *)in;
+	}
+	qsort(live, (size_t)n, sizeof *live, by_owned_desc);
+	fprintf(out, "\ntensors live at the peak (%d, largest first):\n", n);
+	for (int i = 0; i < n && i < ro->top; i++) {
+		const DagTensor *dt = &an->d.t[live[i]->tensor];
+		const Tensor *t = &an->g.t[dt->ir_tensor];
+		fprintf(out, "  %-28s %-14s %s%-20s ", t->id, ir_tensor_op(&an->g, dt->ir_tensor),
+		        dtype_name(t->dtype), ir_shape_str(t, shape, sizeof shape));
+		put_size(out, ro, live[i]->owned, false);
+		fprintf(out, "  line %d", t->loc.line);
+		if (live[i]->start >= 0 && ev->kind[live[i]->start] == STEP_RECOMPUTE)
+			fputs(" (recomputed)", out);
+		fputc('\n', out);
+	}
+	if (n > ro->top)
+		fprintf(out, "  ... and %d more\n", n - ro->top);
+	free(live);
+}
+
+/* The outermost def instance of a scope: "enc.1.conv.0." -> "enc.1.". */
+static size_t
+layer_len(const char *scope)
+{
+	const char *dot = strchr(scope, '.');
+
+	if (!dot || !(dot = strchr(dot + 1, '.')))
+		return strlen(scope);
+	return (size_t)(dot - scope + 1);
+}
+
+typedef struct Layer {
+	const char *name;
+	size_t len;
+	int64_t saved, at_peak;
+} Layer;
+
+/* Activation memory per layer: what backward saves (per ops.md, -O0), and
+ * what this schedule holds at its peak. Layers in program order. */
+static void
+layers(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const Graph *g = &an->g;
+	const MemEval *ev = &an->ev;
+	Layer *l = xcalloc((size_t)g->nt + 1, sizeof *l);
+	int *layer_of = xmalloc(sizeof(int) * ((size_t)g->nt + 1));
+	int nl = 0;
+
+	for (int i = 0; i < g->nt; i++) {
+		const Tensor *t = &g->t[i];
+		size_t len = layer_len(t->scope);
+		layer_of[i] = -1;
+		if ((t->kind != TK_ACT && t->kind != TK_EXTRA) || !len)
+			continue;
+		if (!nl || l[nl - 1].len != len || strncmp(l[nl - 1].name, t->scope, len)) {
+			l[nl].name = t->scope;
+			l[nl++].len = len;
+		}
+		layer_of[i] = nl - 1;
+		if (t->saved && t->view_of < 0)
+			l[nl - 1].saved += t->bytes;
+	}
+	for (int i = 0; i < ev->ninst; i++) {
+		const Instance *in = &ev->inst[i];
+		int ir = an->d.t[in->tensor].ir_tensor;
+		if (ir >= 0 && layer_of[ir] >= 0 && in->start <= ev->peak_step &&
+		    ev->peak_step <= in->end)
+			l[layer_of[ir]].at_peak += in->owned;
+	}
+	if (nl) {
+		fputs("\nactivations per layer (def instance):  saved for backward  /  live at the peak\n", out);
+		for (int i = 0; i < nl; i++) {
+			fprintf(out, "  %-24.*s ", (int)l[i].len - 1, l[i].name);
+			put_size(out, ro, l[i].saved, false);
+			fputs("  /  ", out);
+			put_size(out, ro, l[i].at_peak, false);
+			fputc('\n', out);
+		}
+	}
+	free(l);
+	free(layer_of);
+}
+
+/* -O1 and up: which saved activations are kept from the forward pass and
+ * which are recomputed. */
+static void
+remat_summary(const Analysis *an, FILE *out)
+{
+	const MemEval *ev = &an->ev;
+	int first_bwd = ev->nsteps, nkept = 0, nrec = 0;
+	char *recomputed = xcalloc((size_t)an->d.nt + 1, 1);
+
+	if (an->goal.level == 0) {
+		free(recomputed);
+		return;
+	}
+	for (int s = 0; s < ev->nsteps && first_bwd == ev->nsteps; s++)
+		if (ev->kind[s] == STEP_BACKWARD)
+			first_bwd = s;
+	for (int i = 0; i < ev->ninst; i++)
+		if (ev->inst[i].start >= 0 && ev->kind[ev->inst[i].start] == STEP_RECOMPUTE)
+			recomputed[ev->inst[i].tensor] = 1;
+	fputs("\ncheckpoints (kept from the forward pass for backward):\n ", out);
+	for (int i = 0; i < ev->ninst; i++) {
+		const Instance *in = &ev->inst[i];
+		const DagTensor *dt = &an->d.t[in->tensor];
+		if (dt->cat != CAT_ACTIVATIONS || in->start < 0 ||
+		    ev->kind[in->start] != STEP_FORWARD || in->end < first_bwd || in->owned == 0)
+			continue;
+		if (nkept++ < 40)
+			fprintf(out, " %s", dt->name);
+	}
+	if (nkept > 40)
+		fprintf(out, " ... (%d in all)", nkept);
+	fputs(nkept ? "\n" : " none\n", out);
+	fputs("recomputed:\n ", out);
+	for (int t = 0; t < an->d.nt; t++) {
+		if (!recomputed[t])
+			continue;
+		if (nrec++ < 40)
+			fprintf(out, " %s", an->d.t[t].name);
+	}
+	if (nrec > 40)
+		fprintf(out, " ... (%d in all)", nrec);
+	fputs(nrec ? "\n" : " none\n", out);
+	free(recomputed);
+}
+
+void
+report_human(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	settings(an, out);
+	parameters(an, ro, out);
+	flops(an, out);
+	peak(an, ro, out);
+	top_tensors(an, ro, out);
+	layers(an, ro, out);
+	remat_summary(an, out);
+}
