@@ -14,6 +14,18 @@ struct ArenaBlock {
 
 enum { BLOCK_MIN = 64 * 1024 };
 
+/* Large growing arrays (the graph's tensors and ops) live on the heap,
+ * tracked by the arena, so that doubling them frees the old copy instead of
+ * leaving it in a block: a million-op graph would otherwise keep every
+ * generation. Small ones are copied within the arena. */
+enum { GROW_HEAP_MIN = 256 * 1024 };
+
+struct ArenaHeap {
+	ArenaHeap *next;
+	void *p;
+};
+
+
 static _Noreturn void
 oom(size_t n)
 {
@@ -52,6 +64,7 @@ void
 ar_init(Arena *a)
 {
 	a->head = NULL;
+	a->heap = NULL;
 	a->total = 0;
 }
 
@@ -60,6 +73,9 @@ ar_free(Arena *a)
 {
 	ArenaBlock *b, *next;
 
+	for (ArenaHeap *h = a->heap; h; h = h->next)
+		free(h->p);
+	a->heap = NULL;
 	for (b = a->head; b; b = next) {
 		next = b->next;
 		free(b);
@@ -93,11 +109,39 @@ ar_alloc(Arena *a, size_t n)
 	return p;
 }
 
+static ArenaHeap **
+find_heap(Arena *a, void *p)
+{
+	ArenaHeap **h;
+
+	for (h = &a->heap; *h; h = &(*h)->next)
+		if ((*h)->p == p)
+			return h;
+	return NULL;
+}
+
 void *
 ar_grow(Arena *a, void *old, size_t oldn, size_t newn)
 {
-	void *p = ar_alloc(a, newn);
+	ArenaHeap **h = old ? find_heap(a, old) : NULL, *n;
+	void *p;
 
+	if (h) {
+		p = xrealloc(old, newn);
+		if (newn > oldn)
+			memset((char *)p + oldn, 0, newn - oldn);
+		(*h)->p = p;
+		return p;
+	}
+	if (newn < GROW_HEAP_MIN) {
+		p = ar_alloc(a, newn);
+	} else {
+		p = xcalloc(1, newn);
+		n = ar_alloc(a, sizeof *n);
+		n->p = p;
+		n->next = a->heap;
+		a->heap = n;
+	}
 	if (old && oldn)
 		memcpy(p, old, oldn < newn ? oldn : newn);
 	return p;

@@ -26,8 +26,10 @@
 /* A bump allocator. Everything made for one compilation lives in one arena
  * and dies with it; passes use a scratch arena of their own. */
 typedef struct ArenaBlock ArenaBlock;
+typedef struct ArenaHeap ArenaHeap;
 typedef struct Arena {
 	ArenaBlock *head;
+	ArenaHeap *heap;        /* large arrays grown by ar_grow, freed with it */
 	size_t total;           /* bytes handed out, for the benchmarks */
 } Arena;
 
@@ -37,7 +39,8 @@ void *xrealloc(void *p, size_t n);
 void ar_init(Arena *a);
 void ar_free(Arena *a);                  /* frees every block */
 void *ar_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
-void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* copy into a larger block */
+void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; old
+                                 may be moved or freed */
 char *ar_strdup(Arena *a, const char *s);
 char *ar_strndup(Arena *a, const char *s, size_t n);
 char *ar_printf(Arena *a, const char *fmt, ...)
@@ -356,6 +359,8 @@ const char *ir_set_attr(OpKind k, OpParams *p, const char *name, int pos,
 const char *ir_check_attrs(OpKind k, const OpParams *p, unsigned given);
 
 int ir_op_from_name(const char *name);  /* -1 if not built in */
+/* Whether ir_set_attr stored attribute `name` of op kind k into p. */
+bool ir_attr_given(OpKind k, const OpParams *p, const char *name);
 
 /* ---------------------------------------------------------------- frontend/ */
 
@@ -377,6 +382,7 @@ typedef struct NetOptions {
 	bool precision_set, mixed;
 	bool accumulate_set;
 	int64_t accumulate;
+	int max_tensors;        /* cap on the graph's tensors; 0: the default (2^24) */
 } NetOptions;
 
 /* Parses a whole source; NULL after syntax errors (already reported). */
