@@ -1,54 +1,139 @@
 /* ir/optab.c -- the op library of ops.md as one table: one row per op.
- * Shape rules, FLOPs and saves are keyed by the same OpKind in
- * passes/shape.c and passes/autodiff.c. */
+ *
+ * A row gives an op's arity, attributes (and which have no default), its
+ * shape rule, forward FLOPs, saves column and backward factor; the passes
+ * read only this. passes/shape.c implements the shape rules and counts the
+ * FLOPs, passes/autodiff.c applies the saves and backward factors.
+ *
+ * ir_set_attr() and ir_check_attrs() store an op's non-tensor arguments into
+ * OpParams (fields axis .. list, has_axis and given); the frontend calls
+ * them. */
+#include <stddef.h>
 #include <string.h>
 
 #include "ir.h"
 
-#define EW(nm) {nm, 1, 1, 0, "", false, 0, {0}, 1, false}
+/* Unary elementwise op: like x, `k` x n FLOPs, saves `sv`. */
+#define UN(nm, k, ...) {.name = nm, .min_args = 1, .max_args = 1, .attrs = "", \
+	.shape = SR_UNARY, .float_in = true, .flops = FL_IN, .flops_k = k, \
+	.saves = {__VA_ARGS__}, .bwd_factor = 1}
+/* An empty saves column. */
+#define NOTHING {SV_END, 0, -1}
+/* Binary broadcasting op. */
+#define BIN(nm, pg, ...) {.name = nm, .min_args = 2, .max_args = 2, .attrs = "", \
+	.shape = SR_BINARY, .flops = FL_OUT, .flops_k = 1, \
+	.saves = {__VA_ARGS__}, .bwd_factor = 1, .per_grad = pg}
+/* Shape op: a view of argument 0, no FLOPs. */
+#define VIEW(nm, sr, npos_, pn, at, req) {.name = nm, .min_args = 1, \
+	.max_args = 1, .npos = npos_, .pos_names = pn, .attrs = at, \
+	.required = req, .is_view = true, .shape = sr, .flops = FL_ZERO, \
+	.bwd_factor = 1}
 
 const OpInfo ir_optab[OP_COUNT] = {
-	[OP_RELU] = EW("relu"),
-	[OP_GELU] = EW("gelu"),
-	[OP_SILU] = EW("silu"),
-	[OP_SIGMOID] = EW("sigmoid"),
-	[OP_TANH] = EW("tanh"),
-	[OP_EXP] = EW("exp"),
-	[OP_LOG] = EW("log"),
-	[OP_SQRT] = EW("sqrt"),
-	[OP_NEG] = EW("neg"),
-	[OP_SCALE] = {"scale", 1, 1, 0, "c", false, 0, {0}, 1, false},
-	[OP_CAST] = {"cast", 1, 1, 0, "dtype", false, 0, {0}, 1, false},
-	[OP_DROPOUT] = {"dropout", 1, 1, 0, "p", false, 1, {"mask"}, 1, false},
-	[OP_ADD] = {"add", 2, 2, 0, "", false, 0, {0}, 1, false},
-	[OP_SUB] = {"sub", 2, 2, 0, "", false, 0, {0}, 1, false},
-	[OP_MUL] = {"mul", 2, 2, 0, "", false, 0, {0}, 1, true},
-	[OP_DIV] = {"div", 2, 2, 0, "", false, 0, {0}, 1, true},
-	[OP_MATMUL] = {"matmul", 2, 2, 0, "", false, 0, {0}, 1, true},
-	[OP_CONV2D] = {"conv2d", 2, 2, 0, "stride padding dilation groups", false, 0, {0}, 1, true},
-	[OP_ATTENTION] = {"attention", 3, 3, 0, "causal", false, 1, {"lse"}, 2.5, false},
-	[OP_LAYERNORM] = {"layernorm", 3, 3, 0, "", false, 2, {"mean", "rstd"}, 1, false},
-	[OP_RMSNORM] = {"rmsnorm", 2, 2, 0, "", false, 1, {"rstd"}, 1, false},
-	[OP_BATCHNORM] = {"batchnorm", 3, 3, 0, "", false, 2, {"mean", "rstd"}, 1, false},
-	[OP_SOFTMAX] = {"softmax", 1, 1, 0, "axis", false, 0, {0}, 1, false},
-	[OP_LOG_SOFTMAX] = {"log_softmax", 1, 1, 0, "axis", false, 0, {0}, 1, false},
-	[OP_MAXPOOL2D] = {"maxpool2d", 1, 1, 0, "k stride padding", false, 1, {"indices"}, 1, false},
-	[OP_AVGPOOL2D] = {"avgpool2d", 1, 1, 0, "k stride padding", false, 0, {0}, 1, false},
-	[OP_GLOBAL_AVGPOOL] = EW("global_avgpool"),
-	[OP_UPSAMPLE2D] = {"upsample2d", 1, 1, 0, "scale", false, 0, {0}, 1, false},
-	[OP_SUM] = {"sum", 1, 1, 0, "axis", false, 0, {0}, 1, false},
-	[OP_MEAN] = {"mean", 1, 1, 0, "axis", false, 0, {0}, 1, false},
-	[OP_CROSS_ENTROPY] = {"cross_entropy", 2, 2, 0, "", false, 1, {"lsm"}, 1, false},
-	[OP_MSE_LOSS] = {"mse_loss", 2, 2, 0, "", false, 0, {0}, 1, false},
-	[OP_EMBEDDING] = {"embedding", 2, 2, 0, "", false, 0, {0}, 1, false},
-	[OP_RESHAPE] = {"reshape", 1, 1, 1, "", true, 0, {0}, 1, false},
-	[OP_FLATTEN] = {"flatten", 1, 1, 0, "start", true, 0, {0}, 1, false},
-	[OP_TRANSPOSE] = {"transpose", 1, 1, 2, "", true, 0, {0}, 1, false},
-	[OP_PERMUTE] = {"permute", 1, 1, 1, "", true, 0, {0}, 1, false},
-	[OP_SLICE] = {"slice", 1, 1, 0, "axis start end", true, 0, {0}, 1, false},
-	[OP_SPLIT] = {"split", 1, 1, 1, "axis", true, 0, {0}, 1, false},
-	[OP_CONCAT] = {"concat", 1, -1, 0, "axis", false, 0, {0}, 1, false},
-	[OP_CUSTOM] = {"<custom>", 0, -1, 0, "", false, 0, {0}, 1, false},
+	[OP_RELU] = UN("relu", 1, SAVE_OUT),
+	[OP_GELU] = UN("gelu", 8, SAVE_ARG(0)),
+	[OP_SILU] = UN("silu", 4, SAVE_ARG(0)),
+	[OP_SIGMOID] = UN("sigmoid", 4, SAVE_OUT),
+	[OP_TANH] = UN("tanh", 4, SAVE_OUT),
+	[OP_EXP] = UN("exp", 1, SAVE_OUT),
+	[OP_LOG] = UN("log", 1, SAVE_ARG(0)),
+	[OP_SQRT] = UN("sqrt", 1, SAVE_OUT),
+	[OP_NEG] = UN("neg", 1, NOTHING),
+	[OP_SCALE] = {.name = "scale", .min_args = 1, .max_args = 1, .attrs = "c",
+		.required = "c", .shape = SR_UNARY, .float_in = true,
+		.flops = FL_IN, .flops_k = 1, .bwd_factor = 1},
+	[OP_CAST] = {.name = "cast", .min_args = 1, .max_args = 1,
+		.attrs = "dtype", .required = "dtype", .shape = SR_CAST,
+		.flops = FL_IN, .flops_k = 1, .bwd_factor = 1},
+	[OP_DROPOUT] = {.name = "dropout", .min_args = 1, .max_args = 1,
+		.attrs = "p", .required = "p", .nextra = 1, .extra_role = {"mask"},
+		.shape = SR_DROPOUT, .float_in = true, .flops = FL_IN, .flops_k = 2,
+		.saves = {SAVE_EXTRA(0)}, .bwd_factor = 1},
+	[OP_ADD] = BIN("add", false, NOTHING),
+	[OP_SUB] = BIN("sub", false, NOTHING),
+	[OP_MUL] = BIN("mul", true, SAVE_ARG_IF(1, 0), SAVE_ARG_IF(0, 1)),
+	[OP_DIV] = BIN("div", true, SAVE_ARG_IF(1, 0), SAVE_ARG_IF(0, 1),
+	               SAVE_ARG_IF(1, 1)),
+	[OP_MATMUL] = {.name = "matmul", .min_args = 2, .max_args = 2,
+		.attrs = "", .shape = SR_MATMUL, .float_in = true,
+		.flops = FL_MATMUL, .flops_k = 1,
+		.saves = {SAVE_ARG_IF(1, 0), SAVE_ARG_IF(0, 1)},
+		.bwd_factor = 1, .per_grad = true},
+	[OP_CONV2D] = {.name = "conv2d", .min_args = 2, .max_args = 2,
+		.attrs = "stride padding dilation groups", .shape = SR_CONV2D,
+		.float_in = true, .flops = FL_CONV2D, .flops_k = 1,
+		.saves = {SAVE_ARG_IF(1, 0), SAVE_ARG_IF(0, 1)},
+		.bwd_factor = 1, .per_grad = true},
+	[OP_ATTENTION] = {.name = "attention", .min_args = 3, .max_args = 3,
+		.attrs = "causal", .nextra = 1, .extra_role = {"lse"},
+		.shape = SR_ATTENTION, .float_in = true, .flops = FL_ATTENTION,
+		.flops_k = 1,
+		.saves = {SAVE_ARG(0), SAVE_ARG(1), SAVE_ARG(2), SAVE_OUT,
+		          SAVE_EXTRA(0)},
+		.bwd_factor = 2.5},
+	[OP_LAYERNORM] = {.name = "layernorm", .min_args = 3, .max_args = 3,
+		.attrs = "", .nextra = 2, .extra_role = {"mean", "rstd"},
+		.shape = SR_NORM, .float_in = true, .flops = FL_IN, .flops_k = 5,
+		.saves = {SAVE_ARG(0), SAVE_EXTRA(0), SAVE_EXTRA(1)},
+		.bwd_factor = 1},
+	[OP_RMSNORM] = {.name = "rmsnorm", .min_args = 2, .max_args = 2,
+		.attrs = "", .nextra = 1, .extra_role = {"rstd"},
+		.shape = SR_NORM, .float_in = true, .flops = FL_IN, .flops_k = 4,
+		.saves = {SAVE_ARG(0), SAVE_EXTRA(0)}, .bwd_factor = 1},
+	[OP_BATCHNORM] = {.name = "batchnorm", .min_args = 3, .max_args = 3,
+		.attrs = "", .nextra = 2, .extra_role = {"mean", "rstd"},
+		.shape = SR_BATCHNORM, .float_in = true, .flops = FL_IN,
+		.flops_k = 5, .saves = {SAVE_ARG(0), SAVE_EXTRA(0), SAVE_EXTRA(1)},
+		.bwd_factor = 1},
+	[OP_SOFTMAX] = {.name = "softmax", .min_args = 1, .max_args = 1,
+		.attrs = "axis", .shape = SR_SOFTMAX, .float_in = true,
+		.flops = FL_IN, .flops_k = 5, .saves = {SAVE_OUT}, .bwd_factor = 1},
+	[OP_LOG_SOFTMAX] = {.name = "log_softmax", .min_args = 1, .max_args = 1,
+		.attrs = "axis", .shape = SR_SOFTMAX, .float_in = true,
+		.flops = FL_IN, .flops_k = 5, .saves = {SAVE_OUT}, .bwd_factor = 1},
+	[OP_MAXPOOL2D] = {.name = "maxpool2d", .min_args = 1, .max_args = 1,
+		.attrs = "k stride padding", .required = "k", .nextra = 1,
+		.extra_role = {"indices"}, .shape = SR_POOL, .float_in = true,
+		.flops = FL_POOL, .flops_k = 1,
+		.saves = {SAVE_ARG(0), SAVE_EXTRA(0)}, .bwd_factor = 1},
+	[OP_AVGPOOL2D] = {.name = "avgpool2d", .min_args = 1, .max_args = 1,
+		.attrs = "k stride padding", .required = "k", .shape = SR_POOL,
+		.float_in = true, .flops = FL_POOL, .flops_k = 1, .bwd_factor = 1},
+	[OP_GLOBAL_AVGPOOL] = {.name = "global_avgpool", .min_args = 1,
+		.max_args = 1, .attrs = "", .shape = SR_GLOBAL_POOL,
+		.float_in = true, .flops = FL_IN, .flops_k = 1, .bwd_factor = 1},
+	[OP_UPSAMPLE2D] = {.name = "upsample2d", .min_args = 1, .max_args = 1,
+		.attrs = "scale", .required = "scale", .shape = SR_UPSAMPLE,
+		.float_in = true, .flops = FL_OUT, .flops_k = 1, .bwd_factor = 1},
+	[OP_SUM] = {.name = "sum", .min_args = 1, .max_args = 1, .attrs = "axis",
+		.shape = SR_REDUCE, .float_in = true, .flops = FL_IN, .flops_k = 1,
+		.bwd_factor = 1},
+	[OP_MEAN] = {.name = "mean", .min_args = 1, .max_args = 1,
+		.attrs = "axis", .shape = SR_REDUCE, .float_in = true,
+		.flops = FL_IN, .flops_k = 1, .bwd_factor = 1},
+	[OP_CROSS_ENTROPY] = {.name = "cross_entropy", .min_args = 2,
+		.max_args = 2, .attrs = "", .nextra = 1, .extra_role = {"lsm"},
+		.shape = SR_CROSS_ENTROPY, .flops = FL_IN, .flops_k = 5,
+		.saves = {SAVE_EXTRA(0), SAVE_ARG(1)}, .bwd_factor = 1},
+	[OP_MSE_LOSS] = {.name = "mse_loss", .min_args = 2, .max_args = 2,
+		.attrs = "", .shape = SR_MSE, .float_in = true, .flops = FL_IN,
+		.flops_k = 3, .saves = {SAVE_ARG(0), SAVE_ARG(1)}, .bwd_factor = 1},
+	[OP_EMBEDDING] = {.name = "embedding", .min_args = 2, .max_args = 2,
+		.attrs = "", .shape = SR_EMBEDDING, .flops = FL_OUT, .flops_k = 1,
+		.saves = {SAVE_ARG(0)}, .bwd_factor = 1},
+	[OP_RESHAPE] = VIEW("reshape", SR_RESHAPE, 1, "shape", "", ""),
+	[OP_FLATTEN] = VIEW("flatten", SR_FLATTEN, 0, "", "start", ""),
+	[OP_TRANSPOSE] = VIEW("transpose", SR_TRANSPOSE, 2, "i j", "", ""),
+	[OP_PERMUTE] = VIEW("permute", SR_PERMUTE, 1, "axes", "", ""),
+	[OP_SLICE] = VIEW("slice", SR_SLICE, 0, "", "axis start end",
+	                  "axis start end"),
+	[OP_SPLIT] = VIEW("split", SR_SPLIT, 1, "n", "axis", "axis"),
+	[OP_CONCAT] = {.name = "concat", .min_args = 1, .max_args = -1,
+		.attrs = "axis", .required = "axis", .shape = SR_CONCAT,
+		.flops = FL_OUT, .flops_k = 1, .bwd_factor = 1},
+	[OP_CUSTOM] = {.name = "<custom>", .min_args = 0, .max_args = -1,
+		.attrs = "", .shape = SR_CUSTOM, .flops = FL_CUSTOM, .flops_k = 1,
+		.bwd_factor = 1},
 };
 
 int
@@ -58,4 +143,222 @@ ir_op_from_name(const char *name)
 		if (!strcmp(ir_optab[k].name, name))
 			return k;
 	return -1;
+}
+
+/* Every non-tensor parameter name, the kind of value it takes and where it
+ * goes in OpParams. */
+static const struct {
+	const char *name;
+	AttrKind kind;
+	size_t off;
+} slots[] = {
+	{"axis", AV_INT, offsetof(OpParams, axis)},
+	{"n", AV_INT, offsetof(OpParams, n)},
+	{"i", AV_INT, offsetof(OpParams, i)},
+	{"j", AV_INT, offsetof(OpParams, j)},
+	{"start", AV_INT, offsetof(OpParams, start)},
+	{"end", AV_INT, offsetof(OpParams, end)},
+	{"stride", AV_INT, offsetof(OpParams, stride)},
+	{"padding", AV_INT, offsetof(OpParams, padding)},
+	{"dilation", AV_INT, offsetof(OpParams, dilation)},
+	{"groups", AV_INT, offsetof(OpParams, groups)},
+	{"k", AV_INT, offsetof(OpParams, k)},
+	{"scale", AV_INT, offsetof(OpParams, scale)},
+	{"p", AV_REAL, offsetof(OpParams, p)},
+	{"c", AV_REAL, offsetof(OpParams, c)},
+	{"causal", AV_BOOL, offsetof(OpParams, causal)},
+	{"dtype", AV_DTYPE, offsetof(OpParams, dtype)},
+	{"shape", AV_LIST, 0},
+	{"axes", AV_LIST, 0},
+};
+
+static const char *kind_word[] = {
+	[AV_INT] = "an integer", [AV_REAL] = "a real", [AV_BOOL] = "a boolean",
+	[AV_DTYPE] = "a dtype", [AV_LIST] = "a list",
+};
+
+/* Messages live here until the next call; the frontend copies them. */
+static char msg[256];
+
+/* The index of word `w` in the space-separated list `list`, or -1. */
+static int
+word_index(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	int i = 0;
+
+	for (const char *p = list; *p; i++) {
+		size_t len = strcspn(p, " ");
+		if (len == n && !memcmp(p, w, n))
+			return i;
+		p += len;
+		p += strspn(p, " ");
+	}
+	return -1;
+}
+
+/* The i-th word of `list` into buf. */
+static const char *
+word_at(const char *list, int i, char *buf, size_t n)
+{
+	const char *p = list;
+
+	for (; i > 0 && *p; i--) {
+		p += strcspn(p, " ");
+		p += strspn(p, " ");
+	}
+	snprintf(buf, n, "%.*s", (int)strcspn(p, " "), p);
+	return buf;
+}
+
+static int
+slot_of(const char *name)
+{
+	for (size_t s = 0; s < sizeof slots / sizeof slots[0]; s++)
+		if (!strcmp(slots[s].name, name))
+			return (int)s;
+	ir_die(__FILE__, __LINE__, "an op table attribute without a slot");
+}
+
+/* Stores v into the slot, if it is of the slot's kind. */
+static bool
+store(OpParams *p, int s, const AttrValue *v)
+{
+	char *at = (char *)p + slots[s].off;
+
+	switch (slots[s].kind) {
+	case AV_INT:
+		if (v->kind != AV_INT)
+			return false;
+		memcpy(at, &v->i, sizeof v->i);
+		return true;
+	case AV_REAL:
+		if (v->kind != AV_REAL && v->kind != AV_INT)
+			return false;
+		double r = v->kind == AV_INT ? (double)v->i : v->r;
+		memcpy(at, &r, sizeof r);
+		return true;
+	case AV_BOOL:
+		if (v->kind != AV_BOOL)
+			return false;
+		memcpy(at, &v->b, sizeof v->b);
+		return true;
+	case AV_DTYPE:
+		if (v->kind != AV_DTYPE)
+			return false;
+		memcpy(at, &v->dt, sizeof v->dt);
+		return true;
+	case AV_LIST:
+		if (v->kind != AV_LIST || v->n < 0 || v->n > IR_MAXDIM)
+			return false;
+		p->nlist = v->n;
+		memcpy(p->list, v->list, sizeof(int64_t) * (size_t)v->n);
+		return true;
+	}
+	return false;
+}
+
+static const char *
+set_positional(OpKind k, OpParams *p, int pos, const AttrValue *v)
+{
+	const OpInfo *info = &ir_optab[k];
+	char name[32];
+
+	if (pos < 0 || pos >= info->npos) {
+		if (info->npos == 0)
+			snprintf(msg, sizeof msg, "op '%s' takes no parameter "
+			         "after its tensor arguments", info->name);
+		else
+			snprintf(msg, sizeof msg, "op '%s' takes %d parameter%s "
+			         "after its tensor arguments", info->name, info->npos,
+			         info->npos == 1 ? "" : "s");
+		return msg;
+	}
+	word_at(info->pos_names, pos, name, sizeof name);
+	if (p->given & (1u << (IR_POS_BIT + pos))) {
+		snprintf(msg, sizeof msg, "parameter '%s' of '%s' given twice",
+		         name, info->name);
+		return msg;
+	}
+	int s = slot_of(name);
+	if (!store(p, s, v)) {
+		snprintf(msg, sizeof msg, "parameter '%s' of '%s' must be %s%s",
+		         name, info->name, kind_word[slots[s].kind],
+		         slots[s].kind == AV_LIST ? " of at most 8 dimensions" : "");
+		return msg;
+	}
+	p->given |= 1u << (IR_POS_BIT + pos);
+	return NULL;
+}
+
+const char *
+ir_set_attr(OpKind k, OpParams *p, const char *name, int pos,
+            const AttrValue *v)
+{
+	const OpInfo *info;
+	int idx, s;
+
+	ir_assert(k >= 0 && k < OP_COUNT);
+	info = &ir_optab[k];
+	if (!name)
+		return set_positional(k, p, pos, v);
+	idx = word_index(info->attrs, name);
+	if (idx < 0) {
+		snprintf(msg, sizeof msg, "op '%s' has no attribute '%s'",
+		         info->name, name);
+		return msg;
+	}
+	if (p->given & (1u << idx)) {
+		snprintf(msg, sizeof msg, "attribute '%s' of '%s' given twice",
+		         name, info->name);
+		return msg;
+	}
+	s = slot_of(name);
+	if (!store(p, s, v)) {
+		snprintf(msg, sizeof msg, "attribute '%s' of '%s' must be %s",
+		         name, info->name, kind_word[slots[s].kind]);
+		return msg;
+	}
+	if (!strcmp(name, "axis"))
+		p->has_axis = true;
+	p->given |= 1u << idx;
+	return NULL;
+}
+
+bool
+ir_attr_given(OpKind k, const OpParams *p, const char *name)
+{
+	int idx = word_index(ir_optab[k].attrs, name);
+
+	return idx >= 0 && (p->given & (1u << idx));
+}
+
+const char *
+ir_check_attrs(OpKind k, const OpParams *p, unsigned given)
+{
+	const OpInfo *info;
+	char w[32];
+	int i;
+
+	ir_assert(k >= 0 && k < OP_COUNT);
+	info = &ir_optab[k];
+	given |= p->given;
+	for (i = 0; i < info->npos; i++)
+		if (!(given & (1u << (IR_POS_BIT + i)))) {
+			snprintf(msg, sizeof msg, "op '%s' needs parameter '%s'",
+			         info->name, word_at(info->pos_names, i, w, sizeof w));
+			return msg;
+		}
+	if (!info->required)
+		return NULL;
+	for (i = 0; word_at(info->required, i, w, sizeof w)[0]; i++) {
+		int idx = word_index(info->attrs, w);
+		ir_assert(idx >= 0);
+		if (!(given & (1u << idx))) {
+			snprintf(msg, sizeof msg, "op '%s' needs attribute '%s'",
+			         info->name, w);
+			return msg;
+		}
+	}
+	return NULL;
 }
