@@ -1,0 +1,286 @@
+/* passes/liveness.c -- the liveness evaluator: for one schedule of a Dag,
+ * which instance serves each use, how long every instance lives, the memory
+ * at every step and the peak (memory-model.md, "Liveness"; dag.h).
+ *
+ * One pass over the steps resolves uses and productions (cur[t] is the
+ * instance a use of tensor t gets now); a second fixes the ends of views'
+ * bases; per-step sums come from a difference array, so the whole is
+ * O(steps + uses). Fills every field of MemEval; arrays live in the caller's
+ * arena. The planners call it thousands of times. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "dag.h"
+
+typedef struct Lv {
+	const Dag *d;
+	const Schedule *s;
+	MemEval *ev;
+	int *cur;               /* [nt] instance serving a use of t now, or -1 */
+	int *readat;            /* [nt] last step that read t, or -1 */
+	bool *seen;             /* [nnode] node ran before the current step */
+	int *pend;              /* [maxprod] bases of the current step's products */
+} Lv;
+
+static void
+lv_fail(Lv *L, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+lv_fail(Lv *L, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!L->ev->valid)
+		return;
+	L->ev->valid = false;
+	va_start(ap, fmt);
+	vsnprintf(L->ev->error, sizeof L->ev->error, fmt, ap);
+	va_end(ap);
+}
+
+/* Appends an instance of t produced at step (-1: before step 0). */
+static int
+lv_new(Lv *L, int t, int step, int base)
+{
+	MemEval *ev = L->ev;
+	const DagTensor *dt = &L->d->t[t];
+	Instance *in = &ev->inst[ev->ninst];
+	int k = ev->ninst++;
+
+	in->tensor = t;
+	in->start = step;
+	in->end = step;
+	in->offset = -1;
+	if (base >= 0) {
+		in->owned = 0;
+		in->base = base;
+	} else {
+		in->owned = dt->persistent_view ? 0 : dt->bytes;
+		in->base = k;
+	}
+	return k;
+}
+
+/* A use of t at step i: the serving instance, or -1 (and the schedule is
+ * invalid). The served instance lives at least through step i. */
+static int
+lv_use(Lv *L, int i, int t)
+{
+	int k = L->cur[t];
+
+	if (k < 0) {
+		lv_fail(L, "step %d ('%s') uses '%s' before any step produces it",
+		        i, L->d->node[L->s->step[i]].name, L->d->t[t].name);
+		return -1;
+	}
+	L->ev->inst[k].end = i;
+	L->readat[t] = i;
+	return k;
+}
+
+/* The root instance a new view of tensor t made at step i aliases: -1 for
+ * an owning tensor, -2 when the view has nothing to alias. */
+static int
+lv_view_base(Lv *L, int i, int t, int src)
+{
+	int k;
+
+	if (src < 0 || L->d->t[t].persistent_view)
+		return -1;
+	k = lv_use(L, i, src);
+	return k < 0 ? -2 : L->ev->inst[k].base;
+}
+
+/* Step i runs node v: uses, accumulation temporaries, productions. */
+static void
+lv_step(Lv *L, int i, int v)
+{
+	const DagNode *n = &L->d->node[v];
+	MemEval *ev = L->ev;
+	int64_t temp = n->workspace;
+	int np = 0;
+
+	for (int j = 0; j < n->nin; j++)
+		lv_use(L, i, n->in[j]);
+	for (int j = 0; j < n->nout; j++) {
+		int t = n->out[j];
+		L->pend[np++] = lv_view_base(L, i, t, L->d->t[t].view_src);
+	}
+	for (int j = 0; j < n->nacc; j++) {
+		int t = n->acc[j].tensor;
+		if (L->cur[t] < 0) {
+			L->pend[np++] = lv_view_base(L, i, t, n->acc[j].view_src);
+			continue;
+		}
+		if (L->readat[t] >= 0 && L->readat[t] < i)
+			lv_fail(L, "step %d ('%s') contributes to '%s' after step %d read it",
+			        i, n->name, L->d->t[t].name, L->readat[t]);
+		ev->inst[L->cur[t]].end = i;
+		temp += L->d->t[t].bytes;
+	}
+	for (int j = 0; j < np; j++)
+		if (L->pend[j] == -2)
+			lv_fail(L, "step %d ('%s') makes a view with no base", i, n->name);
+	if (!ev->valid)
+		return;
+	np = 0;
+	for (int j = 0; j < n->nout; j++) {
+		int t = n->out[j];
+		L->cur[t] = lv_new(L, t, i, L->pend[np++]);
+	}
+	for (int j = 0; j < n->nacc; j++) {
+		int t = n->acc[j].tensor;
+		if (L->cur[t] < 0)
+			L->cur[t] = lv_new(L, t, i, L->pend[np++]);
+	}
+	ev->temp_bytes[i] = temp;
+}
+
+/* Checks step i's node and labels the step. */
+static bool
+lv_check_step(Lv *L, int i)
+{
+	const Dag *d = L->d;
+	int v = L->s->step[i];
+
+	if (v < 0 || v >= d->nnode) {
+		lv_fail(L, "step %d names node %d, which does not exist", i, v);
+		return false;
+	}
+	if (d->node[v].once && L->seen[v]) {
+		lv_fail(L, "step %d runs '%s' again, but it runs once", i,
+		        d->node[v].name);
+		return false;
+	}
+	L->ev->kind[i] = dag_step_kind(d, L->s, i, L->seen);
+	if (L->ev->kind[i] == STEP_RECOMPUTE)
+		L->ev->recompute_cost += d->node[v].cost;
+	L->seen[v] = true;
+	return true;
+}
+
+/* Ends of to_end instances, of views' bases, and unused inputs. */
+static void
+lv_fix_ends(Lv *L)
+{
+	MemEval *ev = L->ev;
+
+	for (int k = 0; k < ev->ninst; k++)
+		if (L->d->t[ev->inst[k].tensor].to_end)
+			ev->inst[k].end = ev->nsteps - 1;
+	for (int k = ev->ninst - 1; k >= 0; k--) {
+		Instance *in = &ev->inst[k];
+		if (in->base != k && ev->inst[in->base].end < in->end)
+			ev->inst[in->base].end = in->end;
+	}
+	for (int k = 0; k < ev->step_prod[1]; k++)
+		if (ev->inst[k].end < 0)
+			ev->inst[k].owned = 0;
+}
+
+/* live_bytes from a difference array of owned bytes; peak; breakdown. */
+static void
+lv_sum(Lv *L, Arena *a)
+{
+	MemEval *ev = L->ev;
+	int n = ev->nsteps;
+	int64_t *diff = ar_alloc(a, sizeof *diff * (size_t)(n + 1));
+	int64_t pers = 0, run = 0;
+
+	for (int c = 0; c < CAT_COUNT; c++)
+		pers += L->d->persistent[c];
+	for (int k = 0; k < ev->ninst; k++) {
+		Instance *in = &ev->inst[k];
+		int lo = in->start < 0 ? 0 : in->start;
+		if (in->owned == 0 || in->end < lo)
+			continue;
+		diff[lo] += in->owned;
+		diff[in->end + 1] -= in->owned;
+	}
+	ev->peak = pers;
+	ev->peak_step = 0;
+	for (int i = 0; i < n; i++) {
+		run += diff[i];
+		ev->live_bytes[i] = pers + run + ev->temp_bytes[i];
+		if (ev->live_bytes[i] > ev->peak || i == 0) {
+			ev->peak = ev->live_bytes[i];
+			ev->peak_step = i;
+		}
+	}
+	for (int c = 0; c < CAT_COUNT; c++)
+		ev->breakdown[c] = L->d->persistent[c];
+	for (int k = 0; n > 0 && k < ev->ninst; k++) {
+		Instance *in = &ev->inst[k];
+		if (in->owned && in->start <= ev->peak_step && ev->peak_step <= in->end)
+			ev->breakdown[L->d->t[in->tensor].cat] += in->owned;
+	}
+	if (n > 0)
+		ev->breakdown[CAT_TEMPORARIES] += ev->temp_bytes[ev->peak_step];
+}
+
+/* Allocates ev's arrays and L's scratch for schedule s. */
+static void
+lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
+{
+	int n = s->n, cap = 0, maxprod = 1;
+
+	memset(ev, 0, sizeof *ev);
+	memset(L, 0, sizeof *L);
+	L->d = d;
+	L->s = s;
+	L->ev = ev;
+	ev->valid = true;
+	ev->nsteps = n;
+	for (int i = 0; i < n; i++) {
+		int v = s->step[i];
+		if (v < 0 || v >= d->nnode)
+			continue;
+		int np = d->node[v].nout + d->node[v].nacc;
+		cap += np;
+		if (np > maxprod)
+			maxprod = np;
+	}
+	cap += d->nt;
+	ev->kind = ar_alloc(a, sizeof *ev->kind * (size_t)(n + 1));
+	ev->live_bytes = ar_alloc(a, sizeof *ev->live_bytes * (size_t)(n + 1));
+	ev->temp_bytes = ar_alloc(a, sizeof *ev->temp_bytes * (size_t)(n + 1));
+	ev->step_prod = ar_alloc(a, sizeof *ev->step_prod * (size_t)(n + 2));
+	ev->inst = ar_alloc(a, sizeof *ev->inst * (size_t)(cap + 1));
+	L->cur = ar_alloc(a, sizeof *L->cur * (size_t)(d->nt + 1));
+	L->readat = ar_alloc(a, sizeof *L->readat * (size_t)(d->nt + 1));
+	L->seen = ar_alloc(a, sizeof *L->seen * (size_t)(d->nnode + 1));
+	L->pend = ar_alloc(a, sizeof *L->pend * (size_t)maxprod);
+	for (int t = 0; t < d->nt; t++) {
+		L->cur[t] = -1;
+		L->readat[t] = -1;
+	}
+}
+
+void
+lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
+{
+	Lv L;
+
+	lv_init(&L, d, s, ev, a);
+	for (int t = 0; t < d->nt; t++)
+		if (d->t[t].from_start)
+			L.cur[t] = lv_new(&L, t, -1, -1);
+	ev->step_prod[0] = 0;
+	ev->step_prod[1] = ev->ninst;
+	for (int i = 0; i < s->n && ev->valid; i++) {
+		if (lv_check_step(&L, i))
+			lv_step(&L, i, s->step[i]);
+		ev->step_prod[i + 2] = ev->ninst;
+	}
+	for (int v = 0; v < d->nnode && ev->valid; v++)
+		if (!L.seen[v])
+			lv_fail(&L, "node '%s' never runs", d->node[v].name);
+	if (!ev->valid) {
+		ev->peak = 0;
+		ev->peak_step = 0;
+		return;
+	}
+	lv_fix_ends(&L);
+	lv_sum(&L, a);
+}

@@ -1,0 +1,487 @@
+/* passes/remat.c -- the planners' entry point (rm_plan), the lower bound,
+ * and what the planners share: the gap table over the base order, the
+ * builder that turns gap states into a schedule (remat_int.h), the scoring
+ * through lv_eval and the pool of scored candidates from which rm_plan
+ * picks. Reads the Dag only; the result's schedule lives in the caller's
+ * arena. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "remat_int.h"
+
+/* Tensors each node reads: in[], views' sources, accumulation view sources. */
+static void
+ctx_uses(RmCtx *C)
+{
+	const Dag *d = C->d;
+	int *mark = xcalloc((size_t)d->nt + 1, sizeof *mark);
+	int total = 0, k = 0;
+
+	for (int v = 0; v < d->nnode; v++)
+		total += d->node[v].nin + d->node[v].nout + d->node[v].nacc;
+	C->uofs = xcalloc((size_t)d->nnode + 1, sizeof *C->uofs);
+	C->use = xcalloc((size_t)total + 1, sizeof *C->use);
+	for (int v = 0; v < d->nnode; v++) {
+		const DagNode *n = &d->node[v];
+		C->uofs[v] = k;
+#define ADD(t) do { int t_ = (t); if (t_ >= 0 && mark[t_] != v + 1) \
+		{ mark[t_] = v + 1; C->use[k++] = t_; } } while (0)
+		for (int j = 0; j < n->nin; j++)
+			ADD(n->in[j]);
+		for (int j = 0; j < n->nout; j++)
+			ADD(d->t[n->out[j]].view_src);
+		for (int j = 0; j < n->nacc; j++)
+			ADD(n->acc[j].view_src);
+#undef ADD
+	}
+	C->uofs[d->nnode] = k;
+	free(mark);
+}
+
+/* The gaps of every recomputable tensor, from the base order. */
+static void
+ctx_gaps(RmCtx *C)
+{
+	const Dag *d = C->d;
+	int *cnt = xcalloc((size_t)d->nt + 1, sizeof *cnt);
+
+	C->gofs = xcalloc((size_t)d->nt + 1, sizeof *C->gofs);
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
+			int t = C->use[k];
+			if (C->prod[t] >= 0 && C->pos[C->prod[t]] < x)
+				cnt[t]++;
+		}
+	}
+	for (int t = 0; t < d->nt; t++)
+		C->gofs[t + 1] = C->gofs[t] + cnt[t] + (C->prod[t] >= 0);
+	C->ngap = C->gofs[d->nt];
+	C->gend = xcalloc((size_t)C->ngap + 1, sizeof *C->gend);
+	C->gtensor = xcalloc((size_t)C->ngap + 1, sizeof *C->gtensor);
+	memset(cnt, 0, sizeof *cnt * (size_t)d->nt);
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
+			int t = C->use[k];
+			if (C->prod[t] < 0 || C->pos[C->prod[t]] >= x)
+				continue;
+			C->gend[C->gofs[t] + cnt[t]] = x;
+			C->gtensor[C->gofs[t] + cnt[t]++] = t;
+		}
+	}
+	for (int t = 0; t < d->nt; t++) {
+		if (C->prod[t] < 0)
+			continue;
+		C->gend[C->gofs[t + 1] - 1] = C->n;
+		C->gtensor[C->gofs[t + 1] - 1] = t;
+	}
+	free(cnt);
+}
+
+/* longgap[t]: the first gap of a forward tensor that ends at a backward
+ * node -- what Chen's checkpointing drops. */
+static void
+ctx_longgaps(RmCtx *C)
+{
+	const Dag *d = C->d;
+
+	C->longgap = xcalloc((size_t)d->nt + 1, sizeof *C->longgap);
+	for (int t = 0; t < d->nt; t++) {
+		C->longgap[t] = -1;
+		if (C->prod[t] < 0 || d->node[C->prod[t]].is_backward)
+			continue;
+		for (int g = C->gofs[t]; g < C->gofs[t + 1] - 1; g++) {
+			if (d->node[d->base_order[C->gend[g]]].is_backward) {
+				C->longgap[t] = g;
+				break;
+			}
+		}
+	}
+}
+
+void
+rm_ctx_init(RmCtx *C, const Dag *d)
+{
+	memset(C, 0, sizeof *C);
+	C->d = d;
+	C->n = d->nbase;
+	C->pos = xcalloc((size_t)d->nnode + 1, sizeof *C->pos);
+	C->prod = xcalloc((size_t)d->nt + 1, sizeof *C->prod);
+	for (int v = 0; v < d->nnode; v++)
+		C->pos[v] = -1;
+	for (int x = 0; x < C->n; x++)
+		C->pos[d->base_order[x]] = x;
+	for (int t = 0; t < d->nt; t++)
+		C->prod[t] = -1;
+	for (int v = 0; v < d->nnode; v++) {
+		if (d->node[v].is_backward)
+			C->has_backward = true;
+		if (d->node[v].once || C->pos[v] < 0)
+			continue;
+		for (int j = 0; j < d->node[v].nout; j++)
+			if (!d->t[d->node[v].out[j]].from_start)
+				C->prod[d->node[v].out[j]] = v;
+	}
+	ctx_uses(C);
+	ctx_gaps(C);
+	ctx_longgaps(C);
+	C->c0 = d->total_cost / 100000 + 1;
+	C->avail = xcalloc((size_t)d->nt + 1, sizeof *C->avail);
+	C->made = xcalloc((size_t)d->nt + 1, sizeof *C->made);
+	C->useidx = xcalloc((size_t)d->nt + 1, sizeof *C->useidx);
+	C->grp = xcalloc((size_t)d->nt + 1, sizeof *C->grp);
+	C->emitted = xcalloc(2 * (size_t)d->nnode + 2, sizeof *C->emitted);
+	C->stack = xcalloc((size_t)C->uofs[d->nnode] + (size_t)d->nnode + 1,
+	                   sizeof *C->stack);
+	C->capstep = 2 * C->n + 16;
+	C->step = xcalloc((size_t)C->capstep, sizeof *C->step);
+	C->posof = xcalloc((size_t)C->capstep, sizeof *C->posof);
+	ar_init(&C->scratch);
+}
+
+void
+rm_ctx_free(RmCtx *C)
+{
+	free(C->pos);
+	free(C->prod);
+	free(C->uofs);
+	free(C->use);
+	free(C->gofs);
+	free(C->gend);
+	free(C->gtensor);
+	free(C->longgap);
+	free(C->avail);
+	free(C->made);
+	free(C->useidx);
+	free(C->grp);
+	free(C->emitted);
+	free(C->stack);
+	free(C->step);
+	free(C->posof);
+	ar_free(&C->scratch);
+}
+
+unsigned char *
+rm_state_new(const RmCtx *C)
+{
+	return xcalloc((size_t)C->ngap + 1, 1);
+}
+
+/* Appends a step at base position x; false past the size limit. */
+static bool
+emit(RmCtx *C, int v, int x)
+{
+	if (C->nstep >= 16 * C->n + 1024)
+		return false;
+	if (C->nstep == C->capstep) {
+		C->capstep *= 2;
+		C->step = xrealloc(C->step, sizeof *C->step * (size_t)C->capstep);
+		C->posof = xrealloc(C->posof, sizeof *C->posof * (size_t)C->capstep);
+	}
+	C->step[C->nstep] = v;
+	C->posof[C->nstep++] = x;
+	return true;
+}
+
+static bool
+missing(const RmCtx *C, int t)
+{
+	return C->prod[t] >= 0 && C->made[t] && !C->avail[t];
+}
+
+/* Recomputes node p before base position x, first recomputing (post-order)
+ * every dropped input it needs. */
+static bool
+recompute(RmCtx *C, int p, int x)
+{
+	const Dag *d = C->d;
+	int *expanded = C->emitted + d->nnode + 1;
+	int sp = 0;
+
+	C->stack[sp++] = p;
+	while (sp > 0) {
+		int q = C->stack[sp - 1];
+		if (C->emitted[q] == C->stamp) {
+			sp--;
+			continue;
+		}
+		if (expanded[q] != C->stamp) {
+			expanded[q] = C->stamp;
+			for (int k = C->uofs[q]; k < C->uofs[q + 1]; k++)
+				if (missing(C, C->use[k]))
+					C->stack[sp++] = C->prod[C->use[k]];
+			continue;
+		}
+		sp--;
+		if (!emit(C, q, x))
+			return false;
+		C->emitted[q] = C->stamp;
+		for (int j = 0; j < d->node[q].nout; j++) {
+			int t = d->node[q].out[j];
+			if (C->prod[t] >= 0 && !C->avail[t]) {
+				C->avail[t] = true;
+				C->grp[C->ngrp++] = t;
+			}
+		}
+	}
+	return true;
+}
+
+/* After base step x: a use ends the gap before it; the state of the gap
+ * after it decides whether the instance is kept. */
+static void
+after_step(RmCtx *C, const unsigned char *state, int v)
+{
+	const Dag *d = C->d;
+
+	for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
+		int t = C->use[k];
+		if (C->prod[t] < 0 || !C->made[t])
+			continue;
+		int g = C->gofs[t] + ++C->useidx[t];
+		if (g < C->gofs[t + 1] && state[g] != GAP_KEEP)
+			C->avail[t] = false;
+	}
+	for (int j = 0; j < d->node[v].nout && !d->node[v].once; j++) {
+		int t = d->node[v].out[j];
+		if (C->prod[t] < 0 || C->made[t])
+			continue;
+		C->made[t] = true;
+		C->avail[t] = C->gofs[t] == C->gofs[t + 1] ||
+		              state[C->gofs[t]] == GAP_KEEP;
+	}
+	for (int i = 0; i < C->ngrp; i++) {
+		int t = C->grp[i];
+		int g = C->gofs[t] + C->useidx[t];
+		if (g < C->gofs[t + 1] && state[g] == GAP_TRANSIENT)
+			C->avail[t] = false;
+	}
+}
+
+bool
+rm_build(RmCtx *C, const unsigned char *state)
+{
+	const Dag *d = C->d;
+
+	C->nstep = 0;
+	memset(C->avail, 0, sizeof *C->avail * (size_t)d->nt);
+	memset(C->made, 0, sizeof *C->made * (size_t)d->nt);
+	memset(C->useidx, 0, sizeof *C->useidx * (size_t)d->nt);
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		C->ngrp = 0;
+		C->stamp++;
+		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
+			if (missing(C, C->use[k]) &&
+			    !recompute(C, C->prod[C->use[k]], x))
+				return false;
+		if (!emit(C, v, x))
+			return false;
+		after_step(C, state, v);
+	}
+	return true;
+}
+
+/* Builds and evaluates; NULL when the plan grows past the size limit or
+ * is invalid. The result lives until the next call. */
+const MemEval *
+rm_eval(RmCtx *C, const unsigned char *state)
+{
+	Schedule s;
+
+	if (!rm_build(C, state))
+		return NULL;
+	ar_free(&C->scratch);
+	s.n = C->nstep;
+	s.step = C->step;
+	lv_eval(C->d, &s, &C->ev, &C->scratch);
+	C->evals++;
+	return C->ev.valid ? &C->ev : NULL;
+}
+
+void
+rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
+            const MemEval *ev)
+{
+	RmCand *c;
+
+	if (!ev)
+		return;
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 16;
+		p->c = xrealloc(p->c, sizeof *p->c * (size_t)p->cap);
+	}
+	c = &p->c[p->n++];
+	c->state = xmalloc((size_t)C->ngap + 1);
+	memcpy(c->state, state, (size_t)C->ngap);
+	c->peak = ev->peak;
+	c->cost = ev->recompute_cost;
+	c->valid = true;
+}
+
+void
+rm_pool_free(RmPool *p)
+{
+	for (int i = 0; i < p->n; i++)
+		free(p->c[i].state);
+	free(p->c);
+	p->c = NULL;
+	p->n = p->cap = 0;
+}
+
+/* Whether cost is within the goal's recompute cap. */
+static bool
+within_cap(const Dag *d, const PlanGoal *g, int64_t cost)
+{
+	if (g->budget >= 0 || g->max_recompute < 0)
+		return true;
+	return (double)cost <= g->max_recompute * (double)d->forward_cost;
+}
+
+/* With a budget: the cheapest fitting candidate, else the smallest peak.
+ * Without: the smallest peak within the cap. Ties go to the earlier. */
+static int
+pick(const RmCtx *C, const RmPool *p, const PlanGoal *g)
+{
+	int best = -1;
+
+	for (int i = 0; i < p->n; i++) {
+		const RmCand *c = &p->c[i], *b = best >= 0 ? &p->c[best] : NULL;
+		if (g->budget >= 0 && c->peak <= g->budget) {
+			if (!b || b->peak > g->budget || c->cost < b->cost ||
+			    (c->cost == b->cost && c->peak < b->peak))
+				best = i;
+		} else if (g->budget >= 0) {
+			if (!b || (b->peak > g->budget && (c->peak < b->peak ||
+			    (c->peak == b->peak && c->cost < b->cost))))
+				best = i;
+		} else if (within_cap(C->d, g, c->cost)) {
+			if (!b || c->peak < b->peak ||
+			    (c->peak == b->peak && c->cost < b->cost))
+				best = i;
+		}
+	}
+	return best;
+}
+
+/* The -O0 schedule as it is, also when it is invalid. */
+static PlanResult
+plan_base(const Dag *d, const PlanGoal *goal, Arena *a)
+{
+	PlanResult r;
+	MemEval ev;
+	Arena s;
+
+	memset(&r, 0, sizeof r);
+	r.sched = dag_base_schedule(d, a);
+	ar_init(&s);
+	lv_eval(d, &r.sched, &ev, &s);
+	r.peak = ev.peak;
+	r.fits = ev.valid && (goal->budget < 0 || ev.peak <= goal->budget);
+	r.lower_bound = rm_lower_bound(d);
+	ar_free(&s);
+	return r;
+}
+
+PlanResult
+rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
+{
+	RmCtx C;
+	RmPool pool = {0};
+	PlanResult r;
+	unsigned char *st;
+	int k;
+
+	if (goal->exact)
+		return rm_plan_exact(d, goal, a);
+	rm_ctx_init(&C, d);
+	st = rm_state_new(&C);
+	rm_pool_add(&pool, &C, st, rm_eval(&C, st));
+	free(st);
+	if (pool.n == 0) {
+		rm_ctx_free(&C);
+		return plan_base(d, goal, a);
+	}
+	k = 0;
+	if (goal->level == 1) {
+		rm_plan_o1(&C, &pool);
+		k = pool.n - 1;
+	} else if (goal->level >= 2) {
+		rm_plan_o2(&C, &pool, goal);
+		k = pick(&C, &pool, goal);
+		if (k < 0)
+			k = 0;
+	}
+	memset(&r, 0, sizeof r);
+	ir_assert(rm_build(&C, pool.c[k].state));
+	r.sched.n = C.nstep;
+	r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.nstep + 1));
+	memcpy(r.sched.step, C.step, sizeof *r.sched.step * (size_t)C.nstep);
+	r.peak = pool.c[k].peak;
+	r.recompute_cost = pool.c[k].cost;
+	r.fits = goal->budget < 0 || r.peak <= goal->budget;
+	r.lower_bound = rm_lower_bound(d);
+	rm_pool_free(&pool);
+	rm_ctx_free(&C);
+	return r;
+}
+
+/* The tensor whose storage t's instances use: through static views and
+ * accumulation views. -1 for what owns nothing (views of params). */
+static int
+root_of(const Dag *d, const int *alias, int t)
+{
+	for (int i = 0; i <= d->nt && t >= 0; i++) {
+		if (d->t[t].persistent_view)
+			return -1;
+		if (alias[t] < 0)
+			return t;
+		t = alias[t];
+	}
+	return t;
+}
+
+/* Any schedule runs every node once: at that step its inputs, outputs and
+ * accumulation targets (or their bases) are live, with its workspace; and
+ * tensors live from start to end are live then too. */
+int64_t
+rm_lower_bound(const Dag *d)
+{
+	int *alias = xcalloc((size_t)d->nt + 1, sizeof *alias);
+	int *mark = xcalloc((size_t)d->nt + 1, sizeof *mark);
+	int64_t always = 0, best = 0;
+
+	for (int c = 0; c < CAT_COUNT; c++)
+		always += d->persistent[c];
+	for (int t = 0; t < d->nt; t++) {
+		alias[t] = d->t[t].view_src;
+		if (d->t[t].from_start && d->t[t].to_end && alias[t] < 0 &&
+		    !d->t[t].persistent_view)
+			always += d->t[t].bytes;
+	}
+	for (int v = 0; v < d->nnode; v++)
+		for (int j = 0; j < d->node[v].nacc; j++)
+			if (d->node[v].acc[j].view_src >= 0)
+				alias[d->node[v].acc[j].tensor] = d->node[v].acc[j].view_src;
+	for (int v = 0; v < d->nnode; v++) {
+		const DagNode *n = &d->node[v];
+		int64_t sum = n->workspace;
+		int nt = n->nin + n->nout + n->nacc;
+		for (int j = 0; j < nt; j++) {
+			int t = j < n->nin ? n->in[j] : j < n->nin + n->nout ?
+			        n->out[j - n->nin] : n->acc[j - n->nin - n->nout].tensor;
+			int r = root_of(d, alias, t);
+			if (r < 0 || mark[r] == v + 1 ||
+			    (d->t[r].from_start && d->t[r].to_end))
+				continue;
+			mark[r] = v + 1;
+			sum += d->t[r].bytes;
+		}
+		if (sum > best)
+			best = sum;
+	}
+	free(alias);
+	free(mark);
+	return always + best;
+}

@@ -1,0 +1,81 @@
+/* passes/remat_int.h -- what the planners (remat*.c) share, not part of the
+ * pipeline's interface.
+ *
+ * A plan is a state per "gap" over the base order: for every tensor that a
+ * recomputable node makes, gap j runs from its j-th event (production, then
+ * uses) to the use after it. KEEP holds the instance across the gap; a
+ * dropped gap frees it after the event (liveness does that once nothing
+ * serves from it) and the use that ends the gap, or any earlier recompute
+ * needing it, recomputes it (recursively recomputing dropped inputs).
+ * STICKY keeps a recomputed instance until the next dropped gap (Chen's
+ * segments); TRANSIENT frees one made only to feed another recompute right
+ * after that base step (Revolve's deeper levels). Each such tensor also
+ * has a tail gap after its last use (ending at n): KEEP lets a later
+ * recompute use the old instance (stretching its life), a drop makes it
+ * recompute that too. rm_build turns states into a schedule; every
+ * candidate is scored by lv_eval. */
+#ifndef REMAT_INT_H
+#define REMAT_INT_H
+
+#include "dag.h"
+
+enum { GAP_KEEP, GAP_STICKY, GAP_TRANSIENT };
+
+typedef struct RmCtx {
+	const Dag *d;
+	int n;                  /* base order length */
+	int *pos;               /* [nnode] position in the base order */
+	int *prod;              /* [nt] recomputable node making t, or -1 */
+	int *uofs, *use;        /* CSR [nnode]: tensors each node reads */
+	int *gofs;              /* [nt + 1] CSR: gaps of t (none if prod < 0) */
+	int *gend;              /* [ngap] base position of the use ending a gap */
+	int *gtensor;           /* [ngap] the tensor a gap belongs to */
+	int ngap;
+	int *longgap;           /* [nt] gap from forward to backward use, or -1 */
+	bool has_backward;      /* some node is a backward node */
+	int64_t c0;             /* cost unit for benefit / cost ratios */
+	/* rm_build's output and scratch (grown as needed) */
+	int *step, *posof;      /* the schedule, and each step's base position */
+	int nstep, capstep;
+	bool *avail, *made;     /* [nt] */
+	int *useidx;            /* [nt] uses of t done so far */
+	int *stack, *grp, *emitted;
+	int ngrp, stamp;
+	Arena scratch;          /* the latest evaluation */
+	MemEval ev;
+	long evals;
+} RmCtx;
+
+/* One scored plan. */
+typedef struct RmCand {
+	unsigned char *state;   /* [ngap], xmalloc'ed */
+	int64_t peak, cost;
+	bool valid;
+} RmCand;
+
+typedef struct RmPool {
+	RmCand *c;
+	int n, cap;
+} RmPool;
+
+/* passes/remat.c */
+void rm_ctx_init(RmCtx *C, const Dag *d);
+void rm_ctx_free(RmCtx *C);
+bool rm_build(RmCtx *C, const unsigned char *state);
+const MemEval *rm_eval(RmCtx *C, const unsigned char *state);
+void rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
+                 const MemEval *ev);
+void rm_pool_free(RmPool *p);
+unsigned char *rm_state_new(const RmCtx *C);
+
+/* passes/remat_o1.c */
+int rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a,
+            int64_t *wtotal);
+void rm_checkpoint_state(const RmCtx *C, const bool *keep, unsigned char *st);
+void rm_plan_o1(RmCtx *C, RmPool *pool);
+void rm_chain_sweep(RmCtx *C, RmPool *pool);
+
+/* passes/remat_o2.c */
+void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);
+
+#endif

@@ -1,0 +1,220 @@
+/* passes/remat_o1.c -- checkpointing along the forward chain: the cut
+ * nodes (articulation points of the forward part, which every path
+ * crosses), -O1's checkpoints about every sqrt(n) of them (Chen et al.),
+ * and the exact chain DP that -O2 sweeps (the best checkpoint set for each
+ * bound on a segment's saved bytes). A plan keeps the checkpoints' outputs
+ * and drops every other forward tensor's gap to the backward (STICKY):
+ * backward recomputes each segment once, right before it first needs it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remat_int.h"
+
+/* Bytes of node v's outputs that backward needs later (what holding them
+ * until the backward costs). */
+static int64_t
+saved_bytes(const RmCtx *C, int v)
+{
+	const DagNode *n = &C->d->node[v];
+	int64_t s = 0;
+
+	for (int j = 0; j < n->nout; j++) {
+		const DagTensor *t = &C->d->t[n->out[j]];
+		if (C->longgap[n->out[j]] >= 0 && t->view_src < 0 &&
+		    !t->persistent_view)
+			s += t->bytes;
+	}
+	return s;
+}
+
+static bool
+is_forward(const RmCtx *C, int v)
+{
+	return !C->d->node[v].once && !C->d->node[v].is_backward;
+}
+
+/* The cut nodes in base order: no tensor made by an earlier forward node is
+ * used by a forward node after them. wpre[i]: saved bytes of the forward
+ * nodes before cut i; a[i]: cut i's own. Returns how many. */
+int
+rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal)
+{
+	const Dag *d = C->d;
+	int *lastfwd = xcalloc((size_t)d->nt + 1, sizeof *lastfwd);
+	int reach = -1, r = 0;
+	int64_t w = 0;
+
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		if (!is_forward(C, v))
+			continue;
+		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
+			lastfwd[C->use[k]] = x;
+	}
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		if (!is_forward(C, v))
+			continue;
+		if (reach <= x) {
+			cut[r] = v;
+			wpre[r] = w;
+			a[r++] = saved_bytes(C, v);
+		}
+		w += saved_bytes(C, v);
+		for (int j = 0; j < d->node[v].nout; j++)
+			if (lastfwd[d->node[v].out[j]] > reach)
+				reach = lastfwd[d->node[v].out[j]];
+	}
+	*wtotal = w;
+	free(lastfwd);
+	return r;
+}
+
+/* Keeps the outputs of nodes in keep; drops every other forward tensor
+ * from its last forward use to its first backward use. */
+void
+rm_checkpoint_state(const RmCtx *C, const bool *keep, unsigned char *st)
+{
+	memset(st, GAP_KEEP, (size_t)C->ngap);
+	for (int t = 0; t < C->d->nt; t++)
+		if (C->longgap[t] >= 0 && !keep[C->prod[t]])
+			st[C->longgap[t]] = GAP_STICKY;
+}
+
+typedef struct Cuts {
+	int r;
+	int *cut;
+	int64_t *wpre, *a, w;
+} Cuts;
+
+static bool
+cuts_get(const RmCtx *C, Cuts *k)
+{
+	int nn = C->d->nnode + 1;
+
+	k->cut = xcalloc((size_t)nn, sizeof *k->cut);
+	k->wpre = xcalloc((size_t)nn, sizeof *k->wpre);
+	k->a = xcalloc((size_t)nn, sizeof *k->a);
+	k->r = rm_cuts(C, k->cut, k->wpre, k->a, &k->w);
+	return k->r > 0 && C->has_backward && k->w > 0;
+}
+
+static void
+cuts_free(Cuts *k)
+{
+	free(k->cut);
+	free(k->wpre);
+	free(k->a);
+}
+
+/* Evaluates the plan keeping the marked cuts and adds it to the pool. */
+static void
+add_checkpoints(RmCtx *C, RmPool *pool, const bool *keep)
+{
+	unsigned char *st = rm_state_new(C);
+
+	rm_checkpoint_state(C, keep, st);
+	rm_pool_add(pool, C, st, rm_eval(C, st));
+	free(st);
+}
+
+/* -O1: about sqrt(r) checkpoints among the r cuts, spaced by saved bytes. */
+void
+rm_plan_o1(RmCtx *C, RmPool *pool)
+{
+	Cuts k;
+	bool *keep;
+
+	if (!cuts_get(C, &k)) {
+		cuts_free(&k);
+		return;
+	}
+	keep = xcalloc((size_t)C->d->nnode + 1, sizeof *keep);
+	int m = (int)ceil(sqrt((double)k.r));
+	int64_t seg = k.w / m + 1, last = 0;
+	for (int i = 0; i < k.r; i++) {
+		if (k.wpre[i] - last >= seg) {
+			keep[k.cut[i]] = true;
+			last = k.wpre[i] + k.a[i];
+		}
+	}
+	add_checkpoints(C, pool, keep);
+	free(keep);
+	cuts_free(&k);
+}
+
+/* The chain DP for one bound B: boundaries 0 (start), 1..r (cuts), r+1
+ * (end). Minimizes the saved bytes of the kept cuts such that no segment
+ * between kept ones saves more than B; a monotone deque keeps the window
+ * minimum, so O(r). Marks the kept cuts; false when no set meets B. */
+static bool
+chain_dp(const Cuts *k, int64_t B, int64_t *f, int *par, int *dq, bool *keep)
+{
+	int r = k->r, h = 0, e = 0;
+
+	f[0] = 0;
+	dq[e++] = 0;
+	for (int i = 1; i <= r + 1; i++) {
+		int64_t wx = i <= r ? k->wpre[i - 1] : k->w;
+		int64_t ai = i <= r ? k->a[i - 1] : 0;
+		while (h < e) {
+			int j = dq[h];
+			int64_t wj = j == 0 ? 0 : k->wpre[j - 1] + k->a[j - 1];
+			if (wx - wj <= B)
+				break;
+			h++;
+		}
+		if (h == e) {
+			if (i == r + 1)
+				return false;
+			f[i] = INT64_MAX;
+			continue;
+		}
+		f[i] = f[dq[h]] + ai;
+		par[i] = dq[h];
+		while (e > h && f[dq[e - 1]] >= f[i])
+			e--;
+		dq[e++] = i;
+	}
+	for (int i = par[r + 1]; i > 0; i = par[i])
+		keep[k->cut[i - 1]] = true;
+	return true;
+}
+
+/* Sweeps the segment bound geometrically from the smallest feasible to the
+ * whole forward, adding each distinct checkpoint set's plan to the pool. */
+void
+rm_chain_sweep(RmCtx *C, RmPool *pool)
+{
+	Cuts k;
+	int nn = C->d->nnode + 1;
+
+	if (!cuts_get(C, &k)) {
+		cuts_free(&k);
+		return;
+	}
+	int64_t *f = xcalloc((size_t)k.r + 2, sizeof *f);
+	int *par = xcalloc((size_t)k.r + 2, sizeof *par);
+	int *dq = xcalloc((size_t)k.r + 2, sizeof *dq);
+	bool *keep = xcalloc((size_t)nn, sizeof *keep);
+	bool *prev = xcalloc((size_t)nn, sizeof *prev);
+	int64_t B = 1;
+	for (;;) {
+		memset(keep, 0, sizeof *keep * (size_t)nn);
+		if (chain_dp(&k, B, f, par, dq, keep) &&
+		    memcmp(keep, prev, sizeof *keep * (size_t)nn) != 0) {
+			add_checkpoints(C, pool, keep);
+			memcpy(prev, keep, sizeof *keep * (size_t)nn);
+		}
+		if (B >= k.w)
+			break;
+		B = B + B / 8 + 1 < k.w ? B + B / 8 + 1 : k.w;
+	}
+	free(f);
+	free(par);
+	free(dq);
+	free(keep);
+	free(prev);
+	cuts_free(&k);
+}

@@ -1,0 +1,327 @@
+/* passes/remat_o2.c -- -O2: fills the pool with -O1's plan, the chain DP's
+ * sweep (remat_o1.c) and a greedy descent over gap states (any DAG, also
+ * U-Nets with no cut nodes): it lowers a threshold on the peak in fixed
+ * steps; for each, it drops the gaps that best cut the bytes over the
+ * threshold per recompute cost, scoring the likeliest few exactly with
+ * lv_eval, then undoes drops that turned out unneeded. Every threshold's
+ * plan joins the pool; rm_plan picks from it. The descent does not depend
+ * on the budget, so a larger budget never gets a costlier plan. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "remat_int.h"
+
+enum { TOPK = 12, WIDE = 4 * TOPK, UNDO = 48 };
+
+typedef struct Desc {
+	RmCtx *C;
+	unsigned char *st;
+	int64_t peak, cost, exc;
+	double cap;             /* most recompute cost, < 0: none */
+	long maxevals;
+	int64_t *wsum;          /* [n + 1] prefix of excess by base position */
+	int64_t *csum;          /* [n + 1] prefix count of steps over T */
+	int mode;               /* estimate: 0 excess x bytes, 1 bytes capped */
+} Desc;
+
+static int64_t
+excess(const MemEval *ev, int64_t T)
+{
+	int64_t e = 0;
+
+	for (int s = 0; s < ev->nsteps; s++)
+		if (ev->live_bytes[s] > T)
+			e += ev->live_bytes[s] - T;
+	return e;
+}
+
+static bool
+over_cap(const Desc *D, int64_t cost)
+{
+	return D->cap >= 0 && (double)cost > D->cap;
+}
+
+/* Evaluates D->st as the current plan. */
+static bool
+desc_load(Desc *D, int64_t T)
+{
+	const MemEval *ev = rm_eval(D->C, D->st);
+
+	if (!ev)
+		return false;
+	D->peak = ev->peak;
+	D->cost = ev->recompute_cost;
+	D->exc = excess(ev, T);
+	return true;
+}
+
+/* Base position where gap g starts (its tensor's production or a use). */
+static int
+gap_start(const RmCtx *C, int g)
+{
+	int t = C->gtensor[g];
+
+	return g == C->gofs[t] ? C->pos[C->prod[t]] : C->gend[g - 1];
+}
+
+typedef struct Move {
+	double est;
+	int gap;
+	unsigned char to;
+} Move;
+
+/* The WIDE moves with the best estimated excess cut per cost, from the
+ * excess by base position of the current plan (in C->ev). */
+static int
+moves(Desc *D, int64_t T, Move *m)
+{
+	RmCtx *C = D->C;
+	const MemEval *ev = &C->ev;
+	int nm = 0;
+
+	memset(D->wsum, 0, sizeof *D->wsum * (size_t)(C->n + 1));
+	memset(D->csum, 0, sizeof *D->csum * (size_t)(C->n + 1));
+	for (int s = 0; s < ev->nsteps; s++) {
+		if (ev->live_bytes[s] > T) {
+			D->wsum[C->posof[s] + 1] += ev->live_bytes[s] - T;
+			D->csum[C->posof[s] + 1]++;
+		}
+	}
+	for (int x = 0; x < C->n; x++) {
+		D->wsum[x + 1] += D->wsum[x];
+		D->csum[x + 1] += D->csum[x];
+	}
+	for (int g = 0; g < C->ngap; g++) {
+		int t = C->gtensor[g], a = gap_start(C, g), b = C->gend[g];
+		if (D->st[g] == GAP_TRANSIENT || b - a < 2 || b >= C->n)
+			continue;
+		double w = (double)(D->wsum[b + 1] - D->wsum[a + 1]);
+		double cw = (double)(D->csum[b + 1] - D->csum[a + 1]) *
+		            (double)C->d->t[t].bytes;
+		if (w <= 0 || C->d->t[t].persistent_view)
+			continue;
+		/* mode 1: at most its bytes off each step over T, at most the
+		 * excess; mode 0 favours big tensors over long stretches */
+		double est = (D->mode ? (cw < w ? cw : w) : w * (double)
+		              C->d->t[t].bytes) /
+		             (double)(C->d->node[C->prod[t]].cost + C->c0);
+		unsigned char to = GAP_STICKY;
+		if (D->st[g] == GAP_STICKY) {
+			to = GAP_TRANSIENT;
+			est *= 0.25;
+		}
+		if (nm == WIDE && m[WIDE - 1].est >= est)
+			continue;
+		int i = nm < WIDE ? nm++ : WIDE - 1;
+		for (; i > 0 && m[i - 1].est < est; i--)
+			m[i] = m[i - 1];
+		m[i] = (Move){est, g, to};
+	}
+	return nm;
+}
+
+/* Applies move m (variant 1 also drops the tails of the recomputed node's
+ * inputs that are past their last use, so that they are recomputed rather
+ * than stretched), saving what it changed in undo[]. */
+static int
+apply(Desc *D, const Move *m, int variant, int *undo_g, unsigned char *undo_s)
+{
+	RmCtx *C = D->C;
+	int nu = 0, p = C->prod[C->gtensor[m->gap]], b = C->gend[m->gap];
+
+	undo_g[nu] = m->gap;
+	undo_s[nu++] = D->st[m->gap];
+	D->st[m->gap] = m->to;
+	for (int k = C->uofs[p]; variant && nu < 64 && k < C->uofs[p + 1]; k++) {
+		int s = C->use[k], tail;
+		if (C->prod[s] < 0)
+			continue;
+		tail = C->gofs[s + 1] - 1;
+		if (gap_start(C, tail) >= b || D->st[tail] != GAP_KEEP)
+			continue;
+		undo_g[nu] = tail;
+		undo_s[nu++] = D->st[tail];
+		D->st[tail] = GAP_TRANSIENT;
+	}
+	return nu;
+}
+
+static void
+revert(Desc *D, int nu, const int *undo_g, const unsigned char *undo_s)
+{
+	while (nu-- > 0)
+		D->st[undo_g[nu]] = undo_s[nu];
+}
+
+/* One greedy step: applies the move with the best exact excess cut per
+ * added cost, trying TOPK candidates at a time. False when none of WIDE
+ * cuts the excess. */
+static bool
+desc_step(Desc *D, int64_t T)
+{
+	RmCtx *C = D->C;
+	Move m[WIDE];
+	int nm = moves(D, T, m), best = -1, bestv = 0, nu;
+	int ug[64];
+	unsigned char us[64];
+	double bestr = 0;
+
+	for (int i = 0; i < nm && C->evals < D->maxevals; i++) {
+		if (i % TOPK == 0 && best >= 0)
+			break;
+		for (int v = 0; v < 2; v++) {
+			nu = apply(D, &m[i], v, ug, us);
+			if (v == 1 && nu == 1) {
+				revert(D, nu, ug, us);
+				continue;
+			}
+			const MemEval *ev = rm_eval(C, D->st);
+			revert(D, nu, ug, us);
+			if (!ev || over_cap(D, ev->recompute_cost))
+				continue;
+			int64_t cut = D->exc - excess(ev, T);
+			int64_t dc = ev->recompute_cost - D->cost;
+			double r = (double)cut / (double)((dc > 0 ? dc : 0) + C->c0);
+			if (cut > 0 && r > bestr) {
+				bestr = r;
+				best = i;
+				bestv = v;
+			}
+		}
+	}
+	if (best < 0)
+		return false;
+	apply(D, &m[best], bestv, ug, us);
+	return desc_load(D, T);
+}
+
+/* Greedy moves until the peak is at most T. */
+static bool
+descend(Desc *D, int64_t T)
+{
+	if (!desc_load(D, T))
+		return false;
+	while (D->peak > T) {
+		if (D->C->evals >= D->maxevals || !desc_step(D, T))
+			return false;
+	}
+	return true;
+}
+
+static const RmCtx *sort_ctx;
+
+/* Dropped gaps, costliest producer first, then by index. */
+static int
+by_cost(const void *pa, const void *pb)
+{
+	const RmCtx *C = sort_ctx;
+	int a = *(const int *)pa, b = *(const int *)pb;
+	int64_t ca = C->d->node[C->prod[C->gtensor[a]]].cost;
+	int64_t cb = C->d->node[C->prod[C->gtensor[b]]].cost;
+
+	if (ca != cb)
+		return ca > cb ? -1 : 1;
+	return a - b;
+}
+
+/* Undoes the costliest drops that the peak <= T does not need. */
+static void
+undo(Desc *D, int64_t T, int *buf)
+{
+	RmCtx *C = D->C;
+	int nb = 0;
+
+	for (int g = 0; g < C->ngap; g++)
+		if (D->st[g] != GAP_KEEP &&
+		    C->d->node[C->prod[C->gtensor[g]]].cost > 0)
+			buf[nb++] = g;
+	sort_ctx = C;
+	qsort(buf, (size_t)nb, sizeof *buf, by_cost);
+	for (int i = 0; i < nb && i < UNDO && C->evals < D->maxevals; i++) {
+		unsigned char old = D->st[buf[i]];
+		D->st[buf[i]] = old == GAP_TRANSIENT ? GAP_STICKY : GAP_KEEP;
+		const MemEval *ev = rm_eval(C, D->st);
+		if (ev && ev->peak <= T && ev->recompute_cost < D->cost) {
+			D->peak = ev->peak;
+			D->cost = ev->recompute_cost;
+		} else {
+			D->st[buf[i]] = old;
+		}
+	}
+}
+
+/* From start, lowers the threshold by step until stuck, adding each
+ * threshold's plan to the pool. */
+static void
+ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
+       long evals, int mode)
+{
+	Desc D = {0};
+	int *buf = xcalloc((size_t)C->ngap + 1, sizeof *buf);
+
+	D.C = C;
+	D.mode = mode;
+	D.cap = cap;
+	D.maxevals = C->evals + evals;
+	D.wsum = xcalloc((size_t)C->n + 2, sizeof *D.wsum);
+	D.csum = xcalloc((size_t)C->n + 2, sizeof *D.csum);
+	D.st = rm_state_new(C);
+	memcpy(D.st, start, (size_t)C->ngap);
+	if (desc_load(&D, 0)) {
+		int64_t step = D.peak / 200 + 1;
+		int64_t T = D.peak - step;
+		while (T > 0 && descend(&D, T)) {
+			undo(&D, T, buf);
+			rm_pool_add(pool, C, D.st, rm_eval(C, D.st));
+			T = (D.peak < T ? D.peak : T) - step;
+		}
+	}
+	free(D.st);
+	free(D.wsum);
+	free(D.csum);
+	free(buf);
+}
+
+/* The pool's smallest peak within the cap. */
+static int
+best_within(const RmPool *pool, double cap)
+{
+	int b = 0;
+
+	for (int i = 1; i < pool->n; i++)
+		if ((cap < 0 || (double)pool->c[i].cost <= cap) &&
+		    (pool->c[i].peak < pool->c[b].peak ||
+		     ((double)pool->c[b].cost > cap && cap >= 0)))
+			b = i;
+	return b;
+}
+
+void
+rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
+{
+	double cap = -1;
+	/* Training graphs have the chain DP's plans to start from; general
+	 * DAGs rely on the descent alone and get more evaluations. */
+	long size = C->n + 1 + (C->has_backward ? C->uofs[C->d->nnode] : 0);
+	long evals = (C->has_backward ? 10000000L : 16000000L) / size;
+
+	if (goal->budget < 0 && goal->max_recompute >= 0)
+		cap = goal->max_recompute * (double)C->d->forward_cost;
+	rm_plan_o1(C, pool);
+	rm_chain_sweep(C, pool);
+	if (C->n > 20000)
+		return;
+	if (evals > 20000)
+		evals = 20000;
+	ladder(C, pool, pool->c[0].state, cap, evals, 0);
+	ladder(C, pool, pool->c[0].state, cap, evals, 1);
+	if (goal->budget < 0) {
+		int b = best_within(pool, cap);
+		if (b != 0) {
+			unsigned char *st = rm_state_new(C);
+			memcpy(st, pool->c[b].state, (size_t)C->ngap);
+			ladder(C, pool, st, cap, evals / 2, 0);
+			free(st);
+		}
+	}
+}

@@ -1,0 +1,236 @@
+/* tests/bench/bench_remat.c -- `make bench-remat`: speed and quality of the
+ * planners. Prints, for generated training chains (1000 layers up to a
+ * 100k-node graph) and random layered DAGs, the -O0/-O1/-O2 peaks and
+ * planning times; and for each Checkmate graph in the folder given as
+ * argv[1] (skipped when absent), the reference peak and, at budgets 0.9 and
+ * 0.8 x that peak, whether -O2 fits, its TDI and its time. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dag.h"
+
+static double
+now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static int
+rnd(int n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (int)(rng % (uint64_t)n);
+}
+
+static int
+add_tensor(Dag *d, Arena *a, int64_t bytes, MemCat cat, bool from_start)
+{
+	DagTensor *t = &d->t[d->nt];
+	t->name = ar_printf(a, "t%d", d->nt);
+	t->bytes = bytes;
+	t->view_src = -1;
+	t->cat = cat;
+	t->from_start = from_start;
+	t->ir_tensor = -1;
+	return d->nt++;
+}
+
+static DagNode *
+add_node(Dag *d, Arena *a, int64_t cost, bool once, int nin, int nout)
+{
+	DagNode *n = &d->node[d->nnode];
+	n->name = ar_printf(a, "n%d", d->nnode);
+	n->cost = cost;
+	n->once = once;
+	n->is_backward = once;
+	n->in = ar_alloc(a, sizeof(int) * (size_t)(nin + 1));
+	n->out = ar_alloc(a, sizeof(int) * (size_t)(nout + 1));
+	n->acc = ar_alloc(a, sizeof(DagAcc) * 2);
+	n->ir_op = -1;
+	d->base_order[d->nbase++] = d->nnode;
+	return &d->node[d->nnode++];
+}
+
+/* A lowered training chain of L layers with varied sizes: forward h_i =
+ * f(h_{i-1}); backward i uses grad(h_i) and h_{i-1}, makes grad(h_{i-1}). */
+static void
+train_chain(Dag *d, Arena *a, int L)
+{
+	int h[L + 1], g[L + 1];
+
+	memset(d, 0, sizeof *d);
+	d->t = ar_alloc(a, sizeof *d->t * (size_t)(2 * L + 4));
+	d->node = ar_alloc(a, sizeof *d->node * (size_t)(2 * L + 4));
+	d->base_order = ar_alloc(a, sizeof(int) * (size_t)(2 * L + 4));
+	h[0] = add_tensor(d, a, 1 << 20, CAT_INPUTS, true);
+	for (int i = 1; i <= L; i++) {
+		h[i] = add_tensor(d, a, (int64_t)(1 + rnd(4)) << 20, CAT_ACTIVATIONS, false);
+		DagNode *n = add_node(d, a, 100 + rnd(900), false, 1, 1);
+		n->in[n->nin++] = h[i - 1];
+		n->out[n->nout++] = h[i];
+	}
+	for (int i = 1; i <= L; i++)
+		g[i] = add_tensor(d, a, d->t[h[i]].bytes, CAT_GRADIENTS, false);
+	DagNode *n = add_node(d, a, 1, true, 1, 0);
+	n->in[n->nin++] = h[L];
+	n->acc[n->nacc++] = (DagAcc){g[L], -1};
+	for (int i = L; i >= 1; i--) {
+		n = add_node(d, a, 2 * d->node[i - 1].cost, true, 2, 0);
+		n->in[n->nin++] = g[i];
+		n->in[n->nin++] = h[i - 1];
+		if (i > 1)
+			n->acc[n->nacc++] = (DagAcc){g[i - 1], -1};
+	}
+	dag_finish(d);
+}
+
+/* A random layered DAG in the Moccasin style: every node recomputable,
+ * edges to the next few layers, base order layer by layer. */
+static void
+layered(Dag *d, Arena *a, int n, int width)
+{
+	memset(d, 0, sizeof *d);
+	d->t = ar_alloc(a, sizeof *d->t * (size_t)n);
+	d->node = ar_alloc(a, sizeof *d->node * (size_t)n);
+	d->base_order = ar_alloc(a, sizeof(int) * (size_t)n);
+	for (int v = 0; v < n; v++) {
+		int nin = v == 0 ? 0 : 1 + rnd(4);
+		int layer = v / width;
+		DagNode *nd = add_node(d, a, 1 + rnd(100), false, nin, 1);
+		nd->out[nd->nout++] = add_tensor(d, a, 1 + rnd(1000), CAT_ACTIVATIONS, false);
+		for (int k = 0; k < nin; k++) {
+			int lo = (layer > 3 ? layer - 3 : 0) * width;
+			int u = lo + rnd(v - lo > 0 ? v - lo : 1);
+			if (u >= v)
+				u = v - 1;
+			bool dup = false;
+			for (int j = 0; j < nd->nin; j++)
+				dup |= nd->in[j] == u;
+			if (!dup)
+				nd->in[nd->nin++] = u;
+		}
+	}
+	dag_finish(d);
+}
+
+static PlanResult
+plan(const Dag *d, int level, int64_t budget, double *secs, Arena *a)
+{
+	PlanGoal g = {level, 1.0, budget, false};
+	double t0 = now();
+	PlanResult r = rm_plan(d, &g, a);
+	*secs = now() - t0;
+	return r;
+}
+
+static void
+bench_generated(const char *what, Dag *d)
+{
+	Arena a;
+	double s0, s1, s2;
+
+	ar_init(&a);
+	PlanResult r0 = plan(d, 0, -1, &s0, &a);
+	PlanResult r1 = plan(d, 1, -1, &s1, &a);
+	PlanResult r2 = plan(d, 2, -1, &s2, &a);
+	printf("%-28s %7d nodes  O0 %12lld  O1 %12lld (%6.3f s)  O2 %12lld "
+	       "(%6.3f s, recompute %.2f x fwd)  bound %lld\n",
+	       what, d->nnode, (long long)r0.peak, (long long)r1.peak, s1,
+	       (long long)r2.peak, s2,
+	       (double)r2.recompute_cost / (double)(d->forward_cost ? d->forward_cost : 1),
+	       (long long)r2.lower_bound);
+	ar_free(&a);
+}
+
+static void
+bench_checkmate_file(const char *path, const char *name)
+{
+	Arena a;
+	Dag d;
+	char err[512];
+	double s0;
+
+	ar_init(&a);
+	if (cm_import(path, &d, &a, err, sizeof err) != 0) {
+		printf("%s: %s\n", name, err);
+		ar_free(&a);
+		return;
+	}
+	dag_finish(&d);
+	PlanResult r0 = plan(&d, 0, -1, &s0, &a);
+	printf("%-26s n %4d  ref peak %12lld", name, d.nnode, (long long)r0.peak);
+	static const double frac[] = {0.9, 0.8};
+	for (int i = 0; i < 2; i++) {
+		double s;
+		int64_t b = (int64_t)ceil((double)r0.peak * frac[i]);
+		PlanResult r = plan(&d, 2, b, &s, &a);
+		printf("  | %.1f: %s TDI %6.3f%% %5.2f s", frac[i],
+		       r.fits ? "fits" : "MISS",
+		       100.0 * (double)r.recompute_cost / (double)d.total_cost, s);
+	}
+	printf("\n");
+	ar_free(&a);
+}
+
+static int
+cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+static void
+bench_checkmate(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	char *names[64];
+	int n = 0;
+
+	if (!dp) {
+		printf("checkmate graphs: %s not found, skipped\n", dir);
+		return;
+	}
+	while ((e = readdir(dp)) && n < 64)
+		if (strstr(e->d_name, ".json"))
+			names[n++] = strdup(e->d_name);
+	closedir(dp);
+	qsort(names, (size_t)n, sizeof *names, cmp_str);
+	for (int i = 0; i < n; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		bench_checkmate_file(path, names[i]);
+		free(names[i]);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static const int layers[] = {1000, 12500, 25000, 50000};
+	Arena a;
+	Dag d;
+
+	for (int i = 0; i < 4; i++) {
+		ar_init(&a);
+		train_chain(&d, &a, layers[i]);
+		bench_generated(ar_printf(&a, "chain %d layers", layers[i]), &d);
+		ar_free(&a);
+	}
+	ar_init(&a);
+	layered(&d, &a, 1000, 12);
+	bench_generated("random layered 1000", &d);
+	ar_free(&a);
+	if (argc > 1)
+		bench_checkmate(argv[1]);
+	return 0;
+}

@@ -1,0 +1,340 @@
+/* tests/unit/test_remat.c -- the planners: every plan valid and scored as
+ * lv_eval scores it, -O2 <= -O1 and -O0 on peak, the recompute cap, budget
+ * monotonicity, the chain optimum against a brute force over checkpoint
+ * sets, and a U-Net (no cut nodes) improved by -O2. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#include "dag.h"
+
+enum { MAXF = 64 };
+
+/* A forward graph: node i reads in[i][..] (earlier nodes; -1: the input x)
+ * and makes bytes[i]; the last node is the loss. */
+typedef struct Fwd {
+	int n;
+	int nin[MAXF], in[MAXF][4];
+	int64_t bytes[MAXF], cost[MAXF];
+} Fwd;
+
+/* Lowers f like passes/lower.c would: forward nodes, then backward nodes
+ * in reverse; backward i reads grad(h_i) (not for the loss) and its
+ * inputs, and contributes to the grads of its non-x inputs. */
+static void
+lower(const Fwd *f, Dag *d, Arena *a)
+{
+	int n = f->n, x = 0;
+
+	memset(d, 0, sizeof *d);
+	d->t = ar_alloc(a, sizeof *d->t * (size_t)(2 * n + 1));
+	d->node = ar_alloc(a, sizeof *d->node * (size_t)(2 * n));
+	d->base_order = ar_alloc(a, sizeof(int) * (size_t)(2 * n));
+	d->t[x] = (DagTensor){"x", 64, -1, false, CAT_INPUTS, true, false, -1};
+	for (int i = 0; i < n; i++) {
+		d->t[1 + i] = (DagTensor){ar_printf(a, "h%d", i), f->bytes[i], -1,
+		                          false, CAT_ACTIVATIONS, false, false, -1};
+		d->t[1 + n + i] = (DagTensor){ar_printf(a, "grad(h%d)", i),
+		                              f->bytes[i], -1, false, CAT_GRADIENTS,
+		                              false, false, -1};
+	}
+	d->nt = 2 * n + 1;
+	for (int k = 0; k < 2 * n; k++) {
+		int i = k < n ? k : 2 * n - 1 - k;
+		DagNode *v = &d->node[k];
+		v->name = d->t[1 + i].name;
+		v->once = v->is_backward = k >= n;
+		v->cost = f->cost[i] * (k >= n ? 2 : 1);
+		v->in = ar_alloc(a, sizeof(int) * 6);
+		v->out = ar_alloc(a, sizeof(int));
+		v->acc = ar_alloc(a, sizeof(DagAcc) * 4);
+		v->ir_op = -1;
+		if (k < n) {
+			v->out[v->nout++] = 1 + i;
+		} else if (i != n - 1) {
+			v->in[v->nin++] = 1 + n + i;
+		}
+		for (int j = 0; j < f->nin[i]; j++) {
+			int u = f->in[i][j];
+			v->in[v->nin++] = u < 0 ? x : 1 + u;
+			if (k >= n && u >= 0)
+				v->acc[v->nacc++] = (DagAcc){1 + n + u, -1};
+		}
+		d->base_order[k] = k;
+	}
+	d->nnode = d->nbase = 2 * n;
+	dag_finish(d);
+}
+
+static void
+chain_fwd(Fwd *f, int n, const int64_t *bytes)
+{
+	memset(f, 0, sizeof *f);
+	f->n = n;
+	for (int i = 0; i < n; i++) {
+		f->nin[i] = 1;
+		f->in[i][0] = i - 1;
+		f->bytes[i] = bytes ? bytes[i] : 100;
+		f->cost[i] = 10;
+	}
+	f->bytes[n - 1] = 4;
+}
+
+/* A U-Net: down d0..d{k-1}, up u{k-1}..u0 where u_i reads u_{i+1} (or the
+ * last down) and the skip d_i; then the loss. No node but the first down
+ * and the loss is crossed by every path. */
+static void
+unet_fwd(Fwd *f, int k)
+{
+	memset(f, 0, sizeof *f);
+	for (int i = 0; i < k; i++) {
+		f->nin[i] = 1;
+		f->in[i][0] = i - 1;
+		f->bytes[i] = 400 >> (i < 3 ? i : 3);
+		f->cost[i] = 10 + i;
+	}
+	for (int i = k - 1; i >= 0; i--) {
+		int u = f->n = 2 * k - 1 - i;
+		f->nin[u] = 2;
+		f->in[u][0] = u - 1;
+		f->in[u][1] = i;
+		f->bytes[u] = 400 >> (i < 3 ? i : 3);
+		f->cost[u] = 20;
+	}
+	f->n = 2 * k + 1;
+	f->nin[2 * k] = 1;
+	f->in[2 * k][0] = 2 * k - 1;
+	f->bytes[2 * k] = 4;
+	f->cost[2 * k] = 1;
+}
+
+static PlanResult
+plan(const Dag *d, int level, double cap, int64_t budget, Arena *a)
+{
+	PlanGoal g = {level, cap, budget, false};
+	return rm_plan(d, &g, a);
+}
+
+/* The plan is valid and its figures are lv_eval's. */
+static void
+check_plan(const Dag *d, const PlanResult *r, Arena *a)
+{
+	MemEval ev;
+	lv_eval(d, &r->sched, &ev, a);
+	if (!ev.valid)
+		fail_msg("invalid plan: %s", ev.error);
+	assert_int_equal(ev.peak, r->peak);
+	assert_int_equal(ev.recompute_cost, r->recompute_cost);
+	assert_true(r->lower_bound <= r->peak);
+}
+
+static void
+check_levels(const Dag *d)
+{
+	Arena a;
+	ar_init(&a);
+	PlanResult r0 = plan(d, 0, 1.0, -1, &a);
+	PlanResult r1 = plan(d, 1, 1.0, -1, &a);
+	PlanResult r2 = plan(d, 2, 1.0, -1, &a);
+	check_plan(d, &r0, &a);
+	check_plan(d, &r1, &a);
+	check_plan(d, &r2, &a);
+	assert_int_equal(r0.recompute_cost, 0);
+	assert_true(r2.peak <= r0.peak);
+	if (r1.recompute_cost <= d->forward_cost)
+		assert_true(r2.peak <= r1.peak);
+	assert_true(r2.recompute_cost <= d->forward_cost);
+	ar_free(&a);
+}
+
+static void
+test_chain_levels(void **state)
+{
+	(void)state;
+	static const int64_t bytes[24] = {300, 100, 200, 50, 400, 100, 100, 250,
+	                                  80, 90, 300, 120, 60, 500, 70, 100,
+	                                  100, 100, 220, 40, 90, 130, 310, 4};
+	Arena a;
+	Fwd f;
+	Dag d;
+	ar_init(&a);
+	chain_fwd(&f, 24, bytes);
+	lower(&f, &d, &a);
+	check_levels(&d);
+	PlanResult r0 = plan(&d, 0, 1.0, -1, &a);
+	PlanResult r1 = plan(&d, 1, 1.0, -1, &a);
+	assert_true(r1.peak < r0.peak);         /* -O1 checkpoints a long chain */
+	ar_free(&a);
+}
+
+static void
+test_unet_improved(void **state)
+{
+	(void)state;
+	Arena a;
+	Fwd f;
+	Dag d;
+	ar_init(&a);
+	unet_fwd(&f, 6);
+	lower(&f, &d, &a);
+	check_levels(&d);
+	PlanResult r0 = plan(&d, 0, 1.0, -1, &a);
+	PlanResult r2 = plan(&d, 2, 1.0, -1, &a);
+	assert_true(r2.peak < r0.peak);
+	ar_free(&a);
+}
+
+static void
+test_recompute_cap(void **state)
+{
+	(void)state;
+	Arena a;
+	Fwd f;
+	Dag d;
+	ar_init(&a);
+	chain_fwd(&f, 20, NULL);
+	lower(&f, &d, &a);
+	PlanResult r0 = plan(&d, 0, 1.0, -1, &a);
+	PlanResult none = plan(&d, 2, 0.0, -1, &a);
+	check_plan(&d, &none, &a);
+	assert_int_equal(none.recompute_cost, 0);
+	assert_int_equal(none.peak, r0.peak);
+	int64_t last = r0.peak;
+	static const double caps[] = {0.1, 0.25, 0.5, 1.0, 2.0, -1};
+	for (int i = 0; i < 6; i++) {
+		PlanResult r = plan(&d, 2, caps[i], -1, &a);
+		check_plan(&d, &r, &a);
+		if (caps[i] >= 0)
+			assert_true((double)r.recompute_cost <=
+			            caps[i] * (double)d.forward_cost);
+		assert_true(r.peak <= last);    /* a looser cap never hurts */
+		last = r.peak;
+	}
+	ar_free(&a);
+}
+
+static void
+test_budget_monotone(void **state)
+{
+	(void)state;
+	Arena a;
+	Fwd f;
+	Dag d;
+	ar_init(&a);
+	unet_fwd(&f, 5);
+	lower(&f, &d, &a);
+	PlanResult r0 = plan(&d, 0, 1.0, -1, &a);
+	int64_t lb = rm_lower_bound(&d), prev = -1;
+	bool fitted = false;
+	for (int64_t b = lb - 10; b <= r0.peak + 10; b += (r0.peak - lb) / 40 + 1) {
+		PlanResult r = plan(&d, 2, 1.0, b, &a);
+		check_plan(&d, &r, &a);
+		assert_int_equal(r.fits, r.peak <= b);
+		if (b < lb)
+			assert_false(r.fits);
+		if (b >= r0.peak) {
+			assert_true(r.fits);
+			assert_int_equal(r.recompute_cost, 0);
+		}
+		if (r.fits && prev >= 0)
+			assert_true(r.recompute_cost <= prev);
+		if (r.fits) {
+			prev = r.recompute_cost;
+			fitted = true;
+		}
+	}
+	assert_true(fitted);
+	ar_free(&a);
+}
+
+/* Chen's schedule for checkpoint set keep (bit i: keep h_i), built
+ * directly: forward, then backward segment by segment from the end, each
+ * recomputed (from its checkpoint) right before its first backward step. */
+static Schedule
+chen(int n, unsigned keep, Arena *a)
+{
+	Schedule s = {0, ar_alloc(a, sizeof(int) * (size_t)(4 * n))};
+	for (int i = 0; i < n; i++)
+		s.step[s.n++] = i;
+	int hi = n - 1;
+	while (hi >= 0) {
+		int lo = hi;
+		while (lo > 0 && !(keep >> (lo - 1) & 1))
+			lo--;
+		/* segment lo..hi: backward of node k reads h_{k-1}, so recompute
+		 * the dropped h_lo..h_{hi-1}, then backward hi..lo. */
+		for (int k = lo; k < hi; k++)
+			if (!(keep >> k & 1))
+				s.step[s.n++] = k;
+		for (int k = hi; k >= lo; k--)
+			s.step[s.n++] = 2 * n - 1 - k;
+		hi = lo - 1;
+	}
+	return s;
+}
+
+static void
+test_chain_brute_force(void **state)
+{
+	(void)state;
+	static const int64_t bytes[8] = {100, 100, 100, 100, 100, 100, 100, 4};
+	static const int64_t hetero[8] = {500, 60, 60, 300, 60, 60, 240, 4};
+	const int64_t *sets[2] = {bytes, hetero};
+	for (int k = 0; k < 2; k++) {
+		Arena a;
+		Fwd f;
+		Dag d;
+		ar_init(&a);
+		chain_fwd(&f, 8, sets[k]);
+		lower(&f, &d, &a);
+		int64_t best = INT64_MAX;
+		for (unsigned keep = 0; keep < 1u << 7; keep++) {
+			Schedule s = chen(8, keep, &a);
+			MemEval ev;
+			lv_eval(&d, &s, &ev, &a);
+			assert_true(ev.valid);
+			if (ev.recompute_cost <= d.forward_cost && ev.peak < best)
+				best = ev.peak;
+		}
+		PlanResult r = plan(&d, 2, 1.0, -1, &a);
+		check_plan(&d, &r, &a);
+		assert_true(r.peak <= best);
+		ar_free(&a);
+	}
+}
+
+static void
+test_lower_bound(void **state)
+{
+	(void)state;
+	Arena a;
+	Fwd f;
+	Dag d;
+	ar_init(&a);
+	chain_fwd(&f, 5, NULL);
+	lower(&f, &d, &a);
+	d.persistent[CAT_PARAMS] = 1000;
+	/* backward of h2 reads grad(h2) 100 and h1 100, contributes to
+	 * grad(h1) 100: 300 + persistent 1000. */
+	assert_int_equal(rm_lower_bound(&d), 1300);
+	ar_free(&a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chain_levels),
+		cmocka_unit_test(test_unet_improved),
+		cmocka_unit_test(test_recompute_cap),
+		cmocka_unit_test(test_budget_monotone),
+		cmocka_unit_test(test_chain_brute_force),
+		cmocka_unit_test(test_lower_bound),
+	};
+	return cmocka_run_group_tests_name("remat", tests, NULL, NULL);
+}
