@@ -155,6 +155,9 @@ typedef struct MemEval {
 	                           inst[step_prod[0] .. step_prod[1]). Within a
 	                           step: node.out order, then the acc entries
 	                           that produce, in node.acc order. */
+	int64_t *temp_offset;   /* memory planner: [nsteps] arena offset of the
+	                           step's temporary block (mp_temp_layout), or
+	                           -1 when the step has no temporaries */
 } MemEval;
 
 /* ---------------------------------------------------------------- passes/dag.c */
@@ -177,6 +180,10 @@ void lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
  * peak_step; otherwise writes the first disagreement to why. */
 bool vf_check(const Dag *d, const Schedule *s, const MemEval *ev,
               char *why, size_t n);
+/* The verifier's own evaluator: fills valid, error, nsteps, kind,
+ * live_bytes, temp_bytes, peak, peak_step and recompute_cost of ev (arrays
+ * in a); inst, step_prod and breakdown stay empty. */
+void vf_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
 
 /* ---------------------------------------------------------------- passes/remat*.c */
 typedef struct PlanGoal {
@@ -192,6 +199,9 @@ typedef struct PlanResult {
 	int64_t recompute_cost;
 	bool fits;              /* budget met (always true without a budget) */
 	int64_t lower_bound;    /* a peak no schedule can beat */
+	const char *error;      /* NULL, or why no schedule was made (set by
+	                           rm_plan_exact: graph too large, work limit);
+	                           sched.n is 0 then */
 } PlanResult;
 
 /* Plans a schedule for the goal. Without a budget: minimizes peak subject to
@@ -214,11 +224,20 @@ int cm_import(const char *path, Dag *d, Arena *a, char *err, size_t errn);
 int cm_run(const char *path, const PlanGoal *goal, bool json, bool verify,
            FILE *out);
 
-/* ---------------------------------------------------------------- passes/memplan.c */
+/* ---------------------------------------------------------------- codegen/memplan.c */
 /* Assigns 256-byte-aligned offsets to every owning instance so that two
  * instances overlap only when never live at the same step. Returns arena
  * bytes (largest end offset). */
 int64_t mp_plan(const Dag *d, MemEval *ev, Arena *a);
+/* codegen/memplan.c: the layout of step s's temporary block, which holds
+ * ev->temp_bytes[s] bytes exactly: the accumulation temporaries by element
+ * size, largest first (so each is naturally aligned without padding), then
+ * the workspace. off[j] (j < node.nacc) is acc j's offset in the block, or
+ * -1 when that entry produces its gradient; off[nacc] is the workspace's.
+ * Returns the block's bytes. mp_plan plans the blocks too
+ * (ev->temp_offset), so the arena covers every byte the MemEval counts. */
+int64_t mp_temp_layout(const Dag *d, const MemEval *ev, const Schedule *s,
+                       int step, int64_t *off);
 
 /* ---------------------------------------------------------------- codegen/emit.c */
 /* Writes one self-contained CUDA C program (also plain C with -DREMAT_HOST)

@@ -1,0 +1,746 @@
+/* codegen/emit.c -- writes a CUDA/C program that runs one schedule.
+ *
+ * Reads the Graph (ops, shapes, attributes), the Dag, the Schedule and the
+ * MemEval (instances, step_prod, live_bytes, temp_bytes, offsets from
+ * mp_plan); writes one self-contained file: the runtime prelude
+ * (codegen/runtime.h, embedded verbatim), an instance table, then the
+ * schedule as a straight sequence of calls, one block per step.
+ *
+ * Choices, documented for users of the output:
+ * - Two memory modes, picked at run time: --tracked (default) allocates each
+ *   instance at its producing step with cudaMalloc (malloc on the host) and
+ *   frees it after its last live step; --arena makes one allocation of
+ *   arena_bytes and puts every instance, and every step's temporary block,
+ *   at the offset mp_plan gave it. Both count persistent bytes (each param,
+ *   one master block, one optimizer block), live instances and the step's
+ *   temporaries exactly as the MemEval does, compare every step with the
+ *   prediction, and exit 1 on any difference. The device figure is the
+ *   largest rise of cudaMemGetInfo's used bytes (allocator granularity and
+ *   the context make it larger than the exact count).
+ * - Each use is bound to an instance by replaying "the most recent earlier
+ *   production serves each use" over step_prod, in its order; the replay
+ *   is checked against step_prod as it goes.
+ * - Init: params and float inputs get hash(FNV-1a of the tensor id, element)
+ *   mapped to [-0.1, 0.1); integer inputs get values in [0, range), range
+ *   being the smallest that every consumer accepts (embedding: V rows,
+ *   cross_entropy labels: C classes; otherwise 2 for u8/bool, 16 else).
+ * - Dropout keeps element i of op o when splitmix64(o, i) >= p, so a
+ *   recomputed mask is bit-identical to the original.
+ * - Accumulation: a contribution to a gradient that already has an instance
+ *   is computed into a temporary of the gradient's size (in the step's
+ *   block) and added; the loss op's backward reads a constant 1 (RT_ONE),
+ *   held in no buffer. No optimizer update is applied: master and optimizer
+ *   state are allocated and counted only; the program prints checksums of
+ *   every param gradient (infer mode: every output) and the loss.
+ * - Math: gelu is the tanh approximation; norms use eps 1e-5; avgpool
+ *   divides by k*k (padding counts as zero); causal attention lets query i
+ *   see keys j <= i; compute is in float (double when the graph has f64).
+ *   Host and GPU results match bit for bit with nvcc -fmad=false except
+ *   where libm and CUDA's exp/log/tanh differ in the last ulp (softmax,
+ *   attention, gelu, silu, sigmoid, tanh, exp, log, cross_entropy).
+ * - Custom ops run a placeholder: out = 0.5 * sum over floating arguments
+ *   a of a[i mod n(a)], whose backward is its exact gradient; declared
+ *   workspace is allocated in the step's block and written (0x5a bytes).
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "ir.h"
+#include "dag.h"
+
+extern const char cg_runtime_src[];     /* codegen/runtime_str.c, generated */
+
+enum { CG_CHUNK = 64 };                 /* steps per emitted function */
+
+typedef struct Em {
+	const Graph *g;
+	const Dag *d;
+	const Schedule *s;
+	const MemEval *ev;
+	FILE *out;
+	Arena a;
+	int *dag_of;            /* IR tensor -> Dag tensor, or -1 */
+	int *param_of;          /* IR tensor -> param number, or -1 */
+	int *params;            /* param number -> IR tensor */
+	int nparam;
+	int *cur;               /* Dag tensor -> serving instance, or -1 */
+	int *end;               /* instance -> last live step, views included */
+	int *drop, *dnext;      /* step -> owning instances whose end it is */
+	int64_t *range;         /* IR tensor -> integer init range */
+	const DagNode *node;    /* the step being emitted */
+	int step;
+	char buf[8][96];        /* rotating buffers for references */
+	int nbuf;
+} Em;
+
+static void
+out(Em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+out(Em *e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(e->out, fmt, ap);
+	va_end(ap);
+}
+
+static char *
+nextbuf(Em *e)
+{
+	return e->buf[e->nbuf++ % 8];
+}
+
+static const Tensor *
+ten(Em *e, int t)
+{
+	return &e->g->t[t];
+}
+
+/* The storage dtype of Dag tensor t: the IR tensor's, unless its bytes say
+ * otherwise (param grads are f32 under mixed precision). */
+static int
+inst_dtype(Em *e, int t)
+{
+	const DagTensor *dt = &e->d->t[t];
+	const Tensor *it = ten(e, dt->ir_tensor);
+	if (it->numel > 0 && !dt->persistent_view && dt->view_src < 0 &&
+	    dt->bytes != it->numel * dtype_size(it->dtype)) {
+		int64_t sz = dt->bytes / it->numel;
+		return sz == 8 ? DT_F64 : sz == 4 ? DT_F32 : sz == 2 ? DT_F16 : DT_U8;
+	}
+	return it->dtype;
+}
+
+/* A reference to IR tensor t as the step sees it: a param, or its serving
+ * instance; in a backward step only tensors it uses (node.in), else none. */
+static const char *
+ref(Em *e, int t)
+{
+	char *b = nextbuf(e);
+	if (t < 0) {
+		strcpy(b, "rt_none()");
+	} else if (e->param_of[t] >= 0) {
+		snprintf(b, 96, "P[%d]", e->param_of[t]);
+	} else {
+		int dt = e->dag_of[t], k = dt >= 0 ? e->cur[dt] : -1;
+		bool used = !e->node->is_backward;
+		for (int i = 0; i < e->node->nin && !used; i++)
+			used = e->node->in[i] == dt;
+		if (k < 0 || !used)
+			strcpy(b, "rt_none()");
+		else
+			snprintf(b, 96, "D[%d]", k);
+	}
+	return b;
+}
+
+static int
+axis_of(const Tensor *t, int64_t ax)
+{
+	return (int)(ax < 0 ? ax + t->ndim : ax);
+}
+
+/* "a0, ..., a7" of a permutation, normalized, padded with zeros */
+static const char *
+perm8(Em *e, const Op *o, const Tensor *x)
+{
+	char *b = nextbuf(e);
+	int n = 0;
+	for (int d = 0; d < IR_MAXDIM; d++)
+		n += snprintf(b + n, 96 - (size_t)n, "%s%d", d ? ", " : "",
+		              d < o->p.nlist ? axis_of(x, o->p.list[d]) : 0);
+	return b;
+}
+
+/* The view expression for output j (instance k) of view op o over src. */
+static void
+emit_view(Em *e, const Op *o, int j, int k, const char *src)
+{
+	const Tensor *x = ten(e, o->in[0]), *y = ten(e, o->out[j]);
+	int ax = axis_of(x, o->p.axis_norm);
+	switch (o->kind) {
+	case OP_TRANSPOSE:
+		out(e, "\tD[%d] = rt_transpose(%s, %d, %d);\n", k, src,
+		    axis_of(x, o->p.i), axis_of(x, o->p.j));
+		break;
+	case OP_PERMUTE:
+		out(e, "\tD[%d] = rt_permute8(%s, %s);\n", k, src, perm8(e, o, x));
+		break;
+	case OP_SLICE: {
+		int64_t st = o->p.start < 0 ? o->p.start + x->shape[ax] : o->p.start;
+		out(e, "\tD[%d] = rt_narrow(%s, %d, %lld, %lld);\n", k, src, ax,
+		    (long long)st, (long long)y->shape[ax]);
+		break;
+	}
+	case OP_SPLIT:
+		out(e, "\tD[%d] = rt_narrow(%s, %d, %lld, %lld);\n", k, src, ax,
+		    (long long)(j * y->shape[ax]), (long long)y->shape[ax]);
+		break;
+	default:                /* reshape, flatten: same row-major order */
+		out(e, "\tD[%d] = rt_reshape_k(%s, &rt_inst[%d]);\n", k, src, k);
+		break;
+	}
+}
+
+static const char *
+unary_name(OpKind k)
+{
+	static const char *const names[] = {
+		[OP_RELU] = "RT_RELU", [OP_GELU] = "RT_GELU", [OP_SILU] = "RT_SILU",
+		[OP_SIGMOID] = "RT_SIGMOID", [OP_TANH] = "RT_TANH", [OP_EXP] = "RT_EXP",
+		[OP_LOG] = "RT_LOG", [OP_SQRT] = "RT_SQRT", [OP_NEG] = "RT_NEG",
+		[OP_SCALE] = "RT_SCALE", [OP_CAST] = "RT_CAST",
+	};
+	return names[k];
+}
+
+static const char *
+binary_name(OpKind k)
+{
+	return k == OP_ADD ? "RT_ADD" : k == OP_SUB ? "RT_SUB" : k == OP_MUL ? "RT_MUL" : "RT_DIV";
+}
+
+static int64_t
+pool_stride(const Op *o)
+{
+	return ir_attr_given(o->kind, &o->p, "stride") ? o->p.stride : o->p.k;
+}
+
+/* Where input q of a concat starts along the axis. */
+static int64_t
+concat_start(Em *e, const Op *o, int q, int ax)
+{
+	int64_t st = 0;
+	for (int i = 0; i < q; i++)
+		st += ten(e, o->in[i])->shape[ax];
+	return st;
+}
+
+/* The forward kernels of op o; outputs are already bound in cur. */
+static void
+emit_forward(Em *e, const Op *o, int64_t wsoff)
+{
+	const char *x = o->nin > 0 ? ref(e, o->in[0]) : "", *y = ref(e, o->out[0]);
+	const char *x1 = o->nin > 1 ? ref(e, o->in[1]) : "", *x2 = o->nin > 2 ? ref(e, o->in[2]) : "";
+	const char *e0 = o->nextra > 0 ? ref(e, o->extra[0]) : "", *e1 = o->nextra > 1 ? ref(e, o->extra[1]) : "";
+	const OpParams *p = &o->p;
+	int ax = o->nin > 0 ? axis_of(ten(e, o->in[0]), p->axis_norm) : 0;
+	switch (o->kind) {
+	case OP_RELU: case OP_GELU: case OP_SILU: case OP_SIGMOID: case OP_TANH:
+	case OP_EXP: case OP_LOG: case OP_SQRT: case OP_NEG: case OP_SCALE: case OP_CAST:
+		out(e, "\trt_f_unary(%s, %s, %s, %.17g);\n", unary_name(o->kind), x, y, p->c);
+		break;
+	case OP_DROPOUT:
+		out(e, "\trt_f_dropout(%s, %s, %s, %.17g, %d);\n", x, y, e0, p->p, (int)(o - e->g->op));
+		break;
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+		out(e, "\trt_f_binary(%s, %s, %s, %s);\n", binary_name(o->kind), x, x1, y);
+		break;
+	case OP_MATMUL:
+		out(e, "\trt_f_matmul(%s, %s, %s);\n", x, x1, y);
+		break;
+	case OP_CONV2D:
+		out(e, "\trt_f_conv2d(%s, %s, %s, %lld, %lld, %lld, %lld);\n", x, x1, y,
+		    (long long)p->stride, (long long)p->padding, (long long)p->dilation, (long long)p->groups);
+		break;
+	case OP_ATTENTION:
+		out(e, "\trt_f_attention(%s, %s, %s, %s, %s, %d);\n", x, x1, x2, y, e0, p->causal);
+		break;
+	case OP_LAYERNORM:
+		out(e, "\trt_f_layernorm(%s, %s, %s, %s, %s, %s);\n", x, x1, x2, y, e0, e1);
+		break;
+	case OP_RMSNORM:
+		out(e, "\trt_f_rmsnorm(%s, %s, %s, %s);\n", x, x1, y, e0);
+		break;
+	case OP_BATCHNORM:
+		out(e, "\trt_f_batchnorm(%s, %s, %s, %s, %s, %s);\n", x, x1, x2, y, e0, e1);
+		break;
+	case OP_SOFTMAX: case OP_LOG_SOFTMAX:
+		out(e, "\trt_f_softmax(%s, %s, %d, %d);\n", x, y, ax, o->kind == OP_LOG_SOFTMAX);
+		break;
+	case OP_MAXPOOL2D: case OP_AVGPOOL2D:
+		out(e, "\trt_f_pool(%s, %s, %s, %d, %lld, %lld, %lld);\n", x, y,
+		    o->kind == OP_MAXPOOL2D ? e0 : "rt_none()", o->kind == OP_AVGPOOL2D,
+		    (long long)p->k, (long long)pool_stride(o), (long long)p->padding);
+		break;
+	case OP_GLOBAL_AVGPOOL:
+		out(e, "\trt_f_gap(%s, %s);\n", x, y);
+		break;
+	case OP_UPSAMPLE2D:
+		out(e, "\trt_upsample(%s, %s, %lld, 0, 0);\n", x, y, (long long)p->scale);
+		break;
+	case OP_SUM: case OP_MEAN:
+		out(e, "\trt_f_sum(%s, %s, %d, %d);\n", x, y, p->has_axis ? ax : -1, o->kind == OP_MEAN);
+		break;
+	case OP_CROSS_ENTROPY:
+		out(e, "\trt_f_xent(%s, %s, %s, %s);\n", x, x1, y, e0);
+		break;
+	case OP_MSE_LOSS:
+		out(e, "\trt_f_mse(%s, %s, %s);\n", x, x1, y);
+		break;
+	case OP_EMBEDDING:
+		out(e, "\trt_f_embedding(%s, %s, %s);\n", x, x1, y);
+		break;
+	case OP_CONCAT:
+		for (int q = 0; q < o->nin; q++)
+			out(e, "\trt_copy(%s, rt_narrow(%s, %d, %lld, %lld), 0);\n", ref(e, o->in[q]), y, ax,
+			    (long long)concat_start(e, o, q, ax), (long long)ten(e, o->in[q])->shape[ax]);
+		break;
+	case OP_CUSTOM: {
+		int first = 1;
+		for (int q = 0; q < o->nin; q++)
+			if (dtype_is_float(ten(e, o->in[q])->dtype)) {
+				out(e, "\trt_f_custom(%s, %s, %d);\n", ref(e, o->in[q]), y, first);
+				first = 0;
+			}
+		if (first)
+			out(e, "\trt_fill(%s, 0);\n", y);
+		out(e, "\trt_touch(%lld, %lld);\n", (long long)wsoff, (long long)o->workspace);
+		break;
+	}
+	default:                /* views: nothing to run */
+		break;
+	}
+}
+
+/* The backward of op o for argument slot q, into dst (add: += into it).
+ * g[i] is the incoming gradient of output i. */
+static void
+emit_contrib(Em *e, const Op *o, int q, const char *const *g, const char *dst, int add)
+{
+	const OpParams *p = &o->p;
+	const Tensor *x = ten(e, o->in[0]);
+	int ax = axis_of(x, p->axis_norm);
+	const char *a = ref(e, o->in[0]), *b = o->nin > 1 ? ref(e, o->in[1]) : "";
+	const char *c = o->nin > 2 ? ref(e, o->in[2]) : "", *y = ref(e, o->out[0]);
+	const char *e0 = o->nextra > 0 ? ref(e, o->extra[0]) : "", *e1 = o->nextra > 1 ? ref(e, o->extra[1]) : "";
+	switch (o->kind) {
+	case OP_RELU: case OP_SIGMOID: case OP_TANH: case OP_EXP: case OP_SQRT:
+		out(e, "\trt_b_unary(%s, %s, %s, %s, %d, 0);\n", unary_name(o->kind), y, g[0], dst, add);
+		break;
+	case OP_GELU: case OP_SILU: case OP_LOG:
+		out(e, "\trt_b_unary(%s, %s, %s, %s, %d, 0);\n", unary_name(o->kind), a, g[0], dst, add);
+		break;
+	case OP_NEG: case OP_SCALE: case OP_CAST:
+		out(e, "\trt_b_unary(%s, rt_none(), %s, %s, %d, %.17g);\n", unary_name(o->kind), g[0], dst, add, p->c);
+		break;
+	case OP_DROPOUT:
+		out(e, "\trt_b_dropout(%s, %s, %s, %d, %.17g);\n", e0, g[0], dst, add, p->p);
+		break;
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+		out(e, "\trt_b_binary(%s, %d, %s, %s, %s, %s, %d);\n", binary_name(o->kind), q, a, b, g[0], dst, add);
+		break;
+	case OP_MATMUL:
+		out(e, "\trt_b_matmul(%d, %s, %s, %s, %s, %d);\n", q, a, b, g[0], dst, add);
+		break;
+	case OP_CONV2D:
+		out(e, "\trt_b_conv2d(%d, %s, %s, %s, %s, %d, %lld, %lld, %lld, %lld);\n", q, a, b, g[0], dst, add,
+		    (long long)p->stride, (long long)p->padding, (long long)p->dilation, (long long)p->groups);
+		break;
+	case OP_ATTENTION:
+		out(e, "\trt_b_attention(%d, %s, %s, %s, %s, %s, %s, %s, %d, %d);\n", q, a, b, c, y, e0,
+		    g[0], dst, add, p->causal);
+		break;
+	case OP_LAYERNORM:
+		out(e, "\trt_b_norm(0, %d, %s, %s, %s, %s, %s, %s, %d);\n", q, a, b, e0, e1, g[0], dst, add);
+		break;
+	case OP_RMSNORM:
+		out(e, "\trt_b_norm(1, %d, %s, %s, rt_none(), %s, %s, %s, %d);\n", q, a, b, e0, g[0], dst, add);
+		break;
+	case OP_BATCHNORM:
+		out(e, "\trt_b_batchnorm(%d, %s, %s, %s, %s, %s, %s, %d);\n", q, a, b, e0, e1, g[0], dst, add);
+		break;
+	case OP_SOFTMAX: case OP_LOG_SOFTMAX:
+		out(e, "\trt_b_softmax(%s, %s, %s, %d, %d, %d);\n", y, g[0], dst, add, ax,
+		    o->kind == OP_LOG_SOFTMAX);
+		break;
+	case OP_MAXPOOL2D: case OP_AVGPOOL2D:
+		out(e, "\trt_b_pool(%s, %s, %s, %d, %d, %lld, %lld, %lld);\n",
+		    o->kind == OP_MAXPOOL2D ? e0 : "rt_none()", g[0], dst, add, o->kind == OP_AVGPOOL2D,
+		    (long long)p->k, (long long)pool_stride(o), (long long)p->padding);
+		break;
+	case OP_GLOBAL_AVGPOOL:
+		out(e, "\trt_b_gap(%s, %s, %d);\n", g[0], dst, add);
+		break;
+	case OP_UPSAMPLE2D:
+		out(e, "\trt_upsample(%s, %s, %lld, 1, %d);\n", g[0], dst, (long long)p->scale, add);
+		break;
+	case OP_SUM: case OP_MEAN:
+		out(e, "\trt_b_sum(%s, %s, %d, %d, %d);\n", g[0], dst, add, p->has_axis ? ax : -1,
+		    o->kind == OP_MEAN);
+		break;
+	case OP_CROSS_ENTROPY:
+		out(e, "\trt_b_xent(%s, %s, %s, %s, %d);\n", e0, b, g[0], dst, add);
+		break;
+	case OP_MSE_LOSS:
+		out(e, "\trt_b_mse(%d, %s, %s, %s, %s, %d);\n", q, a, b, g[0], dst, add);
+		break;
+	case OP_EMBEDDING:
+		out(e, "\trt_b_embedding(%s, %s, %s, %d);\n", a, g[0], dst, add);
+		break;
+	case OP_RESHAPE: case OP_FLATTEN:
+		out(e, "\trt_copy(rt_reshape_as(%s, %s), %s, %d);\n", g[0], dst, dst, add);
+		break;
+	case OP_TRANSPOSE:
+		out(e, "\trt_copy(rt_transpose(%s, %d, %d), %s, %d);\n", g[0], axis_of(x, p->i),
+		    axis_of(x, p->j), dst, add);
+		break;
+	case OP_PERMUTE:
+		out(e, "\trt_copy(rt_unpermute8(%s, %s), %s, %d);\n", g[0], perm8(e, o, x), dst, add);
+		break;
+	case OP_SLICE: case OP_SPLIT:
+		if (!add)
+			out(e, "\trt_fill(%s, 0);\n", dst);
+		for (int i = 0; i < o->nout; i++) {
+			int64_t len = ten(e, o->out[i])->shape[ax];
+			int64_t st = o->kind == OP_SPLIT ? i * len :
+			             p->start < 0 ? p->start + x->shape[ax] : p->start;
+			if (strcmp(g[i], "rt_none()"))
+				out(e, "\trt_copy(%s, rt_narrow(%s, %d, %lld, %lld), 1);\n", g[i], dst, ax,
+				    (long long)st, (long long)len);
+		}
+		break;
+	case OP_CONCAT:
+		out(e, "\trt_copy(rt_narrow(%s, %d, %lld, %lld), %s, %d);\n", g[0], ax,
+		    (long long)concat_start(e, o, q, ax), (long long)ten(e, o->in[q])->shape[ax], dst, add);
+		break;
+	default:                /* OP_CUSTOM */
+		out(e, "\trt_b_custom(%s, %s, %d);\n", g[0], dst, add);
+		break;
+	}
+}
+
+/* The view grad(a) = view of g for the backward of view op o. */
+static void
+emit_grad_view(Em *e, const Op *o, int k, const char *g)
+{
+	const Tensor *x = ten(e, o->in[0]);
+	if (o->kind == OP_TRANSPOSE)
+		out(e, "\tD[%d] = rt_transpose(%s, %d, %d);\n", k, g, axis_of(x, o->p.i), axis_of(x, o->p.j));
+	else if (o->kind == OP_PERMUTE)
+		out(e, "\tD[%d] = rt_unpermute8(%s, %s);\n", k, g, perm8(e, o, x));
+	else
+		out(e, "\tD[%d] = rt_reshape_k(%s, &rt_inst[%d]);\n", k, g, k);
+}
+
+/* Incoming gradients of op o's outputs: instances, or the constant 1. */
+static void
+grads_in(Em *e, const Op *o, const char **g)
+{
+	for (int i = 0; i < o->nout; i++) {
+		const Tensor *y = ten(e, o->out[i]);
+		int gt = y->grad;
+		if (o->out[i] == e->g->loss || gt < 0) {
+			char *b = nextbuf(e);
+			int n = snprintf(b, 96, "rt_ones(%d", y->ndim);
+			for (int dd = 0; dd < IR_MAXDIM; dd++)
+				n += snprintf(b + n, 96 - (size_t)n, ", %lld", dd < y->ndim ? (long long)y->shape[dd] : 0LL);
+			snprintf(b + n, 96 - (size_t)n, ")");
+			g[i] = o->out[i] == e->g->loss ? ar_strdup(&e->a, b) : "rt_none()";
+		} else {
+			g[i] = ar_strdup(&e->a, ref(e, gt));   /* outlives the ref ring */
+		}
+	}
+}
+
+/* The acc entries of a backward step: produce or accumulate each grad. */
+static void
+emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
+{
+	const DagNode *nd = e->node;
+	const char *g[64];
+	ir_assert(o->nout <= 64);
+	grads_in(e, o, g);
+	for (int j = 0; j < nd->nacc; j++) {
+		const DagAcc *ac = &nd->acc[j];
+		int a = ten(e, e->d->t[ac->tensor].ir_tensor)->grad_of, k = -1, first = 1;
+		char dst[96];
+		if (toff[j] >= 0) {
+			snprintf(dst, sizeof dst, "rt_tmp(D[%d], %d, %lld)", e->cur[ac->tensor],
+			         inst_dtype(e, ac->tensor), (long long)toff[j]);
+			out(e, "\t{ RtT t%d = %s;\n", j, dst);
+			snprintf(dst, sizeof dst, "t%d", j);
+		} else {
+			k = (*next)++;
+			ir_assert(e->ev->inst[k].tensor == ac->tensor);
+			if (ac->view_src >= 0) {
+				emit_grad_view(e, o, k, g[0]);
+				e->cur[ac->tensor] = k;
+				continue;
+			}
+			out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, e->d->t[ac->tensor].name);
+			snprintf(dst, sizeof dst, "D[%d]", k);
+		}
+		for (int q = 0; q < o->nin; q++)
+			if (o->in[q] == a) {
+				emit_contrib(e, o, q, g, dst, !first);
+				first = 0;
+			}
+		if (k < 0)
+			out(e, "\trt_copy(t%d, D[%d], 1); }\n", j, e->cur[ac->tensor]);
+		else
+			e->cur[ac->tensor] = k;
+	}
+}
+
+/* Step i: allocations, kernels, the memory check, the frees. */
+static void
+emit_step(Em *e, int i)
+{
+	const DagNode *nd = &e->d->node[e->s->step[i]];
+	const Op *o = &e->g->op[nd->ir_op];
+	int64_t *toff = ar_alloc(&e->a, sizeof *toff * (size_t)(nd->nacc + 1));
+	int64_t tb = mp_temp_layout(e->d, e->ev, e->s, i, toff);
+	int next = e->ev->step_prod[i + 1];
+	e->node = nd;
+	e->step = i;
+	ir_assert(tb == e->ev->temp_bytes[i]);
+	out(e, "\t/* step %d: %s %s (%s) */\n", i, step_kind_name(e->ev->kind[i]), nd->name,
+	    o->kind == OP_CUSTOM ? o->custom->name : ir_optab[o->kind].name);
+	out(e, "\trt_begin(%d, %lld, %lld);\n", i, (long long)tb,
+	    (long long)(e->ev->temp_offset ? e->ev->temp_offset[i] : -1));
+	for (int j = 0; j < nd->nout; j++) {
+		int k = next++, t = nd->out[j];
+		const DagTensor *dt = &e->d->t[t];
+		const Tensor *it = ten(e, dt->ir_tensor);
+		ir_assert(e->ev->inst[k].tensor == t);
+		if (it->view_of >= 0) {
+			const char *src = ref(e, it->view_of);
+			e->cur[t] = k;
+			int oj = 0;
+			while (o->out[oj] != dt->ir_tensor)
+				oj++;
+			emit_view(e, o, oj, k, src);
+		} else {
+			e->cur[t] = k;
+			out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, dt->name);
+		}
+	}
+	if (nd->is_backward)
+		emit_backward(e, o, &next, toff);
+	else
+		emit_forward(e, o, toff[nd->nacc]);
+	if (nd->is_backward && o->kind == OP_CUSTOM)
+		out(e, "\trt_touch(%lld, %lld);\n", (long long)toff[nd->nacc], (long long)nd->workspace);
+	ir_assert(next == e->ev->step_prod[i + 2]);
+	for (int j = 0; j < nd->nout && e->g->loss >= 0; j++)
+		if (e->d->t[nd->out[j]].ir_tensor == e->g->loss)
+			out(e, "\trt_loss(D[%d]);\n", e->cur[nd->out[j]]);
+	out(e, "\trt_end(%lld);\n", (long long)e->ev->live_bytes[i]);
+	for (int k = e->drop[i]; k >= 0; k = e->dnext[k])
+		out(e, "\trt_drop(D[%d], &rt_inst[%d]);\n", k, k);
+}
+
+/* Integer inputs get the smallest range every consumer accepts. */
+static void
+int_ranges(Em *e)
+{
+	const Graph *g = e->g;
+	for (int t = 0; t < g->nt; t++)
+		e->range[t] = dtype_is_float(g->t[t].dtype) ? 0 :
+		              g->t[t].dtype == DT_U8 || g->t[t].dtype == DT_BOOL ? 2 : 16;
+	for (int i = 0; i < g->nop; i++) {
+		const Op *o = &g->op[i];
+		int t = -1;
+		int64_t r = 0;
+		if (o->kind == OP_EMBEDDING) {
+			t = o->in[0];
+			r = g->t[o->in[1]].shape[0];
+		} else if (o->kind == OP_CROSS_ENTROPY) {
+			const Tensor *l = &g->t[o->in[0]];
+			t = o->in[1];
+			r = l->shape[l->ndim - 1];
+		}
+		if (t < 0)
+			continue;
+		t = ir_storage_root(g, t);
+		if (r > 0 && (e->range[t] == 0 || r < e->range[t]))
+			e->range[t] = r;
+	}
+}
+
+/* Last live step of each instance, widened over the views of it, and the
+ * per-step lists of owning instances to free. */
+static void
+lifetimes(Em *e)
+{
+	const MemEval *ev = e->ev;
+	for (int k = 0; k < ev->ninst; k++)
+		e->end[k] = ev->inst[k].end;
+	for (int k = 0; k < ev->ninst; k++) {
+		int b = ev->inst[k].base;
+		if (b >= 0 && b != k && e->end[k] > e->end[b])
+			e->end[b] = e->end[k];
+	}
+	for (int i = 0; i < ev->nsteps; i++)
+		e->drop[i] = -1;
+	for (int k = ev->ninst - 1; k >= 0; k--) {
+		int s = e->end[k];
+		e->dnext[k] = -1;
+		/* to_end instances stay for the checksums */
+		if (ev->inst[k].owned > 0 && s >= 0 && s < ev->nsteps &&
+		    !e->d->t[ev->inst[k].tensor].to_end) {
+			e->dnext[k] = e->drop[s];
+			e->drop[s] = k;
+		}
+	}
+}
+
+static void
+setup(Em *e)
+{
+	const Graph *g = e->g;
+	const Dag *d = e->d;
+	ar_init(&e->a);
+	e->dag_of = ar_alloc(&e->a, sizeof(int) * (size_t)(g->nt + 1));
+	e->param_of = ar_alloc(&e->a, sizeof(int) * (size_t)(g->nt + 1));
+	e->params = ar_alloc(&e->a, sizeof(int) * (size_t)(g->nt + 1));
+	e->range = ar_alloc(&e->a, sizeof(int64_t) * (size_t)(g->nt + 1));
+	e->cur = ar_alloc(&e->a, sizeof(int) * (size_t)(d->nt + 1));
+	e->end = ar_alloc(&e->a, sizeof(int) * (size_t)(e->ev->ninst + 1));
+	e->dnext = ar_alloc(&e->a, sizeof(int) * (size_t)(e->ev->ninst + 1));
+	e->drop = ar_alloc(&e->a, sizeof(int) * (size_t)(e->ev->nsteps + 1));
+	for (int t = 0; t < g->nt; t++) {
+		e->dag_of[t] = -1;
+		e->param_of[t] = -1;
+		if (g->t[t].kind == TK_PARAM) {
+			e->param_of[t] = e->nparam;
+			e->params[e->nparam++] = t;
+		}
+	}
+	for (int t = 0; t < d->nt; t++) {
+		e->cur[t] = -1;
+		if (d->t[t].ir_tensor >= 0)
+			e->dag_of[d->t[t].ir_tensor] = t;
+	}
+	int_ranges(e);
+	lifetimes(e);
+}
+
+static void
+emit_shape(Em *e, int dt, const Tensor *t)
+{
+	out(e, "{%d, %d, {", dt, t->ndim);
+	for (int i = 0; i < t->ndim; i++)
+		out(e, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+	out(e, "}");
+}
+
+static void
+emit_tables(Em *e)
+{
+	const MemEval *ev = e->ev;
+	out(e, "\nstatic const RtInst rt_inst[%d] = {\n", ev->ninst + 1);
+	for (int k = 0; k < ev->ninst; k++) {
+		const Instance *in = &ev->inst[k];
+		out(e, "\t");
+		emit_shape(e, inst_dtype(e, in->tensor), ten(e, e->d->t[in->tensor].ir_tensor));
+		out(e, ", %lld, %lld},  /* %d: %s, steps %d..%d */\n", (long long)in->owned,
+		    (long long)in->offset, k, e->d->t[in->tensor].name, in->start, e->end[k]);
+	}
+	out(e, "\t{0, 0, {0}, 0, -1}\n};\n");
+	out(e, "\nstatic const RtInst rt_par[%d] = {\n", e->nparam + 1);
+	for (int p = 0; p < e->nparam; p++) {
+		const Tensor *t = ten(e, e->params[p]);
+		out(e, "\t");
+		emit_shape(e, t->dtype, t);
+		out(e, ", %lld, -1},  /* %d: %s */\n", (long long)t->bytes, p, t->id);
+	}
+	out(e, "\t{0, 0, {0}, 0, -1}\n};\n");
+	out(e, "\nstatic RtT D[%d], P[%d];\n", ev->ninst + 1, e->nparam + 1);
+}
+
+/* Persistent buffers and the instances that exist before step 0. */
+static void
+emit_prologue(Em *e)
+{
+	const Dag *d = e->d;
+	int64_t pbytes = 0;
+	out(e, "\nstatic void\nrt_prologue(void)\n{\n");
+	for (int p = 0; p < e->nparam; p++) {
+		const Tensor *t = ten(e, e->params[p]);
+		pbytes += t->bytes;
+		out(e, "\tP[%d] = rt_make(&rt_par[%d]);\n", p, p);
+		out(e, "\trt_param(P[%d], rt_key(\"%s\"));\n", p, t->id);
+	}
+	out(e, "\trt_alloc(%lld, -1);  /* master copy, optimizer state, other params */\n",
+	    (long long)(d->persistent[CAT_PARAMS] - pbytes + d->persistent[CAT_MASTER] +
+	                d->persistent[CAT_OPTIMIZER]));
+	for (int k = 0; k < e->ev->step_prod[1]; k++) {
+		const Instance *in = &e->ev->inst[k];
+		const DagTensor *dt = &d->t[in->tensor];
+		e->cur[in->tensor] = k;
+		if (e->end[k] < 0 && !dt->to_end)
+			continue;       /* serves no step: occupies no memory */
+		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);\n", k, k);
+		if (dt->cat == CAT_INPUTS)
+			out(e, "\trt_init(D[%d], rt_key(\"%s\"), %lld);\n", k, dt->name,
+			    (long long)e->range[dt->ir_tensor]);
+		else
+			out(e, "\trt_fill(D[%d], 0);  /* %s */\n", k, dt->name);
+	}
+	out(e, "}\n");
+}
+
+static void
+emit_epilogue(Em *e)
+{
+	const Graph *g = e->g;
+	out(e, "\nstatic void\nrt_epilogue(void)\n{\n");
+	if (g->train) {
+		for (int p = 0; p < e->nparam; p++) {
+			int gt = ten(e, e->params[p])->grad;
+			int dt = gt >= 0 ? e->dag_of[gt] : -1;
+			if (dt >= 0 && e->cur[dt] >= 0)
+				out(e, "\trt_cksum(\"%s\", D[%d]);\n\trt_dirgrad(D[%d], rt_key(\"%s\"));\n",
+				    e->d->t[dt].name, e->cur[dt], e->cur[dt], ten(e, e->params[p])->id);
+		}
+	}
+	for (int i = 0; i < g->noutputs; i++) {
+		int dt = e->dag_of[g->outputs[i]];
+		if (!g->train && dt >= 0 && e->cur[dt] >= 0)
+			out(e, "\trt_cksum(\"%s\", D[%d]);\n", e->d->t[dt].name, e->cur[dt]);
+	}
+	out(e, "}\n");
+}
+
+static bool
+has_f64(const Graph *g)
+{
+	for (int t = 0; t < g->nt; t++)
+		if (g->t[t].dtype == DT_F64)
+			return true;
+	return false;
+}
+
+int
+cg_emit(const Graph *g, const Dag *d, const Schedule *s, const MemEval *ev,
+        int64_t arena_bytes, FILE *f)
+{
+	Em e = {.g = g, .d = d, .s = s, .ev = ev, .out = f};
+	setup(&e);
+	out(&e, "/* %s -- generated by remat: %d steps, %d instances.\n"
+	    " * Build: nvcc -fmad=false -x cu FILE, or cc -x c -std=c11 -O1 -DREMAT_HOST FILE -lm.\n"
+	    " * Run: ./a.out [--tracked | --arena] */\n", g->file ? g->file : "-", ev->nsteps, ev->ninst);
+	if (has_f64(g))
+		out(&e, "#define RT_F64 1\n");
+	fputs(cg_runtime_src, f);
+	emit_tables(&e);
+	emit_prologue(&e);
+	for (int c = 0; c * CG_CHUNK < ev->nsteps; c++) {
+		out(&e, "\nstatic void\nrt_run_%d(void)\n{\n", c);
+		for (int i = c * CG_CHUNK; i < ev->nsteps && i < (c + 1) * CG_CHUNK; i++)
+			emit_step(&e, i);
+		out(&e, "}\n");
+	}
+	emit_epilogue(&e);
+	out(&e, "\nint\nmain(int argc, char **argv)\n{\n");
+	out(&e, "\trt_start(argc, argv, %lld);\n\trt_prologue();\n", (long long)arena_bytes);
+	for (int c = 0; c * CG_CHUNK < ev->nsteps; c++)
+		out(&e, "\trt_run_%d();\n", c);
+	out(&e, "\trt_epilogue();\n\treturn rt_finish(%lldLL, %lldLL);\n}\n", (long long)ev->peak,
+	    (long long)arena_bytes);
+	ar_free(&e.a);
+	return ferror(f) ? 1 : 0;
+}
