@@ -1,0 +1,183 @@
+/* frontend/ast.h -- the syntax tree of a .net file, and the builders that
+ * make it (frontend/ast.c). The parser's actions are one-line calls to these
+ * builders; tests call them directly to make programs without the parser.
+ *
+ * Everything in the tree lives in the Arena given to the builder context.
+ * The tree knows nothing about the graph: net_instantiate reads it and
+ * writes the Graph. Reads nothing of the IR but Loc, Dtype and Arena.
+ */
+#ifndef REMAT_AST_H
+#define REMAT_AST_H
+
+#include "ir.h"
+
+#define AST_MAXNEST 256         /* brackets open at once */
+#define AST_MAXDEPTH 1000       /* depth of one expression tree */
+
+typedef struct Expr Expr;
+typedef struct Stmt Stmt;
+
+typedef enum ExprKind {
+	EX_INT, EX_REAL, EX_BOOL, EX_DTYPE, EX_NAME,
+	EX_BIN,         /* op: '+' '-' '*' '/' '@' */
+	EX_NEG,         /* unary minus of l */
+	EX_CALL,        /* name(args) */
+	EX_LIST,        /* [a, b, ...]: shape lists */
+	EX_TUPLE        /* (a, b, ...) or (): only `saves` uses it */
+} ExprKind;
+
+typedef struct ExprList {
+	Expr **v;
+	int n, cap;
+} ExprList;
+
+/* One call argument: positional when key is NULL, else key=e. */
+typedef struct Arg {
+	const char *key;
+	Loc keyloc;
+	Expr *e;
+} Arg;
+
+typedef struct ArgList {
+	Arg *v;
+	int n, cap;
+} ArgList;
+
+struct Expr {
+	ExprKind kind;
+	Loc loc;                /* where the expression starts */
+	Loc oploc;              /* EX_BIN: the operator, for arithmetic errors */
+	int depth;              /* 1 for a leaf */
+	int op;                 /* EX_BIN */
+	int64_t i;              /* EX_INT */
+	double real;            /* EX_REAL */
+	bool b;                 /* EX_BOOL */
+	Dtype dt;               /* EX_DTYPE */
+	const char *name;       /* EX_NAME; EX_CALL: the callee */
+	Expr *l, *r;            /* EX_BIN; EX_NEG uses l */
+	ArgList *args;          /* EX_CALL (never NULL) */
+	ExprList *items;        /* EX_LIST, EX_TUPLE (never NULL) */
+};
+
+typedef struct Name {
+	const char *s;
+	Loc loc;
+} Name;
+
+typedef struct NameList {
+	Name *v;
+	int n, cap;
+} NameList;
+
+/* `key = e`: dim definitions, train settings, custom op settings. */
+typedef struct Kv {
+	Name key;
+	Expr *e;
+} Kv;
+
+typedef struct KvList {
+	Kv *v;
+	int n, cap;
+} KvList;
+
+/* dtype[d0, d1, ...] */
+typedef struct Type {
+	Dtype dt;
+	Loc loc;                /* the dtype name */
+	ExprList *dims;
+} Type;
+
+typedef struct StmtList {
+	Stmt **v;
+	int n, cap;
+} StmtList;
+
+typedef enum StmtKind {
+	ST_DIM, ST_BATCH, ST_INPUT, ST_PARAM, ST_ASSIGN, ST_OUTPUT,
+	ST_DEF, ST_REPEAT, ST_OP, ST_TRAIN, ST_RETURN
+} StmtKind;
+
+/* Which fields a statement uses:
+ *   dim/batch   kvs (batch: exactly one)
+ *   input/param name, type
+ *   assign      names, e
+ *   output      name
+ *   def         name, names (arguments), body
+ *   repeat      e (the count), body
+ *   op          name, names (arguments), type, kvs
+ *   train       kvs
+ *   return      exprs
+ */
+struct Stmt {
+	StmtKind kind;
+	Loc loc;                /* the statement's first token */
+	Name name;
+	NameList *names;
+	Type *type;
+	Expr *e;
+	ExprList *exprs;
+	KvList *kvs;
+	StmtList *body;
+};
+
+struct Program {
+	const char *file;
+	StmtList *stmts;
+	Loc end;                /* end of file, for "missing output" */
+};
+
+/* The builder context, also the scanner's and parser's state. */
+typedef struct Ast {
+	Arena *a;
+	Diag *d;
+	const char *file;
+	Program *prog;          /* set by the start rule */
+	/* scanner */
+	int line, col;          /* position of the next byte */
+	int nest;               /* brackets open now */
+	bool stop;              /* a fatal scan error: quiet the parser */
+	bool deep_reported;
+	char tok[40];           /* text of the last token, for messages */
+	int toklen;
+} Ast;
+
+void ast_init(Ast *ast, Arena *a, Diag *d, const char *file);
+Loc ast_loc(const Ast *ast, int line, int col);
+
+Expr *ast_int(Ast *ast, Loc loc, int64_t v);
+Expr *ast_real(Ast *ast, Loc loc, double v);
+Expr *ast_bool(Ast *ast, Loc loc, bool v);
+Expr *ast_dtype(Ast *ast, Loc loc, Dtype dt);
+Expr *ast_name(Ast *ast, Loc loc, const char *name);
+Expr *ast_bin(Ast *ast, Loc loc, Loc oploc, int op, Expr *l, Expr *r);
+Expr *ast_neg(Ast *ast, Loc loc, Expr *e);
+Expr *ast_call(Ast *ast, Loc loc, const char *name, ArgList *args);
+Expr *ast_list(Ast *ast, Loc loc, ExprList *items);
+Expr *ast_tuple(Ast *ast, Loc loc, ExprList *items);
+
+/* The list builders append to l, making it when l is NULL. */
+ExprList *ast_exprs(Ast *ast, ExprList *l, Expr *e);
+ArgList *ast_args(Ast *ast, ArgList *l, const char *key, Loc keyloc, Expr *e);
+NameList *ast_names(Ast *ast, NameList *l, const char *s, Loc loc);
+KvList *ast_kvs(Ast *ast, KvList *l, const char *key, Loc keyloc, Expr *e);
+StmtList *ast_stmts(Ast *ast, StmtList *l, Stmt *s);  /* s NULL: no-op */
+
+Type *ast_type(Ast *ast, Loc loc, Dtype dt, ExprList *dims);
+Stmt *ast_dims(Ast *ast, Loc loc, bool batch, KvList *defs);
+Stmt *ast_decl(Ast *ast, Loc loc, StmtKind kind, const char *name, Loc nameloc,
+               Type *type);
+Stmt *ast_assign(Ast *ast, Loc loc, NameList *names, Expr *e);
+Stmt *ast_output(Ast *ast, Loc loc, const char *name, Loc nameloc);
+Stmt *ast_def(Ast *ast, Loc loc, const char *name, Loc nameloc, NameList *args,
+              StmtList *body);
+Stmt *ast_repeat(Ast *ast, Loc loc, Expr *count, StmtList *body);
+Stmt *ast_opdecl(Ast *ast, Loc loc, const char *name, Loc nameloc,
+                 NameList *args, Type *type, KvList *settings);
+Stmt *ast_train(Ast *ast, Loc loc, KvList *settings);
+Stmt *ast_return(Ast *ast, Loc loc, ExprList *values);
+Program *ast_program(Ast *ast, StmtList *stmts, Loc end);
+
+/* frontend/lexer.l, for frontend/parse.c and the tests */
+typedef void *yyscan_t;
+
+#endif

@@ -1,0 +1,100 @@
+/* frontend/inst.h -- state shared by the two halves of net_instantiate:
+ * frontend/dims.c (name tables, dimension arithmetic, dims, train
+ * settings, custom ops) and frontend/instantiate.c (scopes, statements,
+ * tensor expressions, ids). Private to the frontend. */
+#ifndef REMAT_INST_H
+#define REMAT_INST_H
+
+#include "ast.h"
+
+#define INST_MAXCALLS 256          /* def calls nested at once */
+#define INST_MAXTENSORS (1 << 24)  /* default cap on the graph's tensors */
+
+/* An open-addressing table from (scope, name) to an int. */
+typedef struct MapEntry {
+	const char *name;
+	uint32_t hash;
+	int scope;
+	int val;
+} MapEntry;
+
+typedef struct Map {
+	MapEntry *e;
+	int cap, n;
+} Map;
+
+/* What an expression evaluated to: nothing (an error was reported, or an
+ * input of it was poisoned), one tensor, or several (split, multi-return). */
+typedef enum ValKind { VK_POISON, VK_ONE, VK_MULTI } ValKind;
+typedef struct Val {
+	ValKind kind;
+	int t;                  /* VK_ONE */
+	int n;                  /* VK_MULTI */
+	const int *ts;
+} Val;
+
+enum { DIM_PENDING, DIM_OK, DIM_BAD };
+
+/* A name's binding in one scope instance. */
+typedef struct Bind {
+	Val v;
+	int count;              /* binding statements of this name so far */
+	StmtKind decl;          /* ST_PARAM/ST_INPUT for declarations, else ST_ASSIGN */
+} Bind;
+
+typedef struct Binds {
+	Bind *v;
+	int n, cap;
+} Binds;
+
+typedef struct DefInfo {
+	const Stmt *s;
+	bool bad;               /* reported once; calls give poison quietly */
+} DefInfo;
+
+typedef struct CustomInfo {
+	const Stmt *s;
+	CustomOp *op;           /* NULL when its declaration had errors */
+} CustomInfo;
+
+typedef struct Inst {
+	const Program *p;
+	const NetOptions *o;
+	Graph *g;
+	Diag *d;
+	Arena tmp;              /* tables and scratch; dies with the call */
+	Map dims, defs, customs;
+	Map names;              /* (scope instance, name) -> binding */
+	Map topdecl;            /* top-level params and inputs, seen by defs */
+	Map calls;              /* (scope instance, def) -> calls made so far */
+	Binds binds;
+	unsigned char *dimstate;
+	const Expr **dimexpr;   /* NULL when -D gave the value */
+	bool value_mode;        /* dim names read Dim.value, not Dim.declared */
+	DefInfo *def;
+	int ndef;
+	CustomInfo *custom;
+	int ncustom;
+	int nscopes;
+	int max_tensors;
+	bool too_big;           /* the tensor cap was hit: stop everything */
+} Inst;
+
+int *map_find(const Map *m, const char *name, int scope);
+int *map_put(Map *m, Arena *a, const char *name, int scope); /* new: -1 */
+uint32_t map_hash(const char *s);
+
+/* Evaluates a dimension expression; false after an error (reported) or
+ * when it reads a poisoned dim (quiet). `tensor_at` says, for a name
+ * that is no dim, whether it names a tensor in the caller's scope, for a
+ * better message; it may be NULL. */
+typedef bool (*IsTensorFn)(Inst *in, const void *scope, const char *name);
+bool dim_eval(Inst *in, const Expr *e, int64_t *out, IsTensorFn is_tensor,
+              const void *scope);
+
+/* frontend/dims.c: the top-level declarations, before any tensor. */
+void inst_defs(Inst *in);
+void inst_dims_and_settings(Inst *in);
+void inst_customs(Inst *in);
+
+#endif

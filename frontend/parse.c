@@ -1,0 +1,38 @@
+/* frontend/parse.c -- net_parse: runs the scanner and parser of
+ * frontend/lexer.l and frontend/parser.y over a whole source. The tree
+ * lives in the caller's arena. Writes no IR; reports through the Diag. */
+#include <limits.h>
+
+#include "ast.h"
+
+/* From the generated scanner and parser. */
+struct yy_buffer_state;
+int net_yylex_init_extra(Ast *extra, yyscan_t *sc);
+struct yy_buffer_state *net_yy_scan_bytes(const char *bytes, int len, yyscan_t sc);
+void net_yy_delete_buffer(struct yy_buffer_state *b, yyscan_t sc);
+int net_yylex_destroy(yyscan_t sc);
+int net_yyparse(yyscan_t sc, Ast *ast);
+
+Program *
+net_parse(const Source *src, Arena *a, Diag *d)
+{
+	Ast ast;
+	yyscan_t sc;
+	struct yy_buffer_state *buf;
+	int before = d->nerrors, rc;
+
+	ast_init(&ast, a, d, src->name);
+	if (src->len > INT_MAX / 2) {
+		diag_error(d, (Loc){src->name, 0, 0}, "file too large (%zu bytes)", src->len);
+		return NULL;
+	}
+	if (net_yylex_init_extra(&ast, &sc))
+		ir_die(__FILE__, __LINE__, "cannot start the scanner");
+	buf = net_yy_scan_bytes(src->text ? src->text : "", (int)src->len, sc);
+	rc = net_yyparse(sc, &ast);
+	net_yy_delete_buffer(buf, sc);
+	net_yylex_destroy(sc);
+	if (rc != 0 || d->nerrors > before || !ast.prog)
+		return NULL;
+	return ast.prog;
+}
