@@ -29,8 +29,8 @@ show_line(Diag *d, Loc loc)
 	for (p = text; p < end && line < loc.line; p++)
 		if (*p == '\n')
 			line++;
-	if (line != loc.line || p > end)
-		return;
+	if (line != loc.line || p >= end)
+		return;         /* past the last line (end of file): no text to show */
 	const char *eol = memchr(p, '\n', (size_t)(end - p));
 	if (!eol)
 		eol = end;
