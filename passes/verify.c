@@ -1,0 +1,332 @@
+/* passes/verify.c -- the independent evaluator behind --verify.
+ *
+ * Written straight from the rules in dag.h and memory-model.md, with no
+ * cleverness, so that it can check lv_eval: a table of instances is built in
+ * step order, every use looks up its serving instance by scanning the table
+ * backwards, and the memory at each step is found by scanning every
+ * instance (quadratic, which is fine for a checker). vf_check compares its
+ * result with a MemEval: validity, each step's live_bytes, the peak, the
+ * peak step and the recompute cost. Reads the Dag and the schedule only. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "dag.h"
+
+typedef struct VfInst {
+	int tensor;
+	int step;               /* producing step; -1: before step 0 */
+	int last_use;           /* last step it serves, or -1 */
+	int base;               /* root instance a view aliases, else itself */
+	int64_t owned;
+} VfInst;
+
+typedef struct Vf {
+	const Dag *d;
+	const Schedule *s;
+	MemEval *ev;
+	VfInst *inst;
+	int ninst;
+	int *runs;              /* [nnode] how often each node ran so far */
+	int *first_read;        /* [nt] first step reading it, or -1 */
+} Vf;
+
+static void
+vf_fail(Vf *V, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+vf_fail(Vf *V, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!V->ev->valid)
+		return;
+	V->ev->valid = false;
+	va_start(ap, fmt);
+	vsnprintf(V->ev->error, sizeof V->ev->error, fmt, ap);
+	va_end(ap);
+}
+
+/* The most recent instance of t produced before step i, or -1. Instances
+ * are appended in step order, so the first match from the end wins. */
+static int
+latest(const Vf *V, int t, int i)
+{
+	for (int k = V->ninst - 1; k >= 0; k--)
+		if (V->inst[k].tensor == t && V->inst[k].step < i)
+			return k;
+	return -1;
+}
+
+/* Step i uses t: the serving instance lives through i. -1 if none. A use
+ * named by what is a read; contributions to a gradient (what NULL) are not. */
+static int
+use(Vf *V, int i, int t, const char *what)
+{
+	int k = latest(V, t, i);
+
+	if (k < 0) {
+		vf_fail(V, "step %d uses %s '%s', which no earlier step produced",
+		        i, what ? what : "gradient", V->d->t[t].name);
+		return -1;
+	}
+	if (V->inst[k].last_use < i)
+		V->inst[k].last_use = i;
+	if (what && V->first_read[t] < 0)
+		V->first_read[t] = i;
+	return k;
+}
+
+/* Did some step before i read t, as an input or as the base of a view? */
+static bool
+read_before(const Vf *V, int t, int i)
+{
+	return V->first_read[t] >= 0 && V->first_read[t] < i;
+}
+
+/* A pending production of step i: tensor t, aliasing the root of instance
+ * src (a view) or owning its bytes (src < 0). */
+typedef struct Prod {
+	int tensor, src;
+} Prod;
+
+/* A production of t at step i as a view of src_tensor (or owning when
+ * src_tensor < 0 or t is a view of a param). */
+static Prod
+produce(Vf *V, int i, int t, int src_tensor)
+{
+	Prod p = {t, -1};
+
+	if (src_tensor >= 0 && !V->d->t[t].persistent_view) {
+		p.src = use(V, i, src_tensor, "the base of a view,");
+		if (p.src < 0)
+			p.src = -2;
+	}
+	return p;
+}
+
+static void
+add_inst(Vf *V, int i, Prod p)
+{
+	const DagTensor *t = &V->d->t[p.tensor];
+	VfInst *in = &V->inst[V->ninst];
+
+	in->tensor = p.tensor;
+	in->step = i;
+	in->last_use = -1;
+	if (p.src >= 0) {
+		in->base = V->inst[p.src].base;
+		in->owned = 0;
+	} else {
+		in->base = V->ninst;
+		in->owned = t->persistent_view ? 0 : t->bytes;
+	}
+	V->ninst++;
+}
+
+/* Step i runs its node: uses first, then the new instances, so nothing a
+ * step makes can serve that same step. */
+static void
+run_step(Vf *V, int i, Prod *prod)
+{
+	const DagNode *n = &V->d->node[V->s->step[i]];
+	int np = 0;
+
+	V->ev->temp_bytes[i] = n->workspace;
+	for (int j = 0; j < n->nin; j++)
+		use(V, i, n->in[j], "tensor");
+	for (int j = 0; j < n->nout; j++)
+		prod[np++] = produce(V, i, n->out[j], V->d->t[n->out[j]].view_src);
+	for (int j = 0; j < n->nacc; j++) {
+		int t = n->acc[j].tensor;
+		if (latest(V, t, i) < 0) {
+			prod[np++] = produce(V, i, t, n->acc[j].view_src);
+			continue;
+		}
+		if (read_before(V, t, i))
+			vf_fail(V, "step %d adds to '%s' after an earlier step read it",
+			        i, V->d->t[t].name);
+		use(V, i, t, NULL);
+		V->ev->temp_bytes[i] += V->d->t[t].bytes;
+	}
+	for (int j = 0; j < np; j++)
+		if (prod[j].src == -2)
+			return;
+	for (int j = 0; j < np; j++)
+		add_inst(V, i, prod[j]);
+}
+
+/* Node index, once-ness and the step's label. */
+static bool
+check_node(Vf *V, int i)
+{
+	const Dag *d = V->d;
+	int v = V->s->step[i];
+
+	if (v < 0 || v >= d->nnode) {
+		vf_fail(V, "step %d runs node %d, which does not exist", i, v);
+		return false;
+	}
+	if (d->node[v].once && V->runs[v] > 0) {
+		vf_fail(V, "step %d runs once-only node '%s' a second time", i,
+		        d->node[v].name);
+		return false;
+	}
+	if (V->runs[v] > 0) {
+		V->ev->kind[i] = STEP_RECOMPUTE;
+		V->ev->recompute_cost += d->node[v].cost;
+	} else
+		V->ev->kind[i] = d->node[v].is_backward ? STEP_BACKWARD : STEP_FORWARD;
+	V->runs[v]++;
+	return true;
+}
+
+/* The last step instance k is live at: its last use, at least its own
+ * step, the end for to_end tensors, and as long as any view of it. */
+static int
+inst_end(const Vf *V, int k)
+{
+	const VfInst *in = &V->inst[k];
+	int end = in->last_use > in->step ? in->last_use : in->step;
+
+	if (V->d->t[in->tensor].to_end)
+		end = V->ev->nsteps - 1;
+	for (int j = 0; j < V->ninst; j++) {
+		if (j == k || V->inst[j].base != k)
+			continue;
+		int e = inst_end(V, j);
+		if (e > end)
+			end = e;
+	}
+	return end;
+}
+
+/* Memory at every step: persistent bytes, every owning instance live then,
+ * the step's temporaries. */
+static void
+sum_steps(Vf *V)
+{
+	MemEval *ev = V->ev;
+	int64_t pers = 0;
+
+	for (int c = 0; c < CAT_COUNT; c++)
+		pers += V->d->persistent[c];
+	for (int i = 0; i < ev->nsteps; i++)
+		ev->live_bytes[i] = pers + ev->temp_bytes[i];
+	for (int k = 0; k < V->ninst; k++) {
+		int from = V->inst[k].step < 0 ? 0 : V->inst[k].step;
+		int to = inst_end(V, k);
+		for (int i = from; V->inst[k].owned && i <= to; i++)
+			ev->live_bytes[i] += V->inst[k].owned;
+	}
+	ev->peak = pers;
+	ev->peak_step = 0;
+	for (int i = 0; i < ev->nsteps; i++)
+		if (i == 0 || ev->live_bytes[i] > ev->peak) {
+			ev->peak = ev->live_bytes[i];
+			ev->peak_step = i;
+		}
+}
+
+void
+vf_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
+{
+	Vf V = {d, s, ev, NULL, 0, NULL, NULL};
+	int cap = d->nt, maxprod = 1;
+	Prod *prod;
+
+	memset(ev, 0, sizeof *ev);
+	ev->valid = true;
+	ev->nsteps = s->n;
+	for (int i = 0; i < s->n; i++)
+		if (s->step[i] >= 0 && s->step[i] < d->nnode) {
+			const DagNode *n = &d->node[s->step[i]];
+			cap += n->nout + n->nacc;
+			if (n->nout + n->nacc > maxprod)
+				maxprod = n->nout + n->nacc;
+		}
+	V.inst = ar_alloc(a, sizeof *V.inst * (size_t)(cap + 1));
+	V.runs = ar_alloc(a, sizeof *V.runs * (size_t)(d->nnode + 1));
+	V.first_read = ar_alloc(a, sizeof *V.first_read * (size_t)(d->nt + 1));
+	for (int t = 0; t < d->nt; t++)
+		V.first_read[t] = -1;
+	prod = ar_alloc(a, sizeof *prod * (size_t)maxprod);
+	ev->kind = ar_alloc(a, sizeof *ev->kind * (size_t)(s->n + 1));
+	ev->live_bytes = ar_alloc(a, sizeof *ev->live_bytes * (size_t)(s->n + 1));
+	ev->temp_bytes = ar_alloc(a, sizeof *ev->temp_bytes * (size_t)(s->n + 1));
+	for (int t = 0; t < d->nt; t++)
+		if (d->t[t].from_start)
+			add_inst(&V, -1, (Prod){t, -1});
+	for (int i = 0; i < s->n && ev->valid; i++)
+		if (check_node(&V, i))
+			run_step(&V, i, prod);
+	for (int v = 0; v < d->nnode && ev->valid; v++)
+		if (!V.runs[v])
+			vf_fail(&V, "node '%s' is never run", d->node[v].name);
+	/* A from_start instance that serves nothing and is not to_end owns
+	 * nothing (an input no step uses). */
+	for (int k = 0; k < V.ninst && V.inst[k].step < 0; k++)
+		if (V.inst[k].last_use < 0 && !d->t[V.inst[k].tensor].to_end)
+			V.inst[k].owned = 0;
+	if (ev->valid)
+		sum_steps(&V);
+	else {
+		ev->peak = 0;
+		ev->peak_step = 0;
+	}
+}
+
+static bool
+differ(char *why, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static bool
+differ(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (n) {
+		va_start(ap, fmt);
+		vsnprintf(why, n, fmt, ap);
+		va_end(ap);
+	}
+	return false;
+}
+
+bool
+vf_check(const Dag *d, const Schedule *s, const MemEval *ev, char *why, size_t n)
+{
+	MemEval mine;
+	Arena a;
+	bool ok = true;
+
+	ar_init(&a);
+	vf_eval(d, s, &mine, &a);
+	if (mine.valid != ev->valid)
+		ok = differ(why, n, "validity: verifier says %s (%s), evaluator says %s (%s)",
+		            mine.valid ? "valid" : "invalid", mine.error,
+		            ev->valid ? "valid" : "invalid", ev->error);
+	else if (!mine.valid)
+		ok = true;
+	else if (mine.nsteps != ev->nsteps)
+		ok = differ(why, n, "steps: verifier %d, evaluator %d", mine.nsteps, ev->nsteps);
+	else {
+		for (int i = 0; ok && i < mine.nsteps; i++)
+			if (mine.live_bytes[i] != ev->live_bytes[i])
+				ok = differ(why, n, "live_bytes at step %d ('%s'): verifier %" PRId64
+				            ", evaluator %" PRId64, i, d->node[s->step[i]].name,
+				            mine.live_bytes[i], ev->live_bytes[i]);
+		if (ok && mine.peak != ev->peak)
+			ok = differ(why, n, "peak: verifier %" PRId64 ", evaluator %" PRId64,
+			            mine.peak, ev->peak);
+		if (ok && mine.peak_step != ev->peak_step)
+			ok = differ(why, n, "peak_step: verifier %d, evaluator %d",
+			            mine.peak_step, ev->peak_step);
+		if (ok && mine.recompute_cost != ev->recompute_cost)
+			ok = differ(why, n, "recompute cost: verifier %" PRId64 ", evaluator %" PRId64,
+			            mine.recompute_cost, ev->recompute_cost);
+	}
+	ar_free(&a);
+	return ok;
+}
