@@ -54,6 +54,10 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	if ((rc = evaluate(&an->d, &base, &an->base, verify, a)))
 		return rc;
 	an->plan = rm_plan(&an->d, goal, a);
+	if (an->plan.error) {   /* --exact on a graph too large to search */
+		fprintf(stderr, "remat: %s\n", an->plan.error);
+		return 1;
+	}
 	if ((rc = evaluate(&an->d, &an->plan.sched, &an->ev, verify, a)))
 		return rc;
 	an->arena_bytes = mp_plan(&an->d, &an->ev, a);

@@ -495,9 +495,11 @@ print_human(const CmReport *r, FILE *out)
 	if (r->goal->budget >= 0)
 		fprintf(out, "budget: %" PRId64 " bytes (%.1f%% of the reference)\n",
 		        r->goal->budget, 100.0 * (double)r->goal->budget / (double)r->ref_peak);
+	else if (r->goal->max_recompute < 0)
+		fprintf(out, "budget: none (minimize the peak, any recompute)\n");
 	else
-		fprintf(out, "budget: none (minimize the peak, recompute <= %s)\n",
-		        r->goal->max_recompute < 0 ? "inf" : "cap");
+		fprintf(out, "budget: none (minimize the peak, recompute <= %g x forward cost)\n",
+		        r->goal->max_recompute);
 	fprintf(out, "planned peak: %" PRId64 " bytes (%.1f%% of the reference)\n",
 	        r->ev.peak, 100.0 * (double)r->ev.peak / (double)r->ref_peak);
 	fprintf(out, "recompute cost: %" PRId64 "\n", r->ev.recompute_cost);
@@ -573,9 +575,9 @@ cm_solve(CmReport *r, Dag *d, bool verify, Arena *a)
 	r->plan = rm_plan(d, r->goal, a);       /* --exact goes to rm_plan_exact */
 	r->seconds = now() - t0;
 	if (r->plan.sched.n == 0 && d->nnode > 0) {
-		fprintf(stderr, "remat: %s: the planner made no schedule%s%s\n", r->path,
-		        r->plan.error ? ": " : "", r->plan.error ? r->plan.error : "");
-		return 4;
+		fprintf(stderr, "remat: %s: no schedule: %s\n", r->path,
+		        r->plan.error ? r->plan.error : "the planner made none");
+		return r->plan.error ? 1 : 4;
 	}
 	return cm_evaluate(d, &r->plan.sched, &r->ev, verify, a);
 }

@@ -7,29 +7,30 @@
  * order). Two dominated shapes are left out: a recomputation none of whose
  * outputs is used before it dies, and running a node again while a view
  * still holds the previous copy of one of its outputs (the old copy could
- * have served instead).
+ * have served instead). Accumulation must come from once-only nodes.
  *
  * A search state is (C, R): the nodes that ran at least once and the
  * tensors whose current instance is resident. An instance dies right after
  * its last use, so after each step the search decides, for each tensor that
  * step touched, whether it stays resident (a later step will use it) or is
- * dropped; tensors no future step can use are dropped at once, tensors a
- * pending step must read and nothing can make again are kept, a view keeps
- * its root resident. The memory of a step is then persistent + owned bytes
- * of R + what the step makes + its temporaries, exactly what the liveness
- * rule gives for the schedule the path spells.
+ * dropped: an explicit drop decision. Tensors no future step can use are
+ * dropped at once, tensors a pending step must read and nothing can make
+ * again are kept, and a view keeps its root resident. The memory of a step
+ * is then persistent + owned bytes of R + what the step makes + its
+ * temporaries, exactly what the liveness rule gives for the schedule the
+ * path spells (and never less, on any path).
  *
- * feasible(P, rem) is a depth-first search over states with every step's
- * memory <= P and recompute cost <= rem, memoizing failed states with the
- * largest budget they failed with (a failure that depended on cutting a
- * cycle back into a state still on the stack is not memoized). Failures
- * also report the smallest step memory above P they met, which is the next
- * peak worth trying. Without a budget: bisection on P for the smallest peak
- * with recompute <= max_recompute x forward_cost, then bisection on the
- * recompute budget at that peak. With a budget: bisection on the recompute
- * budget at P = budget; if nothing fits, the smallest peak with unlimited
- * recompute. The work is bounded (EX_MAX_STATES); beyond it, or for graphs
- * over 64 nodes or 128 tensors, PlanResult.error says so. */
+ * cheapest(P) is a uniform-cost (Dijkstra) search over the states whose
+ * steps all fit in P: the least recompute cost of a complete schedule with
+ * peak <= P, every state expanded once. When none exists it also reports
+ * the smallest step memory above P it met: the next peak worth trying.
+ * Without a budget: bisection on P (jumping to that next peak) for the
+ * smallest P whose cheapest cost is within max_recompute x forward_cost.
+ * With a budget: cheapest(budget); if nothing fits, the smallest peak with
+ * unlimited recompute. The found schedule is re-evaluated by vf_eval. The
+ * work is bounded (EX_MAX_STATES states per probe, EX_MAX_EXPANSIONS in
+ * all); past it, or over 64 nodes or 128 tensors, PlanResult.error says
+ * why and no schedule is returned. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +40,10 @@
 enum {
 	EX_MAX_NODES = 64,
 	EX_MAX_TENSORS = 128,
-	EX_MAX_STATES = 1 << 20,        /* memo entries per probe */
+	EX_MAX_STATES = 1 << 21,        /* states per probe */
 	EX_MAX_FREE = 12,               /* free drop choices after one step */
 };
-static const long long EX_MAX_EXPANSIONS = 20000000;
+static const long long EX_MAX_EXPANSIONS = 4000000;
 
 #define INF INT64_MAX
 
@@ -74,15 +75,20 @@ bit(int v)
 	return (uint64_t)1 << v;
 }
 
-/* A memo entry: a state, the largest budget it failed with (-1: none
- * yet), and its depth while it is on the DFS stack (-1 otherwise). */
-typedef struct Memo {
+/* One search state, its cheapest known cost and how it was reached. */
+typedef struct St {
 	uint64_t c;
 	Set r;
-	int64_t failrem;
-	int depth;
-	bool used;
-} Memo;
+	int64_t g;
+	int parent;             /* state index, -1 for the start */
+	int node;               /* the step that led here */
+	bool closed;
+} St;
+
+typedef struct HeapItem {
+	int64_t g;
+	int st;
+} HeapItem;
 
 typedef struct Ex {
 	const Dag *d;
@@ -91,26 +97,29 @@ typedef struct Ex {
 	uint64_t all;           /* every node */
 	uint64_t recomputable;  /* !once nodes */
 	uint64_t *users;        /* [nt] nodes that use t (read, view, add) */
-	uint64_t *readers;      /* [nt] nodes that read t as an input */
+	uint64_t *readers;      /* [nt] nodes that read t or make a view of it */
 	int *producer;          /* [nt] the node with t in out, or -1 */
 	uint64_t *makers;       /* [nt] nodes that produce t (out or acc) */
+	int *acc_first;         /* [nt] first once node adding to t, or -1 */
+	int *acc_first_view;    /* [nt] that entry's view_src */
 	int *once_seq;          /* once nodes in base order */
 	int nonce;
-	int *once_pos;          /* [n] position in once_seq, or -1 */
 	int64_t persistent;
 	int *root;              /* [nt] root tensor of t's current instance */
 	/* the probe */
 	int64_t P;
 	int64_t next_p;         /* smallest step memory above P met */
-	Memo *memo;
-	size_t memo_cap, memo_n;
+	St *st;
+	int nst, capst;
+	int *slot;              /* hash of states: index + 1, 0 empty */
+	size_t capslot;
+	HeapItem *heap;
+	int nheap, capheap;
 	long long expansions;
 	bool gave_up;
-	int *path, npath, maxpath;
-	int *best, nbest;       /* the schedule found */
 } Ex;
 
-/* ---------------------------------------------------------------- memo */
+/* ---------------------------------------------------------------- states */
 
 static uint64_t
 state_hash(uint64_t c, const Set *r)
@@ -122,71 +131,125 @@ state_hash(uint64_t c, const Set *r)
 	return h ^ (h >> 29);
 }
 
-/* The entry for (c, r), made if new; NULL when the table is full. */
-static Memo *
-memo_get(Ex *x, uint64_t c, const Set *r)
+static void
+slot_insert(Ex *x, int i)
 {
-	size_t i = state_hash(c, r) & (x->memo_cap - 1);
+	size_t k = state_hash(x->st[i].c, &x->st[i].r) & (x->capslot - 1);
 
-	for (;; i = (i + 1) & (x->memo_cap - 1)) {
-		Memo *m = &x->memo[i];
-		if (!m->used) {
-			if (x->memo_n * 2 >= x->memo_cap)
-				return NULL;
-			m->used = true;
-			m->c = c;
-			m->r = *r;
-			m->failrem = -1;
-			m->depth = -1;
-			x->memo_n++;
-			return m;
-		}
-		if (m->c == c && m->r.w[0] == r->w[0] && m->r.w[1] == r->w[1])
-			return m;
+	while (x->slot[k])
+		k = (k + 1) & (x->capslot - 1);
+	x->slot[k] = i + 1;
+}
+
+/* The index of state (c, r), made with cost INF if new; -1 when full. */
+static int
+state_get(Ex *x, uint64_t c, const Set *r)
+{
+	size_t k;
+
+	if ((size_t)x->nst * 2 >= x->capslot) {
+		if (x->capslot >= 2 * (size_t)EX_MAX_STATES)
+			return -1;
+		free(x->slot);
+		x->capslot *= 2;
+		x->slot = xcalloc(x->capslot, sizeof *x->slot);
+		for (int i = 0; i < x->nst; i++)
+			slot_insert(x, i);
 	}
+	for (k = state_hash(c, r) & (x->capslot - 1); x->slot[k]; k = (k + 1) & (x->capslot - 1)) {
+		St *s = &x->st[x->slot[k] - 1];
+		if (s->c == c && s->r.w[0] == r->w[0] && s->r.w[1] == r->w[1])
+			return x->slot[k] - 1;
+	}
+	if (x->nst == x->capst) {
+		x->capst *= 2;
+		x->st = xrealloc(x->st, sizeof *x->st * (size_t)x->capst);
+	}
+	x->st[x->nst] = (St){c, *r, INF, -1, -1, false};
+	x->slot[k] = ++x->nst;
+	return x->nst - 1;
 }
 
 static void
-memo_reset(Ex *x)
+heap_push(Ex *x, int64_t g, int st)
 {
-	memset(x->memo, 0, sizeof *x->memo * x->memo_cap);
-	x->memo_n = 0;
+	int i;
+
+	if (x->nheap == x->capheap) {
+		x->capheap *= 2;
+		x->heap = xrealloc(x->heap, sizeof *x->heap * (size_t)x->capheap);
+	}
+	for (i = x->nheap++; i > 0 && x->heap[(i - 1) / 2].g > g; i = (i - 1) / 2)
+		x->heap[i] = x->heap[(i - 1) / 2];
+	x->heap[i] = (HeapItem){g, st};
 }
 
-/* Doubles the table, rehashing every entry (no entry pointer survives). */
-static bool
-memo_grow(Ex *x)
+static HeapItem
+heap_pop(Ex *x)
 {
-	Memo *old = x->memo;
-	size_t oldcap = x->memo_cap;
+	HeapItem top = x->heap[0], last = x->heap[--x->nheap];
+	int i = 0;
 
-	if (oldcap >= EX_MAX_STATES)
-		return false;
-	x->memo_cap = oldcap * 2;
-	x->memo = xcalloc(x->memo_cap, sizeof *x->memo);
-	x->memo_n = 0;
-	for (size_t i = 0; i < oldcap; i++)
-		if (old[i].used) {
-			Memo *m = memo_get(x, old[i].c, &old[i].r);
-			m->failrem = old[i].failrem;
-			m->depth = old[i].depth;
-		}
-	free(old);
-	return true;
+	for (;;) {
+		int k = 2 * i + 1;
+		if (k >= x->nheap)
+			break;
+		if (k + 1 < x->nheap && x->heap[k + 1].g < x->heap[k].g)
+			k++;
+		if (x->heap[k].g >= last.g)
+			break;
+		x->heap[i] = x->heap[k];
+		i = k;
+	}
+	if (x->nheap > 0)
+		x->heap[i] = last;
+	return top;
 }
 
-/* memo_get, growing the table when needed; NULL when it is at its limit. */
-static Memo *
-memo_find(Ex *x, uint64_t c, const Set *r)
+/* Cost g reaches (c, r) from state parent by running node. */
+static void
+relax(Ex *x, uint64_t c, const Set *r, int64_t g, int parent, int node)
 {
-	Memo *m = memo_get(x, c, r);
+	int i = state_get(x, c, r);
 
-	while (!m && memo_grow(x))
-		m = memo_get(x, c, r);
-	return m;
+	if (i < 0) {
+		x->gave_up = true;
+		return;
+	}
+	if (g >= x->st[i].g)
+		return;
+	x->st[i].g = g;
+	x->st[i].parent = parent;
+	x->st[i].node = node;
+	heap_push(x, g, i);
 }
 
 /* ---------------------------------------------------------------- moves */
+
+/* The root of t's current instance once the nodes in c ran: through static
+ * views, and through the accumulation view that made a gradient (its first
+ * contributor, fixed by the once order). */
+static int
+root_in(const Ex *x, int t, uint64_t c, int depth)
+{
+	const DagTensor *dt = &x->d->t[t];
+
+	if (dt->persistent_view || depth > x->nt)
+		return t;
+	if (dt->view_src >= 0)
+		return root_in(x, dt->view_src, c, depth + 1);
+	if (!dt->from_start && x->acc_first[t] >= 0 && (c & bit(x->acc_first[t])) &&
+	    x->acc_first_view[t] >= 0)
+		return root_in(x, x->acc_first_view[t], c, depth + 1);
+	return t;
+}
+
+static void
+set_roots(Ex *x, uint64_t c)
+{
+	for (int t = 0; t < x->nt; t++)
+		x->root[t] = root_in(x, t, c, 0);
+}
 
 /* Nodes that may still run: those never run, and recomputable ones whose
  * outputs such a node uses, to a fixed point. */
@@ -292,47 +355,6 @@ step_memory(const Ex *x, int v, uint64_t c, int64_t rbytes)
 	return m;
 }
 
-/* What running v changes: resident outputs and their roots. old[] keeps
- * the previous roots for undo. Returns how many were saved. */
-static int
-apply(Ex *x, int v, uint64_t c, Set *R, int *old)
-{
-	const DagNode *nd = &x->d->node[v];
-	int k = 0;
-
-	for (int j = 0; j < nd->nout; j++) {
-		int t = nd->out[j], src = x->d->t[t].view_src;
-		old[k++] = x->root[t];
-		x->root[t] = src >= 0 && !x->d->t[t].persistent_view ? x->root[src] : t;
-		put(R, t);
-	}
-	for (int j = 0; j < nd->nacc; j++) {
-		int t = nd->acc[j].tensor, src = nd->acc[j].view_src;
-		old[k++] = x->root[t];
-		if (produced_before(x, t, c))
-			continue;
-		x->root[t] = src >= 0 && !x->d->t[t].persistent_view ? x->root[src] : t;
-		put(R, t);
-	}
-	return k;
-}
-
-static void
-undo(Ex *x, int v, const int *old)
-{
-	const DagNode *nd = &x->d->node[v];
-	int k = 0;
-
-	for (int j = 0; j < nd->nout; j++)
-		x->root[nd->out[j]] = old[k++];
-	for (int j = 0; j < nd->nacc; j++)
-		x->root[nd->acc[j].tensor] = old[k++];
-}
-
-/* ---------------------------------------------------------------- search */
-
-static bool dfs(Ex *x, uint64_t c, const Set *R, int64_t rem, int depth, int *low);
-
 /* The tensors step v touched (read, made, added to, view bases) and their
  * roots: the only ones whose last use can be this step. */
 static int
@@ -416,22 +438,27 @@ drop(const Ex *x, Set *R, const Set *forced, const int *freet, int nfree,
 	return true;
 }
 
-/* Runs v from (c, R) and tries every way of dropping what it touched. */
-static bool
-step(Ex *x, int v, uint64_t c, const Set *R, int64_t rem, int depth, int *low)
+/* Runs v from state i and relaxes every way of dropping what it touched. */
+static void
+step(Ex *x, int i, int v)
 {
 	const DagNode *nd = &x->d->node[v];
-	bool again = c & bit(v), ok = false;
-	int old[2 * EX_MAX_TENSORS], freet[4 * EX_MAX_TENSORS], nfree;
-	uint64_t c2 = c | bit(v);
-	Set R1 = *R, forced;
+	uint64_t c = x->st[i].c, c2 = c | bit(v);
+	bool again = c & bit(v);
+	int64_t g = x->st[i].g + (again ? nd->cost : 0);
+	int freet[4 * EX_MAX_TENSORS], nfree;
+	Set R1 = x->st[i].r, forced;
 
-	apply(x, v, c, &R1, old);
-	nfree = classify(x, v, c2, &R1, &forced, freet);
-	if (nfree < 0)
+	for (int j = 0; j < nd->nout; j++)
+		put(&R1, nd->out[j]);
+	for (int j = 0; j < nd->nacc; j++)
+		put(&R1, nd->acc[j].tensor);
+	set_roots(x, c2);
+	if ((nfree = classify(x, v, c2, &R1, &forced, freet)) < 0) {
 		x->gave_up = true;
-	x->path[x->npath++] = v;
-	for (unsigned mask = nfree < 0 ? 0 : (1u << nfree); !ok && mask-- > 0;) {
+		return;
+	}
+	for (unsigned mask = 1u << nfree; mask-- > 0;) {
 		Set R2 = R1;
 		bool kept = !again;
 		if (!drop(x, &R2, &forced, freet, nfree, mask))
@@ -439,80 +466,76 @@ step(Ex *x, int v, uint64_t c, const Set *R, int64_t rem, int depth, int *low)
 		for (int j = 0; j < nd->nout; j++)
 			kept |= has(&R2, nd->out[j]);
 		if (kept)
-			ok = dfs(x, c2, &R2, again && rem != INF ? rem - nd->cost : rem,
-			         depth + 1, low);
+			relax(x, c2, &R2, g, i, v);
 	}
-	if (!ok)
-		x->npath--;
-	undo(x, v, old);
-	return ok;
 }
 
-/* Tries every node that can run next: the next once node and first
- * computations before recomputations. */
-static bool
-moves(Ex *x, uint64_t c, const Set *R, int64_t rem, int depth, int *low)
+/* Expands state i: every node that can run next within P. */
+static void
+expand(Ex *x, int i)
 {
-	uint64_t N = may_run(x, c);
-	int64_t rbytes = resident_bytes(x, R);
+	uint64_t c = x->st[i].c, N = may_run(x, c);
+	Set R = x->st[i].r;
+	int64_t rbytes;
 
-	for (int pass = 0; pass < 2; pass++)
-		for (int v = 0; v < x->n; v++) {
-			int64_t m;
-			if (((c & bit(v)) != 0) != (pass == 1) || !can_run(x, v, c, R, N))
-				continue;
-			if (pass == 1 && rem != INF && x->d->node[v].cost > rem)
-				continue;
-			if ((m = step_memory(x, v, c, rbytes)) > x->P) {
-				if (m < x->next_p)
-					x->next_p = m;
-				continue;
-			}
-			if (step(x, v, c, R, rem, depth, low))
-				return true;
-			if (x->gave_up)
-				return false;
+	set_roots(x, c);
+	rbytes = resident_bytes(x, &R);
+	for (int v = 0; v < x->n && !x->gave_up; v++) {
+		int64_t m;
+		if (!can_run(x, v, c, &R, N))
+			continue;
+		if ((m = step_memory(x, v, c, rbytes)) > x->P) {
+			if (m < x->next_p)
+				x->next_p = m;
+			continue;
 		}
-	return false;
+		step(x, i, v);
+		set_roots(x, c);
+	}
 }
 
-/* Is there a way from (c, R) to every node run, within P and rem? low
- * gets the smallest stack depth of a state this search cut a cycle at. */
-static bool
-dfs(Ex *x, uint64_t c, const Set *R, int64_t rem, int depth, int *low)
+/* The start: from_start tensors that something uses or that live to the
+ * end are resident. */
+static Set
+start_set(const Ex *x)
 {
-	Memo *m;
-	int mylow = depth + 1;
-	bool ok;
+	Set R = {{0, 0}};
 
-	if (c == x->all) {
-		memcpy(x->best, x->path, sizeof *x->best * (size_t)x->npath);
-		x->nbest = x->npath;
-		return true;
+	for (int t = 0; t < x->nt; t++)
+		if (x->d->t[t].from_start && (x->users[t] || x->d->t[t].to_end))
+			put(&R, t);
+	return R;
+}
+
+/* Uniform-cost search for the cheapest schedule with peak <= P and
+ * recompute <= rem. Returns the goal state, -1 (x->next_p: the next peak
+ * worth trying), or -2 when it gave up. */
+static int
+cheapest(Ex *x, int64_t P, int64_t rem)
+{
+	Set R = start_set(x);
+
+	x->P = P;
+	x->next_p = INF;
+	x->nst = x->nheap = 0;
+	memset(x->slot, 0, sizeof *x->slot * x->capslot);
+	relax(x, 0, &R, 0, -1, -1);
+	while (x->nheap > 0 && !x->gave_up) {
+		HeapItem h = heap_pop(x);
+		St *s = &x->st[h.st];
+		if (s->closed || h.g > s->g)
+			continue;
+		if (h.g > rem)
+			break;
+		s->closed = true;
+		if (s->c == x->all)
+			return h.st;
+		if (++x->expansions > EX_MAX_EXPANSIONS)
+			x->gave_up = true;
+		else
+			expand(x, h.st);
 	}
-	if (x->gave_up || x->npath >= x->maxpath || ++x->expansions > EX_MAX_EXPANSIONS ||
-	    !(m = memo_find(x, c, R))) {
-		x->gave_up = true;
-		return false;
-	}
-	if (m->depth >= 0) {
-		if (m->depth < *low)
-			*low = m->depth;
-		return false;
-	}
-	if (m->failrem >= rem)
-		return false;
-	m->depth = depth;
-	ok = moves(x, c, R, rem, depth, &mylow);
-	if (x->gave_up)
-		return false;
-	m = memo_find(x, c, R);
-	m->depth = -1;
-	if (!ok && mylow >= depth && rem > m->failrem)
-		m->failrem = rem;
-	if (mylow < *low)
-		*low = mylow;
-	return ok;
+	return x->gave_up ? -2 : -1;
 }
 
 /* ---------------------------------------------------------------- drivers */
@@ -523,33 +546,25 @@ typedef struct Found {
 	int64_t peak, cost;
 } Found;
 
-/* Is there a schedule with peak <= P and recompute <= rem? 1 yes (into
- * *f), 0 no (x->next_p: the next peak worth trying), -1 gave up. */
+/* Is there a schedule with peak <= P and recompute <= rem? 1 yes (the
+ * cheapest, into *f), 0 no (x->next_p: the next peak worth trying), -1
+ * gave up. */
 static int
 probe(Ex *x, int64_t P, int64_t rem, Found *f)
 {
-	Set R = {{0, 0}};
-	int low = 0;
+	int goal = cheapest(x, P, rem), n = 0;
 	MemEval ev;
 
-	if (P != x->P) {
-		memo_reset(x);
-		x->P = P;
-	}
-	x->next_p = INF;
-	x->npath = 0;
-	for (int t = 0; t < x->nt; t++) {
-		x->root[t] = t;
-		if (x->d->t[t].from_start && (x->users[t] || x->d->t[t].to_end))
-			put(&R, t);
-	}
-	if (!dfs(x, 0, &R, rem, 0, &low))
-		return x->gave_up ? -1 : 0;
-	f->s.n = x->nbest;
-	f->s.step = ar_alloc(x->a, sizeof *f->s.step * (size_t)(x->nbest + 1));
-	memcpy(f->s.step, x->best, sizeof *f->s.step * (size_t)x->nbest);
+	if (goal < 0)
+		return goal == -1 ? 0 : -1;
+	for (int i = goal; x->st[i].parent >= 0; i = x->st[i].parent)
+		n++;
+	f->s.n = n;
+	f->s.step = ar_alloc(x->a, sizeof *f->s.step * (size_t)(n + 1));
+	for (int i = goal; x->st[i].parent >= 0; i = x->st[i].parent)
+		f->s.step[--n] = x->st[i].node;
 	vf_eval(x->d, &f->s, &ev, x->a);
-	ir_assert(ev.valid && ev.peak <= P && (rem == INF || ev.recompute_cost <= rem));
+	ir_assert(ev.valid && ev.peak <= P && ev.recompute_cost == x->st[goal].g);
 	f->peak = ev.peak;
 	f->cost = ev.recompute_cost;
 	return 1;
@@ -570,27 +585,6 @@ min_peak(Ex *x, int64_t lo, int64_t rem, Found *f)
 			*f = g;
 		else
 			lo = x->next_p > mid + 1 ? x->next_p : mid + 1;
-	}
-	return 0;
-}
-
-/* The smallest recompute cost with peak <= P, f holding a schedule within
- * P; bisection on the cost budget. */
-static int
-min_cost(Ex *x, int64_t P, Found *f)
-{
-	int64_t lo = 0;
-
-	while (lo < f->cost) {
-		int64_t mid = lo + (f->cost - lo) / 2;
-		Found g;
-		int r = probe(x, P, mid, &g);
-		if (r < 0)
-			return -1;
-		if (r)
-			*f = g;
-		else
-			lo = mid + 1;
 	}
 	return 0;
 }
@@ -648,6 +642,39 @@ unsupported(const Dag *d, Arena *a)
 	return NULL;
 }
 
+/* Records node v in the users, readers, makers and producer tables. */
+static void
+add_uses(Ex *x, int v)
+{
+	const DagNode *nd = &x->d->node[v];
+
+	if (!nd->once)
+		x->recomputable |= bit(v);
+	for (int j = 0; j < nd->nin; j++) {
+		x->users[nd->in[j]] |= bit(v);
+		x->readers[nd->in[j]] |= bit(v);
+	}
+	for (int j = 0; j < nd->nout; j++) {
+		int t = nd->out[j], src = x->d->t[t].view_src;
+		if (x->producer[t] < 0)
+			x->producer[t] = v;
+		x->makers[t] |= bit(v);
+		if (src >= 0 && !x->d->t[t].persistent_view) {
+			x->users[src] |= bit(v);
+			x->readers[src] |= bit(v);
+		}
+	}
+	for (int j = 0; j < nd->nacc; j++) {
+		int t = nd->acc[j].tensor, src = nd->acc[j].view_src;
+		x->users[t] |= bit(v);
+		x->makers[t] |= bit(v);
+		if (src >= 0) {
+			x->users[src] |= bit(v);
+			x->readers[src] |= bit(v);
+		}
+	}
+}
+
 /* Fills the tables; NULL or why the graph is not supported. */
 static const char *
 ex_init(Ex *x, const Dag *d, Arena *a)
@@ -666,47 +693,44 @@ ex_init(Ex *x, const Dag *d, Arena *a)
 	x->readers = ar_alloc(a, sizeof *x->readers * (size_t)(x->nt + 1));
 	x->makers = ar_alloc(a, sizeof *x->makers * (size_t)(x->nt + 1));
 	x->producer = ar_alloc(a, sizeof *x->producer * (size_t)(x->nt + 1));
+	x->acc_first = ar_alloc(a, sizeof *x->acc_first * (size_t)(x->nt + 1));
+	x->acc_first_view = ar_alloc(a, sizeof *x->acc_first_view * (size_t)(x->nt + 1));
 	x->root = ar_alloc(a, sizeof *x->root * (size_t)(x->nt + 1));
 	x->once_seq = ar_alloc(a, sizeof *x->once_seq * (size_t)(x->n + 1));
 	for (int t = 0; t < x->nt; t++)
-		x->producer[t] = -1;
+		x->producer[t] = x->acc_first[t] = -1;
 	for (int c = 0; c < CAT_COUNT; c++)
 		x->persistent += d->persistent[c];
-	for (int v = 0; v < x->n; v++) {
-		const DagNode *nd = &d->node[v];
-		if (!nd->once)
-			x->recomputable |= bit(v);
-		for (int j = 0; j < nd->nin; j++)
-			x->users[nd->in[j]] |= bit(v), x->readers[nd->in[j]] |= bit(v);
-		for (int j = 0; j < nd->nout; j++) {
-			int t = nd->out[j], src = d->t[t].view_src;
-			if (x->producer[t] < 0)
-				x->producer[t] = v;
-			x->makers[t] |= bit(v);
-			if (src >= 0 && !d->t[t].persistent_view)
-				x->users[src] |= bit(v), x->readers[src] |= bit(v);
-		}
-		for (int j = 0; j < nd->nacc; j++) {
-			x->users[nd->acc[j].tensor] |= bit(v);
-			x->makers[nd->acc[j].tensor] |= bit(v);
-			if (nd->acc[j].view_src >= 0)
-				x->users[nd->acc[j].view_src] |= bit(v),
-				x->readers[nd->acc[j].view_src] |= bit(v);
-		}
+	for (int v = 0; v < x->n; v++)
+		add_uses(x, v);
+	for (int i = 0; i < d->nbase; i++) {
+		int v = d->base_order[i];
+		if (v < 0 || v >= x->n || !d->node[v].once)
+			continue;
+		x->once_seq[x->nonce++] = v;
+		for (int j = 0; j < d->node[v].nacc; j++)
+			if (x->acc_first[d->node[v].acc[j].tensor] < 0) {
+				x->acc_first[d->node[v].acc[j].tensor] = v;
+				x->acc_first_view[d->node[v].acc[j].tensor] = d->node[v].acc[j].view_src;
+			}
 	}
-	for (int i = 0; i < d->nbase; i++)
-		if (d->base_order[i] >= 0 && d->base_order[i] < x->n &&
-		    d->node[d->base_order[i]].once)
-			x->once_seq[x->nonce++] = d->base_order[i];
 	if (x->nonce != __builtin_popcountll(x->all & ~x->recomputable))
 		return "the base order does not list every once-only node exactly once";
-	x->maxpath = 8 * x->n + 64;
-	x->path = ar_alloc(a, sizeof *x->path * (size_t)x->maxpath);
-	x->best = ar_alloc(a, sizeof *x->best * (size_t)x->maxpath);
-	x->memo_cap = 1 << 12;
-	x->memo = xcalloc(x->memo_cap, sizeof *x->memo);
-	x->P = -1;
+	x->capst = 1 << 12;
+	x->st = xmalloc(sizeof *x->st * (size_t)x->capst);
+	x->capslot = 1 << 13;
+	x->slot = xcalloc(x->capslot, sizeof *x->slot);
+	x->capheap = 1 << 12;
+	x->heap = xmalloc(sizeof *x->heap * (size_t)x->capheap);
 	return NULL;
+}
+
+static void
+ex_free(Ex *x)
+{
+	free(x->st);
+	free(x->slot);
+	free(x->heap);
 }
 
 /* The base schedule as the first candidate (peak INF if it is invalid). */
@@ -724,7 +748,8 @@ base_found(const Dag *d, Arena *a)
 	return f;
 }
 
-/* Solves for goal into r; 0, or -1 when the search gave up. */
+/* Solves for goal into r; 0, or -1 when the search gave up or no
+ * schedule exists. */
 static int
 solve(Ex *x, const PlanGoal *goal, PlanResult *r)
 {
@@ -736,23 +761,22 @@ solve(Ex *x, const PlanGoal *goal, PlanResult *r)
 	if (goal->budget < 0 && goal->max_recompute >= 0)
 		cap = (int64_t)(goal->max_recompute * (double)d->forward_cost + 1e-6);
 	r->fits = true;
+	r->lower_bound = lb;
 	if (goal->budget >= 0) {
 		Found g;
-		rc = probe(x, goal->budget, INF, &g);
-		if (rc < 0)
+		if ((rc = probe(x, goal->budget, INF, &g)) < 0)
 			return -1;
 		if (rc) {
-			r->lower_bound = lb;
-			if (min_cost(x, goal->budget, &g))
-				return -1;
 			f = g;
 			goto done;
 		}
 		r->fits = false;
 		lb = x->next_p;
 	}
-	if (min_peak(x, lb, cap, &f) || f.peak == INF || min_cost(x, f.peak, &f))
+	if (min_peak(x, lb, cap, &f) || f.peak == INF)
 		return -1;
+	if (f.cost > 0 && probe(x, f.peak, cap, &f) != 1)
+		return -1;      /* the cheapest schedule at the optimal peak */
 	r->lower_bound = f.peak;
 done:
 	r->sched = f.s;
@@ -777,6 +801,6 @@ rm_plan_exact(const Dag *d, const PlanGoal *goal, Arena *a)
 		                                x.expansions)
 		                    : "no valid schedule exists";
 	}
-	free(x.memo);
+	ex_free(&x);
 	return r;
 }

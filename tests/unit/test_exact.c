@@ -255,7 +255,7 @@ test_too_large(void **state)
 static void
 test_o2_agreement(void **state)
 {
-	RdOptions o = {5, 9, true, true, true, true, true};
+	RdOptions o = {5, 8, true, true, true, true, true};
 	uint64_t seed = 2024;
 	int worse = 0, budget_miss = 0, runs = 0;
 	double worst = 0;
