@@ -237,8 +237,9 @@ typedef struct Layer {
 	int64_t saved, at_peak;
 } Layer;
 
-/* Activation memory per layer: what backward saves (per ops.md, -O0), and
- * what this schedule holds at its peak. Layers in program order. */
+/* Activation memory per layer: the storage that backward's saved tensors
+ * hold (per ops.md; a saved view holds its base), and what this schedule
+ * holds at its peak. Layers in program order. */
 static void
 layers(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
@@ -248,6 +249,12 @@ layers(const Analysis *an, const ReportOptions *ro, FILE *out)
 	int *layer_of = xmalloc(sizeof(int) * ((size_t)g->nt + 1));
 	int nl = 0;
 
+	char *held = xcalloc((size_t)g->nt + 1, 1);
+
+	/* A saved view holds its base's storage: count roots, once each. */
+	for (int i = 0; i < g->nt; i++)
+		if (g->t[i].saved)
+			held[ir_storage_root(g, i)] = 1;
 	for (int i = 0; i < g->nt; i++) {
 		const Tensor *t = &g->t[i];
 		size_t len = layer_len(t->scope);
@@ -259,9 +266,10 @@ layers(const Analysis *an, const ReportOptions *ro, FILE *out)
 			l[nl++].len = len;
 		}
 		layer_of[i] = nl - 1;
-		if (t->saved && t->view_of < 0)
+		if (held[i])
 			l[nl - 1].saved += t->bytes;
 	}
+	free(held);
 	for (int i = 0; i < ev->ninst; i++) {
 		const Instance *in = &ev->inst[i];
 		int ir = an->d.t[in->tensor].ir_tensor;
