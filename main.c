@@ -130,10 +130,9 @@ parse_count(const char *opt, const char *s, int64_t min)
 }
 
 static void
-parse_define(Options *o, const char *arg)
+parse_define(Options *o, char *arg)
 {
-	const char *eq = strchr(arg, '=');
-	char *name, *end;
+	char *eq = strchr(arg, '='), *end;
 	long long v;
 
 	if (!eq || eq == arg)
@@ -144,16 +143,14 @@ parse_define(Options *o, const char *arg)
 		diag_usage("-D %s: the value must be a positive integer", arg);
 	if (o->net.ndefs == MAX_DEFS)
 		diag_usage("too many -D options (at most %d)", MAX_DEFS);
-	name = strndup(arg, (size_t)(eq - arg));
-	if (!name)
-		diag_usage("out of memory");
-	o->net.defs[o->net.ndefs].name = name;
+	*eq = 0;                /* the name ends here: argv is ours to edit */
+	o->net.defs[o->net.ndefs].name = arg;
 	o->net.defs[o->net.ndefs].value = v;
 	o->net.ndefs++;
 }
 
 static void
-parse_option(Options *o, int c, const char *arg)
+parse_option(Options *o, int c, char *arg)
 {
 	int k;
 
@@ -272,6 +269,7 @@ read_source(const char *path, Arena *a)
 	}
 	if (ferror(f)) {
 		fprintf(stderr, "remat: cannot read '%s': %s\n", path, strerror(errno));
+		free(buf);
 		exit(1);
 	}
 	if (f != stdin)
@@ -388,30 +386,27 @@ max_batch(const Program *prog, Options *o, const Analysis *an)
 	return 0;
 }
 
+/* Everything after reading the source; the caller frees the arena. */
 static int
-run_net(Options *o)
+compile(Options *o, const Source *src, Arena *a)
 {
-	Arena a;
-	Source src;
 	Program *prog;
 	Analysis an;
 	Diag d;
 	int rc;
 
-	ar_init(&a);
-	src = read_source(o->file, &a);
-	diag_init(&d, &src, stderr);
-	prog = net_parse(&src, &a, &d);
+	diag_init(&d, src, stderr);
+	prog = net_parse(src, a, &d);
 	if (!prog || d.nerrors)
 		return 1;
 	if (o->dump_ir) {
-		ir_graph_init(&an.g, &a, src.name);
+		ir_graph_init(&an.g, a, src->name);
 		if (net_instantiate(prog, &o->net, &an.g, &d) || shape_infer(&an.g, &d))
 			return 1;
 		ir_dump(&an.g, stdout);
 		return 0;
 	}
-	rc = analyze(prog, src.name, &o->net, &o->goal, o->verify, &an, &a, &d);
+	rc = analyze(prog, src->name, &o->net, &o->goal, o->verify, &an, a, &d);
 	if (rc == 1 || rc == 4)
 		return rc;
 	if (rc == 3) {
@@ -421,13 +416,29 @@ run_net(Options *o)
 	}
 	if (o->max_batch >= 0)
 		return max_batch(prog, o, &an);
-	if (o->out && (rc = emit_file(&an, o->out, &a)))
+	if (o->out && (rc = emit_file(&an, o->out, a)))
 		return rc;
 	if (o->json)
 		report_json(&an, stdout);
 	else
 		report_human(&an, &o->report, stdout);
-	return fflush(stdout) ? 4 : 0;
+	return 0;
+}
+
+static int
+run_net(Options *o)
+{
+	Arena a;
+	Source src;
+	int rc;
+
+	ar_init(&a);
+	src = read_source(o->file, &a);
+	rc = compile(o, &src, &a);
+	ar_free(&a);
+	if (fflush(stdout) && rc == 0)
+		rc = 4;
+	return rc;
 }
 
 static void

@@ -8,15 +8,27 @@
  *
  * Choices, documented for users of the output:
  * - Two memory modes, picked at run time: --tracked (default) allocates each
- *   instance at its producing step with cudaMalloc (malloc on the host) and
- *   frees it after its last live step; --arena makes one allocation of
- *   arena_bytes and puts every instance, and every step's temporary block,
- *   at the offset mp_plan gave it. Both count persistent bytes (each param,
- *   one master block, one optimizer block), live instances and the step's
- *   temporaries exactly as the MemEval does, compare every step with the
- *   prediction, and exit 1 on any difference. The device figure is the
- *   largest rise of cudaMemGetInfo's used bytes (allocator granularity and
- *   the context make it larger than the exact count).
+ *   buffer on its own with cudaMalloc (malloc on the host): every persistent
+ *   buffer (each param's weight, master copy and optimizer state, one
+ *   allocation each, for the whole run) and each instance at its producing
+ *   step, freed after its last live step (views widen it). --arena makes one
+ *   allocation of exactly arena_bytes (mp_plan's result, which is at least
+ *   the predicted peak) and puts every persistent buffer, every instance and
+ *   every step's temporary block at the offset mp_plan gave it (layout:
+ *   codegen/memplan.c); any buffer without an offset or ending past the
+ *   arena stops the program. Both count persistent bytes, live instances
+ *   and the step's temporaries exactly as the MemEval does, compare every
+ *   step with the prediction, and exit 1 on any difference; both print the
+ *   predicted and measured peak and the arena bytes. The device figure is
+ *   the largest rise of cudaMemGetInfo's used bytes (allocator granularity
+ *   and the context make it larger than the exact count).
+ * - Persistent buffers are emitted in Dag order (dag.h: per param, weight,
+ *   master copy, optimizer states); weights are the P[] tensors, master
+ *   copies and optimizer state are allocated and counted only.
+ * - Size: one line per allocation, kernel call and free, plus one table row
+ *   per instance, so the file is linear in the schedule (GPT-2 small at -O2:
+ *   ~0.4 MB; a 100k-op graph at -O0: ~100 MB). Steps are grouped into
+ *   functions of CG_CHUNK steps to keep compile time linear too.
  * - Each use is bound to an instance by replaying "the most recent earlier
  *   production serves each use" over step_prod, in its order; the replay
  *   is checked against step_prod as it goes.
@@ -41,6 +53,9 @@
  * - Custom ops run a placeholder: out = 0.5 * sum over floating arguments
  *   a of a[i mod n(a)], whose backward is its exact gradient; declared
  *   workspace is allocated in the step's block and written (0x5a bytes).
+ * - Checked by tests/unit/test_emit.c (finite differences, a miscounting
+ *   program fails) and tests/codegen/run.sh (every example at tiny dims,
+ *   -O0, -O1, -O2 and a --budget, both modes, bit-identical checksums).
  */
 #include <stdarg.h>
 #include <string.h>
@@ -62,6 +77,7 @@ typedef struct Em {
 	int *dag_of;            /* IR tensor -> Dag tensor, or -1 */
 	int *param_of;          /* IR tensor -> param number, or -1 */
 	int *params;            /* param number -> IR tensor */
+	int64_t *par_off;       /* param number -> arena offset of its weight */
 	int nparam;
 	int *cur;               /* Dag tensor -> serving instance, or -1 */
 	int *end;               /* instance -> last live step, views included */
@@ -587,6 +603,27 @@ lifetimes(Em *e)
 	}
 }
 
+/* Each param's weight buffer and its arena offset; checks that the Dag
+ * lists every persistent byte. */
+static void
+persistent_offsets(Em *e)
+{
+	const Dag *d = e->d;
+	int64_t sum[CAT_COUNT] = {0};
+	e->par_off = ar_alloc(&e->a, sizeof *e->par_off * (size_t)(e->nparam + 1));
+	for (int p = 0; p < e->nparam; p++)
+		e->par_off[p] = -1;
+	for (int i = 0; i < d->npersistent; i++) {
+		sum[d->persistent_cat[i]] += d->persistent_buf[i];
+		if (d->persistent_cat[i] == CAT_PARAMS)
+			e->par_off[e->param_of[d->persistent_ir[i]]] = e->ev->persistent_offset[i];
+	}
+	for (int c = 0; c < CAT_COUNT; c++)
+		ir_assert(sum[c] == d->persistent[c]);
+	for (int p = 0; p < e->nparam; p++)
+		ir_assert(e->par_off[p] >= 0);
+}
+
 static void
 setup(Em *e)
 {
@@ -616,6 +653,7 @@ setup(Em *e)
 	}
 	int_ranges(e);
 	lifetimes(e);
+	persistent_offsets(e);
 }
 
 static void
@@ -645,28 +683,33 @@ emit_tables(Em *e)
 		const Tensor *t = ten(e, e->params[p]);
 		out(e, "\t");
 		emit_shape(e, t->dtype, t);
-		out(e, ", %lld, -1},  /* %d: %s */\n", (long long)t->bytes, p, t->id);
+		out(e, ", %lld, %lld},  /* %d: %s */\n", (long long)t->bytes,
+		    (long long)e->par_off[p], p, t->id);
 	}
 	out(e, "\t{0, 0, {0}, 0, -1}\n};\n");
 	out(e, "\nstatic RtT D[%d], P[%d];\n", ev->ninst + 1, e->nparam + 1);
 }
 
-/* Persistent buffers and the instances that exist before step 0. */
+/* Persistent buffers, in Dag order at their arena offsets, and the
+ * instances that exist before step 0. */
 static void
 emit_prologue(Em *e)
 {
 	const Dag *d = e->d;
-	int64_t pbytes = 0;
 	out(e, "\nstatic void\nrt_prologue(void)\n{\n");
-	for (int p = 0; p < e->nparam; p++) {
-		const Tensor *t = ten(e, e->params[p]);
-		pbytes += t->bytes;
-		out(e, "\tP[%d] = rt_make(&rt_par[%d]);\n", p, p);
-		out(e, "\trt_param(P[%d], rt_key(\"%s\"));\n", p, t->id);
+	for (int i = 0; i < d->npersistent; i++) {
+		const Tensor *t = ten(e, d->persistent_ir[i]);
+		int p = e->param_of[d->persistent_ir[i]];
+		if (d->persistent_cat[i] == CAT_PARAMS) {
+			out(e, "\tP[%d] = rt_make(&rt_par[%d]);\n", p, p);
+			out(e, "\trt_param(P[%d], rt_key(\"%s\"));\n", p, t->id);
+		} else {
+			out(e, "\trt_alloc(%lld, %lld);  /* %s of %s */\n",
+			    (long long)d->persistent_buf[i], (long long)e->ev->persistent_offset[i],
+			    d->persistent_cat[i] == CAT_MASTER ? "master copy" : "optimizer state",
+			    t->id);
+		}
 	}
-	out(e, "\trt_alloc(%lld, -1);  /* master copy, optimizer state, other params */\n",
-	    (long long)(d->persistent[CAT_PARAMS] - pbytes + d->persistent[CAT_MASTER] +
-	                d->persistent[CAT_OPTIMIZER]));
 	for (int k = 0; k < e->ev->step_prod[1]; k++) {
 		const Instance *in = &e->ev->inst[k];
 		const DagTensor *dt = &d->t[in->tensor];

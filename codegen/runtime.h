@@ -1658,6 +1658,7 @@ rt_key(const char *s)
 
 static int rt_arena_mode;
 static unsigned char *rt_arena;
+static int64_t rt_arena_size;
 static int64_t rt_live, rt_peak, rt_peak_step = -1, rt_bad = -1, rt_step_now;
 #ifdef RT_GPU
 static int64_t rt_dev_base, rt_dev_peak;
@@ -1691,22 +1692,29 @@ rt_raw_free(void *p)
 #endif
 }
 
-/* Counted allocation: tracked mode asks the allocator, arena mode hands out
- * the planned offset; both count the same bytes. */
+/* Counted allocation: tracked mode asks the allocator for every buffer,
+ * arena mode hands out the planned offset in the one allocation made at
+ * start (a buffer of bytes > 0 with no offset is an error there); both
+ * count the same bytes. */
 RT_FN void *
 rt_alloc(int64_t bytes, int64_t offset)
 {
 	rt_live += bytes;
-	if (rt_arena_mode && offset >= 0)
-		return rt_arena + offset;
-	return rt_raw_alloc(bytes);
+	if (!rt_arena_mode)
+		return rt_raw_alloc(bytes);
+	if (offset < 0 && bytes > 0)
+		rt_die("arena mode: a buffer has no planned offset");
+	if (offset + bytes > rt_arena_size)
+		rt_die("arena mode: a buffer ends past the arena");
+	return rt_arena + (offset > 0 ? offset : 0);
 }
 
 RT_FN void
 rt_release(void *p, int64_t bytes, int64_t offset)
 {
+	(void)offset;
 	rt_live -= bytes;
-	if (!(rt_arena_mode && offset >= 0))
+	if (!rt_arena_mode)
 		rt_raw_free(p);
 }
 
@@ -1742,6 +1750,7 @@ rt_start(int argc, char **argv, int64_t arena_bytes)
 	rt_cuda(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
 	rt_dev_base = (int64_t)(tot - fr);
 #endif
+	rt_arena_size = arena_bytes;
 	if (rt_arena_mode)
 		rt_arena = (unsigned char *)rt_raw_alloc(arena_bytes);
 }

@@ -37,7 +37,8 @@
  *
  * How passes/lower.c maps a training graph onto a Dag:
  * - params are not Dag tensors: their bytes (and master copy, optimizer
- *   state) are persistent[]; a view of a param is a DagTensor with
+ *   state) are persistent[], listed buffer by buffer in persistent_buf[]
+ *   (order: see Dag); a view of a param is a DagTensor with
  *   persistent_view set. Each IR input is a from_start tensor (CAT_INPUTS).
  * - forward op o (program order) -> one node, once=false, name = id of
  *   o.out[0], cost = o.flops, workspace = o.workspace, in = o's distinct
@@ -113,6 +114,18 @@ typedef struct Dag {
 	int *base_order;        /* the -O0 / reference schedule: every node once */
 	int nbase;
 	int64_t persistent[CAT_COUNT]; /* params, master, optimizer */
+	/* The persistent buffers one by one, live for the whole step, as
+	 * passes/lower.c lists them: for each param in IR order, its weight
+	 * (CAT_PARAMS); then, in train mode, its f32 master copy (CAT_MASTER;
+	 * mixed precision and a param not declared f32) and one buffer per
+	 * optimizer state value (CAT_OPTIMIZER; none for sgd). Per category
+	 * they sum to persistent[]. A Dag built elsewhere may list none
+	 * (npersistent 0); the memory planner then places persistent[] as one
+	 * block. */
+	int npersistent;
+	int64_t *persistent_buf;        /* [npersistent] bytes */
+	MemCat *persistent_cat;         /* [npersistent] */
+	int *persistent_ir;             /* [npersistent] the param's IR tensor */
 	int64_t forward_cost;   /* sum of cost over recomputable (!once) nodes */
 	int64_t total_cost;     /* sum of cost over all nodes */
 } Dag;
@@ -158,6 +171,8 @@ typedef struct MemEval {
 	int64_t *temp_offset;   /* memory planner: [nsteps] arena offset of the
 	                           step's temporary block (mp_temp_layout), or
 	                           -1 when the step has no temporaries */
+	int64_t *persistent_offset; /* memory planner: [Dag.npersistent] arena
+	                           offset of each persistent buffer */
 } MemEval;
 
 /* ---------------------------------------------------------------- passes/dag.c */
@@ -225,9 +240,11 @@ int cm_run(const char *path, const PlanGoal *goal, bool json, bool verify,
            FILE *out);
 
 /* ---------------------------------------------------------------- codegen/memplan.c */
-/* Assigns 256-byte-aligned offsets to every owning instance so that two
- * instances overlap only when never live at the same step. Returns arena
- * bytes (largest end offset). */
+/* Assigns 256-byte-aligned offsets to every persistent buffer (first, for
+ * the whole step; d may be NULL for none), every owning instance and every
+ * step's temporary block, so that two blocks overlap only when never live at
+ * the same step. Returns arena bytes (largest end offset), which is at least
+ * the peak of ev. O(n log n) in the number of blocks. */
 int64_t mp_plan(const Dag *d, MemEval *ev, Arena *a);
 /* codegen/memplan.c: the layout of step s's temporary block, which holds
  * ev->temp_bytes[s] bytes exactly: the accumulation temporaries by element

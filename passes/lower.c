@@ -3,7 +3,8 @@
  *
  * Reads: Graph tensors (kind, bytes, view_of, grad, dtype), ops (in, out,
  * extra, saves, has_backward, flops, bwd_flops, workspace), settings.
- * Writes: a Dag in the given arena, with ir_op / ir_tensor back-links.
+ * Writes: a Dag in the given arena, with ir_op / ir_tensor back-links and
+ * the list of persistent buffers (weights, master copies, optimizer state).
  */
 #include <string.h>
 
@@ -87,24 +88,48 @@ push_unique(int *list, int *n, int x)
 	list[(*n)++] = x;
 }
 
+/* Appends one persistent buffer and counts it in persistent[]. */
 static void
-persistent_bytes(Lowering *L)
+add_persistent(Lowering *L, int ir, MemCat cat, int64_t bytes)
+{
+	Dag *d = L->d;
+	int i = d->npersistent++;
+
+	d->persistent_buf[i] = bytes;
+	d->persistent_cat[i] = cat;
+	d->persistent_ir[i] = ir;
+	d->persistent[cat] += bytes;
+}
+
+/* The persistent buffers, in the order dag.h documents: per param, its
+ * weight, master copy, then each optimizer state value. */
+static void
+persistent_buffers(Lowering *L)
 {
 	const Graph *g = L->g;
 	const Settings *s = &g->settings;
-	int64_t *p = L->d->persistent;
+	Dag *d = L->d;
+	int nstates = g->train ? optimizer_states(s->optimizer) : 0;
+	size_t cap = 0;
 
+	for (int i = 0; i < g->nt; i++)
+		if (g->t[i].kind == TK_PARAM)
+			cap += 2 + (size_t)nstates;
+	d->persistent_buf = ar_alloc(L->a, sizeof *d->persistent_buf * (cap + 1));
+	d->persistent_cat = ar_alloc(L->a, sizeof *d->persistent_cat * (cap + 1));
+	d->persistent_ir = ar_alloc(L->a, sizeof *d->persistent_ir * (cap + 1));
 	for (int i = 0; i < g->nt; i++) {
 		const Tensor *t = &g->t[i];
 		if (t->kind != TK_PARAM)
 			continue;
-		p[CAT_PARAMS] += t->bytes;
+		add_persistent(L, i, CAT_PARAMS, t->bytes);
 		if (!g->train)
 			continue;
 		if (s->mixed && t->dtype != DT_F32)
-			p[CAT_MASTER] += t->numel * 4;
-		p[CAT_OPTIMIZER] += t->numel * optimizer_states(s->optimizer) *
-		                    (s->mixed ? 4 : dtype_size(t->dtype));
+			add_persistent(L, i, CAT_MASTER, t->numel * 4);
+		for (int k = 0; k < nstates; k++)
+			add_persistent(L, i, CAT_OPTIMIZER,
+			               t->numel * (s->mixed ? 4 : dtype_size(t->dtype)));
 	}
 }
 
@@ -219,7 +244,7 @@ lower_graph(const Graph *g, Dag *d, Arena *a)
 	L.dag_of = ar_alloc(a, sizeof(int) * (size_t)(g->nt + 1));
 	for (int i = 0; i < g->nt; i++)
 		L.dag_of[i] = -1;
-	persistent_bytes(&L);
+	persistent_buffers(&L);
 	forward_tensors(&L);
 	if (g->train)
 		grad_tensors(&L);

@@ -1,34 +1,168 @@
 #!/bin/sh
-# tests/codegen/run.sh -- end to end: every example at tiny dims, emitted at
-# -O0, -O1 and -O2, compiled in host mode, run in both memory modes; the
-# measured peak must equal the prediction and the gradient checksums must
-# not depend on the schedule. Skips (77) until remat supports -o.
-: "${REMAT:?}" "${SRCDIR:?}"
+# tests/codegen/run.sh -- end to end, for make check (TAP). Every example in
+# examples/*.net, at its tiny -D flags (the table below, from
+# examples/README.md), is emitted with `remat -o` at -O0, -O1, -O2 and under
+# a --budget that forces recomputation where any schedule can lower the peak
+# (0.8 x the -O0 peak; when nothing fits, the smallest peak remat reports).
+# Each program is compiled in host mode (-Wall -Werror) and run in tracked
+# and arena modes; a run passes when the measured peak equals the prediction
+# (exit 0), the arena holds the peak, and its loss, dirgrad and gradient
+# checksums are bit-identical to the -O0 tracked run. Further tests: the
+# predicted peak of tiny.net equals the JSON report's peak_bytes and its
+# arena_bytes; some schedules really recompute; and, when $NVCC is set, each
+# example's -O2 program compiles as CUDA (compile only, one level per
+# example as nvcc takes ~10 s a file; run in the background meanwhile).
+# Outputs go to $BUILDDIR/tests/out/codegen, removed when every test passes.
+set -u
+: "${REMAT:?}" "${SRCDIR:?}" "${BUILDDIR:?}"
 CC=${CC:-cc}
-"$REMAT" --help 2>&1 | grep -q -- ' -o' || exit 77
-dir=$(mktemp -d) || exit 99
-trap 'rm -rf "$dir"' EXIT
-tiny="-DB=2 -DS=8 -DD=16 -DH=2 -DL=2 -DV=32 -DC=4 -DF=32"
-n=0 fail=0
-for net in "$SRCDIR"/examples/*.net; do
-	name=$(basename "$net" .net)
+NVCC=${NVCC:-}
+out="$BUILDDIR/tests/out/codegen"
+rm -rf "$out"
+mkdir -p "$out" || exit 99
+
+# The tiny flags of each example (examples/README.md).
+tiny_flags() {
+	case $1 in
+	tiny) echo "" ;;
+	mlp) echo "-DB=4 -DHW=4 -DHID=16 -DK=3" ;;
+	resnet50) echo "-DB=2 -DHW=32 -DW=4 -DK=10" ;;
+	gpt2) echo "-DB=2 -DS=16 -DD=32 -DH=2 -DL=2 -DV=64" ;;
+	unet) echo "-DB=2 -DHW=32 -DW=4" ;;
+	llama) echo "-DB=1 -DS=16 -DD=32 -DH=2 -DL=2 -DF=64 -DV=64" ;;
+	*) return 1 ;;
+	esac
+}
+
+nets=$(cd "$SRCDIR/examples" && ls *.net)
+nnets=$(echo "$nets" | wc -w)
+echo "1..$((nnets * 5 + 2))"
+i=0
+nrec=0
+
+failed=0
+ok() { i=$((i + 1)); echo "ok $i - $*"; }
+notok() { i=$((i + 1)); failed=1; echo "not ok $i - $*"; }
+field() { sed -n "s/^$1: \([0-9-]*\).*/\1/p" "$2"; }
+jfield() { tr ',' '\n' <"$2" | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -1; }
+sums() { grep -E '^(checksum|loss:|dirgrad:)' "$1"; }
+
+# Emits, compiles and runs one program; $1 = test name, $2 = file stem,
+# the rest: remat arguments. Compares with $ref when it is set.
+run_one() {
+	name=$1 stem=$2
+	shift 2
+	if ! "$REMAT" "$@" -o "$stem.cu" >"$stem.report" 2>"$stem.err"; then
+		notok "$name: remat failed"; sed 's/^/# /' "$stem.err" | head -10; return 1
+	fi
+	if ! $CC -x c -std=c11 -O1 -Wall -Werror -DREMAT_HOST "$stem.cu" -o "$stem" -lm \
+	     2>>"$stem.err"; then
+		notok "$name: host compile failed"; sed 's/^/# /' "$stem.err" | head -20; return 1
+	fi
+	for m in tracked arena; do
+		if ! "$stem" --$m >"$stem.$m" 2>>"$stem.err"; then
+			notok "$name: --$m: measured peak differs from the prediction"
+			sed 's/^/# /' "$stem.err" "$stem.$m" | grep -v checksum | head -20
+			return 1
+		fi
+	done
+	pred=$(field "predicted peak" "$stem.arena") arena=$(field arena "$stem.arena")
+	if [ -z "$pred" ] || [ -z "$arena" ] || [ "$arena" -lt "$pred" ]; then
+		notok "$name: arena ${arena:-?} bytes < peak ${pred:-?} bytes"; return 1
+	fi
+	if [ "$(sums "$stem.tracked")" != "$(sums "$stem.arena")" ]; then
+		notok "$name: tracked and arena results differ"; return 1
+	fi
+	if [ -n "${ref:-}" ] && [ "$(sums "$stem.tracked")" != "$(sums "$ref")" ]; then
+		notok "$name: results differ from -O0"
+		diff "$ref" "$stem.tracked" | grep -E '^[<>] (checksum|loss|dirgrad)' | sed 's/^/# /' | head -10
+		return 1
+	fi
+	rec=$(grep -c '^	/\* step [0-9]*: recompute ' "$stem.cu")
+	[ "$rec" -gt 0 ] && nrec=$((nrec + 1))
+	ok "$name (peak $pred B, arena $arena B, $rec recompute steps)"
+}
+
+# Everything first at -O2 so that nvcc can start on those files at once.
+for net in $nets; do
+	ex=${net%.net}
+	flags=$(tiny_flags "$ex") || flags=UNKNOWN
+	[ "$flags" = UNKNOWN ] && continue
+	# shellcheck disable=SC2086
+	"$REMAT" -O2 $flags "$SRCDIR/examples/$net" -o "$out/$ex-nv.cu" >/dev/null 2>&1
+done
+if [ -n "$NVCC" ]; then
+	(for net in $nets; do
+		ex=${net%.net}
+		if [ -f "$out/$ex-nv.cu" ] &&
+		   "$NVCC" -fmad=false -x cu -c "$out/$ex-nv.cu" -o "$out/$ex-nv.o" \
+		   >"$out/$ex-nv.log" 2>&1; then
+			echo ok >"$out/$ex-nv.status"
+		else
+			echo fail >"$out/$ex-nv.status"
+		fi
+	done) &
+	nvpid=$!
+fi
+
+for net in $nets; do
+	ex=${net%.net}
+	if ! flags=$(tiny_flags "$ex"); then
+		for l in -O0 -O1 -O2 --budget; do
+			notok "$ex $l: no tiny flags in tests/codegen/run.sh"
+		done
+		continue
+	fi
 	ref=
 	for o in 0 1 2; do
-		n=$((n + 1))
-		out="$dir/$name-O$o"
-		defs=$(for d in $tiny; do k=${d#-D}; k=${k%%=*}; grep -q "\b$k\b" "$net" && printf '%s ' "$d"; done)
-		if ! "$REMAT" -O$o $defs "$net" -o "$out.cu" 2>"$out.err" ||
-		   ! $CC -x c -std=c11 -O1 -Wall -DREMAT_HOST "$out.cu" -o "$out" -lm 2>>"$out.err" ||
-		   ! "$out" --tracked >"$out.t" 2>>"$out.err" || ! "$out" --arena >"$out.a" 2>>"$out.err"; then
-			echo "not ok $n - $name -O$o"; sed 's/^/# /' "$out.err" | head -20; fail=1; continue
-		fi
-		sums=$(grep -E '^(checksum|loss)' "$out.t")
-		if [ -n "$ref" ] && [ "$sums" != "$ref" ]; then
-			echo "not ok $n - $name -O$o: checksums differ from -O0"; fail=1; continue
-		fi
-		ref=$sums
-		echo "ok $n - $name -O$o"
+		# shellcheck disable=SC2086
+		run_one "$ex -O$o" "$out/$ex-O$o" -O$o $flags "$SRCDIR/examples/$net" || o=fail
+		[ $o = 0 ] && ref="$out/$ex-O0.tracked"
 	done
+	# A budget below the -O0 peak, or the smallest peak remat can reach.
+	peak=$(field "predicted peak" "$out/$ex-O0.tracked")
+	budget=$(( ${peak:-0} * 4 / 5 ))
+	# shellcheck disable=SC2086
+	"$REMAT" --budget $budget $flags "$SRCDIR/examples/$net" >/dev/null 2>"$out/$ex-b.probe"
+	low=$(sed -n 's/.*smallest peak found: \([0-9]*\) bytes.*/\1/p' "$out/$ex-b.probe")
+	[ -n "$low" ] && budget=$low
+	# shellcheck disable=SC2086
+	run_one "$ex --budget $budget" "$out/$ex-budget" --budget $budget $flags \
+		"$SRCDIR/examples/$net"
 done
-echo "1..$n"
-exit $fail
+
+# The program predicts exactly what the JSON report says.
+t="$out/tiny-json"
+if "$REMAT" --json "$SRCDIR/examples/tiny.net" -o "$t.cu" >"$t.json" 2>"$t.err" &&
+   $CC -x c -std=c11 -O1 -Wall -Werror -DREMAT_HOST "$t.cu" -o "$t" -lm 2>>"$t.err" &&
+   "$t" --arena >"$t.out" 2>>"$t.err"; then
+	jp=$(jfield peak_bytes "$t.json") ja=$(jfield arena_bytes "$t.json")
+	pp=$(field "predicted peak" "$t.out") pa=$(field arena "$t.out")
+	if [ -n "$jp" ] && [ "$jp" = "$pp" ] && [ "$ja" = "$pa" ] && [ "$ja" -ge "$jp" ]; then
+		ok "tiny.net: program predicts peak_bytes $jp and arena_bytes $ja of --json"
+	else
+		notok "tiny.net: JSON peak ${jp:-?} arena ${ja:-?}, program ${pp:-?} ${pa:-?}"
+	fi
+else
+	notok "tiny.net --json -o"; sed 's/^/# /' "$t.err" | head -10
+fi
+
+if [ $nrec -gt 0 ]; then
+	ok "recomputation exercised: $nrec schedules with recompute steps"
+else
+	notok "no schedule recomputes anything: the tiny sizes test nothing"
+fi
+
+[ -n "$NVCC" ] && wait "$nvpid"
+for net in $nets; do
+	ex=${net%.net}
+	if [ -z "$NVCC" ]; then
+		ok "$ex -O2: nvcc compile # SKIP no nvcc"
+	elif [ "$(cat "$out/$ex-nv.status" 2>/dev/null)" = ok ]; then
+		ok "$ex -O2: compiles with nvcc"
+	else
+		notok "$ex -O2: nvcc failed"; sed 's/^/# /' "$out/$ex-nv.log" 2>/dev/null | head -10
+	fi
+done
+[ $failed = 0 ] && rm -rf "$out"
+exit 0

@@ -1,6 +1,9 @@
 /* tests/unit/test_memplan.c -- mp_plan on random interval sets: aligned
  * offsets, no overlap between blocks live at a common step, and an arena
- * at least as large as the most bytes live at once. */
+ * at least as large as the most bytes live at once; small sets (where the
+ * greedy-by-size placement is tried) and a large one (linear scan only);
+ * persistent buffers first; and on the real pipeline for every example
+ * (tiny and real dims, -O0 to -O2): arena bytes >= peak. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,6 +15,8 @@
 
 #include "ir.h"
 #include "dag.h"
+
+static void check_plan(const MemEval *ev, int64_t arena);
 
 static uint64_t
 rnd(uint64_t *s)
@@ -149,12 +154,178 @@ test_reuse(void **state)
 	ar_free(&a);
 }
 
+/* A large random set (more blocks than greedy_by_size takes), checked by a
+ * sweep: each block against the blocks live when it starts. */
+static void
+test_large(void **state)
+{
+	enum { N = 20000, STEPS = 4000 };
+	Arena a;
+	MemEval ev;
+	uint64_t seed = 7;
+	int64_t most = 0;
+	(void)state;
+	ar_init(&a);
+	memset(&ev, 0, sizeof ev);
+	ev.nsteps = STEPS;
+	ev.ninst = N;
+	ev.inst = ar_alloc(&a, sizeof *ev.inst * N);
+	ev.temp_bytes = ar_alloc(&a, sizeof *ev.temp_bytes * STEPS);
+	for (int k = 0; k < N; k++) {
+		int st = (int)(rnd(&seed) % STEPS);
+		int en = st + (int)(rnd(&seed) % 60);
+		ev.inst[k] = (Instance){.tensor = k, .start = st, .end = en < STEPS ? en : STEPS - 1,
+		                        .owned = 1 + (int64_t)(rnd(&seed) % 100000), .base = k};
+	}
+	int64_t arena = mp_plan(NULL, &ev, &a);
+	int *act = calloc(N, sizeof *act), nact = 0;
+	for (int s = 0; s < STEPS; s++) {
+		int64_t live = 0;
+		int m = 0;
+		for (int j = 0; j < nact; j++)          /* drop what ended */
+			if (ev.inst[act[j]].end >= s)
+				act[m++] = act[j];
+		nact = m;
+		for (int k = 0; k < N; k++) {
+			const Instance *x = &ev.inst[k];
+			if (x->start != s)
+				continue;
+			assert_int_equal(x->offset % 256, 0);
+			assert_true(x->offset >= 0 && x->offset + x->owned <= arena);
+			for (int j = 0; j < nact; j++) {
+				const Instance *y = &ev.inst[act[j]];
+				assert_true(x->offset + x->owned <= y->offset ||
+				            y->offset + y->owned <= x->offset);
+			}
+			act[nact++] = k;
+		}
+		for (int j = 0; j < nact; j++)
+			live += ev.inst[act[j]].owned;
+		most = live > most ? live : most;
+	}
+	assert_true(arena >= most);
+	free(act);
+	ar_free(&a);
+}
+
+/* Persistent buffers come first, each 256-aligned, in Dag order; bytes of
+ * persistent[] that the Dag does not list follow as one block. */
+static void
+test_persistent(void **state)
+{
+	Arena a;
+	MemEval ev;
+	Dag d;
+	int64_t buf[3] = {100, 512, 4};
+	MemCat cat[3] = {CAT_PARAMS, CAT_MASTER, CAT_OPTIMIZER};
+	int ir[3] = {0, 0, 0};
+	(void)state;
+	ar_init(&a);
+	memset(&d, 0, sizeof d);
+	d.npersistent = 3;
+	d.persistent_buf = buf;
+	d.persistent_cat = cat;
+	d.persistent_ir = ir;
+	d.persistent[CAT_PARAMS] = 100 + 300;   /* 300 unlisted */
+	d.persistent[CAT_MASTER] = 512;
+	d.persistent[CAT_OPTIMIZER] = 4;
+	memset(&ev, 0, sizeof ev);
+	ev.nsteps = 2;
+	ev.ninst = 1;
+	ev.inst = ar_alloc(&a, sizeof *ev.inst);
+	ev.temp_bytes = ar_alloc(&a, sizeof *ev.temp_bytes * 2);
+	ev.inst[0] = (Instance){.start = 0, .end = 1, .owned = 10, .base = 0};
+	int64_t arena = mp_plan(&d, &ev, &a);
+	assert_int_equal(ev.persistent_offset[0], 0);
+	assert_int_equal(ev.persistent_offset[1], 256);
+	assert_int_equal(ev.persistent_offset[2], 768);
+	assert_int_equal(ev.inst[0].offset, 768 + 256 + 512);
+	assert_int_equal(arena, 768 + 256 + 512 + 256);
+	ar_free(&a);
+}
+
+/* The whole pipeline on one example: the arena holds the peak, persistent
+ * buffers sit below every other block, and the plan is sound. */
+static void
+check_example(const char *name, const char *flags, int level)
+{
+	char path[1024], *text, *defs = strdup(flags), *save = NULL;
+	const char *srcdir = getenv("SRCDIR");
+	DimOverride dv[IR_MAXDIM];
+	NetOptions o;
+	Arena a;
+	Analysis an;
+	Diag dg;
+	PlanGoal goal = {level, 1.0, -1, false};
+	memset(&o, 0, sizeof o);
+	o.defs = dv;
+	for (char *tok = strtok_r(defs, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(tok, '=');
+		*eq = 0;
+		dv[o.ndefs++] = (DimOverride){tok + 2, atoll(eq + 1)};
+	}
+	snprintf(path, sizeof path, "%s/examples/%s.net", srcdir ? srcdir : ".", name);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	text = calloc(1, 1 << 20);
+	size_t len = fread(text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	Source src = {path, text, len};
+	ar_init(&a);
+	diag_init(&dg, &src, stderr);
+	dg.quiet_warnings = true;
+	Program *p = net_parse(&src, &a, &dg);
+	assert_non_null(p);
+	assert_int_equal(analyze(p, path, &o, &goal, false, &an, &a, &dg), 0);
+	if (an.arena_bytes < an.ev.peak)
+		fail_msg("%s %s -O%d: arena %lld < peak %lld", name, flags, level,
+		         (long long)an.arena_bytes, (long long)an.ev.peak);
+	int64_t pend = 0, sum = 0, total = 0;
+	for (int i = 0; i < an.d.npersistent; i++) {
+		assert_int_equal(an.ev.persistent_offset[i], pend);
+		pend += (an.d.persistent_buf[i] + 255) / 256 * 256;
+		sum += an.d.persistent_buf[i];
+	}
+	for (int c = 0; c < CAT_COUNT; c++)
+		total += an.d.persistent[c];
+	assert_int_equal(sum, total);
+	for (int k = 0; k < an.ev.ninst; k++)
+		assert_true(an.ev.inst[k].owned == 0 || an.ev.inst[k].offset >= pend);
+	if (an.ev.ninst < 3000)
+		check_plan(&an.ev, an.arena_bytes);
+	ar_free(&a);
+	free(text);
+	free(defs);
+}
+
+static void
+test_examples(void **state)
+{
+	static const char *const ex[][2] = {
+		{"tiny", ""},
+		{"mlp", "-DB=4 -DHW=4 -DHID=16 -DK=3"},
+		{"resnet50", "-DB=2 -DHW=32 -DW=4 -DK=10"},
+		{"gpt2", "-DB=2 -DS=16 -DD=32 -DH=2 -DL=2 -DV=64"},
+		{"unet", "-DB=2 -DHW=32 -DW=4"},
+		{"llama", "-DB=1 -DS=16 -DD=32 -DH=2 -DL=2 -DF=64 -DV=64"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
+		for (int level = 0; level <= 2; level++) {
+			check_example(ex[i][0], ex[i][1], level);
+			check_example(ex[i][0], "", level);     /* real dims */
+		}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_random_intervals),
 		cmocka_unit_test(test_reuse),
+		cmocka_unit_test(test_large),
+		cmocka_unit_test(test_persistent),
+		cmocka_unit_test(test_examples),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
