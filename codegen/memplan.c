@@ -74,6 +74,8 @@ typedef struct Treap {
 	Tnode *n;
 	int nn, root;
 	uint64_t seed;
+	int cap, free;          /* pool size; erased nodes, linked through l */
+	Arena *a;
 } Treap;
 
 static bool
@@ -114,8 +116,23 @@ tr_merge(Treap *T, int a, int b)
 static void
 tr_insert(Treap *T, int64_t k1, int64_t k2)
 {
-	int l, r, x = T->nn++;
+	int l, r, x;
 	uint64_t z = (T->seed += 0x9e3779b97f4a7c15ull);
+
+	/* reuse erased nodes: the pool stays as large as the most free ranges
+	 * at once, not the number of inserts */
+	if (T->free >= 0) {
+		x = T->free;
+		T->free = T->n[x].l;
+	} else {
+		if (T->nn == T->cap) {
+			int cap = T->cap ? 2 * T->cap : 1024;
+			T->n = ar_grow(T->a, T->n, sizeof *T->n * (size_t)T->cap,
+			               sizeof *T->n * (size_t)cap);
+			T->cap = cap;
+		}
+		x = T->nn++;
+	}
 
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	T->n[x] = (Tnode){k1, k2, z ^ (z >> 31), -1, -1};
@@ -130,7 +147,9 @@ tr_erase(Treap *T, int64_t k1, int64_t k2)
 
 	tr_split(T, T->root, k1, k2, &l, &r);
 	tr_split(T, r, k1, k2 + 1, &m, &r);
-	ir_assert(m >= 0);
+	ir_assert(m >= 0 && T->n[m].l < 0 && T->n[m].r < 0);
+	T->n[m].l = T->free;
+	T->free = m;
 	T->root = tr_merge(T, l, r);
 }
 
@@ -284,12 +303,10 @@ sorted(Block *bl, int n, int (*cmp)(const void *, const void *), Arena *a)
 static int64_t
 linear_scan(Block *bl, int n, Arena *a)
 {
-	Space sp = {{NULL, 0, -1, 1}, {NULL, 0, -1, 2}, 0};
+	Space sp = {{NULL, 0, -1, 1, 0, -1, a}, {NULL, 0, -1, 2, 0, -1, a}, 0};
 	Block **st = sorted(bl, n, by_start, a), **ends = sorted(bl, n, by_end, a);
 	int nf = 0;
 
-	sp.by_size.n = ar_alloc(a, sizeof(Tnode) * (size_t)(2 * n + 4));
-	sp.by_off.n = ar_alloc(a, sizeof(Tnode) * (size_t)(2 * n + 4));
 	for (int i = 0; i < n; i++) {
 		for (; nf < n && ends[nf]->end < st[i]->start; nf++)
 			sp_free(&sp, ends[nf]->off, ends[nf]->size);
@@ -377,11 +394,15 @@ place_persistent(const Dag *d, MemEval *ev, Arena *a)
 int64_t
 mp_plan(const Dag *d, MemEval *ev, Arena *a)
 {
-	int *end = ar_alloc(a, sizeof *end * (size_t)(ev->ninst + 1));
-	Block *bl = ar_alloc(a, sizeof *bl * (size_t)(ev->ninst + ev->nsteps + 1));
+	Arena scratch;          /* blocks, sort orders, treaps: gone on return */
+	int *end, n = 0;
+	Block *bl;
 	int64_t *lin;
-	int n = 0;
 	int64_t base = place_persistent(d, ev, a), top;
+
+	ar_init(&scratch);
+	end = ar_alloc(&scratch, sizeof *end * (size_t)(ev->ninst + 1));
+	bl = ar_alloc(&scratch, sizeof *bl * (size_t)(ev->ninst + ev->nsteps + 1));
 
 	widen_bases(ev, end);
 	for (int k = 0; k < ev->ninst; k++) {
@@ -396,12 +417,12 @@ mp_plan(const Dag *d, MemEval *ev, Arena *a)
 		if (ev->temp_bytes && ev->temp_bytes[s] > 0)
 			bl[n++] = (Block){align_up(ev->temp_bytes[s]), s, s, 0, &ev->temp_offset[s]};
 	}
-	top = linear_scan(bl, n, a);
+	top = linear_scan(bl, n, &scratch);
 	if (n <= MP_GREEDY_MAX) {
-		lin = ar_alloc(a, sizeof *lin * (size_t)(n + 1));
+		lin = ar_alloc(&scratch, sizeof *lin * (size_t)(n + 1));
 		for (int i = 0; i < n; i++)
 			lin[i] = bl[i].off;
-		int64_t gtop = greedy_by_size(bl, n, a);
+		int64_t gtop = greedy_by_size(bl, n, &scratch);
 		if (gtop <= top)
 			top = gtop;
 		else
@@ -410,6 +431,7 @@ mp_plan(const Dag *d, MemEval *ev, Arena *a)
 	}
 	for (int i = 0; i < n; i++)
 		*bl[i].dst = base + bl[i].off;
+	ar_free(&scratch);
 	return base + top;
 }
 

@@ -53,13 +53,22 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	base = dag_base_schedule(&an->d, a);
 	if ((rc = evaluate(&an->d, &base, &an->base, verify, a)))
 		return rc;
-	an->plan = rm_plan(&an->d, goal, a);
-	if (an->plan.error) {   /* --exact on a graph too large to search */
-		fprintf(stderr, "remat: %s\n", an->plan.error);
-		return 1;
+	if (goal->level == 0 && goal->budget < 0 && !goal->exact) {
+		/* -O0 is the base schedule: no planning, no second evaluation */
+		an->plan.sched = base;
+		an->plan.peak = an->base.peak;
+		an->plan.fits = true;
+		an->plan.lower_bound = rm_lower_bound(&an->d);
+		an->ev = an->base;
+	} else {
+		an->plan = rm_plan(&an->d, goal, a);
+		if (an->plan.error) {   /* --exact on a graph too large to search */
+			fprintf(stderr, "remat: %s\n", an->plan.error);
+			return 1;
+		}
+		if ((rc = evaluate(&an->d, &an->plan.sched, &an->ev, verify, a)))
+			return rc;
 	}
-	if ((rc = evaluate(&an->d, &an->plan.sched, &an->ev, verify, a)))
-		return rc;
 	an->arena_bytes = mp_plan(&an->d, &an->ev, a);
 	an->seconds = now() - t0;
 	return an->plan.fits ? 0 : 3;

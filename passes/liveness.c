@@ -20,6 +20,7 @@ typedef struct Lv {
 	int *readat;            /* [nt] last step that read t, or -1 */
 	bool *seen;             /* [nnode] node ran before the current step */
 	int *pend;              /* [maxprod] bases of the current step's products */
+	Arena scratch;          /* the arrays above and the difference array */
 } Lv;
 
 static void
@@ -181,11 +182,11 @@ lv_fix_ends(Lv *L)
 
 /* live_bytes from a difference array of owned bytes; peak; breakdown. */
 static void
-lv_sum(Lv *L, Arena *a)
+lv_sum(Lv *L)
 {
 	MemEval *ev = L->ev;
 	int n = ev->nsteps;
-	int64_t *diff = ar_alloc(a, sizeof *diff * (size_t)(n + 1));
+	int64_t *diff = ar_alloc(&L->scratch, sizeof *diff * (size_t)(n + 1));
 	int64_t pers = 0, run = 0;
 
 	for (int c = 0; c < CAT_COUNT; c++)
@@ -241,16 +242,18 @@ lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 		if (np > maxprod)
 			maxprod = np;
 	}
-	cap += d->nt;
+	for (int t = 0; t < d->nt; t++)
+		cap += d->t[t].from_start;
 	ev->kind = ar_alloc(a, sizeof *ev->kind * (size_t)(n + 1));
 	ev->live_bytes = ar_alloc(a, sizeof *ev->live_bytes * (size_t)(n + 1));
 	ev->temp_bytes = ar_alloc(a, sizeof *ev->temp_bytes * (size_t)(n + 1));
 	ev->step_prod = ar_alloc(a, sizeof *ev->step_prod * (size_t)(n + 2));
 	ev->inst = ar_alloc(a, sizeof *ev->inst * (size_t)(cap + 1));
-	L->cur = ar_alloc(a, sizeof *L->cur * (size_t)(d->nt + 1));
-	L->readat = ar_alloc(a, sizeof *L->readat * (size_t)(d->nt + 1));
-	L->seen = ar_alloc(a, sizeof *L->seen * (size_t)(d->nnode + 1));
-	L->pend = ar_alloc(a, sizeof *L->pend * (size_t)maxprod);
+	ar_init(&L->scratch);
+	L->cur = ar_alloc(&L->scratch, sizeof *L->cur * (size_t)(d->nt + 1));
+	L->readat = ar_alloc(&L->scratch, sizeof *L->readat * (size_t)(d->nt + 1));
+	L->seen = ar_alloc(&L->scratch, sizeof *L->seen * (size_t)(d->nnode + 1));
+	L->pend = ar_alloc(&L->scratch, sizeof *L->pend * (size_t)maxprod);
 	for (int t = 0; t < d->nt; t++) {
 		L->cur[t] = -1;
 		L->readat[t] = -1;
@@ -279,8 +282,10 @@ lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	if (!ev->valid) {
 		ev->peak = 0;
 		ev->peak_step = 0;
+		ar_free(&L.scratch);
 		return;
 	}
 	lv_fix_ends(&L);
-	lv_sum(&L, a);
+	lv_sum(&L);
+	ar_free(&L.scratch);
 }
