@@ -1,7 +1,8 @@
 /* passes/remat.c -- the planners' entry point (rm_plan), the lower bound,
  * and what the planners share: the gap table over the base order, the
  * builder that turns gap states into a schedule (remat_int.h), the scoring
- * through lv_eval and the pool of scored candidates from which rm_plan
+ * through lv_eval and the pool of scored candidates -- gap states, or
+ * explicit schedules from remat_dtr.c and remat_ls.c -- from which rm_plan
  * picks. Reads the Dag only; the result's schedule lives in the caller's
  * arena. */
 #include <stdlib.h>
@@ -159,6 +160,7 @@ rm_ctx_free(RmCtx *C)
 	free(C->stack);
 	free(C->step);
 	free(C->posof);
+	free(C->lborder);
 	ar_free(&C->scratch);
 }
 
@@ -300,6 +302,18 @@ rm_eval(RmCtx *C, const unsigned char *state)
 	return C->ev.valid ? &C->ev : NULL;
 }
 
+/* A new zeroed slot at the pool's end. */
+static RmCand *
+pool_slot(RmPool *p)
+{
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 16;
+		p->c = xrealloc(p->c, sizeof *p->c * (size_t)p->cap);
+	}
+	memset(&p->c[p->n], 0, sizeof p->c[p->n]);
+	return &p->c[p->n++];
+}
+
 void
 rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
             const MemEval *ev)
@@ -308,11 +322,7 @@ rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
 
 	if (!ev)
 		return;
-	if (p->n == p->cap) {
-		p->cap = p->cap ? 2 * p->cap : 16;
-		p->c = xrealloc(p->c, sizeof *p->c * (size_t)p->cap);
-	}
-	c = &p->c[p->n++];
+	c = pool_slot(p);
 	c->state = xmalloc((size_t)C->ngap + 1);
 	memcpy(c->state, state, (size_t)C->ngap);
 	c->peak = ev->peak;
@@ -321,10 +331,28 @@ rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
 }
 
 void
+rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev)
+{
+	RmCand *c;
+
+	if (!ev)
+		return;
+	c = pool_slot(p);
+	c->sched = xmalloc(sizeof *c->sched * (size_t)(n + 1));
+	memcpy(c->sched, step, sizeof *c->sched * (size_t)n);
+	c->nsched = n;
+	c->peak = ev->peak;
+	c->cost = ev->recompute_cost;
+	c->valid = true;
+}
+
+void
 rm_pool_free(RmPool *p)
 {
-	for (int i = 0; i < p->n; i++)
+	for (int i = 0; i < p->n; i++) {
 		free(p->c[i].state);
+		free(p->c[i].sched);
+	}
 	free(p->c);
 	p->c = NULL;
 	p->n = p->cap = 0;
@@ -414,10 +442,16 @@ rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 			k = 0;
 	}
 	memset(&r, 0, sizeof r);
-	ir_assert(rm_build(&C, pool.c[k].state));
-	r.sched.n = C.nstep;
-	r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.nstep + 1));
-	memcpy(r.sched.step, C.step, sizeof *r.sched.step * (size_t)C.nstep);
+	if (pool.c[k].sched) {
+		r.sched.n = pool.c[k].nsched;
+		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(r.sched.n + 1));
+		memcpy(r.sched.step, pool.c[k].sched, sizeof *r.sched.step * (size_t)r.sched.n);
+	} else {
+		ir_assert(rm_build(&C, pool.c[k].state));
+		r.sched.n = C.nstep;
+		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.nstep + 1));
+		memcpy(r.sched.step, C.step, sizeof *r.sched.step * (size_t)C.nstep);
+	}
 	r.peak = pool.c[k].peak;
 	r.recompute_cost = pool.c[k].cost;
 	r.fits = goal->budget < 0 || r.peak <= goal->budget;

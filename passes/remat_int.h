@@ -13,7 +13,8 @@
  * has a tail gap after its last use (ending at n): KEEP lets a later
  * recompute use the old instance (stretching its life), a drop makes it
  * recompute that too. rm_build turns states into a schedule; every
- * candidate is scored by lv_eval. */
+ * candidate is scored by lv_eval. Planners that reorder or simulate
+ * (remat_dtr.c, remat_ls.c) add explicit schedules to the pool instead. */
 #ifndef REMAT_INT_H
 #define REMAT_INT_H
 
@@ -41,14 +42,17 @@ typedef struct RmCtx {
 	int *useidx;            /* [nt] uses of t done so far */
 	int *stack, *grp, *emitted;
 	int ngrp, stamp;
+	int *lborder;           /* rm_least_bytes_order's, or NULL */
+	bool lborder_done;
 	Arena scratch;          /* the latest evaluation */
 	MemEval ev;
 	long evals;
 } RmCtx;
 
-/* One scored plan. */
+/* One scored plan: gap states, or an explicit schedule (remat_dtr.c). */
 typedef struct RmCand {
-	unsigned char *state;   /* [ngap], xmalloc'ed */
+	unsigned char *state;   /* [ngap], xmalloc'ed; NULL when sched is set */
+	int *sched, nsched;     /* explicit steps, xmalloc'ed, or NULL */
 	int64_t peak, cost;
 	bool valid;
 } RmCand;
@@ -65,6 +69,7 @@ bool rm_build(RmCtx *C, const unsigned char *state);
 const MemEval *rm_eval(RmCtx *C, const unsigned char *state);
 void rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
                  const MemEval *ev);
+void rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev);
 void rm_pool_free(RmPool *p);
 unsigned char *rm_state_new(const RmCtx *C);
 
@@ -77,5 +82,22 @@ void rm_chain_sweep(RmCtx *C, RmPool *pool);
 
 /* passes/remat_o2.c */
 void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);
+
+/* passes/remat_dtr.c */
+/* Adds the simulation's plans: with budget >= 0, at a fixed ladder of
+ * bounds up to the budget; else the descent from the pool's best peak
+ * within cap (< 0: none). Budget-independent when budget < 0. */
+void rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap);
+
+/* passes/remat_order.c */
+/* A topological order (seed 0: least bytes added first, ties by base
+ * position; else random); false on a cycle. */
+bool rm_topo_order(const RmCtx *C, uint64_t seed, int *out);
+/* The least-bytes order, its peak lowered by moves (no recompute); cached
+ * in C; NULL when there is none. */
+const int *rm_least_bytes_order(RmCtx *C);
+
+/* passes/remat_ls.c */
+void rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals);
 
 #endif

@@ -3,15 +3,23 @@
  * U-Nets with no cut nodes): it lowers a threshold on the peak in fixed
  * steps; for each, it drops the gaps that best cut the bytes over the
  * threshold per recompute cost, scoring the likeliest few exactly with
- * lv_eval, then undoes drops that turned out unneeded. Every threshold's
- * plan joins the pool; rm_plan picks from it. The descent does not depend
- * on the budget, so a larger budget never gets a costlier plan. */
+ * lv_eval, then undoes drops that turned out unneeded. The descent runs on
+ * the base order and, when it starts lower, on the least-bytes topological
+ * order (remat_dtr.c), which then gets most of the evaluations. Then the
+ * simulated candidates (remat_dtr.c) and, on small graphs, the hill climb
+ * (remat_ls.c). Every plan joins the pool; rm_plan picks from it. Nothing
+ * but remat_dtr.c's fixed ladder of bounds sees the budget, and that
+ * ladder is the same for every budget, so a larger budget never gets a
+ * costlier plan. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "remat_int.h"
 
 enum { TOPK = 12, WIDE = 4 * TOPK, UNDO = 48 };
+/* remat_ls.c's hill climb: graphs up to this size, evaluations x size */
+enum { CLIMB_SIZE = 400 };
+static const long CLIMB_WORK = 400000;
 
 typedef struct Desc {
 	RmCtx *C;
@@ -282,14 +290,50 @@ ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
 	free(buf);
 }
 
-/* The pool's smallest peak within the cap. */
+/* The descent over another order ord instead of the base order, in the
+ * estimate modes set in the bits of modes, when that order's peak is
+ * below the base order's; its plans join the pool as explicit schedules.
+ * False when it did not run. */
+static bool
+ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
+                 int modes)
+{
+	bool ran = false;
+
+	Dag d2 = *C->d;
+	RmCtx C2;
+	RmPool p2 = {0};
+
+	d2.base_order = (int *)ord;
+	rm_ctx_init(&C2, &d2);
+	unsigned char *st = rm_state_new(&C2);
+	rm_pool_add(&p2, &C2, st, rm_eval(&C2, st));
+	free(st);
+	if (p2.n > 0 && p2.c[0].peak < pool->c[0].peak) {
+		ran = true;
+		for (int m = 0; m < 2; m++)
+			if (modes >> m & 1)
+				ladder(&C2, &p2, p2.c[0].state, cap, evals, m);
+	}
+	for (int i = 0; i < p2.n; i++) {
+		const MemEval *ev = rm_eval(&C2, p2.c[i].state);
+		if (ev)
+			rm_pool_add_sched(pool, C2.step, C2.nstep, ev);
+	}
+	rm_pool_free(&p2);
+	rm_ctx_free(&C2);
+	return ran;
+}
+
+/* The pool's smallest peak within the cap among the gap-state plans (the
+ * first is one), so that the descent can go on from it. */
 static int
 best_within(const RmPool *pool, double cap)
 {
 	int b = 0;
 
 	for (int i = 1; i < pool->n; i++)
-		if ((cap < 0 || (double)pool->c[i].cost <= cap) &&
+		if (pool->c[i].state && (cap < 0 || (double)pool->c[i].cost <= cap) &&
 		    (pool->c[i].peak < pool->c[b].peak ||
 		     ((double)pool->c[b].cost > cap && cap >= 0)))
 			b = i;
@@ -303,7 +347,7 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	/* Training graphs have the chain DP's plans to start from; general
 	 * DAGs rely on the descent alone and get more evaluations. */
 	long size = C->n + 1 + (C->has_backward ? C->uofs[C->d->nnode] : 0);
-	long evals = (C->has_backward ? 10000000L : 16000000L) / size;
+	long evals = (C->has_backward ? 10000000L : 6000000L) / size;
 
 	if (goal->budget < 0 && goal->max_recompute >= 0)
 		cap = goal->max_recompute * (double)C->d->forward_cost;
@@ -313,8 +357,27 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 		return;
 	if (evals > 20000)
 		evals = 20000;
-	ladder(C, pool, pool->c[0].state, cap, evals, 0);
-	ladder(C, pool, pool->c[0].state, cap, evals, 1);
+	/* On general DAGs the descent gets most evaluations on the orders that
+	 * start lower: the least-bytes order improved by moves (its plans are
+	 * the cheapest at moderate budgets), and that order as built, with
+	 * only the excess x bytes estimate (it gets furthest down). Training
+	 * graphs keep them on the base order, whose gaps match the
+	 * forward/backward structure, and so does the search for the smallest
+	 * peak (no budget), where the base order's descent goes further. */
+	const int *lb = rm_least_bytes_order(C);
+	bool re = lb && ladder_reordered(C, pool, cap, C->has_backward ?
+	                                 evals / 2 : 2 * evals / 5, lb, 3);
+	if (re && !C->has_backward && goal->budget >= 0) {
+		int *plain = xcalloc((size_t)C->d->nnode + 1, sizeof *plain);
+		if (rm_topo_order(C, 0, plain))
+			ladder_reordered(C, pool, cap, evals, plain, 1);
+		free(plain);
+		ladder(C, pool, pool->c[0].state, cap, evals / 6, 0);
+		ladder(C, pool, pool->c[0].state, cap, evals / 6, 1);
+	} else {
+		ladder(C, pool, pool->c[0].state, cap, evals, 0);
+		ladder(C, pool, pool->c[0].state, cap, evals, 1);
+	}
 	if (goal->budget < 0) {
 		int b = best_within(pool, cap);
 		if (b != 0) {
@@ -324,4 +387,14 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 			free(st);
 		}
 	}
+	/* every plan so far ignores the budget; so do these, on small graphs
+	 * (the smallest peaks, with no cap under a budget) */
+	if (goal->budget < 0 || size < CLIMB_SIZE)
+		rm_plan_dtr(C, pool, -1, cap);
+	if (size < CLIMB_SIZE)
+		rm_climb(C, pool, cap, CLIMB_WORK / size);
+	/* a fixed ladder of bounds up to the budget: each plan is the same
+	 * whatever the budget, so a larger budget sees a superset */
+	if (goal->budget >= 0)
+		rm_plan_dtr(C, pool, goal->budget, -1);
 }

@@ -2,8 +2,10 @@
  * planners. Prints, for generated training chains (1000 layers up to a
  * 100k-node graph) and random layered DAGs, the -O0/-O1/-O2 peaks and
  * planning times; and for each Checkmate graph in the folder given as
- * argv[1] (skipped when absent), the reference peak and, at budgets 0.9 and
- * 0.8 x that peak, whether -O2 fits, its TDI and its time. */
+ * argv[1] (skipped when absent), a table row per budget (0.9 and 0.8 x
+ * the reference peak): the budget, -O2's planned peak and whether it fits,
+ * its TDI, the best published TDI where there is one, and the solve time.
+ * TDI = recompute cost / the cost of running every node once. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -152,12 +154,36 @@ bench_generated(const char *what, Dag *d)
 	ar_free(&a);
 }
 
+/* The best published TDI (%) at budgets 0.9 and 0.8 of the reference peak
+ * (../shared/data/checkmate/README.md: the better of Checkmate's MILP and
+ * Moccasin), or -1 where none is published. */
+static const struct {
+	const char *file;
+	double tdi[2];
+} published[] = {
+	{"fcn8_vgg_b32_train.json", {0.0, 0.1}},
+	{"resnet50_b256_train.json", {0.1, 0.3}},
+	{"random_layered_n250.json", {0.9, 4.9}},
+	{"random_layered_n1000.json", {0.7, 3.4}},
+};
+
+static double
+published_tdi(const char *name, int i)
+{
+	for (size_t k = 0; k < sizeof published / sizeof published[0]; k++)
+		if (!strcmp(published[k].file, name))
+			return published[k].tdi[i];
+	return -1;
+}
+
+/* One table row per budget: graph, budget, planned peak, TDI, best
+ * published TDI, solve time. */
 static void
 bench_checkmate_file(const char *path, const char *name)
 {
 	Arena a;
 	Dag d;
-	char err[512];
+	char err[512], pub[16], gname[32];
 	double s0;
 
 	ar_init(&a);
@@ -167,18 +193,22 @@ bench_checkmate_file(const char *path, const char *name)
 		return;
 	}
 	dag_finish(&d);
+	snprintf(gname, sizeof gname, "%.*s", (int)strcspn(name, "."), name);
 	PlanResult r0 = plan(&d, 0, -1, &s0, &a);
-	printf("%-26s n %4d  ref peak %12lld", name, d.nnode, (long long)r0.peak);
 	static const double frac[] = {0.9, 0.8};
 	for (int i = 0; i < 2; i++) {
-		double s;
+		double s, p = published_tdi(name, i);
 		int64_t b = (int64_t)ceil((double)r0.peak * frac[i]);
 		PlanResult r = plan(&d, 2, b, &s, &a);
-		printf("  | %.1f: %s TDI %6.3f%% %5.2f s", frac[i],
-		       r.fits ? "fits" : "MISS",
-		       100.0 * (double)r.recompute_cost / (double)d.total_cost, s);
+		if (p >= 0)
+			snprintf(pub, sizeof pub, "%.1f%%", p);
+		else
+			snprintf(pub, sizeof pub, "-");
+		printf("%-22s %4.1f %14lld %14lld %-4s %8.3f%% %9s %9.0f\n", gname,
+		       frac[i], (long long)b, (long long)r.peak, r.fits ? "fits" : "MISS",
+		       100.0 * (double)r.recompute_cost / (double)d.total_cost, pub,
+		       1000 * s);
 	}
-	printf("\n");
 	ar_free(&a);
 }
 
@@ -205,6 +235,8 @@ bench_checkmate(const char *dir)
 			names[n++] = strdup(e->d_name);
 	closedir(dp);
 	qsort(names, (size_t)n, sizeof *names, cmp_str);
+	printf("\n%-22s %4s %14s %14s %-4s %9s %9s %9s\n", "graph", "frac",
+	       "budget", "planned peak", "", "TDI", "best pub", "solve ms");
 	for (int i = 0; i < n; i++) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);

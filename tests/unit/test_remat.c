@@ -1,7 +1,8 @@
 /* tests/unit/test_remat.c -- the planners: every plan valid and scored as
  * lv_eval scores it, -O2 <= -O1 and -O0 on peak, the recompute cap, budget
  * monotonicity, the chain optimum against a brute force over checkpoint
- * sets, and a U-Net (no cut nodes) improved by -O2. */
+ * sets, a U-Net (no cut nodes) improved by -O2, a budget only a reordering
+ * meets without recompute, and budgets on a chain of views. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -308,6 +309,93 @@ test_chain_brute_force(void **state)
 	}
 }
 
+/* A forward-only graph (infer style) whose base order computes the kept
+ * output A first: x -> A (1000 bytes, kept to the end); x -> B (100) -> C
+ * (2000) -> D (10, kept). Running A last lowers the peak from about 3100
+ * to 2100 with no recompute, which only a reordering finds. */
+static void
+make_reorder(Dag *d, Arena *a)
+{
+	static const int64_t bytes[] = {1000, 100, 2000, 10};
+	static const char *const names[] = {"A", "B", "C", "D"};
+	static const int src[] = {-1, -1, 2, 3};        /* tensor read, -1: x */
+
+	memset(d, 0, sizeof *d);
+	d->t = ar_alloc(a, sizeof *d->t * 5);
+	d->node = ar_alloc(a, sizeof *d->node * 4);
+	d->base_order = ar_alloc(a, sizeof(int) * 4);
+	d->t[0] = (DagTensor){"x", 64, -1, false, CAT_INPUTS, true, false, -1};
+	for (int v = 0; v < 4; v++) {
+		DagNode *n = &d->node[v];
+		d->t[v + 1] = (DagTensor){names[v], bytes[v], -1, false, CAT_ACTIVATIONS,
+		                          false, v == 0 || v == 3, -1};
+		n->name = names[v];
+		n->cost = 10;
+		n->in = ar_alloc(a, sizeof(int));
+		n->in[n->nin++] = src[v] < 0 ? 0 : src[v];
+		n->out = ar_alloc(a, sizeof(int));
+		n->out[n->nout++] = v + 1;
+		n->ir_op = -1;
+		d->base_order[v] = v;
+	}
+	d->nt = 5;
+	d->nnode = d->nbase = 4;
+	dag_finish(d);
+}
+
+static void
+test_reorder_fits(void **state)
+{
+	(void)state;
+	Arena a;
+	Dag d;
+	ar_init(&a);
+	make_reorder(&d, &a);
+	PlanResult r0 = plan(&d, 0, 1.0, -1, &a);
+	assert_true(r0.peak >= 3100);
+	PlanResult r = plan(&d, 2, 1.0, 2200, &a);
+	check_plan(&d, &r, &a);
+	assert_true(r.fits);
+	assert_int_equal(r.recompute_cost, 0);
+	PlanResult m = plan(&d, 2, 0.0, -1, &a);   /* no recompute allowed */
+	check_plan(&d, &m, &a);
+	assert_true(m.peak <= 2200);
+	ar_free(&a);
+}
+
+/* Budgets on a chain whose saved tensors are views of their producers'
+ * outputs (a reshape after every layer): every plan valid, monotone in the
+ * budget, and a budget between the bound and the -O0 peak is met. */
+static void
+test_views_budget(void **state)
+{
+	(void)state;
+	Arena a;
+	Fwd f;
+	Dag d;
+	ar_init(&a);
+	chain_fwd(&f, 12, NULL);
+	lower(&f, &d, &a);
+	for (int t = 2; t <= 12; t += 2)        /* h1, h3, ...: views of h0, h2 */
+		d.t[t].view_src = t - 1;
+	dag_finish(&d);
+	PlanResult r0 = plan(&d, 0, 1.0, -1, &a);
+	check_plan(&d, &r0, &a);
+	int64_t prev = -1;
+	for (int k = 1; k <= 8; k++) {
+		int64_t b = r0.peak - (r0.peak - r0.lower_bound) * (9 - k) / 10;
+		PlanResult r = plan(&d, 2, 1.0, b, &a);
+		check_plan(&d, &r, &a);
+		assert_int_equal(r.fits, r.peak <= b);
+		if (r.fits && prev >= 0)
+			assert_true(r.recompute_cost <= prev);
+		if (r.fits)
+			prev = r.recompute_cost;
+	}
+	assert_true(prev >= 0);
+	ar_free(&a);
+}
+
 static void
 test_lower_bound(void **state)
 {
@@ -335,6 +423,8 @@ main(void)
 		cmocka_unit_test(test_budget_monotone),
 		cmocka_unit_test(test_chain_brute_force),
 		cmocka_unit_test(test_lower_bound),
+		cmocka_unit_test(test_reorder_fits),
+		cmocka_unit_test(test_views_budget),
 	};
 	return cmocka_run_group_tests_name("remat", tests, NULL, NULL);
 }

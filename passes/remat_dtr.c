@@ -1,0 +1,652 @@
+/* passes/remat_dtr.c -- -O2's simulated candidates: Dynamic Tensor
+ * Rematerialization (DTR, Kirisame et al., ICLR 2021) replayed over a
+ * fixed order under a memory bound, then a local search that undoes
+ * needless recomputes. Reads the Dag only; plans join the pool as explicit
+ * schedules, each scored by lv_eval.
+ *
+ * The simulation runs the order step by step under a bound T. Before a
+ * step, each input that is not resident is recomputed (its missing inputs
+ * first, depth first; inputs and gradients past their last use are revived,
+ * which lv_eval prices as a stretched life); before any computation,
+ * resident tensors are evicted until its outputs, workspace and
+ * temporaries fit. The victim minimizes cost / (bytes x distance): cost is
+ * the recompute closure at the tensor's next use -- its node plus, up to
+ * CLOSURE nodes, the producers of inputs that will be gone by then (DTR's
+ * eviction neighbourhood) -- and distance is the number of steps to that
+ * use: the order is static, so the future is known where DTR only has
+ * staleness. Inputs of every computation in progress are pinned; a tensor
+ * is freed after its last use. A static view holds its root: the root is
+ * evicted with its last resident view, never alone. Gradients, kept-to-end
+ * tensors and accumulation bases stay. The simulation only steers:
+ * lv_eval scores the schedule. A simulation stops once its recompute cost
+ * is twice the cheapest plan already known within T.
+ *
+ * The local search (undrop) deletes recompute steps, costliest first,
+ * keeping a deletion when the schedule stays valid and within T (the uses
+ * then stretch the older instance's life); polish() runs it alone on the
+ * pool's cheapest plan within T. Work is counted (victim scans, closure
+ * nodes, evaluated steps) and bounded per candidate by the graph's size,
+ * never by a clock, so the result depends on the input alone.
+ *
+ * Orders (remat_order.c): the base order, the least-bytes order, and on
+ * small graphs 15 random topological orders. Bounds: with a budget, a fixed ladder from the base peak down
+ * to the lower bound, those within the budget -- the same plans whatever
+ * the budget, so a larger budget sees a superset of fitting plans and
+ * never pays more recompute; without one, a descent from the pool's best
+ * peak within the recompute cap. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remat_int.h"
+
+enum { CLOSURE = 12 };
+enum { DTR_SIZE = 40000 };      /* larger graphs skip the simulation */
+/* The most work (see Dtr.work) one rm_plan_dtr may do, shared evenly
+ * by its candidates: about 0.1 s. */
+static const long DTR_WORK = 4000000L;
+
+/* What one rm_plan_dtr call fixes for all its candidates. */
+typedef struct Knobs {
+	int64_t base;           /* the base order's peak */
+	int ladder;             /* bounds per order */
+	long tries;             /* evaluations per local search */
+	long maxwork;           /* work per candidate */
+	int nfixed;             /* see search() */
+	bool polish;            /* also polish() the pool's plans (C's order) */
+} Knobs;
+
+typedef struct Dtr {
+	RmCtx *C;
+	const Dag *d;
+	int64_t room;           /* T minus persistent bytes */
+	int64_t mem;            /* owned bytes of resident tensors */
+	int *uofs, *upos;       /* CSR [nt]: base positions using t, ascending */
+	int *unext;             /* [nt] how many of those uses are done */
+	bool *res;              /* [nt] an instance is resident */
+	bool *made;             /* [nt] produced at least once */
+	bool *evictable;        /* [nt] */
+	int *root;              /* [nt] owning tensor a static view aliases, or -1 */
+	int *vcount;            /* [nt] resident views of an owning tensor */
+	int *pin;               /* [nt] computations in progress reading t */
+	int *rlist, *ridx, nres;/* resident evictable tensors */
+	int *stk;
+	int *sched, nsched, maxsched;
+	int x;                  /* current base position */
+	bool *ran;              /* [nnode] ran in this simulation */
+	int nfixed;             /* pool entries that bound the cost (below) */
+	int64_t simcost, costlim;       /* recompute cost so far, most allowed */
+	long work, maxwork;     /* victim scans, closure nodes, evaluated
+	                           steps: done for this candidate, and the
+	                           most allowed */
+	int *mark, *cstk, stamp;/* [nnode] recost's closure */
+	/* local search scratch */
+	int *buf, *order;
+	bool *gone;
+} Dtr;
+
+static int64_t
+owned(const Dag *d, int t)
+{
+	return d->t[t].view_src >= 0 || d->t[t].persistent_view ? 0 : d->t[t].bytes;
+}
+
+/* Base positions of every use; which tensors may be evicted. */
+static void
+dtr_init(Dtr *D, RmCtx *C)
+{
+	const Dag *d = C->d;
+	int nt = d->nt, total = C->uofs[d->nnode];
+	bool *isbase = xcalloc((size_t)nt + 1, sizeof *isbase);
+
+	memset(D, 0, sizeof *D);
+	D->C = C;
+	D->d = d;
+	D->uofs = xcalloc((size_t)nt + 2, sizeof *D->uofs);
+	D->upos = xcalloc((size_t)total + 1, sizeof *D->upos);
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
+			D->uofs[C->use[k] + 2]++;
+	}
+	for (int t = 0; t < nt; t++)
+		D->uofs[t + 2] += D->uofs[t + 1];
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
+			D->upos[D->uofs[C->use[k] + 1]++] = x;
+	}
+	D->root = xcalloc((size_t)nt + 1, sizeof *D->root);
+	D->vcount = xcalloc((size_t)nt + 1, sizeof *D->vcount);
+	for (int t = 0; t < nt; t++) {
+		int r = t;
+		for (int i = 0; i <= nt && d->t[r].view_src >= 0; i++)
+			r = d->t[r].view_src;
+		D->root[t] = r != t && !d->t[t].persistent_view ? r : -1;
+	}
+	for (int v = 0; v < d->nnode; v++)
+		for (int j = 0; j < d->node[v].nacc; j++)
+			if (d->node[v].acc[j].view_src >= 0)
+				isbase[d->node[v].acc[j].view_src] = true;
+	D->evictable = xcalloc((size_t)nt + 1, sizeof *D->evictable);
+	for (int t = 0; t < nt; t++)
+		D->evictable[t] = C->prod[t] >= 0 && !d->t[t].to_end && !isbase[t] &&
+		                  (owned(d, t) > 0 || (D->root[t] >= 0 &&
+		                   C->prod[D->root[t]] >= 0));
+	free(isbase);
+	D->unext = xcalloc((size_t)nt + 1, sizeof *D->unext);
+	D->res = xcalloc((size_t)nt + 1, sizeof *D->res);
+	D->made = xcalloc((size_t)nt + 1, sizeof *D->made);
+	D->pin = xcalloc((size_t)nt + 1, sizeof *D->pin);
+	D->rlist = xcalloc((size_t)nt + 1, sizeof *D->rlist);
+	D->ridx = xcalloc((size_t)nt + 1, sizeof *D->ridx);
+	D->stk = xcalloc((size_t)d->nnode + 1, sizeof *D->stk);
+	D->ran = xcalloc((size_t)d->nnode + 1, sizeof *D->ran);
+	D->mark = xcalloc((size_t)d->nnode + 1, sizeof *D->mark);
+	D->cstk = xcalloc((size_t)d->nnode + 1, sizeof *D->cstk);
+	D->maxsched = 16 * C->n + 1024;
+	D->sched = xcalloc((size_t)D->maxsched, sizeof *D->sched);
+	D->buf = xcalloc((size_t)D->maxsched, sizeof *D->buf);
+	D->order = xcalloc((size_t)D->maxsched, sizeof *D->order);
+	D->gone = xcalloc((size_t)D->maxsched, sizeof *D->gone);
+}
+
+static void
+dtr_free(Dtr *D)
+{
+	free(D->uofs);
+	free(D->upos);
+	free(D->evictable);
+	free(D->root);
+	free(D->vcount);
+	free(D->unext);
+	free(D->res);
+	free(D->made);
+	free(D->pin);
+	free(D->rlist);
+	free(D->ridx);
+	free(D->stk);
+	free(D->ran);
+	free(D->mark);
+	free(D->cstk);
+	free(D->sched);
+	free(D->buf);
+	free(D->order);
+	free(D->gone);
+}
+
+/* Base position of t's next use, INT_MAX when none is left. */
+static int
+next_use(const Dtr *D, int t)
+{
+	int k = D->uofs[t] + D->unext[t];
+
+	return k < D->uofs[t + 1] ? D->upos[k] : INT_MAX;
+}
+
+static void
+make_resident(Dtr *D, int t, int64_t bytes)
+{
+	D->res[t] = true;
+	D->made[t] = true;
+	D->mem += bytes;
+	if (D->root[t] >= 0)
+		D->vcount[D->root[t]]++;
+	if (D->evictable[t]) {
+		D->ridx[t] = D->nres;
+		D->rlist[D->nres++] = t;
+	}
+}
+
+static void
+drop(Dtr *D, int t)
+{
+	if (!D->res[t])
+		return;
+	D->res[t] = false;
+	D->mem -= owned(D->d, t);
+	if (D->evictable[t]) {
+		int last = D->rlist[--D->nres];
+		D->rlist[D->ridx[t]] = last;
+		D->ridx[last] = D->ridx[t];
+	}
+	if (D->root[t] >= 0)
+		D->vcount[D->root[t]]--;
+}
+
+/* Frees t when nothing will read it again. */
+static void
+maybe_free(Dtr *D, int t)
+{
+	if (D->res[t] && D->pin[t] == 0 && !D->d->t[t].to_end &&
+	    D->vcount[t] == 0 && next_use(D, t) == INT_MAX) {
+		drop(D, t);
+		if (D->root[t] >= 0)
+			maybe_free(D, D->root[t]);
+	}
+}
+
+/* Whether t will still be there at base position when: resident and read
+ * by the base order at or after it (else freed after its last use). */
+static bool
+kept(const Dtr *D, int t, int when)
+{
+	return D->C->prod[t] < 0 || (D->res[t] && D->uofs[t + 1] > D->uofs[t] &&
+	                             D->upos[D->uofs[t + 1] - 1] >= when);
+}
+
+/* What recomputing t would cost later: its node and, transitively, the
+ * producers of inputs that will not be kept (DTR's eviction
+ * neighbourhood), up to CLOSURE nodes. */
+static int64_t
+recost(Dtr *D, int t)
+{
+	const RmCtx *C = D->C;
+	int sp = 0, seen = 0, when = next_use(D, t);
+	int64_t c = 0;
+
+	D->stamp++;
+	D->cstk[sp++] = C->prod[t];
+	D->mark[C->prod[t]] = D->stamp;
+	while (sp > 0) {
+		int p = D->cstk[--sp];
+		c += D->d->node[p].cost + C->c0;
+		D->work++;
+		if (++seen > CLOSURE)
+			return c * 4;
+		for (int k = C->uofs[p]; k < C->uofs[p + 1]; k++) {
+			int u = C->use[k], q = C->prod[u];
+			if (kept(D, u, when) || D->mark[q] == D->stamp)
+				continue;
+			D->mark[q] = D->stamp;
+			D->cstk[sp++] = q;
+		}
+	}
+	return c;
+}
+
+/* What evicting t frees: its bytes, or for a view its root's when the
+ * view is the root's last resident holder and the root is not pinned
+ * (both go); 0 when a resident view holds t. */
+static int64_t
+gain(const Dtr *D, int t)
+{
+	int r = D->root[t];
+
+	if (D->vcount[t] > 0)
+		return 0;
+	if (r < 0)
+		return owned(D->d, t);
+	if (D->res[r] && D->vcount[r] == 1 && D->pin[r] == 0 && D->evictable[r])
+		return owned(D->d, r);
+	return 0;
+}
+
+/* The resident, unpinned tensor cheapest to lose, or -1. The node's own
+ * cost bounds the score from below, so the closure is only walked for
+ * tensors that could win. */
+static int
+victim(Dtr *D)
+{
+	int best = -1;
+	double bs = 0;
+
+	for (int i = 0; i < D->nres; i++) {
+		int t = D->rlist[i];
+		int64_t g = gain(D, t);
+		if (D->pin[t] || g == 0)
+			continue;
+		int nu = next_use(D, t);
+		if (D->root[t] >= 0 && next_use(D, D->root[t]) < nu)
+			nu = next_use(D, D->root[t]);
+		double w = (double)g * (nu == INT_MAX ? 1e9 : (double)(nu - D->x + 1));
+		double lo = (double)(D->d->node[D->C->prod[t]].cost + D->C->c0) / w;
+		D->work++;
+		if (best >= 0 && (lo > bs || (lo == bs && t > best)))
+			continue;
+		double s = (double)recost(D, t) / w;
+		if (best < 0 || s < bs || (s == bs && t < best)) {
+			best = t;
+			bs = s;
+		}
+	}
+	return best;
+}
+
+/* Evicts t, and a view's root with it. */
+static void
+evict(Dtr *D, int t)
+{
+	int r = D->root[t];
+
+	drop(D, t);
+	if (r >= 0 && D->vcount[r] == 0)
+		drop(D, r);
+}
+
+static void
+pin_uses(Dtr *D, int q, int by)
+{
+	const RmCtx *C = D->C;
+
+	for (int k = C->uofs[q]; k < C->uofs[q + 1]; k++) {
+		int t = C->use[k];
+		D->pin[t] += by;
+	}
+}
+
+/* Runs node q: makes room, appends the step, makes its outputs. */
+static bool
+exec(Dtr *D, int q)
+{
+	const Dag *d = D->d;
+	const DagNode *n = &d->node[q];
+	int64_t need = n->workspace;
+
+	if (D->nsched == D->maxsched)
+		return false;
+	if (D->ran[q] && (D->simcost += n->cost) > D->costlim)
+		return false;
+	D->ran[q] = true;
+	for (int j = 0; j < n->nout; j++)
+		if (!D->res[n->out[j]])
+			need += owned(d, n->out[j]);
+	for (int j = 0; j < n->nacc; j++) {
+		int t = n->acc[j].tensor;
+		need += D->made[t] || n->acc[j].view_src < 0 ? d->t[t].bytes : 0;
+	}
+	while (D->mem + need > D->room) {
+		int t = victim(D);
+		if (t < 0)
+			break;          /* over T: lv_eval will tell by how much */
+		evict(D, t);
+	}
+	D->sched[D->nsched++] = q;
+	for (int j = 0; j < n->nout; j++)
+		if (!D->res[n->out[j]])
+			make_resident(D, n->out[j], owned(d, n->out[j]));
+	for (int j = 0; j < n->nacc; j++) {
+		int t = n->acc[j].tensor;
+		if (!D->made[t])
+			make_resident(D, t, n->acc[j].view_src < 0 ? d->t[t].bytes : 0);
+	}
+	return true;
+}
+
+/* Base step x: recomputes missing inputs depth first, then runs it. */
+static bool
+base_step(Dtr *D, int x)
+{
+	const RmCtx *C = D->C;
+	const DagNode *n;
+	int v = D->d->base_order[x], sp = 0;
+
+	D->x = x;
+	D->stk[sp++] = v;
+	pin_uses(D, v, 1);
+	for (;;) {
+		int q = D->stk[sp - 1], miss = -1;
+		for (int k = C->uofs[q]; k < C->uofs[q + 1] && miss < 0; k++)
+			if (!D->res[C->use[k]])
+				miss = C->use[k];
+		if (miss >= 0) {
+			if (C->prod[miss] < 0) {
+				/* an input or gradient past its last use: the
+				 * old instance lives on (lv_eval stretches it) */
+				if (!D->made[miss])
+					return false;
+				make_resident(D, miss, owned(D->d, miss));
+				continue;
+			}
+			D->stk[sp++] = C->prod[miss];
+			pin_uses(D, C->prod[miss], 1);
+			continue;
+		}
+		if (!exec(D, q))
+			return false;
+		if (sp == 1)
+			break;
+		sp--;
+		pin_uses(D, q, -1);
+	}
+	for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
+		D->unext[C->use[k]]++;
+	pin_uses(D, v, -1);
+	for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
+		maybe_free(D, C->use[k]);
+	n = &D->d->node[v];
+	for (int j = 0; j < n->nout; j++)
+		maybe_free(D, n->out[j]);
+	for (int j = 0; j < n->nacc; j++)
+		maybe_free(D, n->acc[j].tensor);
+	for (int i = D->nres - 1; i >= 0; i--)
+		if (i < D->nres)
+			maybe_free(D, D->rlist[i]);
+	return true;
+}
+
+/* Simulates the base order under bound T into D->sched. */
+static bool
+simulate(Dtr *D, int64_t T)
+{
+	const Dag *d = D->d;
+	int nt = d->nt;
+	int64_t pers = 0;
+
+	for (int c = 0; c < CAT_COUNT; c++)
+		pers += d->persistent[c];
+	D->room = T - pers;
+	D->mem = 0;
+	D->nres = 0;
+	D->nsched = 0;
+	D->simcost = 0;
+	memset(D->ran, 0, sizeof *D->ran * (size_t)d->nnode);
+	memset(D->unext, 0, sizeof *D->unext * (size_t)nt);
+	memset(D->res, 0, sizeof *D->res * (size_t)nt);
+	memset(D->made, 0, sizeof *D->made * (size_t)nt);
+	memset(D->pin, 0, sizeof *D->pin * (size_t)nt);
+	memset(D->vcount, 0, sizeof *D->vcount * (size_t)nt);
+	for (int t = 0; t < nt; t++) {
+		if (d->t[t].from_start && (D->uofs[t + 1] > D->uofs[t] || d->t[t].to_end))
+			make_resident(D, t, owned(d, t));
+		D->made[t] = d->t[t].from_start;
+	}
+	for (int x = 0; x < D->C->n; x++)
+		if (D->work > D->maxwork || !base_step(D, x))
+			return false;
+	return true;
+}
+
+/* lv_eval of the steps not gone; NULL when invalid. */
+static const MemEval *
+eval_steps(Dtr *D, int n)
+{
+	RmCtx *C = D->C;
+	Schedule s = {0, D->buf};
+
+	for (int i = 0; i < n; i++)
+		if (!D->gone[i])
+			D->buf[s.n++] = D->sched[i];
+	ar_free(&C->scratch);
+	lv_eval(C->d, &s, &C->ev, &C->scratch);
+	C->evals++;
+	D->work += s.n + C->d->nt;
+	return C->ev.valid ? &C->ev : NULL;
+}
+
+static const Dtr *sort_dtr;
+
+/* Recompute steps, costliest first, then earliest. */
+static int
+by_step_cost(const void *pa, const void *pb)
+{
+	const Dtr *D = sort_dtr;
+	int a = *(const int *)pa, b = *(const int *)pb;
+	int64_t ca = D->d->node[D->sched[a]].cost, cb = D->d->node[D->sched[b]].cost;
+
+	if (ca != cb)
+		return ca > cb ? -1 : 1;
+	return a - b;
+}
+
+/* Deletes recompute steps that the bound T does not need, at most tries
+ * evaluations; compacts D->sched. */
+static void
+undrop(Dtr *D, int64_t T, long tries)
+{
+	const MemEval *ev;
+	int n = D->nsched, nr = 0;
+
+	memset(D->gone, 0, sizeof *D->gone * (size_t)n);
+	ev = eval_steps(D, n);
+	if (!ev)
+		return;
+	for (int i = 0; i < n; i++)
+		if (ev->kind[i] == STEP_RECOMPUTE && D->d->node[D->sched[i]].cost > 0)
+			D->order[nr++] = i;
+	sort_dtr = D;
+	qsort(D->order, (size_t)nr, sizeof *D->order, by_step_cost);
+	for (int i = 0; i < nr && i < tries && D->work < D->maxwork; i++) {
+		D->gone[D->order[i]] = true;
+		ev = eval_steps(D, n);
+		if (!ev || ev->peak > T)
+			D->gone[D->order[i]] = false;
+	}
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (!D->gone[i])
+			D->sched[k++] = D->sched[i];
+	D->nsched = k;
+}
+
+/* One candidate at bound T: simulation, local search, into the pool.
+ * Returns the candidate's evaluation (valid until the next one), or NULL. */
+static const MemEval *
+candidate(Dtr *D, RmPool *pool, int64_t T, long tries, double cap)
+{
+	const MemEval *ev;
+
+	D->costlim = INT64_MAX / 4;
+	for (int i = 0; i < D->nfixed; i++)
+		if (pool->c[i].peak <= T && 2 * pool->c[i].cost < D->costlim)
+			D->costlim = 2 * pool->c[i].cost;
+	if (cap >= 0 && (double)D->costlim > 2 * cap)
+		D->costlim = (int64_t)(2 * cap);
+	D->work = 0;
+	if (!simulate(D, T))
+		return NULL;
+	undrop(D, T, tries);
+	memset(D->gone, 0, sizeof *D->gone * (size_t)D->nsched);
+	ev = eval_steps(D, D->nsched);
+	if (ev)
+		rm_pool_add_sched(pool, D->sched, D->nsched, ev);
+	return ev;
+}
+
+/* The local search alone, from the cheapest of the pool's first nfixed
+ * plans within T (gap-state plans are C's). */
+static void
+polish(Dtr *D, RmPool *pool, int64_t T, long tries)
+{
+	int b = -1;
+
+	for (int i = 0; i < D->nfixed; i++)
+		if (pool->c[i].peak <= T && pool->c[i].cost > 0 &&
+		    (b < 0 || pool->c[i].cost < pool->c[b].cost))
+			b = i;
+	if (b < 0)
+		return;
+	if (pool->c[b].sched && pool->c[b].nsched <= D->maxsched) {
+		D->nsched = pool->c[b].nsched;
+		memcpy(D->sched, pool->c[b].sched, sizeof *D->sched * (size_t)D->nsched);
+	} else if (!pool->c[b].sched && rm_build(D->C, pool->c[b].state) &&
+	           D->C->nstep <= D->maxsched) {
+		D->nsched = D->C->nstep;
+		memcpy(D->sched, D->C->step, sizeof *D->sched * (size_t)D->nsched);
+	} else {
+		return;
+	}
+	D->work = 0;
+	undrop(D, T, tries);
+	memset(D->gone, 0, sizeof *D->gone * (size_t)D->nsched);
+	rm_pool_add_sched(pool, D->sched, D->nsched, eval_steps(D, D->nsched));
+}
+
+/* The plans of one base order (C's): with a budget, at each bound of a
+ * fixed ladder from the base peak down that fits it; without, lowering the
+ * bound from the best peak within the cap (none: cap < 0). A simulation
+ * stops once its recompute cost is twice that of the cheapest plan among
+ * the pool's first nfixed within the bound: it could not win. */
+static void
+search(RmCtx *C, RmPool *pool, int64_t budget, double cap, const Knobs *K)
+{
+	Dtr D;
+	int64_t lb = rm_lower_bound(C->d);
+
+	dtr_init(&D, C);
+	D.maxwork = K->maxwork;
+	D.nfixed = K->nfixed;
+	if (budget >= 0) {
+		for (int k = 1; k < K->ladder; k++) {
+			int64_t T = K->base - (K->base - lb) * k / K->ladder;
+			if (T > budget)
+				continue;
+			candidate(&D, pool, T, K->tries, -1);
+			if (K->polish)
+				polish(&D, pool, T, K->tries);
+		}
+	} else {
+		int64_t T = K->base;
+		for (int i = 0; i < pool->n; i++)
+			if ((cap < 0 || (double)pool->c[i].cost <= cap) && pool->c[i].peak < T)
+				T = pool->c[i].peak;
+		int64_t step = (T - lb) / 4 + 1;
+		for (int k = 0; k < 2 * K->ladder && step > 0 && T - step >= lb; k++) {
+			const MemEval *ev = candidate(&D, pool, T - step, K->tries, cap);
+			if (ev && ev->peak < T &&
+			    (cap < 0 || (double)ev->recompute_cost <= cap))
+				T = ev->peak;
+			else
+				step /= 2;
+		}
+	}
+	dtr_free(&D);
+}
+
+void
+rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap)
+{
+	long size = C->n + C->uofs[C->d->nnode] + 1;
+	int orders = size < 200 ? 16 : 1;
+	int *ord = xcalloc((size_t)C->d->nnode + 1, sizeof *ord);
+	Knobs K;
+
+	K.base = pool->c[0].peak;
+	K.ladder = size < 4000 ? 48 : size < 20000 ? 12 : 4;
+	K.tries = 1000000L / size < 8 ? 8 : 1000000L / size;
+	K.maxwork = DTR_WORK / (2 * K.ladder * (orders + 1)) + 1000;
+	K.nfixed = pool->n;
+	K.polish = false;
+	if (size > DTR_SIZE)
+		orders = -1;
+	for (int i = 0; i <= orders; i++) {
+		/* i = 0: the least-bytes order; 1: the base order; then random */
+		if (i == 1) {
+			K.polish = true;
+			search(C, pool, budget, cap, &K);
+			K.polish = false;
+			continue;
+		}
+		if (i == 0 && rm_least_bytes_order(C))
+			memcpy(ord, C->lborder, sizeof *ord * (size_t)C->d->nnode);
+		else if (i == 0 || !rm_topo_order(C, (uint64_t)i * 0x9e3779b97f4a7c15ull, ord))
+			continue;
+		Dag d2 = *C->d;
+		RmCtx C2;
+		d2.base_order = ord;
+		rm_ctx_init(&C2, &d2);
+		search(&C2, pool, budget, cap, &K);
+		rm_ctx_free(&C2);
+	}
+	free(ord);
+}
