@@ -165,7 +165,7 @@ perm8(Em *e, const Op *o, const Tensor *x)
 	int n = 0;
 	for (int d = 0; d < IR_MAXDIM; d++)
 		n += snprintf(b + n, 96 - (size_t)n, "%s%d", d ? ", " : "",
-		              d < o->p.nlist ? axis_of(x, o->p.list[d]) : 0);
+		              d < o->p->nlist ? axis_of(x, o->p->list[d]) : 0);
 	return b;
 }
 
@@ -174,17 +174,17 @@ static void
 emit_view(Em *e, const Op *o, int j, int k, const char *src)
 {
 	const Tensor *x = ten(e, o->in[0]), *y = ten(e, o->out[j]);
-	int ax = axis_of(x, o->p.axis_norm);
+	int ax = axis_of(x, o->p->axis_norm);
 	switch (o->kind) {
 	case OP_TRANSPOSE:
 		out(e, "\tD[%d] = rt_transpose(%s, %d, %d);\n", k, src,
-		    axis_of(x, o->p.i), axis_of(x, o->p.j));
+		    axis_of(x, o->p->i), axis_of(x, o->p->j));
 		break;
 	case OP_PERMUTE:
 		out(e, "\tD[%d] = rt_permute8(%s, %s);\n", k, src, perm8(e, o, x));
 		break;
 	case OP_SLICE: {
-		int64_t st = o->p.start < 0 ? o->p.start + x->shape[ax] : o->p.start;
+		int64_t st = o->p->start < 0 ? o->p->start + x->shape[ax] : o->p->start;
 		out(e, "\tD[%d] = rt_narrow(%s, %d, %lld, %lld);\n", k, src, ax,
 		    (long long)st, (long long)y->shape[ax]);
 		break;
@@ -220,7 +220,7 @@ binary_name(OpKind k)
 static int64_t
 pool_stride(const Op *o)
 {
-	return ir_attr_given(o->kind, &o->p, "stride") ? o->p.stride : o->p.k;
+	return ir_attr_given(o->kind, o->p, "stride") ? o->p->stride : o->p->k;
 }
 
 /* Where input q of a concat starts along the axis. */
@@ -240,7 +240,7 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 	const char *x = o->nin > 0 ? ref(e, o->in[0]) : "", *y = ref(e, o->out[0]);
 	const char *x1 = o->nin > 1 ? ref(e, o->in[1]) : "", *x2 = o->nin > 2 ? ref(e, o->in[2]) : "";
 	const char *e0 = o->nextra > 0 ? ref(e, o->extra[0]) : "", *e1 = o->nextra > 1 ? ref(e, o->extra[1]) : "";
-	const OpParams *p = &o->p;
+	const OpParams *p = o->p;
 	int ax = o->nin > 0 ? axis_of(ten(e, o->in[0]), p->axis_norm) : 0;
 	switch (o->kind) {
 	case OP_RELU: case OP_GELU: case OP_SILU: case OP_SIGMOID: case OP_TANH:
@@ -325,7 +325,7 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 static void
 emit_contrib(Em *e, const Op *o, int q, const char *const *g, const char *dst, int add)
 {
-	const OpParams *p = &o->p;
+	const OpParams *p = o->p;
 	const Tensor *x = ten(e, o->in[0]);
 	int ax = axis_of(x, p->axis_norm);
 	const char *a = ref(e, o->in[0]), *b = o->nin > 1 ? ref(e, o->in[1]) : "";
@@ -433,7 +433,7 @@ emit_grad_view(Em *e, const Op *o, int k, const char *g)
 {
 	const Tensor *x = ten(e, o->in[0]);
 	if (o->kind == OP_TRANSPOSE)
-		out(e, "\tD[%d] = rt_transpose(%s, %d, %d);\n", k, g, axis_of(x, o->p.i), axis_of(x, o->p.j));
+		out(e, "\tD[%d] = rt_transpose(%s, %d, %d);\n", k, g, axis_of(x, o->p->i), axis_of(x, o->p->j));
 	else if (o->kind == OP_PERMUTE)
 		out(e, "\tD[%d] = rt_unpermute8(%s, %s);\n", k, g, perm8(e, o, x));
 	else

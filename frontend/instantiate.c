@@ -397,7 +397,7 @@ call_builtin(Inst *in, Scope *sc, const Expr *e, OpKind k, Namer *nm, bool root)
 	}
 	Val v = make_op(in, sc, k, ts, nt, e, nm, root, nout, e->name);
 	if (v.kind != VK_POISON)
-		in->g->op[in->g->nop - 1].p = prm;
+		ir_set_params(in->g, in->g->nop - 1, &prm);
 	return v;
 }
 

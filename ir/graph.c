@@ -108,6 +108,25 @@ ir_params_default(OpParams *p)
 	p->dtype = DT_NONE;
 }
 
+/* The defaults of ir_params_default, for ops that take no attributes: a
+ * million elementwise ops need not carry 200 bytes of parameters each. */
+const OpParams ir_no_params = {
+	.axis = -1, .stride = 1, .dilation = 1, .groups = 1, .dtype = DT_NONE,
+};
+
+void
+ir_set_params(Graph *g, int o, const OpParams *p)
+{
+	Op *op = &g->op[o];
+
+	if (op->p == &ir_no_params) {
+		if (!memcmp(p, &ir_no_params, sizeof *p))
+			return;
+		op->p = ar_alloc(g->arena, sizeof *op->p);
+	}
+	*op->p = *p;
+}
+
 int
 ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc)
 {
@@ -152,7 +171,12 @@ ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc)
 	op->in = ar_alloc(g->arena, sizeof(int) * (size_t)(nin ? nin : 1));
 	if (nin)
 		memcpy(op->in, in, sizeof(int) * (size_t)nin);
-	ir_params_default(&op->p);
+	if (ir_optab[kind].npos || (ir_optab[kind].attrs && ir_optab[kind].attrs[0])) {
+		op->p = ar_alloc(g->arena, sizeof *op->p);
+		ir_params_default(op->p);
+	} else {
+		op->p = (OpParams *)&ir_no_params;      /* never written: see ir.h */
+	}
 	op->scope = "";
 	op->loc = loc;
 	return g->nop++;

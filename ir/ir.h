@@ -199,7 +199,8 @@ typedef struct Op {
 	int *out;               /* out[0] names the op in schedules */
 	int nextra;
 	int extra[IR_MAXEXTRA]; /* extra output tensors */
-	OpParams p;
+	OpParams *p;            /* ops that take attributes own one; every other
+	                           op shares ir_no_params (read-only) */
 	const CustomOp *custom; /* OP_CUSTOM only */
 	int64_t flops;          /* shape pass: forward FLOPs */
 	/* autodiff */
@@ -266,6 +267,9 @@ int ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc);
  * roles from the op table), setting producer and kind. */
 void ir_set_outputs(Graph *g, int o, const char *const *ids, int nout);
 void ir_params_default(OpParams *p);
+extern const OpParams ir_no_params;     /* the defaults, shared read-only */
+/* Stores p as op o's parameters (allocating them if o shared the defaults). */
+void ir_set_params(Graph *g, int o, const OpParams *p);
 int64_t ir_numel(const Tensor *t);
 /* The tensor whose storage t really uses: follows view_of to the root. */
 int ir_storage_root(const Graph *g, int t);

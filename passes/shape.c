@@ -222,16 +222,16 @@ rule_cast(Ctx *c)
 {
 	Tensor *x = in(c, 0);
 
-	if (c->op->p.dtype < 0 || c->op->p.dtype >= DT_COUNT)
+	if (c->op->p->dtype < 0 || c->op->p->dtype >= DT_COUNT)
 		return err(c, "needs attribute 'dtype'");
-	return set_out(c, 0, c->op->p.dtype, x->ndim, x->shape);
+	return set_out(c, 0, c->op->p->dtype, x->ndim, x->shape);
 }
 
 static int
 rule_dropout(Ctx *c)
 {
 	Tensor *x = in(c, 0);
-	double p = c->op->p.p;
+	double p = c->op->p->p;
 
 	if (!(p >= 0 && p < 1))
 		return err(c, "p must be in [0, 1), not %g", p);
@@ -312,7 +312,7 @@ conv_size(int64_t h, int64_t k, int64_t s, int64_t p, int64_t d)
 static int
 conv_params(Ctx *c)
 {
-	const OpParams *p = &c->op->p;
+	const OpParams *p = c->op->p;
 
 	return at_least(c, "stride", p->stride, 1) ||
 	       at_least(c, "padding", p->padding, 0) ||
@@ -324,7 +324,7 @@ static int
 rule_conv2d(Ctx *c)
 {
 	Tensor *x = in(c, 0), *w = in(c, 1);
-	const OpParams *p = &c->op->p;
+	const OpParams *p = c->op->p;
 	int64_t s[4], ch, gr = p->groups;
 
 	if (need_rank(c, x, "x", 4, "[N, C, H, W]") ||
@@ -430,8 +430,8 @@ rule_softmax(Ctx *c)
 {
 	Tensor *x = in(c, 0);
 
-	c->op->p.axis_norm = c->op->p.axis;
-	if (axis_of(c, x, &c->op->p.axis_norm))
+	c->op->p->axis_norm = c->op->p->axis;
+	if (axis_of(c, x, &c->op->p->axis_norm))
 		return 1;
 	return set_out(c, 0, x->dtype, x->ndim, x->shape);
 }
@@ -440,14 +440,14 @@ rule_softmax(Ctx *c)
 static int64_t
 pool_stride(const Op *op)
 {
-	return ir_attr_given(op->kind, &op->p, "stride") ? op->p.stride : op->p.k;
+	return ir_attr_given(op->kind, op->p, "stride") ? op->p->stride : op->p->k;
 }
 
 static int
 rule_pool(Ctx *c)
 {
 	Tensor *x = in(c, 0);
-	const OpParams *p = &c->op->p;
+	const OpParams *p = c->op->p;
 	int64_t s[4], st = pool_stride(c->op);
 
 	if (need_rank(c, x, "x", 4, "[N, C, H, W]") ||
@@ -481,7 +481,7 @@ static int
 rule_upsample(Ctx *c)
 {
 	Tensor *x = in(c, 0);
-	int64_t s[4], sc = c->op->p.scale;
+	int64_t s[4], sc = c->op->p->scale;
 
 	if (need_rank(c, x, "x", 4, "[N, C, H, W]") ||
 	    at_least(c, "scale", sc, 1))
@@ -500,12 +500,12 @@ rule_reduce(Ctx *c)
 	int64_t s[IR_MAXDIM], a;
 	int n = 0;
 
-	if (!c->op->p.has_axis)
+	if (!c->op->p->has_axis)
 		return set_out(c, 0, x->dtype, 0, x->shape);
-	a = c->op->p.axis;
+	a = c->op->p->axis;
 	if (axis_of(c, x, &a))
 		return 1;
-	c->op->p.axis_norm = a;
+	c->op->p->axis_norm = a;
 	for (int i = 0; i < x->ndim; i++)
 		if (i != a)
 			s[n++] = x->shape[i];
@@ -570,7 +570,7 @@ static int
 rule_reshape(Ctx *c)
 {
 	Tensor *x = in(c, 0);
-	const OpParams *p = &c->op->p;
+	const OpParams *p = c->op->p;
 	int64_t s[IR_MAXDIM], known = 1;
 	int hole = -1;
 
@@ -600,7 +600,7 @@ rule_flatten(Ctx *c)
 	Tensor *x = in(c, 0);
 	int64_t s[IR_MAXDIM], st0, st;
 
-	st0 = ir_attr_given(OP_FLATTEN, &c->op->p, "start") ? c->op->p.start : 1;
+	st0 = ir_attr_given(OP_FLATTEN, c->op->p, "start") ? c->op->p->start : 1;
 	st = st0;
 	if (x->ndim < 1)
 		return err(c, "cannot flatten a scalar");
@@ -611,7 +611,7 @@ rule_flatten(Ctx *c)
 	s[st] = 1;
 	for (int i = (int)st; i < x->ndim; i++)
 		s[st] *= x->shape[i];   /* bounded by numel: no overflow */
-	c->op->p.axis_norm = st;
+	c->op->p->axis_norm = st;
 	return set_out(c, 0, x->dtype, (int)st + 1, s);
 }
 
@@ -619,7 +619,7 @@ static int
 rule_transpose(Ctx *c)
 {
 	Tensor *x = in(c, 0);
-	int64_t s[IR_MAXDIM], i = c->op->p.i, j = c->op->p.j, t;
+	int64_t s[IR_MAXDIM], i = c->op->p->i, j = c->op->p->j, t;
 
 	if (axis_of(c, x, &i) || axis_of(c, x, &j))
 		return 1;
@@ -634,7 +634,7 @@ static int
 rule_permute(Ctx *c)
 {
 	Tensor *x = in(c, 0);
-	const OpParams *p = &c->op->p;
+	const OpParams *p = c->op->p;
 	int64_t s[IR_MAXDIM], a;
 	bool seen[IR_MAXDIM] = {false};
 
@@ -656,8 +656,8 @@ static int
 rule_slice(Ctx *c)
 {
 	Tensor *x = in(c, 0);
-	int64_t s[IR_MAXDIM], a = c->op->p.axis, lo = c->op->p.start,
-	        hi = c->op->p.end, n;
+	int64_t s[IR_MAXDIM], a = c->op->p->axis, lo = c->op->p->start,
+	        hi = c->op->p->end, n;
 
 	if (axis_of(c, x, &a))
 		return 1;
@@ -668,9 +668,9 @@ rule_slice(Ctx *c)
 		hi += n;
 	if (lo < 0 || lo >= hi || hi > n)
 		return err(c, "range %lld:%lld is empty or outside axis %lld of %s",
-		           (long long)c->op->p.start, (long long)c->op->p.end,
+		           (long long)c->op->p->start, (long long)c->op->p->end,
 		           (long long)a, shp(x));
-	c->op->p.axis_norm = a;
+	c->op->p->axis_norm = a;
 	memcpy(s, x->shape, sizeof(int64_t) * (size_t)x->ndim);
 	s[a] = hi - lo;
 	return set_out(c, 0, x->dtype, x->ndim, s);
@@ -680,7 +680,7 @@ static int
 rule_split(Ctx *c)
 {
 	Tensor *x = in(c, 0);
-	int64_t s[IR_MAXDIM], a = c->op->p.axis, n = c->op->p.n;
+	int64_t s[IR_MAXDIM], a = c->op->p->axis, n = c->op->p->n;
 
 	if (at_least(c, "n", n, 1) || axis_of(c, x, &a))
 		return 1;
@@ -690,7 +690,7 @@ rule_split(Ctx *c)
 	if (c->op->nout != n)
 		return err(c, "makes %lld parts, but %d are bound", (long long)n,
 		           c->op->nout);
-	c->op->p.axis_norm = a;
+	c->op->p->axis_norm = a;
 	memcpy(s, x->shape, sizeof(int64_t) * (size_t)x->ndim);
 	s[a] /= n;
 	for (int i = 0; i < c->op->nout; i++)
@@ -703,7 +703,7 @@ static int
 rule_concat(Ctx *c)
 {
 	Tensor *x = in(c, 0);
-	int64_t s[IR_MAXDIM], a = c->op->p.axis;
+	int64_t s[IR_MAXDIM], a = c->op->p->axis;
 
 	if (axis_of(c, x, &a))
 		return 1;
@@ -721,7 +721,7 @@ rule_concat(Ctx *c)
 		if (__builtin_add_overflow(s[a], y->shape[a], &s[a]))
 			return err(c, "axis %lld overflows", (long long)a);
 	}
-	c->op->p.axis_norm = a;
+	c->op->p->axis_norm = a;
 	return set_out(c, 0, x->dtype, x->ndim, s);
 }
 
@@ -763,7 +763,7 @@ count_flops(Ctx *c, int64_t *f)
 	const OpInfo *info = &ir_optab[c->op->kind];
 	const Tensor *out = &c->g->t[c->op->out[0]];
 	const Tensor *x = c->op->nin ? in(c, 0) : NULL;
-	int64_t k = c->op->p.k;
+	int64_t k = c->op->p->k;
 
 	*f = info->flops_k;
 	switch (info->flops) {
@@ -785,7 +785,7 @@ count_flops(Ctx *c, int64_t *f)
 	case FL_ATTENTION:      /* 4 B H S T Dh = 4 n(q) T */
 		if (!(mul64(f, 4) && mul64(f, x->numel) && mul64(f, in(c, 1)->shape[2])))
 			return false;
-		if (c->op->p.causal)
+		if (c->op->p->causal)
 			*f /= 2;
 		return true;
 	case FL_POOL:

@@ -148,19 +148,19 @@ test_gpt_ids(void **state)
 	o = r->g.t[t].producer;
 	assert_int_equal(r->g.op[o].kind, OP_SPLIT);
 	assert_int_equal(r->g.op[o].nout, 3);
-	assert_int_equal(r->g.op[o].p.n, 3);
-	assert_int_equal(r->g.op[o].p.axis, -1);
+	assert_int_equal(r->g.op[o].p->n, 3);
+	assert_int_equal(r->g.op[o].p->axis, -1);
 	assert_string_equal(r->g.t[r->g.op[o].out[2]].id, "block.0.v");
 	/* reshape list and transpose positions */
 	t = tensor(r, "block.0.q@1~1");
 	o = r->g.t[t].producer;
 	assert_int_equal(r->g.op[o].kind, OP_RESHAPE);
-	assert_int_equal(r->g.op[o].p.nlist, 4);
-	assert_int_equal(r->g.op[o].p.list[3], 16);
+	assert_int_equal(r->g.op[o].p->nlist, 4);
+	assert_int_equal(r->g.op[o].p->list[3], 16);
 	o = r->g.t[tensor(r, "block.0.q@1")].producer;
-	assert_int_equal(r->g.op[o].p.i, 1);
-	assert_int_equal(r->g.op[o].p.j, 2);
-	assert_true(r->g.op[r->g.t[tensor(r, "block.0.a")].producer].p.causal);
+	assert_int_equal(r->g.op[o].p->i, 1);
+	assert_int_equal(r->g.op[o].p->j, 2);
+	assert_true(r->g.op[r->g.t[tensor(r, "block.0.a")].producer].p->causal);
 	/* scopes, locations, mode */
 	t = tensor(r, "block.3.h");
 	assert_string_equal(r->g.t[t].scope, "block.3.");
@@ -267,12 +267,12 @@ test_extras_and_attrs(void **state)
 	(void)state;
 	assert_int_equal(r->nerr, 0);
 	assert_string_equal(ids(r), "x y y:mask z s q");
-	assert_true(r->g.op[0].p.p > 0.09 && r->g.op[0].p.p < 0.11);
-	assert_int_equal(r->g.op[1].p.dtype, DT_BF16);
+	assert_true(r->g.op[0].p->p > 0.09 && r->g.op[0].p->p < 0.11);
+	assert_int_equal(r->g.op[1].p->dtype, DT_BF16);
 	o = r->g.t[tensor(r, "s")].producer;
-	assert_int_equal(r->g.op[o].p.axis, -1);
-	assert_true(r->g.op[o].p.has_axis);
-	assert_true(r->g.op[3].p.c < -1.9);
+	assert_int_equal(r->g.op[o].p->axis, -1);
+	assert_true(r->g.op[o].p->has_axis);
+	assert_true(r->g.op[3].p->c < -1.9);
 	assert_int_equal(r->g.t[tensor(r, "y:mask")].kind, TK_EXTRA);
 	done(r);
 }

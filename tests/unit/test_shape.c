@@ -234,11 +234,11 @@ test_attr_defaults(void **state)
 	         decl("w", TK_PARAM, DT_F32, 4, 5, 3, 3, 3));
 	AttrValue two = av_int(2), one = av_int(1), m1 = av_int(-1);
 	(void)state;
-	assert_null(ir_set_attr(OP_MAXPOOL2D, &g.op[o1].p, "k", 0, &two));
-	assert_null(ir_set_attr(OP_AVGPOOL2D, &g.op[o2].p, "k", 0, &two));
-	assert_null(ir_set_attr(OP_AVGPOOL2D, &g.op[o2].p, "stride", 0, &one));
-	assert_null(ir_set_attr(OP_MEAN, &g.op[o5].p, "axis", 0, &m1));
-	assert_true(g.op[o5].p.has_axis);
+	assert_null(ir_set_attr(OP_MAXPOOL2D, g.op[o1].p, "k", 0, &two));
+	assert_null(ir_set_attr(OP_AVGPOOL2D, g.op[o2].p, "k", 0, &two));
+	assert_null(ir_set_attr(OP_AVGPOOL2D, g.op[o2].p, "stride", 0, &one));
+	assert_null(ir_set_attr(OP_MEAN, g.op[o5].p, "axis", 0, &m1));
+	assert_true(g.op[o5].p->has_axis);
 	infer_ok();
 	check_shape(out(o1), DT_F32, 4, 2, 3, 4, 4);     /* stride = k */
 	check_shape(out(o2), DT_F32, 4, 2, 3, 7, 7);
@@ -290,8 +290,8 @@ test_cast(void **state)
 	int x = decl("x", TK_PARAM, DT_F32, 2, 4, 3);
 	int o1 = mk(OP_CAST, "h", 1, x), o2 = mk(OP_CAST, "i", 1, x);
 	(void)state;
-	g.op[o1].p.dtype = DT_F16;
-	g.op[o2].p.dtype = DT_I32;
+	g.op[o1].p->dtype = DT_F16;
+	g.op[o2].p->dtype = DT_I32;
 	infer_ok();
 	check_shape(out(o1), DT_F16, 2, 4, 3);
 	check_shape(out(o2), DT_I32, 2, 4, 3);
@@ -314,7 +314,7 @@ test_dropout(void **state)
 	int x = decl("x", TK_PARAM, DT_F16, 2, 4, 3);
 	int o = mk(OP_DROPOUT, "y", 1, x);
 	(void)state;
-	g.op[o].p.p = 0.1;
+	g.op[o].p->p = 0.1;
 	infer_ok();
 	check_shape(out(o), DT_F16, 2, 4, 3);
 	check_shape(g.op[o].extra[0], DT_U8, 2, 4, 3);
@@ -328,7 +328,7 @@ test_dropout_bad_p(void **state)
 {
 	int o = mk(OP_DROPOUT, "y", 1, decl("x", TK_INPUT, DT_F32, 1, 4));
 	(void)state;
-	g.op[o].p.p = 1;
+	g.op[o].p->p = 1;
 	expect_error(o, "dropout: p must be in [0, 1), not 1");
 }
 
@@ -443,10 +443,10 @@ conv(int x, int w, int stride, int pad, int dil, int groups)
 {
 	int o = mk(OP_CONV2D, "y", 2, x, w);
 
-	g.op[o].p.stride = stride;
-	g.op[o].p.padding = pad;
-	g.op[o].p.dilation = dil;
-	g.op[o].p.groups = groups;
+	g.op[o].p->stride = stride;
+	g.op[o].p->padding = pad;
+	g.op[o].p->dilation = dil;
+	g.op[o].p->groups = groups;
 	return o;
 }
 
@@ -503,7 +503,7 @@ test_attention(void **state)
 	int o1 = mk(OP_ATTENTION, "a", 3, q, k, k);
 	int o2 = mk(OP_ATTENTION, "b", 3, q, k, k);
 	(void)state;
-	g.op[o2].p.causal = true;
+	g.op[o2].p->causal = true;
 	infer_ok();
 	check_shape(out(o1), DT_F16, 4, 2, 4, 16, 8);
 	check_shape(g.op[o1].extra[0], DT_F32, 3, 2, 4, 16);
@@ -577,10 +577,10 @@ test_softmax_axis(void **state)
 	int x = decl("x", TK_INPUT, DT_F32, 2, 4, 3);
 	int o1 = mk(OP_SOFTMAX, "a", 1, x), o2 = mk(OP_LOG_SOFTMAX, "b", 1, x);
 	(void)state;
-	g.op[o1].p.axis = -2;
-	g.op[o2].p.axis = 2;
+	g.op[o1].p->axis = -2;
+	g.op[o2].p->axis = 2;
 	assert_int_equal(shape_infer_op(&g, o1, &diag), 0);
-	assert_int_equal(g.op[o1].p.axis_norm, 0);
+	assert_int_equal(g.op[o1].p->axis_norm, 0);
 	expect_error(o2, "log_softmax: axis 2 is out of range for [4, 3]");
 }
 
@@ -591,10 +591,10 @@ test_pools(void **state)
 	int o1 = mk(OP_MAXPOOL2D, "m", 1, x), o2 = mk(OP_AVGPOOL2D, "a", 1, x);
 	int o3 = mk(OP_GLOBAL_AVGPOOL, "g", 1, x), o4 = mk(OP_UPSAMPLE2D, "u", 1, x);
 	(void)state;
-	g.op[o1].p.k = 3;
-	g.op[o2].p.k = 2;
-	g.op[o2].p.padding = 1;
-	g.op[o4].p.scale = 2;
+	g.op[o1].p->k = 3;
+	g.op[o2].p->k = 2;
+	g.op[o2].p->padding = 1;
+	g.op[o4].p->scale = 2;
 	infer_ok();
 	check_shape(out(o1), DT_F32, 4, 2, 3, 3, 3);
 	check_shape(g.op[o1].extra[0], DT_I64, 4, 2, 3, 3, 3);
@@ -616,7 +616,7 @@ test_pool_errors(void **state)
 	int o1 = mk(OP_MAXPOOL2D, "m", 1, x), o2 = mk(OP_UPSAMPLE2D, "u", 1, x);
 	int o3 = mk(OP_GLOBAL_AVGPOOL, "g", 1, x3), o4 = mk(OP_AVGPOOL2D, "a", 1, x);
 	(void)state;
-	g.op[o1].p.k = 3;
+	g.op[o1].p->k = 3;
 	expect_error(o1, "maxpool2d: window 3 does not fit x [2, 3, 2, 2] (stride 3, padding 0)");
 	reset_msgs();
 	expect_error(o2, "upsample2d: scale must be at least 1, not 0");
@@ -633,8 +633,8 @@ test_reductions(void **state)
 	int o1 = mk(OP_SUM, "s", 1, x), o2 = mk(OP_MEAN, "m", 1, x);
 	int o3 = mk(OP_SUM, "t", 1, x);
 	(void)state;
-	g.op[o2].p.axis = -1, g.op[o2].p.has_axis = true;
-	g.op[o3].p.axis = 3, g.op[o3].p.has_axis = true;
+	g.op[o2].p->axis = -1, g.op[o2].p->has_axis = true;
+	g.op[o3].p->axis = 3, g.op[o3].p->has_axis = true;
 	assert_int_equal(shape_infer_op(&g, o1, &diag), 0);
 	assert_int_equal(shape_infer_op(&g, o2, &diag), 0);
 	check_shape(out(o1), DT_F32, 0);
@@ -710,9 +710,9 @@ set_list(int o, int n, ...)
 	va_list ap;
 
 	va_start(ap, n);
-	g.op[o].p.nlist = n;
+	g.op[o].p->nlist = n;
 	for (int i = 0; i < n; i++)
-		g.op[o].p.list[i] = va_arg(ap, int);
+		g.op[o].p->list[i] = va_arg(ap, int);
 	va_end(ap);
 }
 
@@ -727,9 +727,9 @@ test_views(void **state)
 	int o7 = mk(OP_RESHAPE, "sc", 1, y);
 	(void)state;
 	set_list(o1, 3, 4, -1, 2);
-	g.op[o2].p.i = 0, g.op[o2].p.j = -1;
+	g.op[o2].p->i = 0, g.op[o2].p->j = -1;
 	set_list(o3, 3, 2, 0, -2);
-	g.op[o4].p.axis = 1, g.op[o4].p.start = -4, g.op[o4].p.end = 5;
+	g.op[o4].p->axis = 1, g.op[o4].p->start = -4, g.op[o4].p->end = 5;
 	set_list(o6, 1, 48);
 	set_list(o7, 0);
 	infer_ok();
@@ -754,10 +754,10 @@ test_view_shapes(void **state)
 	int o5 = mk(OP_FLATTEN, "f", 1, x), o6 = mk(OP_FLATTEN, "f2", 1, x);
 	(void)state;
 	set_list(o1, 3, 4, -1, 2);
-	g.op[o2].p.i = 0, g.op[o2].p.j = -1;
+	g.op[o2].p->i = 0, g.op[o2].p->j = -1;
 	set_list(o3, 3, 2, 0, -2);
-	g.op[o4].p.axis = 1, g.op[o4].p.start = -4, g.op[o4].p.end = 5;
-	g.op[o5].p.start = -2, g.op[o5].p.given = 1;
+	g.op[o4].p->axis = 1, g.op[o4].p->start = -4, g.op[o4].p->end = 5;
+	g.op[o5].p->start = -2, g.op[o5].p->given = 1;
 	infer_ok();
 	check_shape(out(o1), DT_F32, 3, 4, 6, 2);
 	check_shape(out(o2), DT_F32, 3, 4, 6, 2);
@@ -783,9 +783,9 @@ test_view_errors(void **state)
 	set_list(o3, 2, 0, 8);
 	set_list(o4, 1, 0);
 	set_list(o5, 2, 1, -1);
-	g.op[o6].p.axis = 0, g.op[o6].p.start = 5, g.op[o6].p.end = 2;
-	g.op[o7].p.i = 0, g.op[o7].p.j = 2;
-	g.op[o8].p.start = 2, g.op[o8].p.given = 1;
+	g.op[o6].p->axis = 0, g.op[o6].p->start = 5, g.op[o6].p->end = 2;
+	g.op[o7].p->i = 0, g.op[o7].p->j = 2;
+	g.op[o8].p->start = 2, g.op[o8].p->given = 1;
 	set_list(o9, 2, -1, 7);
 	assert_int_equal(shape_infer(&g, &diag), 9);
 	assert_string_equal(said(),
@@ -809,14 +809,14 @@ test_split(void **state)
 	int o = ir_add_op(&g, OP_SPLIT, in, 1, (Loc){"t.net", 2, 5});
 	(void)state;
 	ir_set_outputs(&g, o, ids, 3);
-	g.op[o].p.n = 3, g.op[o].p.axis = -1;
+	g.op[o].p->n = 3, g.op[o].p->axis = -1;
 	infer_ok();
 	for (int i = 0; i < 3; i++) {
 		check_shape(g.op[o].out[i], DT_F16, 2, 4, 4);
 		assert_int_equal(g.t[g.op[o].out[i]].view_of, x);
 		assert_true(g.t[g.op[o].out[i]].needs_grad);
 	}
-	assert_int_equal(g.op[o].p.axis_norm, 1);
+	assert_int_equal(g.op[o].p->axis_norm, 1);
 }
 
 static void
@@ -830,8 +830,8 @@ test_split_errors(void **state)
 	(void)state;
 	ir_set_outputs(&g, o1, ids, 3);
 	ir_set_outputs(&g, o2, ids, 2);
-	g.op[o1].p.n = 3, g.op[o1].p.axis = 0;
-	g.op[o2].p.n = 3, g.op[o2].p.axis = 1;
+	g.op[o1].p->n = 3, g.op[o1].p->axis = 0;
+	g.op[o2].p->n = 3, g.op[o2].p->axis = 1;
 	assert_int_equal(shape_infer(&g, &diag), 2);
 	assert_string_equal(said(),
 		"t.net:2:5: error: split: axis 0 of [4, 12] does not divide into 3 parts\n"
@@ -846,9 +846,9 @@ test_concat(void **state)
 	int o1 = mk(OP_CONCAT, "o", 3, a, b, a), o2 = mk(OP_CONCAT, "p", 2, a, c);
 	int o3 = mk(OP_CONCAT, "q", 2, a, h);
 	(void)state;
-	g.op[o1].p.axis = -1;
-	g.op[o2].p.axis = 1;
-	g.op[o3].p.axis = 0;
+	g.op[o1].p->axis = -1;
+	g.op[o2].p->axis = 1;
+	g.op[o3].p->axis = 0;
 	assert_int_equal(shape_infer(&g, &diag), 2);
 	check_shape(out(o1), DT_F32, 2, 4, 11);
 	assert_int_equal(g.op[o1].flops, 44);
@@ -926,7 +926,7 @@ test_too_large(void **state)
 	int o = mk(OP_UPSAMPLE2D, "u", 1, decl("i", TK_INPUT, DT_F32, 4, 1, 1, 1 << 20, 1 << 20));
 	(void)state;
 	(void)x;
-	g.op[o].p.scale = 1 << 11;
+	g.op[o].p->scale = 1 << 11;
 	assert_int_equal(shape_infer(&g, &diag), 3);
 	assert_int_equal(g.t[y].ndim, -1);
 	assert_int_equal(g.t[z].ndim, -1);
