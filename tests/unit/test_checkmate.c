@@ -58,8 +58,7 @@ test_published_graphs(void **state)
 {
 	char dir[4096], path[4200], err[512], why[512];
 	(void)state;
-	if (!data_dir(dir, sizeof dir))
-		skip();
+	assert_true(data_dir(dir, sizeof dir));
 	for (size_t i = 0; i < sizeof published / sizeof published[0]; i++) {
 		Arena a;
 		Dag d;
@@ -276,5 +275,13 @@ main(void)
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_json_depth_and_strings),
 	};
-	return cmocka_run_group_tests_name("checkmate", tests, NULL, NULL);
+	/* The published graphs come first; where ../shared/data/checkmate is
+	 * absent (a user's machine) that test is left out, not failed: the TAP
+	 * driver counts cmocka's "not ok # SKIP" as a failure. */
+	char dir[4096];
+	size_t skip_n = data_dir(dir, sizeof dir) ? 0 : 1;
+	if (skip_n)
+		printf("# skipped test_published_graphs: no shared/data/checkmate\n");
+	return _cmocka_run_group_tests("checkmate", tests + skip_n,
+	                               sizeof tests / sizeof tests[0] - skip_n, NULL, NULL);
 }

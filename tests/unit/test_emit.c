@@ -278,8 +278,6 @@ test_nvcc(void **st)
 	char cmd[2048];
 	const char *nvcc = getenv("NVCC");
 	(void)st;
-	if (!nvcc || !*nvcc)
-		skip();
 	snprintf(cmd, sizeof cmd, "%s -fmad=false -x cu -c %s/attn_o0.c -o %s/attn.o",
 	         nvcc, tmpdir, tmpdir);
 	assert_int_equal(system(cmd), 0);
@@ -301,7 +299,15 @@ main(void)
 	snprintf(tmpdir, sizeof tmpdir, "%s", "/tmp/remat-emit-XXXXXX");
 	if (!mkdtemp(tmpdir))
 		return 1;
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	/* test_nvcc comes last; without nvcc it is left out, not failed (the
+	 * TAP driver counts cmocka's "not ok # SKIP" as a failure) */
+	size_t n = sizeof tests / sizeof tests[0];
+	const char *nvcc = getenv("NVCC");
+	if (!nvcc || !*nvcc) {
+		printf("# skipped test_nvcc: configure found no nvcc\n");
+		n--;
+	}
+	int rc = _cmocka_run_group_tests("emit", tests, n, NULL, NULL);
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "%s %s", getenv("REMAT_KEEP") ? "echo" : "rm -rf", tmpdir);
 	if (system(cmd) != 0)
