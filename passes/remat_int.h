@@ -98,6 +98,8 @@ bool rm_topo_order(const RmCtx *C, uint64_t seed, int *out);
 const int *rm_least_bytes_order(RmCtx *C);
 
 /* passes/remat_ls.c */
-void rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals);
+/* The hill climb from the pool's best plan within maxcost, with evals
+ * evaluations, then an iterated local search with kicks more (0: none). */
+void rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks);
 
 #endif

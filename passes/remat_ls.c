@@ -13,7 +13,16 @@
  * evaluations fixed by the graph's size, so the result depends on the
  * input alone; it does not depend on the budget, so a larger budget still
  * sees a superset of the fitting plans. Large graphs skip it: the moves
- * grow with the square of the schedule's length. */
+ * grow with the square of the schedule's length.
+ *
+ * On tiny graphs (remat_o2.c's KICK_NODES) an iterated local search
+ * follows, for plans that need compound moves (a reorder plus a recompute
+ * chain at once): a kick applies one to three random edits (a fixed-seed
+ * generator, so deterministic) -- delete a recompute, insert a recompute
+ * chain, move a run of recomputable steps -- and the climb runs again;
+ * the walk moves on from any local optimum no higher than where it stands
+ * and keeps the best. Once-only steps stay in base order, each after its
+ * forward node's first step. Its evaluations are a fixed number too. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +37,31 @@ typedef struct Climb {
 	double maxcost;         /* < 0: no cap */
 	long left;              /* evaluations left */
 	StepKind *kind;         /* [cap] the current schedule's step kinds */
+	int *fwd;               /* [nnode] once nodes: the recomputable node
+	                           of the same name, or -1 */
+	int *mark;              /* [nnode] scratch */
 } Climb;
+
+/* Whether buf keeps once-only steps in base order, each after the first
+ * step of its forward node. */
+static bool
+order_ok(const Climb *K)
+{
+	const RmCtx *C = K->C;
+	int last = -1;
+
+	memset(K->mark, 0, sizeof *K->mark * (size_t)C->d->nnode);
+	for (int x = 0; x < K->nbuf; x++) {
+		int v = K->buf[x];
+		K->mark[v] = 1;
+		if (!C->d->node[v].once)
+			continue;
+		if (C->pos[v] < last || (K->fwd[v] >= 0 && !K->mark[K->fwd[v]]))
+			return false;
+		last = C->pos[v];
+	}
+	return true;
+}
 
 /* Scores buf; true when it beats the current schedule, which it becomes. */
 static bool
@@ -38,6 +71,8 @@ try_buf(Climb *K)
 	Schedule s = {K->nbuf, K->buf};
 
 	K->left--;
+	if (K->fwd && !order_ok(K))
+		return false;
 	ar_free(&C->scratch);
 	lv_eval(C->d, &s, &C->ev, &C->scratch);
 	C->evals++;
@@ -150,8 +185,134 @@ round_of_moves(Climb *K)
 	return any;
 }
 
+static uint64_t
+ls_next(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ z >> 27) * 0x94d049bb133111ebULL;
+	return z ^ z >> 31;
+}
+
+static int
+ls_range(uint64_t *x, int n)
+{
+	return n > 0 ? (int)(ls_next(x) % (uint64_t)n) : 0;
+}
+
+/* Appends to ins (post-order, each node once) the recomputable producers
+ * of v's inputs up to depth levels deep, then v. */
+static void
+chain(const RmCtx *C, int v, int depth, int *seen, int *ins, int *m)
+{
+	seen[v] = 1;
+	for (int k = C->uofs[v]; depth > 0 && k < C->uofs[v + 1]; k++) {
+		int p = C->prod[C->use[k]];
+		if (p >= 0 && !C->d->node[p].once && !seen[p])
+			chain(C, p, depth - 1, seen, ins, m);
+	}
+	if (*m < 63)
+		ins[(*m)++] = v;
+}
+
+/* buf = cur with one to three random edits (a compound move): delete a
+ * recompute step, insert a recompute of a node (with recomputes of its
+ * inputs' producers, up to 3 levels, right before it, or not) or move a
+ * run of recomputable steps. Once-only steps are never moved. False when nothing changed. */
+static bool
+kick(Climb *K, uint64_t *seed)
+{
+	const RmCtx *C = K->C;
+	const Dag *d = C->d;
+	int edits = 1 + ls_range(seed, 3), done = 0;
+	int *seen = C->emitted;         /* scratch, [2 nnode + 2] */
+
+	memcpy(K->buf, K->cur, sizeof *K->buf * (size_t)K->ncur);
+	K->nbuf = K->ncur;
+	for (int e = 0; e < edits; e++) {
+		int kind = ls_range(seed, 3);
+		if (kind == 0) {
+			/* delete a step that is not a node's first */
+			int nr = 0, pick;
+			memset(seen, 0, sizeof *seen * (size_t)d->nnode);
+			for (int x = 0; x < K->nbuf; x++)
+				nr += seen[K->buf[x]]++ > 0;
+			if (nr == 0)
+				continue;
+			pick = ls_range(seed, nr);
+			memset(seen, 0, sizeof *seen * (size_t)d->nnode);
+			for (int x = 0; x < K->nbuf; x++) {
+				if (seen[K->buf[x]]++ > 0 && pick-- == 0) {
+					memmove(K->buf + x, K->buf + x + 1, sizeof *K->buf *
+					        (size_t)(K->nbuf - x - 1));
+					K->nbuf--;
+					done++;
+					break;
+				}
+			}
+		} else if (kind == 1) {
+			int v = ls_range(seed, d->nnode), j, m = 0, ins[64];
+			if (d->node[v].once || C->pos[v] < 0)
+				continue;
+			memset(seen, 0, sizeof *seen * (size_t)d->nnode);
+			chain(C, v, ls_range(seed, 4), seen, ins, &m);
+			if (K->nbuf + m >= K->cap)
+				continue;
+			j = 1 + ls_range(seed, K->nbuf);
+			memmove(K->buf + j + m, K->buf + j, sizeof *K->buf *
+			        (size_t)(K->nbuf - j));
+			memcpy(K->buf + j, ins, sizeof *ins * (size_t)m);
+			K->nbuf += m;
+			done++;
+		} else {
+			/* move a run of up to 4 recomputable steps */
+			int i = ls_range(seed, K->nbuf), len = 1 + ls_range(seed, 4);
+			int j, seg[4], l = 0;
+			while (l < len && i + l < K->nbuf && !d->node[K->buf[i + l]].once) {
+				seg[l] = K->buf[i + l];
+				l++;
+			}
+			if (l == 0)
+				continue;
+			memmove(K->buf + i, K->buf + i + l, sizeof *K->buf *
+			        (size_t)(K->nbuf - i - l));
+			j = ls_range(seed, K->nbuf - l + 1);
+			memmove(K->buf + j + l, K->buf + j, sizeof *K->buf *
+			        (size_t)(K->nbuf - l - j));
+			memcpy(K->buf + j, seg, sizeof *seg * (size_t)l);
+			done++;
+		}
+	}
+	return done > 0;
+}
+
+/* Scores buf and makes it the current schedule when valid and within the
+ * cap, better or not. */
+static bool
+take_buf(Climb *K)
+{
+	RmCtx *C = K->C;
+	Schedule s = {K->nbuf, K->buf};
+
+	K->left--;
+	if (!order_ok(K))
+		return false;
+	ar_free(&C->scratch);
+	lv_eval(C->d, &s, &C->ev, &C->scratch);
+	C->evals++;
+	if (!C->ev.valid || (K->maxcost >= 0 && (double)C->ev.recompute_cost > K->maxcost))
+		return false;
+	K->peak = C->ev.peak;
+	K->cost = C->ev.recompute_cost;
+	memcpy(K->cur, K->buf, sizeof *K->cur * (size_t)K->nbuf);
+	K->ncur = K->nbuf;
+	memcpy(K->kind, C->ev.kind, sizeof *K->kind * (size_t)K->nbuf);
+	return true;
+}
+
 void
-rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals)
+rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
 {
 	Climb K = {0};
 	int b = -1;
@@ -186,6 +347,60 @@ rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals)
 	if (K.nbuf > 0 && try_buf(&K)) {
 		while (K.left > 0 && round_of_moves(&K))
 			;
+		/* iterated local search: kick the best plan with a compound
+		 * move, climb again, keep what beats it */
+		int *best = xcalloc((size_t)K.cap + 1, sizeof *best);
+		int nbest = K.ncur;
+		int64_t bpeak = K.peak, bcost = K.cost;
+		uint64_t seed = 0x5eedULL;
+		const Dag *d = C->d;
+		K.fwd = xcalloc((size_t)d->nnode + 1, sizeof *K.fwd);
+		K.mark = xcalloc((size_t)d->nnode + 1, sizeof *K.mark);
+		for (int v = 0; v < d->nnode; v++) {
+			K.fwd[v] = -1;
+			for (int u = 0; d->node[v].once && u < d->nnode; u++)
+				if (!d->node[u].once && d->node[u].name && d->node[v].name &&
+				    strcmp(d->node[u].name, d->node[v].name) == 0)
+					K.fwd[v] = u;
+		}
+		memcpy(best, K.cur, sizeof *best * (size_t)nbest);
+		int *home = xcalloc((size_t)K.cap + 1, sizeof *home);
+		int nhome = nbest;
+		int64_t hpeak = bpeak;
+		memcpy(home, best, sizeof *home * (size_t)nhome);
+		K.left = kicks;
+		while (K.left > 0) {
+			memcpy(K.cur, home, sizeof *K.cur * (size_t)nhome);
+			K.ncur = nhome;
+			if (!kick(&K, &seed)) {
+				K.left--;
+				continue;
+			}
+			if (!take_buf(&K))
+				continue;
+			while (K.left > 0 && round_of_moves(&K))
+				;
+			/* the walk goes on from any local optimum no higher
+			 * than where it stands (across plateaus) */
+			if (K.peak <= hpeak) {
+				hpeak = K.peak;
+				nhome = K.ncur;
+				memcpy(home, K.cur, sizeof *home * (size_t)nhome);
+			}
+			if (K.peak < bpeak || (K.peak == bpeak && K.cost < bcost)) {
+				bpeak = K.peak;
+				bcost = K.cost;
+				nbest = K.ncur;
+				memcpy(best, K.cur, sizeof *best * (size_t)nbest);
+			}
+		}
+		K.ncur = nbest;
+		memcpy(K.cur, best, sizeof *best * (size_t)nbest);
+		free(best);
+		free(home);
+		free(K.fwd);
+		free(K.mark);
+		K.fwd = K.mark = NULL;
 		Schedule s = {K.ncur, K.cur};
 		ar_free(&C->scratch);
 		lv_eval(C->d, &s, &C->ev, &C->scratch);

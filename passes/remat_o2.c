@@ -20,6 +20,9 @@ enum { TOPK = 12, WIDE = 4 * TOPK, UNDO = 48 };
 /* remat_ls.c's hill climb: graphs up to this size, evaluations x size */
 enum { CLIMB_SIZE = 400 };
 static const long CLIMB_WORK = 400000;
+/* and on graphs of at most KICK_NODES nodes, an iterated local search */
+enum { KICK_NODES = 24 };
+static const long KICK_WORK = 10000;
 
 typedef struct Desc {
 	RmCtx *C;
@@ -392,7 +395,8 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	if (goal->budget < 0 || size < CLIMB_SIZE)
 		rm_plan_dtr(C, pool, -1, cap);
 	if (size < CLIMB_SIZE)
-		rm_climb(C, pool, cap, CLIMB_WORK / size);
+		rm_climb(C, pool, cap, CLIMB_WORK / size,
+		         C->d->nnode <= KICK_NODES ? KICK_WORK : 0);
 	/* a fixed ladder of bounds up to the budget: each plan is the same
 	 * whatever the budget, so a larger budget sees a superset */
 	if (goal->budget >= 0)
