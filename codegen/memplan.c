@@ -116,7 +116,7 @@ tr_merge(Treap *T, int a, int b)
 static void
 tr_insert(Treap *T, int64_t k1, int64_t k2)
 {
-	int l, r, x;
+	int l, r, x, *link;
 	uint64_t z = (T->seed += 0x9e3779b97f4a7c15ull);
 
 	/* reuse erased nodes: the pool stays as large as the most free ranges
@@ -136,21 +136,42 @@ tr_insert(Treap *T, int64_t k1, int64_t k2)
 
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	T->n[x] = (Tnode){k1, k2, z ^ (z >> 31), -1, -1};
-	tr_split(T, T->root, k1, k2, &l, &r);
-	T->root = tr_merge(T, tr_merge(T, l, x), r);
+	/* descend to where x's priority puts it, then split only the subtree
+	 * below: the same treap as splitting and merging at the root */
+	link = &T->root;
+	while (*link >= 0 && T->n[*link].pri > T->n[x].pri)
+		link = key_lt(&T->n[*link], k1, k2) ? &T->n[*link].r : &T->n[*link].l;
+	tr_split(T, *link, k1, k2, &l, &r);
+	T->n[x].l = l;
+	T->n[x].r = r;
+	*link = x;
 }
 
 static void
 tr_erase(Treap *T, int64_t k1, int64_t k2)
 {
-	int l, m, r;
+	int *link = &T->root, m;
 
-	tr_split(T, T->root, k1, k2, &l, &r);
-	tr_split(T, r, k1, k2 + 1, &m, &r);
-	ir_assert(m >= 0 && T->n[m].l < 0 && T->n[m].r < 0);
+	while (*link >= 0 && (T->n[*link].k1 != k1 || T->n[*link].k2 != k2))
+		link = key_lt(&T->n[*link], k1, k2) ? &T->n[*link].r : &T->n[*link].l;
+	ir_assert(*link >= 0);
+	m = *link;
+	*link = tr_merge(T, T->n[m].l, T->n[m].r);
 	T->n[m].l = T->free;
 	T->free = m;
-	T->root = tr_merge(T, l, r);
+}
+
+/* The node with key (k1, k2), which must be there. Its key may be changed
+ * in place while it keeps its place in the order. */
+static Tnode *
+tr_find(Treap *T, int64_t k1, int64_t k2)
+{
+	int t = T->root;
+
+	while (t >= 0 && (T->n[t].k1 != k1 || T->n[t].k2 != k2))
+		t = key_lt(&T->n[t], k1, k2) ? T->n[t].r : T->n[t].l;
+	ir_assert(t >= 0);
+	return &T->n[t];
 }
 
 /* The smallest key >= (k1, k2), or NULL. */
@@ -219,9 +240,16 @@ sp_alloc(Space *sp, int64_t size)
 	if (g) {
 		off = g->k2;
 		gsize = g->k1;
-		gap_del(sp, off, gsize);
-		if (gsize > size)
-			gap_add(sp, off + size, gsize - size);
+		tr_erase(&sp->by_size, gsize, off);
+		if (gsize > size) {
+			/* the rest of the range keeps its place by offset */
+			Tnode *x = tr_find(&sp->by_off, off, gsize);
+			x->k1 = off + size;
+			x->k2 = gsize - size;
+			tr_insert(&sp->by_size, gsize - size, off + size);
+		} else {
+			tr_erase(&sp->by_off, off, gsize);
+		}
 		return off;
 	}
 	g = tr_below(&sp->by_off, sp->top, INT64_MIN);
@@ -243,40 +271,23 @@ sp_free(Space *sp, int64_t off, int64_t size)
 	const Tnode *r = tr_ceil(&sp->by_off, off + size, INT64_MIN);
 	int64_t end = off + size;
 
-	if (l && l->k1 + l->k2 == off) {
-		int64_t lo = l->k1;
-		gap_del(sp, lo, l->k2);
-		off = lo;
-	}
 	if (r && r->k1 == end) {
 		int64_t rs = r->k2;
 		gap_del(sp, end, rs);
 		end += rs;
 	}
+	if (l && l->k1 + l->k2 == off) {
+		/* grow the left neighbour: its place by offset stays */
+		Tnode *x = (Tnode *)l;
+		tr_erase(&sp->by_size, x->k2, x->k1);
+		x->k2 = end - x->k1;
+		tr_insert(&sp->by_size, x->k2, x->k1);
+		return;
+	}
 	gap_add(sp, off, end - off);
 }
 
 /* ------------------------------------------------------------ the plan */
-
-static int
-by_start(const void *pa, const void *pb)
-{
-	const Block *a = *(const Block *const *)pa, *b = *(const Block *const *)pb;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->size != b->size)
-		return a->size > b->size ? -1 : 1;
-	return (a > b) - (a < b);
-}
-
-static int
-by_end(const void *pa, const void *pb)
-{
-	const Block *a = *(const Block *const *)pa, *b = *(const Block *const *)pb;
-	if (a->end != b->end)
-		return a->end < b->end ? -1 : 1;
-	return (a > b) - (a < b);
-}
 
 static int
 by_size(const void *pa, const void *pb)
@@ -299,18 +310,75 @@ sorted(Block *bl, int n, int (*cmp)(const void *, const void *), Arena *a)
 	return p;
 }
 
+/* Indices of bl in order of start or end, ties in array (address) order,
+ * by a counting sort in linear time. */
+static int *
+sorted_by_step(const Block *bl, int n, bool end, Arena *a)
+{
+	int *p = ar_alloc(a, sizeof *p * (size_t)(n + 1));
+	int lo = 0, hi = 0, *pos;
+
+	for (int i = 0; i < n; i++) {
+		int k = end ? bl[i].end : bl[i].start;
+		if (i == 0 || k < lo)
+			lo = k;
+		if (i == 0 || k > hi)
+			hi = k;
+	}
+	pos = ar_alloc(a, sizeof *pos * ((size_t)hi - (size_t)lo + 2));
+	for (int i = 0; i < n; i++)
+		pos[(end ? bl[i].end : bl[i].start) - lo + 1]++;
+	for (int k = lo; k < hi; k++)
+		pos[k - lo + 1] += pos[k - lo];
+	for (int i = 0; i < n; i++)
+		p[pos[(end ? bl[i].end : bl[i].start) - lo]++] = i;
+	return p;
+}
+
+/* Insertion sort of a few indices of bl in by_start order. */
+static void
+sort_run(const Block *bl, int *p, int n)
+{
+	for (int i = 1; i < n; i++) {
+		int x = p[i], j = i;
+		for (; j > 0; j--) {
+			const Block *a = &bl[p[j - 1]], *b = &bl[x];
+			if (a->size > b->size || (a->size == b->size && p[j - 1] < x))
+				break;
+			p[j] = p[j - 1];
+		}
+		p[j] = x;
+	}
+}
+
+/* The order of sorted() with by_start: by start (counting sort), then each
+ * run of equal starts -- a step's few blocks -- by size. */
+static int *
+sorted_by_start(const Block *bl, int n, Arena *a)
+{
+	int *p = sorted_by_step(bl, n, false, a);
+
+	for (int i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && bl[p[j]].start == bl[p[i]].start; j++)
+			;
+		if (j - i > 1)
+			sort_run(bl, p + i, j - i);
+	}
+	return p;
+}
+
 /* Linear scan over time with best fit: sets every off; returns the top. */
 static int64_t
 linear_scan(Block *bl, int n, Arena *a)
 {
 	Space sp = {{NULL, 0, -1, 1, 0, -1, a}, {NULL, 0, -1, 2, 0, -1, a}, 0};
-	Block **st = sorted(bl, n, by_start, a), **ends = sorted(bl, n, by_end, a);
+	int *st = sorted_by_start(bl, n, a), *ends = sorted_by_step(bl, n, true, a);
 	int nf = 0;
 
 	for (int i = 0; i < n; i++) {
-		for (; nf < n && ends[nf]->end < st[i]->start; nf++)
-			sp_free(&sp, ends[nf]->off, ends[nf]->size);
-		st[i]->off = sp_alloc(&sp, st[i]->size);
+		for (; nf < n && bl[ends[nf]].end < bl[st[i]].start; nf++)
+			sp_free(&sp, bl[ends[nf]].off, bl[ends[nf]].size);
+		bl[st[i]].off = sp_alloc(&sp, bl[st[i]].size);
 	}
 	return sp.top;
 }
@@ -402,7 +470,12 @@ mp_plan(const Dag *d, MemEval *ev, Arena *a)
 
 	ar_init(&scratch);
 	end = ar_alloc(&scratch, sizeof *end * (size_t)(ev->ninst + 1));
-	bl = ar_alloc(&scratch, sizeof *bl * (size_t)(ev->ninst + ev->nsteps + 1));
+	for (int k = 0; k < ev->ninst; k++)   /* size bl exactly: it is large */
+		n += ev->inst[k].owned > 0;
+	for (int s = 0; s < ev->nsteps; s++)
+		n += ev->temp_bytes && ev->temp_bytes[s] > 0;
+	bl = ar_alloc(&scratch, sizeof *bl * (size_t)(n + 1));
+	n = 0;
 
 	widen_bases(ev, end);
 	for (int k = 0; k < ev->ninst; k++) {

@@ -131,7 +131,7 @@ next_id(Inst *in, const Scope *sc, const char *name)
 	Bind *b = find_bind(in, sc, name);
 
 	if (!b || !b->count)
-		return ar_printf(in->g->arena, "%s%s", sc->prefix, name);
+		return ar_cat(in->g->arena, sc->prefix, name, "");
 	return ar_printf(in->g->arena, "%s%s@%d", sc->prefix, name, b->count);
 }
 

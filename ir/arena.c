@@ -127,9 +127,10 @@ ar_grow(Arena *a, void *old, size_t oldn, size_t newn)
 	void *p;
 
 	if (h) {
+		/* the new tail is left as realloc gives it: callers fill each
+		 * element as they append it, and zeroing the whole capacity
+		 * would fault in pages that are never used */
 		p = xrealloc(old, newn);
-		if (newn > oldn)
-			memset((char *)p + oldn, 0, newn - oldn);
 		(*h)->p = p;
 		return p;
 	}
@@ -164,16 +165,31 @@ ar_strdup(Arena *a, const char *s)
 }
 
 char *
+ar_cat(Arena *a, const char *s1, const char *s2, const char *s3)
+{
+	size_t n1 = strlen(s1), n2 = strlen(s2), n3 = strlen(s3);
+	char *p = ar_alloc(a, n1 + n2 + n3 + 1);
+
+	memcpy(p, s1, n1);
+	memcpy(p + n1, s2, n2);
+	memcpy(p + n1 + n2, s3, n3);
+	return p;
+}
+
+char *
 ar_printf(Arena *a, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
-	char *p;
+	char *p, buf[256];
 
+	/* one formatting pass when it fits (ids, a few million of them) */
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	n = vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
 	ir_assert(n >= 0);
+	if ((size_t)n < sizeof buf)
+		return ar_strndup(a, buf, (size_t)n);
 	p = ar_alloc(a, (size_t)n + 1);
 	va_start(ap, fmt);
 	vsnprintf(p, (size_t)n + 1, fmt, ap);

@@ -198,7 +198,7 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout)
 	}
 	nextra = info->nextra;
 	for (i = 0; i < nextra; i++) {
-		const char *id = ar_printf(g->arena, "%s:%s", ids[0], info->extra_role[i]);
+		const char *id = ar_cat(g->arena, ids[0], ":", info->extra_role[i]);
 		t = ir_add_tensor(g, id, TK_EXTRA, g->op[o].loc);
 		g->t[t].producer = o;
 		g->t[t].role = info->extra_role[i];

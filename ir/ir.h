@@ -40,9 +40,13 @@ void ar_init(Arena *a);
 void ar_free(Arena *a);                  /* frees every block */
 void *ar_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
 void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; old
-                                 may be moved or freed */
+                                 may be moved or freed; bytes past oldn are
+                                 not necessarily zero: fill what you use */
 char *ar_strdup(Arena *a, const char *s);
 char *ar_strndup(Arena *a, const char *s, size_t n);
+/* s1 s2 s3 joined: ar_printf("%s%s%s") without the formatting, for the
+ * millions of ids a big graph has. */
+char *ar_cat(Arena *a, const char *s1, const char *s2, const char *s3);
 char *ar_printf(Arena *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -116,10 +120,12 @@ typedef struct Tensor {
 	TensorKind kind;
 	Dtype dtype;            /* DT_NONE until shape inference (or on error) */
 	int ndim;               /* -1 until shape inference (or on error) */
+	int producer;           /* op index for TK_ACT/TK_EXTRA, else -1 (here
+	                           to fill the hole before shape: a million-op
+	                           graph has millions of tensors) */
 	int64_t shape[IR_MAXDIM];
 	int64_t numel;          /* elements */
 	int64_t bytes;          /* numel * dtype_size: its logical size, also for views */
-	int producer;           /* op index for TK_ACT/TK_EXTRA, else -1 */
 	int view_of;            /* views: the tensor whose storage it aliases, else -1 */
 	bool needs_grad;        /* shape pass: floating and (a param or from one) */
 	bool saved;             /* autodiff: some backward op saves it (per ops.md) */
@@ -196,8 +202,8 @@ typedef struct Op {
 	int nin;
 	int *in;                /* tensor indices, in argument order */
 	int nout;               /* 1, or n for split */
-	int *out;               /* out[0] names the op in schedules */
 	int nextra;
+	int *out;               /* out[0] names the op in schedules */
 	int extra[IR_MAXEXTRA]; /* extra output tensors */
 	OpParams *p;            /* ops that take attributes own one; every other
 	                           op shares ir_no_params (read-only) */
@@ -205,8 +211,8 @@ typedef struct Op {
 	int64_t flops;          /* shape pass: forward FLOPs */
 	/* autodiff */
 	bool has_backward;
-	int64_t bwd_flops;
 	int nsaves;
+	int64_t bwd_flops;
 	int *saves;             /* tensor indices the backward reads */
 	int64_t workspace;      /* custom ops: scratch bytes, forward and backward */
 	const char *scope;      /* def instance prefix, "" at top level */

@@ -184,7 +184,7 @@ make_grad(Graph *g, int t)
 {
 	const Tensor *x = &g->t[t];
 	bool param = x->kind == TK_PARAM;
-	const char *id = ar_printf(g->arena, "grad(%s)", x->id);
+	const char *id = ar_cat(g->arena, "grad(", x->id, ")");
 	int gt = ir_add_tensor(g, id, param ? TK_PARAM_GRAD : TK_GRAD, x->loc);
 	Tensor *gr = &g->t[gt];
 

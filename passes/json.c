@@ -101,61 +101,181 @@ peaks(const Analysis *an, FILE *out)
 	fputs("},\n", out);
 }
 
-static void
-tensor(const Graph *g, int i, FILE *out)
-{
-	const Tensor *t = &g->t[i];
+/* The tensor and schedule arrays are a few lines per op, so they are
+ * formatted into a buffer by hand: fprintf per field dominated the time of
+ * a million-op report. The bytes are those fprintf would write. */
+typedef struct Out {
+	FILE *f;
+	size_t n;
+	char b[1 << 16];
+} Out;
 
-	fputs("    {\"id\": ", out);
-	put_str(out, t->id);
-	fputs(", \"op\": ", out);
-	put_str(out, ir_tensor_op(g, i));
-	fprintf(out, ", \"dtype\": \"%s\", \"shape\": [", dtype_name(t->dtype));
-	for (int d = 0; d < t->ndim; d++)
-		fprintf(out, "%s%" PRId64, d ? ", " : "", t->shape[d]);
-	fprintf(out, "], \"bytes\": %" PRId64 ", \"kind\": \"%s\", \"view_of\": ", t->bytes,
-	        ir_kind_name(t->kind));
-	if (t->view_of >= 0)
-		put_str(out, g->t[t->view_of].id);
-	else
-		fputs("null", out);
-	fputs(", \"loc\": \"", out);
-	put_escaped(out, t->loc.file ? t->loc.file : "");
-	fprintf(out, ":%d:%d\", \"saved\": %s}", t->loc.line, t->loc.col,
-	        t->saved ? "true" : "false");
+static void
+o_flush(Out *o)
+{
+	fwrite(o->b, 1, o->n, o->f);
+	o->n = 0;
 }
 
 static void
-tensors(const Analysis *an, FILE *out)
+o_putc(Out *o, char c)
+{
+	if (o->n == sizeof o->b)
+		o_flush(o);
+	o->b[o->n++] = c;
+}
+
+static inline void
+o_write(Out *o, const char *s, size_t n)
+{
+	if (sizeof o->b - o->n < n) {
+		o_flush(o);
+		if (n > sizeof o->b) {
+			fwrite(s, 1, n, o->f);
+			return;
+		}
+	}
+	memcpy(o->b + o->n, s, n);
+	o->n += n;
+}
+
+static void
+o_puts(Out *o, const char *s)
+{
+	o_write(o, s, strlen(s));
+}
+
+/* A string literal: its length is known, so the copy is inlined. */
+#define O_LIT(o, s) o_write((o), "" s, sizeof(s) - 1)
+
+/* As put_escaped. */
+static void
+o_escaped(Out *o, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		const unsigned char *q = p;
+		while (*q >= 0x20 && *q != '"' && *q != '\\')
+			q++;
+		if (q > p) {    /* a run that needs no escapes */
+			o_write(o, (const char *)p, (size_t)(q - p));
+			p = q - 1;
+			continue;
+		}
+		if (*p == '"' || *p == '\\') {
+			o_putc(o, '\\');
+			o_putc(o, (char)*p);
+		} else {        /* a control character */
+			O_LIT(o, "\\u00");
+			o_putc(o, hex[*p >> 4]);
+			o_putc(o, hex[*p & 15]);
+		}
+	}
+}
+
+static void
+o_str(Out *o, const char *s)
+{
+	o_putc(o, '"');
+	o_escaped(o, s);
+	o_putc(o, '"');
+}
+
+/* As "%" PRId64, straight into the buffer. */
+static void
+o_int(Out *o, int64_t v)
+{
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t n = (v < 0) + 1;
+	char *p;
+
+	for (uint64_t x = u; x >= 10; x /= 10)
+		n++;
+	if (sizeof o->b - o->n < n)
+		o_flush(o);
+	p = o->b + o->n;
+	o->n += n;
+	if (v < 0)
+		*p = '-';
+	p += n;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+}
+
+static void
+tensor(const Graph *g, int i, Out *o)
+{
+	const Tensor *t = &g->t[i];
+
+	O_LIT(o, "    {\"id\": ");
+	o_str(o, t->id);
+	O_LIT(o, ", \"op\": ");
+	o_str(o, ir_tensor_op(g, i));
+	O_LIT(o, ", \"dtype\": \"");
+	o_puts(o, dtype_name(t->dtype));
+	O_LIT(o, "\", \"shape\": [");
+	for (int d = 0; d < t->ndim; d++) {
+		if (d)
+			O_LIT(o, ", ");
+		o_int(o, t->shape[d]);
+	}
+	O_LIT(o, "], \"bytes\": ");
+	o_int(o, t->bytes);
+	O_LIT(o, ", \"kind\": \"");
+	o_puts(o, ir_kind_name(t->kind));
+	O_LIT(o, "\", \"view_of\": ");
+	if (t->view_of >= 0)
+		o_str(o, g->t[t->view_of].id);
+	else
+		O_LIT(o, "null");
+	O_LIT(o, ", \"loc\": \"");
+	o_escaped(o, t->loc.file ? t->loc.file : "");
+	o_putc(o, ':');
+	o_int(o, t->loc.line);
+	o_putc(o, ':');
+	o_int(o, t->loc.col);
+	O_LIT(o, "\", \"saved\": ");
+	o_puts(o, t->saved ? "true}" : "false}");
+}
+
+static void
+tensors(const Analysis *an, Out *o)
 {
 	const Graph *g = &an->g;
 	bool first = true;
 
-	fputs("  \"tensors\": [\n", out);
+	O_LIT(o, "  \"tensors\": [\n");
 	for (int i = 0; i < g->nt; i++) {
 		TensorKind k = g->t[i].kind;
 		if (k == TK_GRAD || k == TK_PARAM_GRAD)
 			continue;
-		fputs(first ? "" : ",\n", out);
-		tensor(g, i, out);
+		if (!first)
+			O_LIT(o, ",\n");
+		tensor(g, i, o);
 		first = false;
 	}
-	fputs("\n  ],\n", out);
+	O_LIT(o, "\n  ],\n");
 }
 
 static void
-schedule(const Analysis *an, FILE *out)
+schedule(const Analysis *an, Out *o)
 {
 	const MemEval *ev = &an->ev;
 
-	fputs("  \"schedule\": [\n", out);
+	O_LIT(o, "  \"schedule\": [\n");
 	for (int s = 0; s < ev->nsteps; s++) {
-		fprintf(out, "    {\"kind\": \"%s\", \"op\": ", step_kind_name(ev->kind[s]));
-		put_str(out, an->d.node[an->plan.sched.step[s]].name);
-		fprintf(out, ", \"live_bytes\": %" PRId64 "}%s\n", ev->live_bytes[s],
-		        s + 1 < ev->nsteps ? "," : "");
+		O_LIT(o, "    {\"kind\": \"");
+		o_puts(o, step_kind_name(ev->kind[s]));
+		O_LIT(o, "\", \"op\": ");
+		o_str(o, an->d.node[an->plan.sched.step[s]].name);
+		O_LIT(o, ", \"live_bytes\": ");
+		o_int(o, ev->live_bytes[s]);
+		o_puts(o, s + 1 < ev->nsteps ? "},\n" : "}\n");
 	}
-	fputs("  ]\n}\n", out);
+	O_LIT(o, "  ]\n}\n");
 }
 
 void
@@ -164,6 +284,11 @@ report_json(const Analysis *an, FILE *out)
 	header(an, out);
 	params_and_flops(an, out);
 	peaks(an, out);
-	tensors(an, out);
-	schedule(an, out);
+	static Out o;   /* 64 KiB: not on the stack */
+
+	o.f = out;
+	o.n = 0;
+	tensors(an, &o);
+	schedule(an, &o);
+	o_flush(&o);
 }

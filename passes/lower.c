@@ -101,39 +101,29 @@ add_persistent(Lowering *L, int ir, MemCat cat, int64_t bytes)
 	d->persistent[cat] += bytes;
 }
 
-/* The persistent buffers, in the order dag.h documents: per param, its
+/* The persistent buffers of param i, in the order dag.h documents: its
  * weight, master copy, then each optimizer state value. */
 static void
-persistent_buffers(Lowering *L)
+param_buffers(Lowering *L, int i)
 {
 	const Graph *g = L->g;
 	const Settings *s = &g->settings;
-	Dag *d = L->d;
+	const Tensor *t = &g->t[i];
 	int nstates = g->train ? optimizer_states(s->optimizer) : 0;
-	size_t cap = 0;
 
-	for (int i = 0; i < g->nt; i++)
-		if (g->t[i].kind == TK_PARAM)
-			cap += 2 + (size_t)nstates;
-	d->persistent_buf = ar_alloc(L->a, sizeof *d->persistent_buf * (cap + 1));
-	d->persistent_cat = ar_alloc(L->a, sizeof *d->persistent_cat * (cap + 1));
-	d->persistent_ir = ar_alloc(L->a, sizeof *d->persistent_ir * (cap + 1));
-	for (int i = 0; i < g->nt; i++) {
-		const Tensor *t = &g->t[i];
-		if (t->kind != TK_PARAM)
-			continue;
-		add_persistent(L, i, CAT_PARAMS, t->bytes);
-		if (!g->train)
-			continue;
-		if (s->mixed && t->dtype != DT_F32)
-			add_persistent(L, i, CAT_MASTER, t->numel * 4);
-		for (int k = 0; k < nstates; k++)
-			add_persistent(L, i, CAT_OPTIMIZER,
-			               t->numel * (s->mixed ? 4 : dtype_size(t->dtype)));
-	}
+	add_persistent(L, i, CAT_PARAMS, t->bytes);
+	if (!g->train)
+		return;
+	if (s->mixed && t->dtype != DT_F32)
+		add_persistent(L, i, CAT_MASTER, t->numel * 4);
+	for (int k = 0; k < nstates; k++)
+		add_persistent(L, i, CAT_OPTIMIZER,
+		               t->numel * (s->mixed ? 4 : dtype_size(t->dtype)));
 }
 
-/* Creates the Dag tensors for every non-param forward tensor, in IR order. */
+/* Creates the Dag tensors for every non-param forward tensor, in IR order,
+ * and the persistent buffers of every param, in IR order: one pass over a
+ * tensor array that may be hundreds of megabytes. */
 static void
 forward_tensors(Lowering *L)
 {
@@ -143,7 +133,9 @@ forward_tensors(Lowering *L)
 		const Tensor *t = &g->t[i];
 		int dt;
 
-		if (t->kind == TK_INPUT) {
+		if (t->kind == TK_PARAM) {
+			param_buffers(L, i);
+		} else if (t->kind == TK_INPUT) {
 			dt = add_tensor(L, i, CAT_INPUTS);
 			L->d->t[dt].from_start = true;
 		} else if (t->kind == TK_ACT || t->kind == TK_EXTRA) {
@@ -235,6 +227,37 @@ backward_node(Lowering *L, int o)
 	}
 }
 
+/* Sizes the Dag's tensor and node arrays and the persistent buffer lists
+ * exactly, in one pass: a million-op graph is then neither copied by
+ * doubling nor left with unused capacity. */
+static void
+reserve(Lowering *L)
+{
+	const Graph *g = L->g;
+	Dag *d = L->d;
+	int nt = 0, nn = g->nop;
+	int nstates = g->train ? optimizer_states(g->settings.optimizer) : 0;
+	size_t np = 0;
+
+	for (int i = 0; i < g->nt; i++) {
+		TensorKind k = g->t[i].kind;
+		if (k == TK_PARAM)
+			np += 2 + (size_t)nstates;
+		else if (k == TK_INPUT || k == TK_ACT || k == TK_EXTRA ||
+		         (g->train && (k == TK_GRAD || k == TK_PARAM_GRAD)))
+			nt++;
+	}
+	for (int o = 0; g->train && o < g->nop; o++)
+		nn += g->op[o].has_backward;
+	L->cap_t = nt ? nt : 1;
+	L->cap_n = nn ? nn : 1;
+	d->t = ar_grow(L->a, NULL, 0, sizeof *d->t * (size_t)L->cap_t);
+	d->node = ar_grow(L->a, NULL, 0, sizeof *d->node * (size_t)L->cap_n);
+	d->persistent_buf = ar_alloc(L->a, sizeof *d->persistent_buf * (np + 1));
+	d->persistent_cat = ar_alloc(L->a, sizeof *d->persistent_cat * (np + 1));
+	d->persistent_ir = ar_alloc(L->a, sizeof *d->persistent_ir * (np + 1));
+}
+
 void
 lower_graph(const Graph *g, Dag *d, Arena *a)
 {
@@ -244,7 +267,7 @@ lower_graph(const Graph *g, Dag *d, Arena *a)
 	L.dag_of = ar_alloc(a, sizeof(int) * (size_t)(g->nt + 1));
 	for (int i = 0; i < g->nt; i++)
 		L.dag_of[i] = -1;
-	persistent_buffers(&L);
+	reserve(&L);
 	forward_tensors(&L);
 	if (g->train)
 		grad_tensors(&L);
