@@ -291,6 +291,30 @@ layers(const Analysis *an, const ReportOptions *ro, FILE *out)
 	free(layer_of);
 }
 
+enum { LIST_MAX = 60, LIST_WIDTH = 78 };
+
+/* Prints a word of a wrapped, indented list; returns the new column. */
+static int
+put_word(FILE *out, const char *w, int col)
+{
+	int n = (int)strlen(w);
+
+	if (col > 0 && col + 1 + n > LIST_WIDTH) {
+		fputc('\n', out);
+		col = 0;
+	}
+	fprintf(out, col ? " %s" : "  %s", w);
+	return col + n + (col ? 1 : 2);
+}
+
+static void
+list_end(FILE *out, int n)
+{
+	if (n > LIST_MAX)
+		fprintf(out, "\n  ... (%d in all)", n);
+	fputs(n ? "\n" : "  none\n", out);
+}
+
 /* -O1 and up: which saved activations are kept from the forward pass and
  * which are recomputed. */
 static void
@@ -310,29 +334,25 @@ remat_summary(const Analysis *an, FILE *out)
 	for (int i = 0; i < ev->ninst; i++)
 		if (ev->inst[i].start >= 0 && ev->kind[ev->inst[i].start] == STEP_RECOMPUTE)
 			recomputed[ev->inst[i].tensor] = 1;
-	fputs("\ncheckpoints (kept from the forward pass for backward):\n ", out);
-	for (int i = 0; i < ev->ninst; i++) {
+	fputs("\ncheckpoints (kept from the forward pass for backward):\n", out);
+	for (int i = 0, col = 0; i < ev->ninst; i++) {
 		const Instance *in = &ev->inst[i];
 		const DagTensor *dt = &an->d.t[in->tensor];
 		if (dt->cat != CAT_ACTIVATIONS || in->start < 0 ||
 		    ev->kind[in->start] != STEP_FORWARD || in->end < first_bwd || in->owned == 0)
 			continue;
-		if (nkept++ < 40)
-			fprintf(out, " %s", dt->name);
+		if (nkept++ < LIST_MAX)
+			col = put_word(out, dt->name, col);
 	}
-	if (nkept > 40)
-		fprintf(out, " ... (%d in all)", nkept);
-	fputs(nkept ? "\n" : " none\n", out);
-	fputs("recomputed:\n ", out);
-	for (int t = 0; t < an->d.nt; t++) {
+	list_end(out, nkept);
+	fputs("recomputed:\n", out);
+	for (int t = 0, col = 0; t < an->d.nt; t++) {
 		if (!recomputed[t])
 			continue;
-		if (nrec++ < 40)
-			fprintf(out, " %s", an->d.t[t].name);
+		if (nrec++ < LIST_MAX)
+			col = put_word(out, an->d.t[t].name, col);
 	}
-	if (nrec > 40)
-		fprintf(out, " ... (%d in all)", nrec);
-	fputs(nrec ? "\n" : " none\n", out);
+	list_end(out, nrec);
 	free(recomputed);
 }
 
