@@ -15,7 +15,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dag.h"
 #include "json_read.h"
@@ -454,34 +453,11 @@ typedef struct CmReport {
 	double seconds;
 } CmReport;
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* TDI: the extra cost of the schedule over computing every node once. */
 static double
 tdi_percent(const Dag *d, int64_t recompute)
 {
 	return d->total_cost ? 100.0 * (double)recompute / (double)d->total_cost : 0.0;
-}
-
-static void
-put_json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	fputc('"', out);
 }
 
 static void
@@ -515,9 +491,9 @@ print_json(const CmReport *r, FILE *out)
 	const Dag *d = r->d;
 
 	fputs("{\n  \"file\": ", out);
-	put_json_str(out, r->path);
+	json_put_str(out, r->path);
 	fputs(", \"graph\": ", out);
-	put_json_str(out, r->g.name);
+	json_put_str(out, r->g.name);
 	fprintf(out, ",\n  \"nodes\": %d, \"edges\": %d, \"opt_level\": %d,\n",
 	        d->nnode, r->g.nedges, r->goal->level);
 	fprintf(out, "  \"reference_peak_bytes\": %" PRId64 ", \"budget_bytes\": ", r->ref_peak);
@@ -535,28 +511,10 @@ print_json(const CmReport *r, FILE *out)
 	for (int i = 0; i < r->ev.nsteps; i++) {
 		fputs(i ? ",\n    " : "\n    ", out);
 		fprintf(out, "{\"kind\": \"%s\", \"node\": ", step_kind_name(r->ev.kind[i]));
-		put_json_str(out, d->node[r->plan.sched.step[i]].name);
+		json_put_str(out, d->node[r->plan.sched.step[i]].name);
 		fprintf(out, ", \"live_bytes\": %" PRId64 "}", r->ev.live_bytes[i]);
 	}
 	fputs("\n  ]\n}\n", out);
-}
-
-/* Evaluates s into ev; with verify, checks it against vf_check. 0 or 4. */
-static int
-cm_evaluate(const Dag *d, const Schedule *s, MemEval *ev, bool verify, Arena *a)
-{
-	char why[512];
-
-	lv_eval(d, s, ev, a);
-	if (!ev->valid) {
-		fprintf(stderr, "remat: internal error: invalid schedule: %s\n", ev->error);
-		return 4;
-	}
-	if (verify && !vf_check(d, s, ev, why, sizeof why)) {
-		fprintf(stderr, "remat: verify: evaluators disagree: %s\n", why);
-		return 4;
-	}
-	return 0;
 }
 
 /* Imports, evaluates the reference order, plans; fills r. */
@@ -568,18 +526,18 @@ cm_solve(CmReport *r, Dag *d, bool verify, Arena *a)
 	double t0;
 	int rc;
 
-	if ((rc = cm_evaluate(d, &base, &ref, verify, a)))
+	if ((rc = vf_evaluate(d, &base, &ref, verify, a)))
 		return rc;
 	r->ref_peak = ref.peak;
-	t0 = now();
+	t0 = dag_now();
 	r->plan = rm_plan(d, r->goal, a);       /* --exact goes to rm_plan_exact */
-	r->seconds = now() - t0;
+	r->seconds = dag_now() - t0;
 	if (r->plan.sched.n == 0 && d->nnode > 0) {
 		fprintf(stderr, "remat: %s: no schedule: %s\n", r->path,
 		        r->plan.error ? r->plan.error : "the planner made none");
 		return r->plan.error ? 1 : 4;
 	}
-	return cm_evaluate(d, &r->plan.sched, &r->ev, verify, a);
+	return vf_evaluate(d, &r->plan.sched, &r->ev, verify, a);
 }
 
 int

@@ -179,6 +179,7 @@ typedef struct MemEval {
 void dag_finish(Dag *d);                /* computes forward_cost, total_cost */
 Schedule dag_base_schedule(const Dag *d, Arena *a);
 StepKind dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen);
+double dag_now(void);                   /* monotonic clock, in seconds */
 
 /* ---------------------------------------------------------------- passes/lower.c */
 /* Builds the Dag of g's training step (or inference pass), per the
@@ -199,6 +200,11 @@ bool vf_check(const Dag *d, const Schedule *s, const MemEval *ev,
  * live_bytes, temp_bytes, peak, peak_step and recompute_cost of ev (arrays
  * in a); inst, step_prod and breakdown stay empty. */
 void vf_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
+/* Evaluates s into ev with lv_eval; with verify, replays it through
+ * vf_check. Reports an invalid schedule or a disagreement on stderr and
+ * returns 4; otherwise 0. */
+int vf_evaluate(const Dag *d, const Schedule *s, MemEval *ev, bool verify,
+                Arena *a);
 
 /* ---------------------------------------------------------------- passes/remat*.c */
 typedef struct PlanGoal {
@@ -296,5 +302,8 @@ char *report_size(int64_t bytes, char *buf);
 
 /* ---------------------------------------------------------------- passes/json.c */
 void report_json(const Analysis *an, FILE *out);
+/* Writes s as a JSON string: quoted, with '"', '\\' and control
+ * characters escaped. */
+void json_put_str(FILE *out, const char *s);
 
 #endif

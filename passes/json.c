@@ -21,8 +21,8 @@ put_escaped(FILE *out, const char *s)
 	}
 }
 
-static void
-put_str(FILE *out, const char *s)
+void
+json_put_str(FILE *out, const char *s)
 {
 	fputc('"', out);
 	put_escaped(out, s);
@@ -32,7 +32,7 @@ put_str(FILE *out, const char *s)
 static void
 put_key(FILE *out, const char *key)
 {
-	put_str(out, key);
+	json_put_str(out, key);
 	fputs(": ", out);
 }
 
@@ -44,7 +44,7 @@ header(const Analysis *an, FILE *out)
 
 	fputs("{\n  ", out);
 	put_key(out, "file");
-	put_str(out, g->file ? g->file : "");
+	json_put_str(out, g->file ? g->file : "");
 	fprintf(out, ", \"mode\": \"%s\", \"opt_level\": %d,\n", g->train ? "train" : "infer",
 	        an->goal.level);
 	fprintf(out, "  \"optimizer\": \"%s\", \"precision\": \"%s\", \"accumulate\": %" PRId64 ",\n",

@@ -330,3 +330,22 @@ vf_check(const Dag *d, const Schedule *s, const MemEval *ev, char *why, size_t n
 	ar_free(&a);
 	return ok;
 }
+
+/* lv_eval, then vf_check when verify is set; a failure goes to stderr.
+ * Returns 0 or 4 (the exit status). */
+int
+vf_evaluate(const Dag *d, const Schedule *s, MemEval *ev, bool verify, Arena *a)
+{
+	char why[512];
+
+	lv_eval(d, s, ev, a);
+	if (!ev->valid) {
+		fprintf(stderr, "remat: internal error: invalid schedule: %s\n", ev->error);
+		return 4;
+	}
+	if (verify && !vf_check(d, s, ev, why, sizeof why)) {
+		fprintf(stderr, "remat: verify: evaluators disagree: %s\n", why);
+		return 4;
+	}
+	return 0;
+}

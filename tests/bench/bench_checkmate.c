@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "dag.h"
@@ -29,15 +28,6 @@ static const struct {
 	{"random_layered_n1000.json", "0.7% / 3.4%"},
 };
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Plans one graph at one budget fraction; prints a row. 0, or 1 when the
  * plan does not check. */
 static int
@@ -52,9 +42,9 @@ bench_one(const Dag *d, const char *file, int64_t ref, double frac, const char *
 	int bad = 0;
 
 	ar_init(&a);
-	t0 = now();
+	t0 = dag_now();
 	PlanResult r = rm_plan(d, &goal, &a);
-	dt = now() - t0;
+	dt = dag_now() - t0;
 	lv_eval(d, &r.sched, &ev, &a);
 	if (!ev.valid || !vf_check(d, &r.sched, &ev, why, sizeof why)) {
 		fprintf(stderr, "%s: plan does not check: %s\n", file, ev.valid ? why : ev.error);

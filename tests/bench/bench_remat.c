@@ -11,17 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dag.h"
-
-static double
-now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -129,9 +120,9 @@ static PlanResult
 plan(const Dag *d, int level, int64_t budget, double *secs, Arena *a)
 {
 	PlanGoal g = {level, 1.0, budget, false};
-	double t0 = now();
+	double t0 = dag_now();
 	PlanResult r = rm_plan(d, &g, a);
-	*secs = now() - t0;
+	*secs = dag_now() - t0;
 	return r;
 }
 

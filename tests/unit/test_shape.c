@@ -9,81 +9,7 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "ir.h"
-
-static Arena arena;
-static Graph g;
-static Diag diag;
-static char *msgs;
-static size_t msglen;
-static FILE *msgf;
-
-static int
-setup(void **state)
-{
-	(void)state;
-	ar_init(&arena);
-	ir_graph_init(&g, &arena, "t.net");
-	msgf = open_memstream(&msgs, &msglen);
-	diag_init(&diag, NULL, msgf);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	fclose(msgf);
-	free(msgs);
-	ar_free(&arena);
-	return 0;
-}
-
-/* What diagnostics said so far. */
-static const char *
-said(void)
-{
-	fflush(msgf);
-	return msgs ? msgs : "";
-}
-
-/* A declared tensor: decl("x", TK_INPUT, DT_F32, 2, 4, 3). */
-static int
-decl(const char *id, TensorKind k, Dtype dt, int ndim, ...)
-{
-	int t = ir_add_tensor(&g, id, k, (Loc){"t.net", 1, 1});
-	va_list ap;
-
-	g.t[t].dtype = dt;
-	g.t[t].ndim = ndim;
-	va_start(ap, ndim);
-	for (int i = 0; i < ndim; i++)
-		g.t[t].shape[i] = va_arg(ap, int);
-	va_end(ap);
-	return t;
-}
-
-/* An op at line 2 with one output named `out`: returns the op index. */
-static int
-mk(OpKind k, const char *out, int nin, ...)
-{
-	int in[16], o;
-	va_list ap;
-
-	va_start(ap, nin);
-	for (int i = 0; i < nin; i++)
-		in[i] = va_arg(ap, int);
-	va_end(ap);
-	o = ir_add_op(&g, k, in, nin, (Loc){"t.net", 2, 5});
-	ir_set_outputs(&g, o, &out, 1);
-	return o;
-}
-
-static int
-out(int o)
-{
-	return g.op[o].out[0];
-}
+#include "graphkit.h"
 
 static void
 check_shape(int t, Dtype dt, int ndim, ...)
@@ -114,17 +40,6 @@ expect_error(int o, const char *msg)
 	snprintf(want, sizeof want, "t.net:2:5: error: %s\n", msg);
 	assert_string_equal(said(), want);
 	assert_int_equal(g.t[out(o)].ndim, -1);
-}
-
-/* Forgets what diagnostics said. */
-static void
-reset_msgs(void)
-{
-	fclose(msgf);
-	free(msgs);
-	msgs = NULL;
-	msgf = open_memstream(&msgs, &msglen);
-	diag.out = msgf;
 }
 
 static void

@@ -1,0 +1,30 @@
+/* tests/unit/graphkit.h -- a Graph built by hand for the unit tests of
+ * passes/shape.c and passes/autodiff.c: one graph, its arena and a Diag
+ * whose messages are kept in memory, reset by the cmocka setup/teardown
+ * below, and helpers that add tensors and ops to it. */
+#ifndef REMAT_GRAPHKIT_H
+#define REMAT_GRAPHKIT_H
+
+#include <stdio.h>
+
+#include "ir.h"
+
+extern Arena arena;
+extern Graph g;
+extern Diag diag;
+
+/* cmocka group fixtures: a fresh, empty graph "t.net" and diagnostics. */
+int setup(void **state);
+int teardown(void **state);
+/* What diagnostics said so far. */
+const char *said(void);
+/* Forgets what diagnostics said. */
+void reset_msgs(void);
+/* A declared tensor: decl("x", TK_INPUT, DT_F32, 2, 4, 3). */
+int decl(const char *id, TensorKind k, Dtype dt, int ndim, ...);
+/* An op at line 2 with one output named `out`: returns the op index. */
+int mk(OpKind k, const char *out, int nin, ...);
+/* Op o's first output tensor. */
+int out(int o);
+
+#endif
