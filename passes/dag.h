@@ -44,7 +44,8 @@
  *   o.out[0], cost = o.flops, workspace = o.workspace, in = o's distinct
  *   non-param inputs, out = o.out[] then o.extra[] (CAT_ACTIVATIONS).
  * - backward of o (for ops with has_backward, reverse program order) -> one
- *   node, once=true, is_backward=true, same name, cost = o.bwd_flops,
+ *   node, once=true, is_backward=true, fwd_plus1 = o's forward node + 1,
+ *   same name, cost = o.bwd_flops,
  *   workspace = o.workspace; in = grad(out[i]) for each output that has a
  *   grad (none for the loss op), then o.saves[] minus params; acc = one
  *   entry per distinct input a that needs grad, {grad(a), view_src =
@@ -104,6 +105,9 @@ typedef struct DagNode {
 	int nacc;
 	DagAcc *acc;            /* gradient contributions */
 	int ir_op;              /* the IR op it stands for, or -1 */
+	int fwd_plus1;          /* a backward node: its forward node + 1, which
+	                           must run before it (memory-model.md); 0 when
+	                           there is none (zeroed nodes stay valid) */
 } DagNode;
 
 typedef struct Dag {

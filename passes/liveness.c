@@ -154,6 +154,11 @@ lv_check_step(Lv *L, int i)
 		        d->node[v].name);
 		return false;
 	}
+	if (d->node[v].fwd_plus1 > 0 && !L->seen[d->node[v].fwd_plus1 - 1]) {
+		lv_fail(L, "step %d runs the backward of '%s' before its forward", i,
+		        d->node[v].name);
+		return false;
+	}
 	L->ev->kind[i] = dag_step_kind(d, L->s, i, L->seen);
 	if (L->ev->kind[i] == STEP_RECOMPUTE)
 		L->ev->recompute_cost += d->node[v].cost;

@@ -202,6 +202,8 @@ backward_node(Lowering *L, int o)
 	DagNode *n = add_node(L, o, true);
 	int grad_out = g->t[op->out[0]].grad;
 
+	n->fwd_plus1 = o + 1;   /* forward nodes come first, one per op in order */
+
 	n->in = ar_alloc(L->a, sizeof(int) * (size_t)(op->nout + op->nsaves + 1));
 	for (int i = 0; i < op->nout; i++) {
 		int gt = g->t[op->out[i]].grad;

@@ -173,6 +173,11 @@ check_node(Vf *V, int i)
 		        d->node[v].name);
 		return false;
 	}
+	if (d->node[v].fwd_plus1 > 0 && V->runs[d->node[v].fwd_plus1 - 1] == 0) {
+		vf_fail(V, "step %d runs backward '%s' before its forward step", i,
+		        d->node[v].name);
+		return false;
+	}
 	if (V->runs[v] > 0) {
 		V->ev->kind[i] = STEP_RECOMPUTE;
 		V->ev->recompute_cost += d->node[v].cost;

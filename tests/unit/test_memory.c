@@ -375,6 +375,41 @@ test_properties(void **state)
 	}
 }
 
+/* memory-model.md: "recompute o and backward o may only come after
+ * forward o". A backward node that reads nothing (a loss of constant
+ * gradient) would otherwise slip through the use-before-production rule. */
+static void
+test_backward_before_forward(void **state)
+{
+	DagTensor t[1] = {{.name = "x", .bytes = 8, .view_src = -1,
+	                   .cat = CAT_ACTIVATIONS, .ir_tensor = -1}};
+	int out0 = 0;
+	DagNode n[2] = {
+		{.name = "x", .cost = 1, .nout = 1, .out = &out0, .ir_op = -1},
+		{.name = "x", .cost = 1, .once = true, .is_backward = true,
+		 .ir_op = -1, .fwd_plus1 = 1},
+	};
+	int order[2] = {1, 0}, good[2] = {0, 1};
+	Dag d = {.t = t, .nt = 1, .node = n, .nnode = 2, .base_order = good, .nbase = 2};
+	Schedule bad = {2, order}, ok = {2, good};
+	MemEval ev;
+	char why[256];
+	Arena a;
+	(void)state;
+
+	ar_init(&a);
+	dag_finish(&d);
+	lv_eval(&d, &bad, &ev, &a);
+	assert_false(ev.valid);
+	assert_non_null(strstr(ev.error, "before its forward"));
+	assert_true(vf_check(&d, &bad, &ev, why, sizeof why));
+	lv_eval(&d, &ok, &ev, &a);
+	assert_true(ev.valid);
+	assert_int_equal(ev.peak, 8);
+	assert_true(vf_check(&d, &ok, &ev, why, sizeof why));
+	ar_free(&a);
+}
+
 int
 main(void)
 {
@@ -387,6 +422,7 @@ main(void)
 		cmocka_unit_test(test_infer),
 		cmocka_unit_test(test_accumulate_4),
 		cmocka_unit_test(test_properties),
+		cmocka_unit_test(test_backward_before_forward),
 	};
 	return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
 }
