@@ -17,6 +17,8 @@
 #include "remat_int.h"
 
 enum { TOPK = 12, WIDE = 4 * TOPK, UNDO = 48 };
+/* the descent's threshold steps: the start's peak / STEP, or / FINE_STEP */
+enum { STEP = 200, FINE_STEP = 250 };
 /* remat_ls.c's hill climb: graphs up to this size, evaluations x size */
 enum { CLIMB_SIZE = 400 };
 static const long CLIMB_WORK = 400000;
@@ -261,11 +263,11 @@ undo(Desc *D, int64_t T, int *buf)
 	}
 }
 
-/* From start, lowers the threshold by step until stuck, adding each
- * threshold's plan to the pool. */
+/* From start, lowers the threshold by step (the start's peak / div) until
+ * stuck, adding each threshold's plan to the pool. */
 static void
 ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
-       long evals, int mode)
+       long evals, int mode, int div)
 {
 	Desc D = {0};
 	int *buf = xcalloc((size_t)C->ngap + 1, sizeof *buf);
@@ -279,7 +281,7 @@ ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
 	D.st = rm_state_new(C);
 	memcpy(D.st, start, (size_t)C->ngap);
 	if (desc_load(&D, 0)) {
-		int64_t step = D.peak / 200 + 1;
+		int64_t step = D.peak / div + 1;
 		int64_t T = D.peak - step;
 		while (T > 0 && descend(&D, T)) {
 			undo(&D, T, buf);
@@ -299,7 +301,7 @@ ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
  * False when it did not run. */
 static bool
 ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
-                 int modes)
+                 int modes, int div)
 {
 	bool ran = false;
 
@@ -316,7 +318,7 @@ ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
 		ran = true;
 		for (int m = 0; m < 2; m++)
 			if (modes >> m & 1)
-				ladder(&C2, &p2, p2.c[0].state, cap, evals, m);
+				ladder(&C2, &p2, p2.c[0].state, cap, evals, m, div);
 	}
 	for (int i = 0; i < p2.n; i++) {
 		const MemEval *ev = rm_eval(&C2, p2.c[i].state);
@@ -369,24 +371,27 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	 * peak (no budget), where the base order's descent goes further. */
 	const int *lb = rm_least_bytes_order(C);
 	bool re = lb && ladder_reordered(C, pool, cap, C->has_backward ?
-	                                 evals / 2 : 2 * evals / 5, lb, 3);
+	                                 evals / 2 : 2 * evals / 5, lb, 3,
+	                                 STEP);
 	if (re && !C->has_backward && goal->budget >= 0) {
 		int *plain = xcalloc((size_t)C->d->nnode + 1, sizeof *plain);
+		/* the plain order's descent in finer steps (more plans near any
+		 * budget) takes the base order's share: its plans were never
+		 * the cheapest fitting ones here */
 		if (rm_topo_order(C, 0, plain))
-			ladder_reordered(C, pool, cap, evals, plain, 1);
+			ladder_reordered(C, pool, cap, 7 * evals / 6, plain, 1,
+			                 FINE_STEP);
 		free(plain);
-		ladder(C, pool, pool->c[0].state, cap, evals / 6, 0);
-		ladder(C, pool, pool->c[0].state, cap, evals / 6, 1);
 	} else {
-		ladder(C, pool, pool->c[0].state, cap, evals, 0);
-		ladder(C, pool, pool->c[0].state, cap, evals, 1);
+		ladder(C, pool, pool->c[0].state, cap, evals, 0, STEP);
+		ladder(C, pool, pool->c[0].state, cap, evals, 1, STEP);
 	}
 	if (goal->budget < 0) {
 		int b = best_within(pool, cap);
 		if (b != 0) {
 			unsigned char *st = rm_state_new(C);
 			memcpy(st, pool->c[b].state, (size_t)C->ngap);
-			ladder(C, pool, st, cap, evals / 2, 0);
+			ladder(C, pool, st, cap, evals / 2, 0, STEP);
 			free(st);
 		}
 	}
