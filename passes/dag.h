@@ -301,6 +301,13 @@ typedef struct ReportOptions {
 } ReportOptions;
 
 void report_human(const Analysis *an, const ReportOptions *ro, FILE *out);
+
+/* Parameter elements, param-gradient bytes and FLOPs of one step, as both
+ * reports print them. */
+typedef struct ReportTotals {
+	int64_t params, grad_bytes, forward, backward;
+} ReportTotals;
+ReportTotals report_totals(const Analysis *an);
 /* Human size: "1.50 GiB", "512 B". buf needs 32 bytes. */
 char *report_size(int64_t bytes, char *buf);
 

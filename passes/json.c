@@ -61,21 +61,10 @@ header(const Analysis *an, FILE *out)
 static void
 params_and_flops(const Analysis *an, FILE *out)
 {
-	const Graph *g = &an->g;
 	const int64_t *p = an->d.persistent;
-	int64_t count = 0, grads = 0, fwd = 0, bwd = 0;
+	ReportTotals rt = report_totals(an);
+	int64_t count = rt.params, grads = rt.grad_bytes, fwd = rt.forward, bwd = rt.backward;
 
-	for (int i = 0; i < g->nt; i++) {
-		if (g->t[i].kind == TK_PARAM)
-			count += g->t[i].numel;
-		if (g->t[i].kind == TK_PARAM_GRAD)
-			grads += g->t[i].bytes;
-	}
-	for (int o = 0; o < g->nop; o++) {
-		fwd += g->op[o].flops;
-		if (g->op[o].has_backward)
-			bwd += g->op[o].bwd_flops;
-	}
 	fprintf(out, "  \"params\": {\"count\": %" PRId64 ", \"bytes\": %" PRId64
 	        ", \"master_bytes\": %" PRId64 ",\n             \"grad_bytes\": %" PRId64
 	        ", \"optimizer_bytes\": %" PRId64 "},\n",

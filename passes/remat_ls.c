@@ -63,29 +63,48 @@ order_ok(const Climb *K)
 	return true;
 }
 
-/* Scores buf; true when it beats the current schedule, which it becomes. */
+/* Evaluates buf into C->ev; true when it is valid and within the cap. */
 static bool
-try_buf(Climb *K)
+eval_buf(Climb *K)
 {
 	RmCtx *C = K->C;
 	Schedule s = {K->nbuf, K->buf};
 
-	K->left--;
-	if (K->fwd && !order_ok(K))
-		return false;
 	ar_free(&C->scratch);
 	lv_eval(C->d, &s, &C->ev, &C->scratch);
 	C->evals++;
-	if (!C->ev.valid || (K->maxcost >= 0 && (double)C->ev.recompute_cost > K->maxcost))
-		return false;
-	if (C->ev.peak > K->peak ||
-	    (C->ev.peak == K->peak && C->ev.recompute_cost >= K->cost))
-		return false;
+	return C->ev.valid &&
+	       (K->maxcost < 0 || (double)C->ev.recompute_cost <= K->maxcost);
+}
+
+/* Makes the evaluated buf the current schedule. */
+static void
+adopt_buf(Climb *K)
+{
+	RmCtx *C = K->C;
+
 	K->peak = C->ev.peak;
 	K->cost = C->ev.recompute_cost;
 	memcpy(K->cur, K->buf, sizeof *K->cur * (size_t)K->nbuf);
 	K->ncur = K->nbuf;
 	memcpy(K->kind, C->ev.kind, sizeof *K->kind * (size_t)K->nbuf);
+}
+
+/* Scores buf; true when it beats the current schedule, which it becomes. */
+static bool
+try_buf(Climb *K)
+{
+	RmCtx *C = K->C;
+
+	K->left--;
+	if (K->fwd && !order_ok(K))
+		return false;
+	if (!eval_buf(K))
+		return false;
+	if (C->ev.peak > K->peak ||
+	    (C->ev.peak == K->peak && C->ev.recompute_cost >= K->cost))
+		return false;
+	adopt_buf(K);
 	return true;
 }
 
@@ -292,22 +311,10 @@ kick(Climb *K, uint64_t *seed)
 static bool
 take_buf(Climb *K)
 {
-	RmCtx *C = K->C;
-	Schedule s = {K->nbuf, K->buf};
-
 	K->left--;
-	if (!order_ok(K))
+	if (!order_ok(K) || !eval_buf(K))
 		return false;
-	ar_free(&C->scratch);
-	lv_eval(C->d, &s, &C->ev, &C->scratch);
-	C->evals++;
-	if (!C->ev.valid || (K->maxcost >= 0 && (double)C->ev.recompute_cost > K->maxcost))
-		return false;
-	K->peak = C->ev.peak;
-	K->cost = C->ev.recompute_cost;
-	memcpy(K->cur, K->buf, sizeof *K->cur * (size_t)K->nbuf);
-	K->ncur = K->nbuf;
-	memcpy(K->kind, C->ev.kind, sizeof *K->kind * (size_t)K->nbuf);
+	adopt_buf(K);
 	return true;
 }
 

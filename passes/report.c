@@ -94,20 +94,34 @@ per_param_line(FILE *out, const char *what, int64_t bytes, int64_t count,
 	}
 }
 
+ReportTotals
+report_totals(const Analysis *an)
+{
+	const Graph *g = &an->g;
+	ReportTotals r = {0, 0, 0, 0};
+
+	for (int i = 0; i < g->nt; i++) {
+		if (g->t[i].kind == TK_PARAM)
+			r.params += g->t[i].numel;
+		if (g->t[i].kind == TK_PARAM_GRAD)
+			r.grad_bytes += g->t[i].bytes;
+	}
+	for (int o = 0; o < g->nop; o++) {
+		r.forward += g->op[o].flops;
+		if (g->op[o].has_backward)
+			r.backward += g->op[o].bwd_flops;
+	}
+	return r;
+}
+
 static void
 parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
 	const Graph *g = &an->g;
 	const int64_t *p = an->d.persistent;
-	int64_t count = 0, grads = 0, total;
+	ReportTotals rt = report_totals(an);
+	int64_t count = rt.params, grads = rt.grad_bytes, total;
 
-	for (int i = 0; i < g->nt; i++) {
-		const Tensor *t = &g->t[i];
-		if (t->kind == TK_PARAM)
-			count += t->numel;
-		if (t->kind == TK_PARAM_GRAD)
-			grads += t->bytes;
-	}
 	total = p[CAT_PARAMS] + p[CAT_MASTER] + grads + p[CAT_OPTIMIZER];
 	fprintf(out, "\nparameters: %" PRId64 " elements\n", count);
 	per_param_line(out, "weights", p[CAT_PARAMS], count, ro);
@@ -122,13 +136,9 @@ parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 static void
 flops(const Analysis *an, FILE *out)
 {
-	int64_t fwd = 0, bwd = 0, rec = an->ev.recompute_cost;
+	ReportTotals rt = report_totals(an);
+	int64_t fwd = rt.forward, bwd = rt.backward, rec = an->ev.recompute_cost;
 
-	for (int o = 0; o < an->g.nop; o++) {
-		fwd += an->g.op[o].flops;
-		if (an->g.op[o].has_backward)
-			bwd += an->g.op[o].bwd_flops;
-	}
 	fputs("\nflops: forward ", out);
 	put_flops(out, fwd);
 	fputs(", backward ", out);

@@ -85,3 +85,15 @@ out(int o)
 {
 	return g.op[o].out[0];
 }
+
+void
+set_list(int o, int n, ...)
+{
+	va_list ap;
+
+	va_start(ap, n);
+	g.op[o].p->nlist = n;
+	for (int i = 0; i < n; i++)
+		g.op[o].p->list[i] = va_arg(ap, int);
+	va_end(ap);
+}

@@ -26,5 +26,7 @@ int decl(const char *id, TensorKind k, Dtype dt, int ndim, ...);
 int mk(OpKind k, const char *out, int nin, ...);
 /* Op o's first output tensor. */
 int out(int o);
+/* Sets op o's shape or axes list: set_list(o, 3, 2, 4, -1). */
+void set_list(int o, int n, ...);
 
 #endif

@@ -12,17 +12,6 @@
 
 #include "graphkit.h"
 
-static void
-set_list(int o, int n, ...)
-{
-	va_list ap;
-
-	va_start(ap, n);
-	g.op[o].p->nlist = n;
-	for (int i = 0; i < n; i++)
-		g.op[o].p->list[i] = va_arg(ap, int);
-	va_end(ap);
-}
 
 
 /* Makes t the training output (declared at line 9) and runs both passes. */

@@ -619,17 +619,6 @@ test_mse_and_embedding_errors(void **state)
 
 /* ---- shape ops */
 
-static void
-set_list(int o, int n, ...)
-{
-	va_list ap;
-
-	va_start(ap, n);
-	g.op[o].p->nlist = n;
-	for (int i = 0; i < n; i++)
-		g.op[o].p->list[i] = va_arg(ap, int);
-	va_end(ap);
-}
 
 static void
 test_views(void **state)
