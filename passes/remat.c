@@ -101,6 +101,93 @@ ctx_longgaps(RmCtx *C)
 	}
 }
 
+/* The largest of the sorted u[0..n) that is <= b, or -1. */
+static int
+last_upto(const int *u, int n, int b)
+{
+	int lo = 0, hi = n;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (u[mid] <= b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 ? u[lo - 1] : -1;
+}
+
+/* gearly[g]: the last base position inside gap g (not its first step)
+ * before which every input of the tensor's node is still used later or
+ * right there, so recomputing it then needs no input to live longer;
+ * -1 when there is none, or for a tail gap. Then the gaps by position. */
+static void
+ctx_early(RmCtx *C)
+{
+	const Dag *d = C->d;
+	int *cnt = xcalloc((size_t)d->nt + 2, sizeof *cnt);
+	int *uofs = xcalloc((size_t)d->nt + 2, sizeof *uofs);
+	int *upos = xcalloc((size_t)C->uofs[d->nnode] + 1, sizeof *upos);
+
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
+			uofs[C->use[k] + 1]++;
+	}
+	for (int t = 0; t < d->nt; t++)
+		uofs[t + 1] += uofs[t];
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
+			int t = C->use[k];
+			upos[uofs[t] + cnt[t]++] = x;
+		}
+	}
+	C->gearly = xcalloc((size_t)C->ngap + 1, sizeof *C->gearly);
+	C->eofs = xcalloc((size_t)C->n + 2, sizeof *C->eofs);
+	for (int g = 0; g < C->ngap; g++) {
+		int t = C->gtensor[g], p = C->prod[t], b = C->gend[g], s = b;
+		int a = g == C->gofs[t] ? C->pos[p] : C->gend[g - 1];
+		for (int k = C->uofs[p]; k < C->uofs[p + 1] && b < C->n; k++) {
+			int u = C->use[k];
+			if (d->t[u].to_end)
+				continue;
+			int y = last_upto(upos + uofs[u], uofs[u + 1] - uofs[u], b);
+			if (y < s)
+				s = y;
+		}
+		C->gearly[g] = b < C->n && s > a + 1 && s < b ? s : -1;
+		if (C->gearly[g] >= 0)
+			C->eofs[C->gearly[g] + 1]++;
+	}
+	for (int x = 0; x < C->n; x++)
+		C->eofs[x + 1] += C->eofs[x];
+	C->egap = xcalloc((size_t)C->eofs[C->n] + 1, sizeof *C->egap);
+	free(cnt);
+	cnt = xcalloc((size_t)C->n + 1, sizeof *cnt);
+	for (int g = 0; g < C->ngap; g++)
+		if (C->gearly[g] >= 0)
+			C->egap[C->eofs[C->gearly[g]] + cnt[C->gearly[g]]++] = g;
+	free(cnt);
+	free(uofs);
+	free(upos);
+}
+
+/* Whether lv_eval's rules reduce to rm_score's on d: one instance owns
+ * each tensor's bytes from its step through its last use. */
+static bool
+dag_simple(const Dag *d)
+{
+	for (int t = 0; t < d->nt; t++)
+		if (d->t[t].view_src >= 0 || d->t[t].persistent_view ||
+		    d->t[t].from_start || d->t[t].to_end)
+			return false;
+	for (int v = 0; v < d->nnode; v++)
+		if (d->node[v].nacc > 0 || d->node[v].fwd_plus1 > 0)
+			return false;
+	return true;
+}
+
 void
 rm_ctx_init(RmCtx *C, const Dag *d)
 {
@@ -127,6 +214,7 @@ rm_ctx_init(RmCtx *C, const Dag *d)
 	ctx_uses(C);
 	ctx_gaps(C);
 	ctx_longgaps(C);
+	ctx_early(C);
 	C->c0 = d->total_cost / 100000 + 1;
 	C->avail = xcalloc((size_t)d->nt + 1, sizeof *C->avail);
 	C->made = xcalloc((size_t)d->nt + 1, sizeof *C->made);
@@ -138,6 +226,9 @@ rm_ctx_init(RmCtx *C, const Dag *d)
 	C->capstep = 2 * C->n + 16;
 	C->step = xcalloc((size_t)C->capstep, sizeof *C->step);
 	C->posof = xcalloc((size_t)C->capstep, sizeof *C->posof);
+	C->simple = dag_simple(d);
+	C->birth = xcalloc((size_t)d->nt + 1, sizeof *C->birth);
+	C->lastuse = xcalloc((size_t)d->nt + 1, sizeof *C->lastuse);
 	ar_init(&C->scratch);
 }
 
@@ -152,6 +243,9 @@ rm_ctx_free(RmCtx *C)
 	free(C->gend);
 	free(C->gtensor);
 	free(C->longgap);
+	free(C->gearly);
+	free(C->eofs);
+	free(C->egap);
 	free(C->avail);
 	free(C->made);
 	free(C->useidx);
@@ -160,6 +254,10 @@ rm_ctx_free(RmCtx *C)
 	free(C->stack);
 	free(C->step);
 	free(C->posof);
+	free(C->birth);
+	free(C->lastuse);
+	free(C->diff);
+	free(C->live);
 	free(C->lborder);
 	ar_free(&C->scratch);
 }
@@ -274,6 +372,13 @@ rm_build(RmCtx *C, const unsigned char *state)
 		int v = d->base_order[x];
 		C->ngrp = 0;
 		C->stamp++;
+		for (int k = C->eofs[x]; k < C->eofs[x + 1]; k++) {
+			int g = C->egap[k], t = C->gtensor[g];
+			if (state[g] == GAP_EARLY && missing(C, t) &&
+			    C->gofs[t] + C->useidx[t] == g &&
+			    !recompute(C, C->prod[t], x))
+				return false;
+		}
 		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
 			if (missing(C, C->use[k]) &&
 			    !recompute(C, C->prod[C->use[k]], x))
@@ -300,6 +405,69 @@ rm_eval(RmCtx *C, const unsigned char *state)
 	lv_eval(C->d, &s, &C->ev, &C->scratch);
 	C->evals++;
 	return C->ev.valid ? &C->ev : NULL;
+}
+
+/* The instance of t made at birth[t] owns its bytes through lastuse[t]. */
+static void
+close_instance(RmCtx *C, int t)
+{
+	C->diff[C->birth[t]] += C->d->t[t].bytes;
+	C->diff[C->lastuse[t] + 1] -= C->d->t[t].bytes;
+}
+
+const MemEval *
+rm_score(RmCtx *C, const unsigned char *state)
+{
+	const Dag *d = C->d;
+	MemEval *ev = &C->ev;
+	int64_t pers = 0, run = 0;
+
+	if (!C->simple)
+		return rm_eval(C, state);
+	if (!rm_build(C, state))
+		return NULL;
+	C->diff = xrealloc(C->diff, sizeof *C->diff * (size_t)(C->capstep + 1));
+	C->live = xrealloc(C->live, sizeof *C->live * (size_t)(C->capstep + 1));
+	memset(C->diff, 0, sizeof *C->diff * (size_t)(C->nstep + 1));
+	memset(C->birth, 0xff, sizeof *C->birth * (size_t)d->nt);
+	memset(ev, 0, sizeof *ev);
+	for (int i = 0; i < C->nstep; i++) {
+		const DagNode *n = &d->node[C->step[i]];
+		for (int j = 0; j < n->nin; j++) {
+			if (C->birth[n->in[j]] < 0)
+				return NULL;
+			C->lastuse[n->in[j]] = i;
+		}
+		for (int j = 0; j < n->nout; j++) {
+			int t = n->out[j];
+			if (C->birth[t] >= 0)
+				close_instance(C, t);
+			C->birth[t] = C->lastuse[t] = i;
+		}
+		if (C->pos[C->step[i]] != C->posof[i])
+			ev->recompute_cost += n->cost;
+		C->diff[i] += n->workspace;
+		C->diff[i + 1] -= n->workspace;
+	}
+	for (int t = 0; t < d->nt; t++)
+		if (C->birth[t] >= 0)
+			close_instance(C, t);
+	for (int c = 0; c < CAT_COUNT; c++)
+		pers += d->persistent[c];
+	ev->valid = true;
+	ev->nsteps = C->nstep;
+	ev->live_bytes = C->live;
+	ev->peak = pers;
+	for (int i = 0; i < C->nstep; i++) {
+		run += C->diff[i];
+		C->live[i] = pers + run;
+		if (C->live[i] > ev->peak || i == 0) {
+			ev->peak = C->live[i];
+			ev->peak_step = i;
+		}
+	}
+	C->evals++;
+	return ev;
 }
 
 /* A new zeroed slot at the pool's end. */

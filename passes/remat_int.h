@@ -9,7 +9,11 @@
  * needing it, recomputes it (recursively recomputing dropped inputs).
  * STICKY keeps a recomputed instance until the next dropped gap (Chen's
  * segments); TRANSIENT frees one made only to feed another recompute right
- * after that base step (Revolve's deeper levels). Each such tensor also
+ * after that base step (Revolve's deeper levels); EARLY recomputes it
+ * inside the gap, at the last base position where its node's inputs are
+ * all still there (gearly), and keeps it to the gap's end: no input needs
+ * to live longer for it (Moccasin's recompute intervals need not end at
+ * a use). Each such tensor also
  * has a tail gap after its last use (ending at n): KEEP lets a later
  * recompute use the old instance (stretching its life), a drop makes it
  * recompute that too. rm_build turns states into a schedule; every
@@ -20,7 +24,7 @@
 
 #include "dag.h"
 
-enum { GAP_KEEP, GAP_STICKY, GAP_TRANSIENT };
+enum { GAP_KEEP, GAP_STICKY, GAP_TRANSIENT, GAP_EARLY };
 
 typedef struct RmCtx {
 	const Dag *d;
@@ -32,6 +36,8 @@ typedef struct RmCtx {
 	int *gend;              /* [ngap] base position of the use ending a gap */
 	int *gtensor;           /* [ngap] the tensor a gap belongs to */
 	int ngap;
+	int *gearly;            /* [ngap] EARLY's base position, or -1 */
+	int *eofs, *egap;       /* CSR [n]: gaps whose gearly is each position */
 	int *longgap;           /* [nt] gap from forward to backward use, or -1 */
 	bool has_backward;      /* some node is a backward node */
 	int64_t c0;             /* cost unit for benefit / cost ratios */
@@ -44,6 +50,10 @@ typedef struct RmCtx {
 	int ngrp, stamp;
 	int *lborder;           /* rm_least_bytes_order's, or NULL */
 	bool lborder_done;
+	bool simple;            /* no views, accumulations, from_start or
+	                           to_end tensors: rm_score's fast path */
+	int *birth, *lastuse;   /* [nt] rm_score: current instance of t */
+	int64_t *diff, *live;   /* [capstep + 1] rm_score's memory by step */
 	Arena scratch;          /* the latest evaluation */
 	MemEval ev;
 	long evals;
@@ -67,6 +77,10 @@ void rm_ctx_init(RmCtx *C, const Dag *d);
 void rm_ctx_free(RmCtx *C);
 bool rm_build(RmCtx *C, const unsigned char *state);
 const MemEval *rm_eval(RmCtx *C, const unsigned char *state);
+/* rm_eval's peak, recompute cost and live bytes (the rest of C->ev is
+ * stale), by a shortcut of lv_eval's rules on simple Dags: what the
+ * searches use; plans join the pool scored by rm_eval. */
+const MemEval *rm_score(RmCtx *C, const unsigned char *state);
 void rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
                  const MemEval *ev);
 void rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev);

@@ -2,7 +2,8 @@
  * lv_eval scores it, -O2 <= -O1 and -O0 on peak, the recompute cap, budget
  * monotonicity, the chain optimum against a brute force over checkpoint
  * sets, a U-Net (no cut nodes) improved by -O2, a budget only a reordering
- * meets without recompute, and budgets on a chain of views. */
+ * meets without recompute, budgets on a chain of views, the searches'
+ * shortcut scorer against lv_eval, and an EARLY recompute by hand. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,6 +14,8 @@
 #include <cmocka.h>
 
 #include "dag.h"
+#include "randdag.h"
+#include "remat_int.h"
 
 enum { MAXF = 64 };
 
@@ -413,6 +416,151 @@ test_lower_bound(void **state)
 	ar_free(&a);
 }
 
+/* A Checkmate-like plain DAG (as passes/checkmate.c imports them): node i
+ * makes one tensor and reads 1-3 earlier ones, node 0 reads none; random
+ * bytes, costs and sometimes workspace. */
+static void
+plain_dag(Dag *d, uint64_t *seed, int n, Arena *a)
+{
+	memset(d, 0, sizeof *d);
+	d->nt = d->nnode = d->nbase = n;
+	d->t = ar_alloc(a, sizeof *d->t * (size_t)n);
+	d->node = ar_alloc(a, sizeof *d->node * (size_t)n);
+	d->base_order = ar_alloc(a, sizeof(int) * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		char *name = ar_alloc(a, 16);
+		int *in = ar_alloc(a, sizeof(int) * 3), nin = 0;
+		snprintf(name, 16, "n%d", i);
+		for (int k = 0; i > 0 && k < 1 + (int)(rd_next(seed) % 3); k++) {
+			int u = (int)(rd_next(seed) % (uint64_t)i), dup = 0;
+			for (int j = 0; j < nin; j++)
+				dup |= in[j] == u;
+			if (!dup)
+				in[nin++] = u;
+		}
+		int *out = ar_alloc(a, sizeof(int));
+		out[0] = i;
+		d->t[i] = (DagTensor){name, 8 + (int64_t)(rd_next(seed) % 500), -1,
+		                      false, CAT_ACTIVATIONS, false, false, -1};
+		d->node[i] = (DagNode){name, (int64_t)(rd_next(seed) % 100),
+		                       rd_next(seed) % 4 ? 0 : 64, false, false,
+		                       nin, in, 1, out, 0, NULL, -1, 0};
+		d->base_order[i] = i;
+	}
+	dag_finish(d);
+}
+
+/* rm_score, the searches' shortcut, scores every plan -- any mix of gap
+ * states, EARLY recomputes included -- exactly as lv_eval does. */
+static void
+test_score_matches_eval(void **state)
+{
+	(void)state;
+	uint64_t seed = 7;
+	long early = 0, compared = 0;
+
+	for (int iter = 0; iter < 300; iter++) {
+		Arena a;
+		Dag d;
+		RmCtx C;
+		ar_init(&a);
+		plain_dag(&d, &seed, 5 + iter % 40, &a);
+		rm_ctx_init(&C, &d);
+		assert_true(C.simple);
+		unsigned char *st = rm_state_new(&C);
+		for (int round = 0; round < 5; round++) {
+			for (int g = 0; g < C.ngap; g++) {
+				st[g] = (unsigned char)(rd_next(&seed) % 3);
+				if (C.gearly[g] >= 0 && rd_next(&seed) % 2) {
+					st[g] = GAP_EARLY;
+					early++;
+				}
+			}
+			const MemEval *fast = rm_score(&C, st);
+			assert_non_null(fast);
+			int64_t peak = fast->peak, cost = fast->recompute_cost;
+			int n = fast->nsteps;
+			int64_t *live = malloc(sizeof *live * (size_t)n);
+			memcpy(live, fast->live_bytes, sizeof *live * (size_t)n);
+			const MemEval *ev = rm_eval(&C, st);
+			assert_non_null(ev);
+			assert_int_equal(ev->peak, peak);
+			assert_int_equal(ev->recompute_cost, cost);
+			assert_int_equal(ev->nsteps, n);
+			for (int i = 0; i < n; i++)
+				assert_int_equal(ev->live_bytes[i], live[i]);
+			free(live);
+			compared++;
+		}
+		free(st);
+		rm_ctx_free(&C);
+		ar_free(&a);
+	}
+	assert_int_equal(compared, 1500);
+	assert_true(early > 100);
+}
+
+/* EARLY recomputes t inside its gap, at the last step that still reads
+ * the input of t's node, rather than at t's next use (which would keep
+ * that input alive until then). The nodes, their bytes and what they read:
+ *   0: n0 1   1: n1 200 (n0)   2: t 50 (n1)   3: n3 1 (t)   4: n4 300 (n3)
+ *   5: n5 1 (n4)   6: n6 1 (n1 n5)   7: n7 450 (n6)   8: n8 1 (t n7)
+ * Kept: steps 4 and 5 hold n1 + t + 300 + 1 = 551 (the peak); 7 and 8 hold
+ * t + 450 + 1 = 501. Dropping t's gap 3..8, sticky: t is recomputed
+ * before step 8, so n1 lives on from step 6: 200 + 450 + 50 at that
+ * recompute = 700. EARLY: recomputed before step 6, where n1 is still
+ * read: 4 and 5 hold 501, 6 holds 252, 7 and 8 501 -- peak 501. */
+static void
+test_early_recompute(void **state)
+{
+	(void)state;
+	static const int64_t bytes[9] = {1, 200, 50, 1, 300, 1, 1, 450, 1};
+	static const int reads[9][2] = {{-1, -1}, {0, -1}, {1, -1}, {2, -1},
+	                                {3, -1}, {4, -1}, {1, 5}, {6, -1},
+	                                {2, 7}};
+	Arena a;
+	Dag d;
+	RmCtx C;
+	ar_init(&a);
+	memset(&d, 0, sizeof d);
+	d.nt = d.nnode = d.nbase = 9;
+	d.t = ar_alloc(&a, sizeof *d.t * 9);
+	d.node = ar_alloc(&a, sizeof *d.node * 9);
+	d.base_order = ar_alloc(&a, sizeof(int) * 9);
+	for (int i = 0; i < 9; i++) {
+		int *in = ar_alloc(&a, sizeof(int) * 2), nin = 0;
+		int *out = ar_alloc(&a, sizeof(int));
+		for (int j = 0; j < 2; j++)
+			if (reads[i][j] >= 0)
+				in[nin++] = reads[i][j];
+		out[0] = i;
+		d.t[i] = (DagTensor){"t", bytes[i], -1, false, CAT_ACTIVATIONS,
+		                     false, false, -1};
+		d.node[i] = (DagNode){"n", 10 + i, 0, false, false, nin, in, 1,
+		                      out, 0, NULL, -1, 0};
+		d.base_order[i] = i;
+	}
+	dag_finish(&d);
+	rm_ctx_init(&C, &d);
+	unsigned char *st = rm_state_new(&C);
+	int g = C.gofs[2] + 1;          /* t's gap from step 3 to step 8 */
+	assert_int_equal(C.gend[g], 8);
+	assert_int_equal(C.gearly[g], 6);
+	assert_int_equal(rm_eval(&C, st)->peak, 551);
+	st[g] = GAP_STICKY;
+	assert_int_equal(rm_eval(&C, st)->peak, 700);
+	st[g] = GAP_EARLY;
+	const MemEval *ev = rm_eval(&C, st);
+	assert_int_equal(ev->peak, 501);
+	assert_int_equal(ev->recompute_cost, 12);
+	assert_int_equal(C.nstep, 10);
+	assert_int_equal(C.step[6], 2);         /* t, right before n6 */
+	assert_int_equal(C.step[7], 6);
+	free(st);
+	rm_ctx_free(&C);
+	ar_free(&a);
+}
+
 int
 main(void)
 {
@@ -425,6 +573,8 @@ main(void)
 		cmocka_unit_test(test_lower_bound),
 		cmocka_unit_test(test_reorder_fits),
 		cmocka_unit_test(test_views_budget),
+		cmocka_unit_test(test_score_matches_eval),
+		cmocka_unit_test(test_early_recompute),
 	};
 	return cmocka_run_group_tests_name("remat", tests, NULL, NULL);
 }
