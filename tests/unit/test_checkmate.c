@@ -1,6 +1,7 @@
 /* tests/unit/test_checkmate.c -- the JSON reader and the benchmark
  * importer: the 11 published graphs (node and edge counts, reference peaks
- * exactly as in the README table), small graphs written here, and malformed
+ * exactly as in the README table; -O2's TDI at least as good as the
+ * published results), small graphs written here, and malformed
  * files, which must give a clear error. The published graphs are read from
  * $SRCDIR/../shared/data/checkmate and skipped when that is absent. */
 #include <stdarg.h>
@@ -81,6 +82,53 @@ test_published_graphs(void **state)
 			fail_msg("%s: %s", published[i].file, why);
 		assert_int_equal(d.total_cost, d.forward_cost);
 		ar_free(&a);
+	}
+}
+
+/* The README's published results to beat: the best TDI (percent, to one
+ * decimal) of Checkmate's MILP and Moccasin at budgets 0.9 and 0.8. -O2
+ * must be at least as good at that precision, with a verified plan. */
+static const struct {
+	const char *file;
+	int64_t budget[2];
+	double best[2];
+} to_beat[] = {
+	{"fcn8_vgg_b32_train.json", {12136315968, 10787836416}, {0.0, 0.1}},
+	{"resnet50_b256_train.json", {34253420544, 30447484928}, {0.1, 0.3}},
+	{"random_layered_n250.json", {132156, 117472}, {0.9, 4.9}},
+	{"random_layered_n1000.json", {547758, 486896}, {0.7, 3.4}},
+};
+
+static void
+test_published_tdi(void **state)
+{
+	char dir[4096], path[4200], err[512], why[512];
+	(void)state;
+	assert_true(data_dir(dir, sizeof dir));
+	for (size_t i = 0; i < sizeof to_beat / sizeof to_beat[0]; i++) {
+		for (int k = 0; k < 2; k++) {
+			Arena a;
+			Dag d;
+			MemEval ev;
+			PlanGoal goal = {2, -1, to_beat[i].budget[k], false};
+			ar_init(&a);
+			snprintf(path, sizeof path, "%s/%s", dir, to_beat[i].file);
+			if (cm_import(path, &d, &a, err, sizeof err))
+				fail_msg("%s", err);
+			PlanResult r = rm_plan(&d, &goal, &a);
+			double tdi = 100.0 * (double)r.recompute_cost / (double)d.total_cost;
+			assert_true(r.fits);
+			assert_true(r.peak <= to_beat[i].budget[k]);
+			if (tdi >= to_beat[i].best[k] + 0.05)
+				fail_msg("%s at %lld: TDI %.3f%%, published %.1f%%",
+				         to_beat[i].file, (long long)to_beat[i].budget[k],
+				         tdi, to_beat[i].best[k]);
+			lv_eval(&d, &r.sched, &ev, &a);
+			if (!vf_check(&d, &r.sched, &ev, why, sizeof why))
+				fail_msg("%s: %s", to_beat[i].file, why);
+			assert_int_equal(ev.peak, r.peak);
+			ar_free(&a);
+		}
 	}
 }
 
@@ -269,19 +317,21 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_published_graphs),
+		cmocka_unit_test(test_published_tdi),
 		cmocka_unit_test(test_small_checkmate_layout),
 		cmocka_unit_test(test_small_random_layout),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_json_depth_and_strings),
 	};
-	/* The published graphs come first; where ../shared/data/checkmate is
-	 * absent (a user's machine) that test is left out, not failed: the TAP
+	/* The published graphs' tests come first; where ../shared/data/checkmate
+	 * is absent (a user's machine) they are left out, not failed: the TAP
 	 * driver counts cmocka's "not ok # SKIP" as a failure. */
 	char dir[4096];
-	size_t skip_n = data_dir(dir, sizeof dir) ? 0 : 1;
+	size_t skip_n = data_dir(dir, sizeof dir) ? 0 : 2;
 	if (skip_n)
-		printf("# skipped test_published_graphs: no shared/data/checkmate\n");
+		printf("# skipped test_published_graphs, test_published_tdi: "
+		       "no shared/data/checkmate\n");
 	return _cmocka_run_group_tests("checkmate", tests + skip_n,
 	                               sizeof tests / sizeof tests[0] - skip_n, NULL, NULL);
 }
