@@ -174,10 +174,13 @@ ctx_early(RmCtx *C)
 }
 
 /* Whether lv_eval's rules reduce to rm_score's on d: one instance owns
- * each tensor's bytes from its step through its last use. */
+ * each tensor's bytes from its step through its last use, and the base
+ * order runs every node. */
 static bool
 dag_simple(const Dag *d)
 {
+	if (d->nbase != d->nnode)
+		return false;
 	for (int t = 0; t < d->nt; t++)
 		if (d->t[t].view_src >= 0 || d->t[t].persistent_view ||
 		    d->t[t].from_start || d->t[t].to_end)
