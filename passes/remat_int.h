@@ -16,8 +16,9 @@
  * a use). Each such tensor also
  * has a tail gap after its last use (ending at n): KEEP lets a later
  * recompute use the old instance (stretching its life), a drop makes it
- * recompute that too. rm_build turns states into a schedule; every
- * candidate is scored by lv_eval. Planners that reorder or simulate
+ * recompute that too. rm_build turns states into a schedule; every plan
+ * in the pool is scored by lv_eval (the searches may use rm_score, its
+ * shortcut on plain DAGs). Planners that reorder or simulate
  * (remat_dtr.c, remat_ls.c) add explicit schedules to the pool instead. */
 #ifndef REMAT_INT_H
 #define REMAT_INT_H

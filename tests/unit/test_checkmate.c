@@ -54,10 +54,21 @@ edges(const Dag *d)
 	return m;
 }
 
+/* Imports dir/file into d (in a), failing the test on an error. */
+static void
+import_published(const char *dir, const char *file, Dag *d, Arena *a)
+{
+	char path[4200], err[512];
+
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	if (cm_import(path, d, a, err, sizeof err))
+		fail_msg("%s", err);
+}
+
 static void
 test_published_graphs(void **state)
 {
-	char dir[4096], path[4200], err[512], why[512];
+	char dir[4096], why[512];
 	(void)state;
 	assert_true(data_dir(dir, sizeof dir));
 	for (size_t i = 0; i < sizeof published / sizeof published[0]; i++) {
@@ -65,9 +76,7 @@ test_published_graphs(void **state)
 		Dag d;
 		MemEval mine, theirs;
 		ar_init(&a);
-		snprintf(path, sizeof path, "%s/%s", dir, published[i].file);
-		if (cm_import(path, &d, &a, err, sizeof err))
-			fail_msg("%s", err);
+		import_published(dir, published[i].file, &d, &a);
 		assert_int_equal(d.nnode, published[i].n);
 		assert_int_equal(edges(&d), published[i].m);
 		assert_int_equal(d.nbase, published[i].n);
@@ -102,7 +111,7 @@ static const struct {
 static void
 test_published_tdi(void **state)
 {
-	char dir[4096], path[4200], err[512], why[512];
+	char dir[4096], why[512];
 	(void)state;
 	assert_true(data_dir(dir, sizeof dir));
 	for (size_t i = 0; i < sizeof to_beat / sizeof to_beat[0]; i++) {
@@ -112,9 +121,7 @@ test_published_tdi(void **state)
 			MemEval ev;
 			PlanGoal goal = {2, -1, to_beat[i].budget[k], false};
 			ar_init(&a);
-			snprintf(path, sizeof path, "%s/%s", dir, to_beat[i].file);
-			if (cm_import(path, &d, &a, err, sizeof err))
-				fail_msg("%s", err);
+			import_published(dir, to_beat[i].file, &d, &a);
 			PlanResult r = rm_plan(&d, &goal, &a);
 			double tdi = 100.0 * (double)r.recompute_cost / (double)d.total_cost;
 			assert_true(r.fits);
