@@ -113,13 +113,13 @@ stretch(const Desc *D, int p, int b)
 	double e = 0;
 
 	for (int k = C->uofs[p]; k < C->uofs[p + 1]; k++) {
-		int s = C->use[k], tail;
+		int s = C->use[k], tail, last;
 		if (C->prod[s] < 0)
 			continue;
 		tail = C->gofs[s + 1] - 1;
-		if (D->st[tail] == GAP_KEEP && gap_start(C, tail) < b)
-			e += estimate(D, gap_start(C, tail), b - 1,
-			              (double)C->d->t[s].bytes);
+		last = gap_start(C, tail);
+		if (D->st[tail] == GAP_KEEP && last < b)
+			e += estimate(D, last, b - 1, (double)C->d->t[s].bytes);
 	}
 	return e;
 }
@@ -344,9 +344,9 @@ ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
 }
 
 /* The descent over another order ord instead of the base order, once in
- * each estimate mode m whose bit (1 << m) is set in modes, when that order's peak is
- * below the base order's; its plans join the pool as explicit schedules.
- * False when it did not run. */
+ * each estimate mode m whose bit (1 << m) is set in modes, when that
+ * order's peak is below the base order's; its plans join the pool as
+ * explicit schedules. False when it did not run. */
 static bool
 ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
                  int modes, int div)
