@@ -60,8 +60,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "ir.h"
-#include "dag.h"
+#include "codegen.h"
 
 extern const char cg_runtime_src[];     /* codegen/runtime_str.c, generated */
 

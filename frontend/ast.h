@@ -9,7 +9,7 @@
 #ifndef REMAT_AST_H
 #define REMAT_AST_H
 
-#include "ir.h"
+#include "frontend.h"
 
 #define AST_MAXNEST 256         /* brackets open at once */
 #define AST_MAXDEPTH 1000       /* depth of one expression tree */

@@ -1,10 +1,9 @@
-/* passes/dag.c -- small helpers on the Dag: names of memory categories and
+/* ir/dag/dag.c -- small helpers on the Dag: names of memory categories and
  * step kinds, the cost totals (dag_finish), the base schedule, the kind
- * of a schedule step, and a monotonic clock (dag_now). Reads
+ * of a schedule step. Reads
  * Dag.node[].cost/once/is_backward and base_order; writes Dag.forward_cost
  * and Dag.total_cost. */
 #include <string.h>
-#include <time.h>
 
 #include "dag.h"
 
@@ -69,13 +68,4 @@ dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen)
 	if (seen[v])
 		return STEP_RECOMPUTE;
 	return d->node[v].is_backward ? STEP_BACKWARD : STEP_FORWARD;
-}
-
-double
-dag_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

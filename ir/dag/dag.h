@@ -1,7 +1,7 @@
-/* passes/dag.h -- the plain DAG that schedules are planned and evaluated on.
+/* ir/dag/dag.h -- the plain DAG that schedules are planned and evaluated on.
  *
- * Nothing here knows about .net: passes/lower.c builds a Dag from the
- * training graph (forward ops, backward ops, gradients) and passes/checkmate.c
+ * Nothing here knows about .net: passes/graph/lower.c builds a Dag from the
+ * training graph (forward ops, backward ops, gradients) and passes/import/checkmate.c
  * builds one from a published benchmark graph. The liveness evaluator, the
  * planners (-O1, -O2, --exact), the verifier and the memory planner only see
  * this, so they can be tested on any graph.
@@ -35,7 +35,7 @@
  *   the step's temporaries (node.workspace + accumulation temporaries).
  *   Peak = max over steps; peak_step = the first step reaching it.
  *
- * How passes/lower.c maps a training graph onto a Dag:
+ * How passes/graph/lower.c maps a training graph onto a Dag:
  * - params are not Dag tensors: their bytes (and master copy, optimizer
  *   state) are persistent[], listed buffer by buffer in persistent_buf[]
  *   (order: see Dag); a view of a param is a DagTensor with
@@ -61,7 +61,7 @@
 #ifndef REMAT_DAG_H
 #define REMAT_DAG_H
 
-#include "ir.h"
+#include "util.h"
 
 /* Memory categories, in report order. */
 typedef enum MemCat {
@@ -119,7 +119,7 @@ typedef struct Dag {
 	int nbase;
 	int64_t persistent[CAT_COUNT]; /* params, master, optimizer */
 	/* The persistent buffers one by one, live for the whole step, as
-	 * passes/lower.c lists them: for each param in IR order, its weight
+	 * passes/graph/lower.c lists them: for each param in IR order, its weight
 	 * (CAT_PARAMS); then, in train mode, its f32 master copy (CAT_MASTER;
 	 * mixed precision and a param not declared f32) and one buffer per
 	 * optimizer state value (CAT_OPTIMIZER; none for sgd). Per category
@@ -179,142 +179,9 @@ typedef struct MemEval {
 	                           offset of each persistent buffer */
 } MemEval;
 
-/* ---------------------------------------------------------------- passes/dag.c */
+/* ---------------------------------------------------------------- ir/dag/dag.c */
 void dag_finish(Dag *d);                /* computes forward_cost, total_cost */
 Schedule dag_base_schedule(const Dag *d, Arena *a);
 StepKind dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen);
-double dag_now(void);                   /* monotonic clock, in seconds */
-
-/* ---------------------------------------------------------------- passes/lower.c */
-/* Builds the Dag of g's training step (or inference pass), per the
- * conventions above. g has been through shape_infer and autodiff. */
-void lower_graph(const Graph *g, Dag *d, Arena *a);
-
-/* ---------------------------------------------------------------- passes/liveness.c */
-/* Evaluates a schedule in O(steps + uses). Fills *ev (arrays in a). */
-void lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
-
-/* ---------------------------------------------------------------- passes/verify.c */
-/* An independent, simple (quadratic) evaluator for --verify. Returns true
- * when it agrees with ev on validity, every step's live_bytes, the peak and
- * peak_step; otherwise writes the first disagreement to why. */
-bool vf_check(const Dag *d, const Schedule *s, const MemEval *ev,
-              char *why, size_t n);
-/* The verifier's own evaluator: fills valid, error, nsteps, kind,
- * live_bytes, temp_bytes, peak, peak_step and recompute_cost of ev (arrays
- * in a); inst, step_prod and breakdown stay empty. */
-void vf_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
-/* Evaluates s into ev with lv_eval; with verify, replays it through
- * vf_check. Reports an invalid schedule or a disagreement on stderr and
- * returns 4; otherwise 0. */
-int vf_evaluate(const Dag *d, const Schedule *s, MemEval *ev, bool verify,
-                Arena *a);
-
-/* ---------------------------------------------------------------- passes/remat*.c */
-typedef struct PlanGoal {
-	int level;              /* 0: base schedule; 1: -O1; 2, 3: -O2 */
-	double max_recompute;   /* recompute cost <= this x forward_cost; <0: inf */
-	int64_t budget;         /* minimize recompute s.t. peak <= budget; -1: none */
-	bool exact;             /* --exact: exhaustive search (small graphs) */
-} PlanGoal;
-
-typedef struct PlanResult {
-	Schedule sched;
-	int64_t peak;           /* as lv_eval finds it */
-	int64_t recompute_cost;
-	bool fits;              /* budget met (always true without a budget) */
-	int64_t lower_bound;    /* a peak no schedule can beat */
-	const char *error;      /* NULL, or why no schedule was made (set by
-	                           rm_plan_exact: graph too large, work limit);
-	                           sched.n is 0 then */
-} PlanResult;
-
-/* Plans a schedule for the goal. Without a budget: minimizes peak subject to
- * the recompute cap. With a budget: minimizes recompute subject to peak <=
- * budget; when nothing fits, fits=false and sched/peak are the smallest-peak
- * schedule found. */
-PlanResult rm_plan(const Dag *d, const PlanGoal *goal, Arena *a);
-int64_t rm_lower_bound(const Dag *d);
-/* passes/remat_exact.c: the true optimum under the model, by exhaustive
- * search with pruning; for small graphs (tests, --exact). */
-PlanResult rm_plan_exact(const Dag *d, const PlanGoal *goal, Arena *a);
-
-/* ---------------------------------------------------------------- passes/checkmate.c */
-/* Reads a Checkmate/Moccasin node-link JSON graph. Returns 0, or -1 with a
- * message in err. */
-int cm_import(const char *path, Dag *d, Arena *a, char *err, size_t errn);
-/* remat --import checkmate FILE.json: imports, plans for goal, prints the
- * human report (or JSON with json=true) to out, checks with vf_check when
- * verify is set. Returns the exit status (0, 1 bad file, 3 budget unmet, 4). */
-int cm_run(const char *path, const PlanGoal *goal, bool json, bool verify,
-           FILE *out);
-
-/* ---------------------------------------------------------------- codegen/memplan.c */
-/* Assigns 256-byte-aligned offsets to every persistent buffer (first, for
- * the whole step; d may be NULL for none), every owning instance and every
- * step's temporary block, so that two blocks overlap only when never live at
- * the same step. Returns arena bytes (largest end offset), which is at least
- * the peak of ev. O(n log n) in the number of blocks. */
-int64_t mp_plan(const Dag *d, MemEval *ev, Arena *a);
-/* codegen/memplan.c: the layout of step s's temporary block, which holds
- * ev->temp_bytes[s] bytes exactly: the accumulation temporaries by element
- * size, largest first (so each is naturally aligned without padding), then
- * the workspace. off[j] (j < node.nacc) is acc j's offset in the block, or
- * -1 when that entry produces its gradient; off[nacc] is the workspace's.
- * Returns the block's bytes. mp_plan plans the blocks too
- * (ev->temp_offset), so the arena covers every byte the MemEval counts. */
-int64_t mp_temp_layout(const Dag *d, const MemEval *ev, const Schedule *s,
-                       int step, int64_t *off);
-
-/* ---------------------------------------------------------------- codegen/emit.c */
-/* Writes one self-contained CUDA C program (also plain C with -DREMAT_HOST)
- * that runs schedule s and checks the measured peak against ev.
- * Returns 0, or non-zero on an I/O error. */
-int cg_emit(const Graph *g, const Dag *d, const Schedule *s, const MemEval *ev,
-            int64_t arena_bytes, FILE *out);
-
-/* ---------------------------------------------------------------- passes/analyze.c */
-/* One compilation: the graph, its Dag, the plan and what liveness found. */
-typedef struct Analysis {
-	Graph g;
-	Dag d;
-	PlanGoal goal;
-	PlanResult plan;
-	MemEval ev;             /* the chosen schedule */
-	MemEval base;           /* the -O0 schedule, for baseline_peak_bytes */
-	int64_t arena_bytes;
-	double seconds;         /* wall time of the whole analysis */
-} Analysis;
-
-/* Runs instantiate -> shape_infer -> autodiff -> lower -> plan -> liveness
- * -> memory plan. Returns an exit status: 0, 1 (errors in the input,
- * reported to d), 3 (no schedule fits the budget; an->plan holds the
- * smallest peak found). With verify, checks every evaluation with vf_check
- * and returns 4 on a mismatch. */
-int analyze(const Program *p, const char *file, const NetOptions *o,
-            const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d);
-
-/* ---------------------------------------------------------------- passes/report.c */
-typedef struct ReportOptions {
-	int top;                /* tensors listed at the peak */
-	bool exact_bytes;       /* print every size in bytes too */
-} ReportOptions;
-
-void report_human(const Analysis *an, const ReportOptions *ro, FILE *out);
-
-/* Parameter elements, param-gradient bytes and FLOPs of one step, as both
- * reports print them. */
-typedef struct ReportTotals {
-	int64_t params, grad_bytes, forward, backward;
-} ReportTotals;
-ReportTotals report_totals(const Analysis *an);
-/* Human size: "1.50 GiB", "512 B". buf needs 32 bytes. */
-char *report_size(int64_t bytes, char *buf);
-
-/* ---------------------------------------------------------------- passes/json.c */
-void report_json(const Analysis *an, FILE *out);
-/* Writes s as a JSON string: quoted, with '"', '\\' and control
- * characters escaped. */
-void json_put_str(FILE *out, const char *s);
 
 #endif

@@ -13,86 +13,12 @@
 #ifndef REMAT_IR_H
 #define REMAT_IR_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-
 #define IR_MAXDIM 8       /* most axes a tensor may have */
 #define IR_MAXEXTRA 2     /* most extra outputs an op makes (mean, rstd) */
 
-/* ---------------------------------------------------------------- ir/arena.c */
+#include "util.h"
 
-/* A bump allocator. Everything made for one compilation lives in one arena
- * and dies with it; passes use a scratch arena of their own. */
-typedef struct ArenaBlock ArenaBlock;
-typedef struct ArenaHeap ArenaHeap;
-typedef struct Arena {
-	ArenaBlock *head;
-	ArenaHeap *heap;        /* large arrays grown by ar_grow, freed with it */
-	size_t total;           /* bytes handed out, for the benchmarks */
-} Arena;
-
-void *xmalloc(size_t n);                 /* dies with a message on OOM */
-void *xcalloc(size_t n, size_t size);
-void *xrealloc(void *p, size_t n);
-void ar_init(Arena *a);
-void ar_free(Arena *a);                  /* frees every block */
-void *ar_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
-void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; old
-                                 may be moved or freed; bytes past oldn are
-                                 not necessarily zero: fill what you use */
-char *ar_strdup(Arena *a, const char *s);
-char *ar_strndup(Arena *a, const char *s, size_t n);
-/* s1 s2 s3 joined: ar_printf("%s%s%s") without the formatting, for the
- * millions of ids a big graph has. */
-char *ar_cat(Arena *a, const char *s1, const char *s2, const char *s3);
-char *ar_printf(Arena *a, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* Internal invariant failures: print __FILE__:__LINE__ and exit 4. */
-#define ir_assert(c) ((c) ? (void)0 : ir_die(__FILE__, __LINE__, #c))
-_Noreturn void ir_die(const char *file, int line, const char *what);
-
-/* ---------------------------------------------------------------- ir/diag.c */
-
-/* A place in a source file. line and col count from 1; col counts bytes. */
-typedef struct Loc {
-	const char *file;       /* as named on the command line ("-": <stdin>) */
-	int line, col;
-} Loc;
-
-/* User diagnostics. Errors are collected in order and printed as
- *   file:line:col: error: message
- *   <the source line>
- *        ^
- * up to DIAG_MAX_ERRORS; then compilation stops. Warnings print the same
- * way with "warning:". Command-line errors use diag_usage() (exit 2). */
-#define DIAG_MAX_ERRORS 20
-
-typedef struct Source {
-	const char *name;       /* file name for messages */
-	const char *text;       /* whole file, NUL-terminated */
-	size_t len;
-} Source;
-
-typedef struct Diag {
-	const Source *src;      /* for printing source lines; may be NULL */
-	FILE *out;              /* stderr, or a memstream in tests */
-	int nerrors, nwarnings;
-	bool quiet_warnings;
-} Diag;
-
-void diag_init(Diag *d, const Source *src, FILE *out);
-void diag_error(Diag *d, Loc loc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-void diag_warning(Diag *d, Loc loc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-bool diag_full(const Diag *d);          /* the error cap was reached */
-_Noreturn void diag_usage(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));  /* "remat: msg", exit 2 */
-
-/* ---------------------------------------------------------------- ir/graph.c */
+/* ---------------------------------------------------------------- ir/net/graph.c */
 
 typedef enum Dtype {
 	DT_F64, DT_F32, DT_BF16, DT_F16, DT_F8E4M3, DT_F8E5M2,
@@ -282,7 +208,7 @@ int ir_storage_root(const Graph *g, int t);
 /* Shape as "[8, 1024, 768]" into buf; returns buf. */
 char *ir_shape_str(const Tensor *t, char *buf, size_t n);
 
-/* ---------------------------------------------------------------- ir/optab.c */
+/* ---------------------------------------------------------------- ir/net/optab.c */
 
 /* Shape rules, one per family of ops; passes/shape.c implements each. */
 typedef enum ShapeRule {
@@ -372,55 +298,7 @@ int ir_op_from_name(const char *name);  /* -1 if not built in */
 /* Whether ir_set_attr stored attribute `name` of op kind k into p. */
 bool ir_attr_given(OpKind k, const OpParams *p, const char *name);
 
-/* ---------------------------------------------------------------- frontend/ */
-
-typedef struct Program Program;         /* the AST: frontend/ast.h */
-
-typedef struct DimOverride {
-	const char *name;                   /* -D NAME=VALUE */
-	int64_t value;
-} DimOverride;
-
-/* Command-line settings; each overrides the train block when its _set flag
- * is true. */
-typedef struct NetOptions {
-	DimOverride *defs;
-	int ndefs;
-	bool infer_set, infer;
-	bool optimizer_set;
-	Optimizer optimizer;
-	bool precision_set, mixed;
-	bool accumulate_set;
-	int64_t accumulate;
-	int max_tensors;        /* cap on the graph's tensors; 0: the default (2^24) */
-} NetOptions;
-
-/* Parses a whole source; NULL after syntax errors (already reported). */
-Program *net_parse(const Source *src, Arena *a, Diag *d);
-/* Instantiates the program into g: dims (with -D and accumulate applied),
- * settings (train block, then flags), custom ops, params, inputs, every op
- * of every def call and repeat, in program order, with ids per language.md,
- * outputs, g->train and g->loss. Shapes are left to shape_infer. Returns the
- * number of errors. Can be called again on the same Program (--max-batch). */
-int net_instantiate(const Program *p, const NetOptions *o, Graph *g, Diag *d);
-
-/* ---------------------------------------------------------------- passes/shape.c */
-
-/* Infers dtype, shape, bytes, needs_grad and forward FLOPs for every op in
- * program order, reporting errors at the op's location. An op with a
- * poisoned input (ndim -1) is skipped silently and poisons its outputs.
- * Returns the number of errors. */
-int shape_infer(Graph *g, Diag *d);
-int shape_infer_op(Graph *g, int o, Diag *d);  /* one op; 0 on success */
-
-/* ---------------------------------------------------------------- passes/autodiff.c */
-
-/* Decides which ops have a backward, what each saves (Op.saves,
- * Tensor.saved), its FLOPs, and creates grad(t) tensors (Tensor.grad).
- * Warns about grad-needing outputs that cannot reach the loss. */
-int autodiff(Graph *g, Diag *d);
-
-/* ---------------------------------------------------------------- ir/dump.c */
+/* ---------------------------------------------------------------- ir/net/dump.c */
 
 /* --dump-ir: one line per tensor, stable order. */
 void ir_dump(const Graph *g, FILE *out);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "util.h"
 
 void
 diag_init(Diag *d, const Source *src, FILE *out)

@@ -3,13 +3,13 @@
  * memory plan. Reading analyze() tells the whole design. */
 #include <string.h>
 
-#include "dag.h"
+#include "driver.h"
 
 int
 analyze(const Program *p, const char *file, const NetOptions *o,
         const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d)
 {
-	double t0 = dag_now();
+	double t0 = util_now();
 	Schedule base;
 	int rc;
 
@@ -41,6 +41,6 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 			return rc;
 	}
 	an->arena_bytes = mp_plan(&an->d, &an->ev, a);
-	an->seconds = dag_now() - t0;
+	an->seconds = util_now() - t0;
 	return an->plan.fits ? 0 : 3;
 }

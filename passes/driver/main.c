@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dag.h"
+#include "driver.h"
 
 enum { MAX_DEFS = 256 };
 

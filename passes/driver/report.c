@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dag.h"
+#include "driver.h"
 
 char *
 report_size(int64_t bytes, char *buf)

@@ -10,7 +10,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "dag.h"
+#include "eval.h"
 
 typedef struct Lv {
 	const Dag *d;

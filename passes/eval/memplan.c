@@ -41,8 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "dag.h"
+#include "eval.h"
 
 enum { MP_ALIGN = 256 };
 

@@ -11,7 +11,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "dag.h"
+#include "eval.h"
 
 typedef struct VfInst {
 	int tensor;

@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "ir.h"
+#include "graphpass.h"
 
 /* Finds where the training output is declared, for messages. */
 static Loc

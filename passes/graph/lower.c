@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "dag.h"
+#include "graphpass.h"
 
 typedef struct Lowering {
 	const Graph *g;

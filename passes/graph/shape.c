@@ -42,7 +42,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "ir.h"
+#include "graphpass.h"
 
 #define MAXBYTES ((int64_t)1 << 62)
 

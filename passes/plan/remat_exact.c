@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dag.h"
+#include "plan.h"
 
 enum {
 	EX_MAX_NODES = 64,

@@ -23,7 +23,7 @@
 #ifndef REMAT_INT_H
 #define REMAT_INT_H
 
-#include "dag.h"
+#include "plan.h"
 
 enum { GAP_KEEP, GAP_STICKY, GAP_TRANSIENT, GAP_EARLY };
 

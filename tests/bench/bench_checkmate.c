@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dag.h"
+#include "driver.h"
 
 static const struct {
 	const char *file;
@@ -42,9 +42,9 @@ bench_one(const Dag *d, const char *file, int64_t ref, double frac, const char *
 	int bad = 0;
 
 	ar_init(&a);
-	t0 = dag_now();
+	t0 = util_now();
 	PlanResult r = rm_plan(d, &goal, &a);
-	dt = dag_now() - t0;
+	dt = util_now() - t0;
 	lv_eval(d, &r.sched, &ev, &a);
 	if (!ev.valid || !vf_check(d, &r.sched, &ev, why, sizeof why)) {
 		fprintf(stderr, "%s: plan does not check: %s\n", file, ev.valid ? why : ev.error);

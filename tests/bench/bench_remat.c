@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dag.h"
+#include "plan.h"
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -120,9 +120,9 @@ static PlanResult
 plan(const Dag *d, int level, int64_t budget, double *secs, Arena *a)
 {
 	PlanGoal g = {level, 1.0, budget, false};
-	double t0 = dag_now();
+	double t0 = util_now();
 	PlanResult r = rm_plan(d, &g, a);
-	*secs = dag_now() - t0;
+	*secs = util_now() - t0;
 	return r;
 }
 

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "graphpass.h"
+#include "frontend.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t n);
 

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "ir.h"
+#include "graphpass.h"
 
 extern Arena arena;
 extern Graph g;

@@ -14,8 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "dag.h"
-#include "json_read.h"
+#include "driver.h"
 
 static const struct {
 	const char *file;

@@ -15,8 +15,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "ir.h"
-#include "dag.h"
+#include "driver.h"
 
 static const char *mlp_net =
 	"batch B = 2; dim D = 4, C = 3;\n"

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "dag.h"
+#include "plan.h"
 #include "randdag.h"
 
 /* Evaluates r's schedule with lv_eval, checks it with vf_check and that it

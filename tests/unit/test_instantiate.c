@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "ir.h"
+#include "frontend.h"
 
 typedef struct Run {
 	Arena a;

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "dag.h"
+#include "eval.h"
 
 /* A tiny Dag builder: tensors and nodes appended in order. */
 typedef struct Tb {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "dag.h"
+#include "driver.h"
 
 typedef struct Case {
 	Arena arena;

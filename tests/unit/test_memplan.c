@@ -13,8 +13,7 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "ir.h"
-#include "dag.h"
+#include "driver.h"
 
 static void check_plan(const MemEval *ev, int64_t arena);
 

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "dag.h"
 #include "randdag.h"
 #include "remat_int.h"
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "dag.h"
+#include "plan.h"
 #include "randdag.h"
 
 /* A Dag built by hand: up to 16 tensors and 16 nodes. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_read.h"
+#include "util.h"
 
 typedef struct Jr {
 	const char *s;

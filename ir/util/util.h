@@ -1,0 +1,127 @@
+/* ir/util/util.h -- the support module: what every layer uses and that
+ * knows no tensors. Arenas (arena.c), diagnostics with source locations
+ * (diag.c), a monotonic clock (clock.c), a JSON string writer
+ * (json_write.c) and a small JSON reader (json_read.c).
+ */
+#ifndef REMAT_UTIL_H
+#define REMAT_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---------------------------------------------------------------- ir/util/arena.c */
+
+/* A bump allocator. Everything made for one compilation lives in one arena
+ * and dies with it; passes use a scratch arena of their own. */
+typedef struct ArenaBlock ArenaBlock;
+typedef struct ArenaHeap ArenaHeap;
+typedef struct Arena {
+	ArenaBlock *head;
+	ArenaHeap *heap;        /* large arrays grown by ar_grow, freed with it */
+	size_t total;           /* bytes handed out, for the benchmarks */
+} Arena;
+
+void *xmalloc(size_t n);                 /* dies with a message on OOM */
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+void ar_init(Arena *a);
+void ar_free(Arena *a);                  /* frees every block */
+void *ar_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
+void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; old
+                                 may be moved or freed; bytes past oldn are
+                                 not necessarily zero: fill what you use */
+char *ar_strdup(Arena *a, const char *s);
+char *ar_strndup(Arena *a, const char *s, size_t n);
+/* s1 s2 s3 joined: ar_printf("%s%s%s") without the formatting, for the
+ * millions of ids a big graph has. */
+char *ar_cat(Arena *a, const char *s1, const char *s2, const char *s3);
+char *ar_printf(Arena *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Internal invariant failures: print __FILE__:__LINE__ and exit 4. */
+#define ir_assert(c) ((c) ? (void)0 : ir_die(__FILE__, __LINE__, #c))
+_Noreturn void ir_die(const char *file, int line, const char *what);
+
+/* ---------------------------------------------------------------- ir/util/diag.c */
+
+/* A place in a source file. line and col count from 1; col counts bytes. */
+typedef struct Loc {
+	const char *file;       /* as named on the command line ("-": <stdin>) */
+	int line, col;
+} Loc;
+
+/* User diagnostics. Errors are collected in order and printed as
+ *   file:line:col: error: message
+ *   <the source line>
+ *        ^
+ * up to DIAG_MAX_ERRORS; then compilation stops. Warnings print the same
+ * way with "warning:". Command-line errors use diag_usage() (exit 2). */
+#define DIAG_MAX_ERRORS 20
+
+typedef struct Source {
+	const char *name;       /* file name for messages */
+	const char *text;       /* whole file, NUL-terminated */
+	size_t len;
+} Source;
+
+typedef struct Diag {
+	const Source *src;      /* for printing source lines; may be NULL */
+	FILE *out;              /* stderr, or a memstream in tests */
+	int nerrors, nwarnings;
+	bool quiet_warnings;
+} Diag;
+
+void diag_init(Diag *d, const Source *src, FILE *out);
+void diag_error(Diag *d, Loc loc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void diag_warning(Diag *d, Loc loc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool diag_full(const Diag *d);          /* the error cap was reached */
+_Noreturn void diag_usage(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));  /* "remat: msg", exit 2 */
+
+/* ---------------------------------------------------------------- ir/util/clock.c */
+
+double util_now(void);                  /* monotonic clock, in seconds */
+
+/* ---------------------------------------------------------------- ir/util/json_write.c */
+
+/* Writes s as a JSON string literal, quotes included. */
+void json_put_str(FILE *out, const char *s);
+
+/* ---------------------------------------------------------------- ir/util/json_read.c */
+
+/* A small JSON reader (RFC 8259) for the benchmark importer: parses a
+ * whole text into a tree in an arena, or fails with "line:col: message". It
+ * never reads past the given length and limits nesting depth, so malformed
+ * or hostile input gives an error, not a crash. */
+enum { JR_MAX_DEPTH = 200 };
+
+typedef enum JrType { JR_NULL, JR_BOOL, JR_NUM, JR_STR, JR_ARR, JR_OBJ } JrType;
+
+typedef struct JrValue JrValue;
+struct JrValue {
+	JrType type;
+	bool b;                 /* JR_BOOL */
+	double num;             /* JR_NUM */
+	bool is_int;            /* JR_NUM written without fraction or exponent
+	                           and within int64 range: i holds it exactly */
+	int64_t i;
+	const char *str;        /* JR_STR: NUL-terminated copy, escapes decoded */
+	size_t len;             /* JR_STR: bytes (may contain NULs from \u0000) */
+	int n;                  /* JR_ARR, JR_OBJ: number of entries */
+	JrValue **item;         /* JR_ARR, JR_OBJ: values */
+	const char **key;       /* JR_OBJ: keys */
+	int line, col;          /* where the value starts */
+};
+
+/* Parses text[0..len) as one JSON value. Returns NULL and writes
+ * "line:col: message" to err on malformed input. */
+JrValue *jr_parse(const char *text, size_t len, Arena *a, char *err, size_t errn);
+/* The value of key in an object (the last one if repeated), or NULL. */
+const JrValue *jr_get(const JrValue *obj, const char *key);
+const char *jr_type_name(JrType t);
+
+#endif

@@ -1,0 +1,69 @@
+/* passes/driver/driver.h -- the driver: the pipeline (analyze.c, the one
+ * function that runs every pass in order), the reports (report.c for
+ * people, json.c for programs), the Checkmate run (cm_run.c) and the
+ * command line (main.c).
+ */
+#ifndef REMAT_DRIVER_H
+#define REMAT_DRIVER_H
+
+#include "ir.h"
+#include "dag.h"
+#include "frontend.h"
+#include "graphpass.h"
+#include "eval.h"
+#include "plan.h"
+#include "import.h"
+#include "codegen.h"
+
+/* ---------------------------------------------------------------- passes/driver/analyze.c */
+/* One compilation: the graph, its Dag, the plan and what liveness found. */
+typedef struct Analysis {
+	Graph g;
+	Dag d;
+	PlanGoal goal;
+	PlanResult plan;
+	MemEval ev;             /* the chosen schedule */
+	MemEval base;           /* the -O0 schedule, for baseline_peak_bytes */
+	int64_t arena_bytes;
+	double seconds;         /* wall time of the whole analysis */
+} Analysis;
+
+/* Runs instantiate -> shape_infer -> autodiff -> lower -> plan -> liveness
+ * -> memory plan. Returns an exit status: 0, 1 (errors in the input,
+ * reported to d), 3 (no schedule fits the budget; an->plan holds the
+ * smallest peak found). With verify, checks every evaluation with vf_check
+ * and returns 4 on a mismatch. */
+int analyze(const Program *p, const char *file, const NetOptions *o,
+            const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d);
+
+/* ---------------------------------------------------------------- passes/driver/report.c */
+typedef struct ReportOptions {
+	int top;                /* tensors listed at the peak */
+	bool exact_bytes;       /* print every size in bytes too */
+} ReportOptions;
+
+void report_human(const Analysis *an, const ReportOptions *ro, FILE *out);
+
+/* Parameter elements, param-gradient bytes and FLOPs of one step, as both
+ * reports print them. */
+typedef struct ReportTotals {
+	int64_t params, grad_bytes, forward, backward;
+} ReportTotals;
+ReportTotals report_totals(const Analysis *an);
+/* Human size: "1.50 GiB", "512 B". buf needs 32 bytes. */
+char *report_size(int64_t bytes, char *buf);
+
+/* ---------------------------------------------------------------- passes/driver/json.c */
+/* --json: the report of memory-model.md as one JSON object. */
+void report_json(const Analysis *an, FILE *out);
+
+
+/* ---------------------------------------------------------------- passes/driver/cm_run.c */
+/* remat --import checkmate FILE.json: imports, plans for goal, prints the
+ * human report (or JSON with json=true) to out, checks with vf_check when
+ * verify is set. Returns the exit status (0, 1 bad file, 3 budget unmet, 4). */
+int cm_run(const char *path, const PlanGoal *goal, bool json, bool verify,
+           FILE *out);
+
+
+#endif

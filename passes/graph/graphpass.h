@@ -1,0 +1,34 @@
+/* passes/graph/graphpass.h -- the passes over the network graph, in
+ * pipeline order: shape and dtype inference (shape.c), autodiff (autodiff.c),
+ * the invariant check run between them (check.c), and the lowering of the
+ * training graph to the plain DAG (lower.c). This is the only module that
+ * knows both ir.h and dag.h: below it nothing knows .net.
+ */
+#ifndef REMAT_GRAPHPASS_H
+#define REMAT_GRAPHPASS_H
+
+#include "ir.h"
+#include "dag.h"
+
+/* ---------------------------------------------------------------- passes/graph/shape.c */
+
+/* Infers dtype, shape, bytes, needs_grad and forward FLOPs for every op in
+ * program order, reporting errors at the op's location. An op with a
+ * poisoned input (ndim -1) is skipped silently and poisons its outputs.
+ * Returns the number of errors. */
+int shape_infer(Graph *g, Diag *d);
+int shape_infer_op(Graph *g, int o, Diag *d);  /* one op; 0 on success */
+
+/* ---------------------------------------------------------------- passes/graph/autodiff.c */
+
+/* Decides which ops have a backward, what each saves (Op.saves,
+ * Tensor.saved), its FLOPs, and creates grad(t) tensors (Tensor.grad).
+ * Warns about grad-needing outputs that cannot reach the loss. */
+int autodiff(Graph *g, Diag *d);
+
+/* ---------------------------------------------------------------- passes/graph/lower.c */
+/* Builds the Dag of g's training step (or inference pass), per the
+ * conventions above. g has been through shape_infer and autodiff. */
+void lower_graph(const Graph *g, Dag *d, Arena *a);
+
+#endif
