@@ -15,7 +15,7 @@
  *   allocation of exactly arena_bytes (mp_plan's result, which is at least
  *   the predicted peak) and puts every persistent buffer, every instance and
  *   every step's temporary block at the offset mp_plan gave it (layout:
- *   codegen/memplan.c); any buffer without an offset or ending past the
+ *   passes/eval/memplan.c); any buffer without an offset or ending past the
  *   arena stops the program. Both count persistent bytes, live instances
  *   and the step's temporaries exactly as the MemEval does, compare every
  *   step with the prediction, and exit 1 on any difference; both print the

@@ -1,4 +1,4 @@
-/* runtime.h -- the prelude of every program remat emits (copied verbatim).
+/* codegen/runtime.h -- the prelude of every program remat emits (copied verbatim).
  *
  * One source, two targets: with nvcc (GPU) kernels are __global__ grid-stride
  * loops; with -DREMAT_HOST (or any C compiler) the same kernels are plain

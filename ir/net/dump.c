@@ -1,4 +1,4 @@
-/* ir/dump.c -- --dump-ir: the IR after shape inference as text, one tensor
+/* ir/net/dump.c -- --dump-ir: the IR after shape inference as text, one tensor
  * per line in creation order (inputs and params where declared, then each
  * op's outputs and extras). The golden tests compare this text. */
 #include "ir.h"

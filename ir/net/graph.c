@@ -1,4 +1,4 @@
-/* ir/graph.c -- dtypes, optimizers, and building the flat graph: tensors
+/* ir/net/graph.c -- dtypes, optimizers, and building the flat graph: tensors
  * and ops appended in program order, linked by index. */
 #include <string.h>
 

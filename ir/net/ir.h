@@ -1,14 +1,24 @@
-/* ir/ir.h -- the table of contents of remat.
+/* ir/net/ir.h -- the network graph: tensors, ops, the op table.
  *
- * Every IR struct and enum lives here; prototypes are grouped under the
- * file that defines them. The pipeline (main.c) is:
+ * The pipeline is one function, analyze() in passes/driver/analyze.c; each
+ * module has one header that is its table of contents, bottom up:
  *
- *   parse -> instantiate -> infer shapes -> autodiff -> lower to a Dag
- *         -> plan (remat) -> liveness -> memory plan -> report / emit
+ *   ir/util/util.h            arenas, diagnostics, clock, JSON
+ *   ir/net/ir.h   (this)      the network graph and the op table
+ *   ir/dag/dag.h              the plain DAG, schedules, evaluations
+ *   frontend/frontend.h       parse -> instantiate          (.net -> graph)
+ *   passes/graph/graphpass.h  infer shapes -> autodiff -> lower to a Dag
+ *   passes/plan/plan.h        plan (what to keep, what to recompute)
+ *   passes/eval/eval.h        liveness, verify, memory plan
+ *   codegen/codegen.h         emit the CUDA / host C program
+ *   passes/driver/driver.h    analyze(), reports, command line
  *
- * The graph is flat: def calls and repeats are instantiated away, tensors
- * and ops live in two arrays, and ops appear in program order. Indices, not
- * pointers, link them, so arrays may grow.
+ * Every network-graph struct and enum lives here; prototypes are grouped
+ * under the file that defines them. The graph is flat: def calls and
+ * repeats are instantiated away, tensors and ops live in two arrays, and ops
+ * appear in program order. Indices, not pointers, link them, so arrays may
+ * grow. Below the lowering (ir/dag and the passes on it) nothing includes
+ * this header: the build gives those modules no path to it.
  */
 #ifndef REMAT_IR_H
 #define REMAT_IR_H
@@ -64,7 +74,7 @@ typedef struct Tensor {
 } Tensor;
 
 /* Op kinds. The op library itself -- arity, attributes, shape rule, FLOPs,
- * saves, extras -- is one table in ir/optab.c, indexed by OpKind. */
+ * saves, extras -- is one table in ir/net/optab.c, indexed by OpKind. */
 typedef enum OpKind {
 	OP_RELU, OP_GELU, OP_SILU, OP_SIGMOID, OP_TANH, OP_EXP, OP_LOG, OP_SQRT,
 	OP_NEG, OP_SCALE, OP_CAST, OP_DROPOUT,
@@ -210,7 +220,7 @@ char *ir_shape_str(const Tensor *t, char *buf, size_t n);
 
 /* ---------------------------------------------------------------- ir/net/optab.c */
 
-/* Shape rules, one per family of ops; passes/shape.c implements each. */
+/* Shape rules, one per family of ops; passes/graph/shape.c implements each. */
 typedef enum ShapeRule {
 	SR_UNARY, SR_CAST, SR_DROPOUT, SR_BINARY, SR_MATMUL, SR_CONV2D,
 	SR_ATTENTION, SR_NORM, SR_BATCHNORM, SR_SOFTMAX, SR_POOL, SR_GLOBAL_POOL,
@@ -257,10 +267,10 @@ typedef struct OpInfo {
 	const char *extra_role[IR_MAXEXTRA];
 	double bwd_factor;      /* backward FLOPs = forward x this (x grads if per_grad) */
 	bool per_grad;
-	/* added with passes/shape.c and passes/autodiff.c: */
+	/* added with passes/graph/shape.c and passes/graph/autodiff.c: */
 	const char *pos_names;  /* names of the positional params, space separated */
 	const char *required;   /* attributes that have no default */
-	ShapeRule shape;        /* how passes/shape.c infers the output */
+	ShapeRule shape;        /* how passes/graph/shape.c infers the output */
 	bool float_in;          /* every tensor argument must be floating point */
 	FlopsRule flops;        /* forward FLOPs = flops_k x the rule's count */
 	int64_t flops_k;

@@ -1,9 +1,9 @@
-/* ir/optab.c -- the op library of ops.md as one table: one row per op.
+/* ir/net/optab.c -- the op library of ops.md as one table: one row per op.
  *
  * A row gives an op's arity, attributes (and which have no default), its
  * shape rule, forward FLOPs, saves column and backward factor; the passes
- * read only this. passes/shape.c implements the shape rules and counts the
- * FLOPs, passes/autodiff.c applies the saves and backward factors.
+ * read only this. passes/graph/shape.c implements the shape rules and counts the
+ * FLOPs, passes/graph/autodiff.c applies the saves and backward factors.
  *
  * ir_set_attr() and ir_check_attrs() store an op's non-tensor arguments into
  * OpParams (fields axis .. list, has_axis and given); the frontend calls

@@ -1,4 +1,4 @@
-/* ir/arena.c -- bump allocation with one lifetime per arena, and the
+/* ir/util/arena.c -- bump allocation with one lifetime per arena, and the
  * allocation wrappers that die on out-of-memory. */
 #include <stdarg.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* ir/diag.c -- user diagnostics: "file:line:col: error: msg", the source
+/* ir/util/diag.c -- user diagnostics: "file:line:col: error: msg", the source
  * line and a caret, collected in order up to DIAG_MAX_ERRORS. */
 #include <stdarg.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* passes/json_read.c -- a strict recursive-descent JSON reader (RFC 8259)
+/* ir/util/json_read.c -- a strict recursive-descent JSON reader (RFC 8259)
  * for cm_import. Every read checks the remaining length first, nesting is
  * capped at JR_MAX_DEPTH, and the first error stops the parse with a
  * "line:col: message". Values, keys and decoded strings live in the

@@ -1,4 +1,4 @@
-/* passes/analyze.c -- the pipeline, as a straight list of calls:
+/* passes/driver/analyze.c -- the pipeline, as a straight list of calls:
  * instantiate -> infer shapes -> autodiff -> lower -> plan -> liveness ->
  * memory plan. Reading analyze() tells the whole design. */
 #include <string.h>

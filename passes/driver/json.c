@@ -1,4 +1,4 @@
-/* passes/json.c -- the JSON report of memory-model.md: one object on
+/* passes/driver/json.c -- the JSON report of memory-model.md: one object on
  * stdout with every required field, plus a few extra ones (lower bound,
  * fragmentation, per-step kinds of the chosen plan). Byte figures are
  * integers. Reads an Analysis; writes text only. */

@@ -1,6 +1,6 @@
-/* main.c -- the remat command line: options, reading the source, and
+/* passes/driver/main.c -- the remat command line: options, reading the source, and
  * handing the result to a report or the code generator. The pipeline
- * itself is analyze() in passes/analyze.c. */
+ * itself is analyze() in passes/driver/analyze.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>

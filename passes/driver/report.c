@@ -1,4 +1,4 @@
-/* passes/report.c -- the human report: settings, bytes per parameter,
+/* passes/driver/report.c -- the human report: settings, bytes per parameter,
  * FLOPs, the peak with its breakdown, the tensors live at the peak, the
  * activation memory of each layer (def instance), and what -O1/-O2 chose
  * to keep and to recompute.

@@ -1,4 +1,4 @@
-/* passes/liveness.c -- the liveness evaluator: for one schedule of a Dag,
+/* passes/eval/liveness.c -- the liveness evaluator: for one schedule of a Dag,
  * which instance serves each use, how long every instance lives, the memory
  * at every step and the peak (memory-model.md, "Liveness"; dag.h).
  *

@@ -1,4 +1,4 @@
-/* codegen/memplan.c -- static memory planning: one arena, fixed offsets.
+/* passes/eval/memplan.c -- static memory planning: one arena, fixed offsets.
  *
  * Reads Dag.persistent_buf (and persistent[]), MemEval.inst (start, end,
  * owned, base) and MemEval.temp_bytes; writes MemEval.persistent_offset,
@@ -11,7 +11,7 @@
  *                 the other in Dag order (per param: weight, master copy,
  *                 optimizer states), each rounded up to 256 bytes; bytes of
  *                 persistent[] that the Dag does not list buffer by buffer
- *                 (Dags not made by passes/lower.c) follow as one block.
+ *                 (Dags not made by passes/graph/lower.c) follow as one block.
  *   [P, arena)    the instances and the per-step temporary blocks, each live
  *                 over an interval of steps (an instance: from its producing
  *                 step through its last live step, widened over the views of

@@ -1,4 +1,4 @@
-/* passes/verify.c -- the independent evaluator behind --verify.
+/* passes/eval/verify.c -- the independent evaluator behind --verify.
  *
  * Written straight from the rules in dag.h and memory-model.md, with no
  * cleverness, so that it can check lv_eval: a table of instances is built in

@@ -1,9 +1,9 @@
-/* passes/autodiff.c -- which ops have a backward, what each saves, its
+/* passes/graph/autodiff.c -- which ops have a backward, what each saves, its
  * FLOPs, and the gradient tensors (train mode only).
  *
  * Reads: Graph.loss, outputs, output_loc, settings.mixed; Tensor.dtype,
- * shape, needs_grad (from passes/shape.c); Op.in, out, extra, flops, custom
- * and the op table's saves, bwd_factor and per_grad (ir/optab.c).
+ * shape, needs_grad (from passes/graph/shape.c); Op.in, out, extra, flops, custom
+ * and the op table's saves, bwd_factor and per_grad (ir/net/optab.c).
  * Writes: Tensor.reaches_output, saved, grad, grad_of; Op.has_backward,
  * saves, nsaves, bwd_flops, workspace; appends grad(t) tensors.
  *

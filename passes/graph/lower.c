@@ -1,5 +1,5 @@
-/* passes/lower.c -- lowers the training graph onto the plain Dag that the
- * planners and the liveness evaluator work on (conventions: passes/dag.h).
+/* passes/graph/lower.c -- lowers the training graph onto the plain Dag that the
+ * planners and the liveness evaluator work on (conventions: ir/dag/dag.h).
  *
  * Reads: Graph tensors (kind, bytes, view_of, grad, dtype), ops (in, out,
  * extra, saves, has_backward, flops, bwd_flops, workspace), settings.

@@ -1,7 +1,7 @@
-/* passes/shape.c -- shape and dtype inference, in program order.
+/* passes/graph/shape.c -- shape and dtype inference, in program order.
  *
  * Reads: Graph.t[] (declared dtype/shape of params and inputs), Graph.op[]
- * (kind, in, out, extra, p, custom) and the op table (ir/optab.c).
+ * (kind, in, out, extra, p, custom) and the op table (ir/net/optab.c).
  * Writes: Tensor.dtype, ndim, shape, numel, bytes, view_of, needs_grad of
  * every param, input, output and extra; Op.flops, Op.p.axis_norm, and
  * Op.workspace of custom ops (it is charged in inference too).

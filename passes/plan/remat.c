@@ -1,4 +1,4 @@
-/* passes/remat.c -- the planners' entry point (rm_plan), the lower bound,
+/* passes/plan/remat.c -- the planners' entry point (rm_plan), the lower bound,
  * and what the planners share: the gap table over the base order, the
  * builder that turns gap states into a schedule (remat_int.h), the scoring
  * through lv_eval and the pool of scored candidates -- gap states, or

@@ -1,4 +1,4 @@
-/* passes/remat_dtr.c -- -O2's simulated candidates: Dynamic Tensor
+/* passes/plan/remat_dtr.c -- -O2's simulated candidates: Dynamic Tensor
  * Rematerialization (DTR, Kirisame et al., ICLR 2021) replayed over a
  * fixed order under a memory bound, then a local search that undoes
  * needless recomputes. Reads the Dag only; plans join the pool as explicit

@@ -1,4 +1,4 @@
-/* passes/remat_exact.c -- rm_plan_exact: the true optimum under the memory
+/* passes/plan/remat_exact.c -- rm_plan_exact: the true optimum under the memory
  * model, by exhaustive search, for small graphs (tests and --exact).
  *
  * Search space: every schedule in which once nodes keep their base_order

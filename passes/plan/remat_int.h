@@ -1,4 +1,4 @@
-/* passes/remat_int.h -- what the planners (remat*.c) share, not part of the
+/* passes/plan/remat_int.h -- what the planners (remat*.c) share, not part of the
  * pipeline's interface.
  *
  * A plan is a state per "gap" over the base order: for every tensor that a
@@ -73,7 +73,7 @@ typedef struct RmPool {
 	int n, cap;
 } RmPool;
 
-/* passes/remat.c */
+/* passes/plan/remat.c */
 void rm_ctx_init(RmCtx *C, const Dag *d);
 void rm_ctx_free(RmCtx *C);
 bool rm_build(RmCtx *C, const unsigned char *state);
@@ -88,23 +88,23 @@ void rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev);
 void rm_pool_free(RmPool *p);
 unsigned char *rm_state_new(const RmCtx *C);
 
-/* passes/remat_o1.c */
+/* passes/plan/remat_o1.c */
 int rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a,
             int64_t *wtotal);
 void rm_checkpoint_state(const RmCtx *C, const bool *keep, unsigned char *st);
 void rm_plan_o1(RmCtx *C, RmPool *pool);
 void rm_chain_sweep(RmCtx *C, RmPool *pool);
 
-/* passes/remat_o2.c */
+/* passes/plan/remat_o2.c */
 void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);
 
-/* passes/remat_dtr.c */
+/* passes/plan/remat_dtr.c */
 /* Adds the simulation's plans: with budget >= 0, at a fixed ladder of
  * bounds up to the budget; else the descent from the pool's best peak
  * within cap (< 0: none). Budget-independent when budget < 0. */
 void rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap);
 
-/* passes/remat_order.c */
+/* passes/plan/remat_order.c */
 /* A topological order (seed 0: least bytes added first, ties by base
  * position; else random); false on a cycle. */
 bool rm_topo_order(const RmCtx *C, uint64_t seed, int *out);
@@ -112,7 +112,7 @@ bool rm_topo_order(const RmCtx *C, uint64_t seed, int *out);
  * in C; NULL when there is none. */
 const int *rm_least_bytes_order(RmCtx *C);
 
-/* passes/remat_ls.c */
+/* passes/plan/remat_ls.c */
 /* The hill climb from the pool's best plan within maxcost, with evals
  * evaluations, then an iterated local search with kicks more (0: none). */
 void rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks);

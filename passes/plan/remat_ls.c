@@ -1,4 +1,4 @@
-/* passes/remat_ls.c -- -O2's last candidate on small graphs: a hill climb
+/* passes/plan/remat_ls.c -- -O2's last candidate on small graphs: a hill climb
  * over explicit schedules that lowers the peak.
  *
  * It starts from the pool's smallest-peak plan within the recompute cap

@@ -1,4 +1,4 @@
-/* passes/remat_o1.c -- checkpointing along the forward chain: the cut
+/* passes/plan/remat_o1.c -- checkpointing along the forward chain: the cut
  * nodes (articulation points of the forward part, which every path
  * crosses), -O1's checkpoints about every sqrt(n) of them (Chen et al.),
  * and the exact chain DP that -O2 sweeps (the best checkpoint set for each

@@ -1,4 +1,4 @@
-/* passes/remat_order.c -- other orders for the planners to work over:
+/* passes/plan/remat_order.c -- other orders for the planners to work over:
  * topological orders of the Dag's data edges (accumulation before reads;
  * once-only nodes keep their base order, the exact solver's search space),
  * chosen greedily by the bytes each step adds or at random, and a local

@@ -1,5 +1,5 @@
 /* tests/unit/graphkit.h -- a Graph built by hand for the unit tests of
- * passes/shape.c and passes/autodiff.c: one graph, its arena and a Diag
+ * passes/graph/shape.c and passes/graph/autodiff.c: one graph, its arena and a Diag
  * whose messages are kept in memory, reset by the cmocka setup/teardown
  * below, and helpers that add tensors and ops to it. */
 #ifndef REMAT_GRAPHKIT_H

@@ -1,7 +1,7 @@
 /* tests/unit/randdag.h -- small random Dags for the tests: forward graphs
  * with mixed sizes and costs, branches, skip connections, views, extra
  * outputs and workspace, and optionally the backward part lowered as
- * passes/lower.c does (dag.h), so that they look like training graphs. */
+ * passes/graph/lower.c does (dag.h), so that they look like training graphs. */
 #ifndef REMAT_RANDDAG_H
 #define REMAT_RANDDAG_H
 

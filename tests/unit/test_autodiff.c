@@ -1,4 +1,4 @@
-/* tests/unit/test_autodiff.c -- backward decisions (passes/autodiff.c):
+/* tests/unit/test_autodiff.c -- backward decisions (passes/graph/autodiff.c):
  * the training output, reachability, saves per ops.md, backward FLOPs and
  * gradient tensors, on graphs built by hand. */
 #include <stdarg.h>

@@ -26,7 +26,7 @@ typedef struct Fwd {
 	int64_t bytes[MAXF], cost[MAXF];
 } Fwd;
 
-/* Lowers f like passes/lower.c would: forward nodes, then backward nodes
+/* Lowers f like passes/graph/lower.c would: forward nodes, then backward nodes
  * in reverse; backward i reads grad(h_i) (not for the loss) and its
  * inputs, and contributes to the grads of its non-x inputs. */
 static void
@@ -415,7 +415,7 @@ test_lower_bound(void **state)
 	ar_free(&a);
 }
 
-/* A Checkmate-like plain DAG (as passes/checkmate.c imports them): node i
+/* A Checkmate-like plain DAG (as passes/import/checkmate.c imports them): node i
  * makes one tensor and reads 1-3 earlier ones, node 0 reads none; random
  * bytes, costs and sometimes workspace. */
 static void

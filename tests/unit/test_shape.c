@@ -1,5 +1,5 @@
-/* tests/unit/test_shape.c -- the op table's attributes (ir/optab.c) and
- * shape/dtype/FLOPs inference (passes/shape.c), on graphs built by hand. */
+/* tests/unit/test_shape.c -- the op table's attributes (ir/net/optab.c) and
+ * shape/dtype/FLOPs inference (passes/graph/shape.c), on graphs built by hand. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
