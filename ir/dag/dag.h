@@ -184,4 +184,21 @@ void dag_finish(Dag *d);                /* computes forward_cost, total_cost */
 Schedule dag_base_schedule(const Dag *d, Arena *a);
 StepKind dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen);
 
+/* ---------------------------------------------------------------- ir/dag/check.c */
+/* The DAG's invariants (indices, one producer per tensor, views, cost
+ * totals, a base order that is a valid schedule). false + why on the first
+ * violation. scratch holds temporary arrays. */
+bool dag_check(const Dag *d, Arena *scratch, char *why, size_t n);
+/* A valid schedule: every node runs, once-nodes once, uses served, each
+ * backward step after its forward step. */
+bool dag_check_schedule(const Dag *d, const Schedule *s, Arena *scratch,
+                        char *why, size_t n);
+
+/* ---------------------------------------------------------------- ir/dag/dump.c */
+/* Stable text dumps (remat -d PASS): the DAG, a schedule, an evaluation
+ * (with arena offsets when offsets is set). */
+void dag_dump(const Dag *d, FILE *out);
+void schedule_dump(const Dag *d, const Schedule *s, Arena *scratch, FILE *out);
+void eval_dump(const Dag *d, const MemEval *ev, bool offsets, FILE *out);
+
 #endif

@@ -50,3 +50,29 @@ ir_dump(const Graph *g, FILE *out)
 		        t->needs_grad ? "yes" : "no", t->loc.file, t->loc.line, t->loc.col);
 	}
 }
+
+/* -d autodiff: the backward decisions, one line per op in program order:
+ * whether it has a backward, what that reads (its saves) and its FLOPs,
+ * then each gradient tensor with its dtype and bytes. */
+void
+ir_dump_backward(const Graph *g, FILE *out)
+{
+	for (int o = 0; o < g->nop; o++) {
+		const Op *op = &g->op[o];
+		fprintf(out, "%s op=%s backward=%s", g->t[op->out[0]].id,
+		        ir_tensor_op(g, op->out[0]), op->has_backward ? "yes" : "no");
+		if (op->has_backward) {
+			fprintf(out, " bwd_flops=%lld saves=[", (long long)op->bwd_flops);
+			for (int i = 0; i < op->nsaves; i++)
+				fprintf(out, "%s%s", i ? "," : "", g->t[op->saves[i]].id);
+			fputc(']', out);
+		}
+		fputc('\n', out);
+	}
+	for (int i = 0; i < g->nt; i++) {
+		const Tensor *t = &g->t[i];
+		if (t->kind == TK_GRAD || t->kind == TK_PARAM_GRAD)
+			fprintf(out, "%s kind=%s %s bytes=%lld\n", t->id, kind_name(t->kind),
+			        dtype_name(t->dtype), (long long)t->bytes);
+	}
+}

@@ -312,6 +312,8 @@ bool ir_attr_given(OpKind k, const OpParams *p, const char *name);
 
 /* --dump-ir: one line per tensor, stable order. */
 void ir_dump(const Graph *g, FILE *out);
+/* -d autodiff: each op's backward (saves, FLOPs), then the gradients. */
+void ir_dump_backward(const Graph *g, FILE *out);
 const char *ir_tensor_op(const Graph *g, int t);  /* "matmul", "input", "grad" */
 const char *ir_kind_name(TensorKind k);            /* "activation", ... */
 

@@ -1,26 +1,124 @@
 /* passes/driver/analyze.c -- the pipeline, as a straight list of calls:
  * instantiate -> infer shapes -> autodiff -> lower -> plan -> liveness ->
- * memory plan. Reading analyze() tells the whole design. */
+ * memory plan. Reading analyze() tells the whole design. Between passes,
+ * after_pass() runs the invariant check of what the pass made and prints
+ * its dump when asked (remat -d PASS). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
 
+static const char *const pass_names[PASS_COUNT] = {
+	"instantiate", "shape", "autodiff", "lower", "plan", "liveness", "memplan",
+};
+
+const char *
+pass_name(Pass p)
+{
+	ir_assert(p >= 0 && p < PASS_COUNT);
+	return pass_names[p];
+}
+
+int
+pass_from_name(const char *s)
+{
+	for (int p = 0; p < PASS_COUNT; p++)
+		if (!strcmp(s, pass_names[p]))
+			return p;
+	return -1;
+}
+
+bool
+pass_checks_default(void)
+{
+	const char *env = getenv("REMAT_CHECK");
+
+#ifdef REMAT_DEBUG
+	if (!env)
+		return true;
+#endif
+	return env && *env && strcmp(env, "0");
+}
+
+/* The check of pass p's result; false + why on a violation. */
+static bool
+check_pass(const Analysis *an, Pass p, const Schedule *s, Arena *a, char *why, size_t n)
+{
+	switch (p) {
+	case PASS_INSTANTIATE: return graph_check(&an->g, GS_INSTANTIATED, why, n);
+	case PASS_SHAPE: return graph_check(&an->g, GS_SHAPED, why, n);
+	case PASS_AUTODIFF: return graph_check(&an->g, GS_DIFFERENTIATED, why, n);
+	case PASS_LOWER: return dag_check(&an->d, a, why, n);
+	case PASS_PLAN: return dag_check_schedule(&an->d, s, a, why, n);
+	case PASS_LIVENESS:
+	case PASS_MEMPLAN:
+	case PASS_COUNT: break;
+	}
+	return true;    /* the evaluators validate as they go (MemEval.valid) */
+}
+
+static void
+dump_pass(const Analysis *an, Pass p, const Schedule *s, Arena *a, FILE *out)
+{
+	fprintf(out, "# after %s\n", pass_name(p));
+	switch (p) {
+	case PASS_INSTANTIATE:
+	case PASS_SHAPE: ir_dump(&an->g, out); break;
+	case PASS_AUTODIFF: ir_dump_backward(&an->g, out); break;
+	case PASS_LOWER: dag_dump(&an->d, out); break;
+	case PASS_PLAN: schedule_dump(&an->d, s, a, out); break;
+	case PASS_LIVENESS: eval_dump(&an->d, &an->ev, false, out); break;
+	case PASS_MEMPLAN: eval_dump(&an->d, &an->ev, true, out); break;
+	case PASS_COUNT: break;
+	}
+}
+
+/* After pass p: its check (when on) and its dump (when asked). Returns 0,
+ * or 4 after reporting a broken invariant. s is the schedule for PASS_PLAN. */
+static int
+after_pass(const Analysis *an, Pass p, const Schedule *s, const PassOptions *po, Arena *a)
+{
+	char why[256];
+
+	if (po->check && !check_pass(an, p, s, a, why, sizeof why)) {
+		fprintf(stderr, "remat: internal error: after %s: %s\n", pass_name(p), why);
+		return 4;
+	}
+	if (po->dump & (1u << p))
+		dump_pass(an, p, s, a, po->dump_out ? po->dump_out : stdout);
+	return 0;
+}
+
 int
 analyze(const Program *p, const char *file, const NetOptions *o,
-        const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d)
+        const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
+        const PassOptions *po)
 {
+	PassOptions defaults = {0, NULL, pass_checks_default()};
 	double t0 = util_now();
 	Schedule base;
 	int rc;
 
+	if (!po)
+		po = &defaults;
 	memset(an, 0, sizeof *an);
 	an->goal = *goal;
 	ir_graph_init(&an->g, a, file);
-	if (net_instantiate(p, o, &an->g, d) || shape_infer(&an->g, d))
+	if (net_instantiate(p, o, &an->g, d))
 		return 1;
+	if ((rc = after_pass(an, PASS_INSTANTIATE, NULL, po, a)))
+		return rc;
+	if (shape_infer(&an->g, d))
+		return 1;
+	if ((rc = after_pass(an, PASS_SHAPE, NULL, po, a)))
+		return rc;
 	if (an->g.train && autodiff(&an->g, d))
 		return 1;
+	if ((rc = after_pass(an, PASS_AUTODIFF, NULL, po, a)))
+		return rc;
 	lower_graph(&an->g, &an->d, a);
+	if ((rc = after_pass(an, PASS_LOWER, NULL, po, a)))
+		return rc;
 	base = dag_base_schedule(&an->d, a);
 	if ((rc = vf_evaluate(&an->d, &base, &an->base, verify, a)))
 		return rc;
@@ -31,16 +129,24 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 		an->plan.fits = true;
 		an->plan.lower_bound = rm_lower_bound(&an->d);
 		an->ev = an->base;
+		if ((rc = after_pass(an, PASS_PLAN, &an->plan.sched, po, a)))
+			return rc;
 	} else {
 		an->plan = rm_plan(&an->d, goal, a);
 		if (an->plan.error) {   /* --exact on a graph too large to search */
 			fprintf(stderr, "remat: %s\n", an->plan.error);
 			return 1;
 		}
+		if ((rc = after_pass(an, PASS_PLAN, &an->plan.sched, po, a)))
+			return rc;
 		if ((rc = vf_evaluate(&an->d, &an->plan.sched, &an->ev, verify, a)))
 			return rc;
 	}
+	if ((rc = after_pass(an, PASS_LIVENESS, NULL, po, a)))
+		return rc;
 	an->arena_bytes = mp_plan(&an->d, &an->ev, a);
+	if ((rc = after_pass(an, PASS_MEMPLAN, NULL, po, a)))
+		return rc;
 	an->seconds = util_now() - t0;
 	return an->plan.fits ? 0 : 3;
 }

@@ -87,10 +87,16 @@ static int
 cm_solve(CmReport *r, Dag *d, bool verify, Arena *a)
 {
 	Schedule base = dag_base_schedule(d, a);
+	bool check = pass_checks_default();
+	char why[256];
 	MemEval ref;
 	double t0;
 	int rc;
 
+	if (check && !dag_check(d, a, why, sizeof why)) {
+		fprintf(stderr, "remat: internal error: after import: %s\n", why);
+		return 4;
+	}
 	if ((rc = vf_evaluate(d, &base, &ref, verify, a)))
 		return rc;
 	r->ref_peak = ref.peak;
@@ -101,6 +107,10 @@ cm_solve(CmReport *r, Dag *d, bool verify, Arena *a)
 		fprintf(stderr, "remat: %s: no schedule: %s\n", r->path,
 		        r->plan.error ? r->plan.error : "the planner made none");
 		return r->plan.error ? 1 : 4;
+	}
+	if (check && !dag_check_schedule(d, &r->plan.sched, a, why, sizeof why)) {
+		fprintf(stderr, "remat: internal error: after plan: %s\n", why);
+		return 4;
 	}
 	return vf_evaluate(d, &r->plan.sched, &r->ev, verify, a);
 }

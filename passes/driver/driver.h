@@ -28,13 +28,34 @@ typedef struct Analysis {
 	double seconds;         /* wall time of the whole analysis */
 } Analysis;
 
+/* The passes, in pipeline order, as -d names them. */
+typedef enum Pass {
+	PASS_INSTANTIATE, PASS_SHAPE, PASS_AUTODIFF, PASS_LOWER, PASS_PLAN,
+	PASS_LIVENESS, PASS_MEMPLAN, PASS_COUNT
+} Pass;
+const char *pass_name(Pass p);          /* "instantiate", ... */
+int pass_from_name(const char *s);      /* -1 if unknown */
+
+/* What analyze does between passes: dumps (bit 1 << Pass each, to
+ * dump_out) and the invariant checks (graph_check, dag_check,
+ * dag_check_schedule; a violation is an internal error, exit 4). */
+typedef struct PassOptions {
+	unsigned dump;
+	FILE *dump_out;
+	bool check;
+} PassOptions;
+/* Whether checks are on by default: in debug builds (REMAT_DEBUG) and when
+ * the environment has REMAT_CHECK=1 (make check sets it). */
+bool pass_checks_default(void);
+
 /* Runs instantiate -> shape_infer -> autodiff -> lower -> plan -> liveness
  * -> memory plan. Returns an exit status: 0, 1 (errors in the input,
  * reported to d), 3 (no schedule fits the budget; an->plan holds the
  * smallest peak found). With verify, checks every evaluation with vf_check
- * and returns 4 on a mismatch. */
+ * and returns 4 on a mismatch. po may be NULL: no dumps, default checks. */
 int analyze(const Program *p, const char *file, const NetOptions *o,
-            const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d);
+            const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
+            const PassOptions *po);
 
 /* ---------------------------------------------------------------- passes/driver/report.c */
 typedef struct ReportOptions {

@@ -21,6 +21,7 @@ typedef struct Options {
 	PlanGoal goal;
 	bool level_set;
 	bool dump_ir, json, verify;
+	PassOptions passes;     /* -d PASS, --check */
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
@@ -31,7 +32,7 @@ enum {
 	OPT_INFER = 256, OPT_OPTIMIZER, OPT_PRECISION, OPT_ACCUMULATE,
 	OPT_DUMP_IR, OPT_JSON, OPT_MAX_RECOMPUTE, OPT_BUDGET, OPT_EXACT,
 	OPT_VERIFY, OPT_MAX_BATCH, OPT_IMPORT, OPT_TOP, OPT_BYTES, OPT_STATS, OPT_HELP,
-	OPT_VERSION
+	OPT_VERSION, OPT_CHECK
 };
 
 static const struct option long_options[] = {
@@ -52,6 +53,7 @@ static const struct option long_options[] = {
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
+	{"check", no_argument, NULL, OPT_CHECK},
 	{NULL, 0, NULL, 0},
 };
 
@@ -78,6 +80,10 @@ usage(FILE *f)
 	      "  --max-batch SIZE       print the largest batch whose peak fits in SIZE\n"
 	      "  --json                 print the JSON report\n"
 	      "  --dump-ir              print every tensor after shape inference\n"
+	      "  -d PASS[,PASS...]      print the state after each PASS instead of the\n"
+	      "                         report: instantiate shape autodiff lower plan\n"
+	      "                         liveness memplan\n"
+	      "  --check                check the invariants after every pass\n"
 	      "  --top N                tensors listed at the peak (default 10)\n"
 	      "  --bytes                print exact byte counts everywhere\n"
 	      "  --stats                print wall time and peak RSS on stderr\n"
@@ -149,6 +155,19 @@ parse_define(Options *o, char *arg)
 	o->net.ndefs++;
 }
 
+/* -d PASS[,PASS...]: which passes' dumps to print. */
+static void
+parse_dumps(Options *o, char *arg)
+{
+	for (char *name = strtok(arg, ","); name; name = strtok(NULL, ",")) {
+		int p = pass_from_name(name);
+		if (p < 0)
+			diag_usage("-d: unknown pass '%s' (instantiate shape autodiff lower "
+			           "plan liveness memplan)", name);
+		o->passes.dump |= 1u << p;
+	}
+}
+
 static void
 parse_option(Options *o, int c, char *arg)
 {
@@ -181,6 +200,8 @@ parse_option(Options *o, int c, char *arg)
 		o->net.accumulate = parse_count("--accumulate", arg, 1);
 		break;
 	case OPT_DUMP_IR: o->dump_ir = true; break;
+	case 'd': parse_dumps(o, arg); break;
+	case OPT_CHECK: o->passes.check = true; break;
 	case OPT_JSON: o->json = true; break;
 	case OPT_MAX_RECOMPUTE: {
 		char *end;
@@ -231,8 +252,9 @@ parse_args(Options *o, int argc, char **argv)
 	o->goal.budget = -1;
 	o->max_batch = -1;
 	o->report.top = 10;
+	o->passes.check = pass_checks_default();
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":D:O:o:", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":D:O:o:d:", long_options, NULL)) != -1) {
 		if (c == '?')
 			diag_usage("unknown option '%s'", argv[optind - 1]);
 		if (c == ':')
@@ -246,6 +268,8 @@ parse_args(Options *o, int argc, char **argv)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
 		o->goal.level = 2;
+	if (o->passes.dump && (o->checkmate || o->dump_ir || o->max_batch >= 0 || o->out))
+		diag_usage("-d cannot be combined with --import, --dump-ir, --max-batch or -o");
 }
 
 /* Reads the whole file (or stdin for "-"); exits 1 with a message. */
@@ -334,7 +358,8 @@ peak_at(const Program *prog, Options *o, const char *bname, int64_t b)
 	d.quiet_warnings = true;
 	PlanGoal goal = o->goal;
 	goal.budget = -1;
-	rc = analyze(prog, o->file, &o->net, &goal, false, &an, &a, &d);
+	rc = analyze(prog, o->file, &o->net, &goal, false, &an, &a, &d,
+	             &(PassOptions){0, NULL, o->passes.check});
 	peak = rc == 0 ? an.ev.peak : -1;
 	ar_free(&a);
 	return peak;
@@ -406,7 +431,7 @@ compile(Options *o, const Source *src, Arena *a)
 		ir_dump(&an.g, stdout);
 		return 0;
 	}
-	rc = analyze(prog, src->name, &o->net, &o->goal, o->verify, &an, a, &d);
+	rc = analyze(prog, src->name, &o->net, &o->goal, o->verify, &an, a, &d, &o->passes);
 	if (rc == 1 || rc == 4)
 		return rc;
 	if (rc == 3) {
@@ -414,6 +439,8 @@ compile(Options *o, const Source *src, Arena *a)
 		        (long long)o->goal.budget, (long long)an.plan.peak);
 		return 3;
 	}
+	if (o->passes.dump)
+		return 0;       /* the dumps replace the report */
 	if (o->max_batch >= 0)
 		return max_batch(prog, o, &an);
 	if (o->out && (rc = emit_file(&an, o->out, a)))

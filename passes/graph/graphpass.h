@@ -31,4 +31,12 @@ int autodiff(Graph *g, Diag *d);
  * conventions above. g has been through shape_infer and autodiff. */
 void lower_graph(const Graph *g, Dag *d, Arena *a);
 
+/* ---------------------------------------------------------------- passes/graph/check.c */
+/* How far the graph has come: each stage adds invariants to check. */
+typedef enum GraphStage { GS_INSTANTIATED, GS_SHAPED, GS_DIFFERENTIATED } GraphStage;
+/* The invariants every later pass relies on (indices, program order,
+ * producers; then dtypes, ranks and bytes; then gradient links and saves).
+ * Returns false with the first violation in why. */
+bool graph_check(const Graph *g, GraphStage after, char *why, size_t n);
+
 #endif

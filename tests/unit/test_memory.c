@@ -41,7 +41,8 @@ run(Case *c, const char *text, const NetOptions *o, int level)
 	d.quiet_warnings = true;
 	p = net_parse(&src, &c->arena, &d);
 	assert_non_null(p);
-	c->rc = analyze(p, "t.net", o, &goal, true, &c->an, &c->arena, &d);
+	c->rc = analyze(p, "t.net", o, &goal, true, &c->an, &c->arena, &d,
+	                &(PassOptions){0, NULL, true});
 	assert_int_equal(c->rc, 0);
 }
 
