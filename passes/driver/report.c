@@ -202,7 +202,7 @@ lower_bound_lines(const Analysis *an, const ReportOptions *ro, FILE *out)
 	put_size(out, ro, an->plan.lower_bound, true);
 	fprintf(out, "\n    = persistent %s", report_size(lb->persistent, buf));
 	if (lb->always)
-		fprintf(out, " + live throughout %s", report_size(lb->always, buf));
+		fprintf(out, " + accumulated grads live throughout %s", report_size(lb->always, buf));
 	if (lb->at_end) {
 		fprintf(out, " + param grads at the end of backward %s",
 		        report_size(lb->end_grads, buf));

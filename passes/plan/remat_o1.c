@@ -151,25 +151,22 @@ add_checkpoints(RmCtx *C, RmPool *pool, const bool *keep)
 	free(st);
 }
 
-/* -O1, Chen et al.: about sqrt(n) checkpoints among the cuts, where n
- * counts the cuts whose outputs backward reads (a layer's relu, not also
- * the matmul before it), spaced evenly by the bytes backward reads. False
- * when there is nothing to checkpoint (no backward, no cut). */
+/* -O1, Chen et al.: about sqrt(r) checkpoints among the r cuts (the
+ * forward graph's articulation points), spaced evenly by the bytes
+ * backward reads. False when there is nothing to checkpoint (no backward,
+ * no cut). */
 bool
 rm_sqrtn_state(RmCtx *C, unsigned char *st)
 {
 	Cuts k;
 	bool *keep;
-	int n = 0;
 
 	if (!cuts_get(C, &k)) {
 		cuts_free(&k);
 		return false;
 	}
 	keep = xcalloc((size_t)C->d->nnode + 1, sizeof *keep);
-	for (int i = 0; i < k.r; i++)
-		n += k.a[i] > 0;
-	int m = (int)ceil(sqrt((double)(n > 0 ? n : k.r)));
+	int m = (int)ceil(sqrt((double)k.r));
 	int64_t seg = k.w / m + 1, last = 0;
 	for (int i = 0; i < k.r; i++) {
 		if (k.wpre[i] - last >= seg) {

@@ -101,9 +101,9 @@ plan(const Dag *d, int level, double cap, int64_t budget, Arena *a)
 	return r;
 }
 
-/* 16-node chain. 15 tensors are read by backward (not the loss), so
- * m = ceil(sqrt(15)) = 4 segments of w / m + 1 = 1500 / 4 + 1 = 376 saved
- * bytes: checkpoints h4 (wpre 400), h9 (900 - 500 >= 376), h14. Backward
+/* 16-node chain: 16 cuts, so m = ceil(sqrt(16)) = 4 segments of w / m +
+ * 1 = 1500 / 4 + 1 = 376 bytes that backward reads (h0..h14, not the
+ * loss): checkpoints h4 (wpre 400), h9 (900 - 500 >= 376), h14. Backward
  * recomputes h10..h13 from h9, h5..h8 from h4, h0..h3 from x: 12 x 10 =
  * 120. Peak at backward 14: x 64 + h4, h9 200 + h10..h13 400 + grad(h14),
  * grad(h13) 200 = 864 (the -O0 peak is 1664: x + h0..h14 + grad(h14)).
