@@ -108,6 +108,10 @@ typedef struct DagNode {
 	int fwd_plus1;          /* a backward node: its forward node + 1, which
 	                           must run before it (memory-model.md); 0 when
 	                           there is none (zeroed nodes stay valid) */
+	int block_plus1;        /* issue 9: the outermost def call instance the
+	                           node belongs to + 1 (a backward node: its
+	                           forward node's), for per-def checkpointing;
+	                           0 outside every def (zeroed nodes: none) */
 } DagNode;
 
 typedef struct Dag {

@@ -1,8 +1,8 @@
 /* passes/driver/analyze.c -- the pipeline, as a straight list of calls:
  * instantiate -> infer shapes -> autodiff -> lower -> plan -> liveness ->
- * memory plan. Reading analyze() tells the whole design. Between passes,
- * after_pass() runs the invariant check of what the pass made and prints
- * its dump when asked (remat -d PASS). */
+ * baselines -> memory plan. Reading analyze() tells the whole design.
+ * Between passes, after_pass() runs the invariant check of what the pass
+ * made and prints its dump when asked (remat -d PASS). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +89,29 @@ after_pass(const Analysis *an, Pass p, const Schedule *s, const PassOptions *po,
 	return 0;
 }
 
+/* The lower bound's parts, and for a planned level the plans
+ * users write by hand (sqrt(n) and per-def checkpointing), replayed
+ * through the verifier with --verify. */
+static int
+baselines(Analysis *an, const PlanGoal *goal, bool verify, Arena *a)
+{
+	PlanResult *b[2] = {&an->sqrtn, &an->perblock};
+	MemEval ev;
+	int rc;
+
+	an->lb = rm_lower_bound_parts(&an->d);
+	if (goal->level == 0)
+		return 0;
+	an->has_baselines = true;
+	an->sqrtn = rm_plan_sqrtn(&an->d, a);
+	an->perblock = rm_plan_perblock(&an->d, a);
+	for (int i = 0; i < 2 && verify; i++)
+		if (b[i]->sched.n > 0 &&
+		    (rc = vf_evaluate(&an->d, &b[i]->sched, &ev, true, a)))
+			return rc;
+	return 0;
+}
+
 int
 analyze(const Program *p, const char *file, const NetOptions *o,
         const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
@@ -143,6 +166,8 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 			return rc;
 	}
 	if ((rc = after_pass(an, PASS_LIVENESS, NULL, po, a)))
+		return rc;
+	if ((rc = baselines(an, goal, verify, a)))
 		return rc;
 	an->arena_bytes = mp_plan(&an->d, &an->ev, a);
 	if ((rc = after_pass(an, PASS_MEMPLAN, NULL, po, a)))

@@ -137,7 +137,8 @@ cm_run(const char *path, const PlanGoal *goal, bool json, bool verify, FILE *out
 	rc = cm_solve(&r, &d, verify, &a);
 	if (rc == 0 && goal->budget >= 0 && (!r.plan.fits || r.ev.peak > goal->budget)) {
 		fprintf(stderr, "error: no schedule fits in %" PRId64 " bytes; smallest peak"
-		        " found: %" PRId64 " bytes\n", goal->budget, r.ev.peak);
+		        " found: %" PRId64 " bytes (%.2f GiB)\n", goal->budget, r.ev.peak,
+		        (double)r.ev.peak / (1024.0 * 1024.0 * 1024.0));
 		rc = 3;
 	}
 	if (rc == 0) {

@@ -24,6 +24,11 @@ typedef struct Analysis {
 	PlanResult plan;
 	MemEval ev;             /* the chosen schedule */
 	MemEval base;           /* the -O0 schedule, for baseline_peak_bytes */
+	/* the baselines beside -O1/-O2/--budget plans (has_baselines); a
+	 * baseline with sched.n 0 does not apply to the graph */
+	bool has_baselines;
+	PlanResult sqrtn, perblock;
+	LowerBound lb;
 	int64_t arena_bytes;
 	double seconds;         /* wall time of the whole analysis */
 } Analysis;

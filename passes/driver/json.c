@@ -51,6 +51,43 @@ params_and_flops(const Analysis *an, FILE *out)
 	        ", \"recompute\": %" PRId64 "},\n", fwd, bwd, an->ev.recompute_cost);
 }
 
+/* issue 9: "baselines": the -O0, sqrt(n) and per-def checkpointing peaks
+ * and recompute (null: does not apply), for -O1, -O2 and --budget; and
+ * what the lower bound is made of, always. */
+static void
+baseline(FILE *out, const char *key, int64_t peak, int64_t cost, bool has)
+{
+	fprintf(out, "\"%s\": ", key);
+	if (has)
+		fprintf(out, "{\"peak_bytes\": %" PRId64 ", \"recompute\": %" PRId64 "}",
+		        peak, cost);
+	else
+		fputs("null", out);
+}
+
+static void
+baselines(const Analysis *an, FILE *out)
+{
+	const LowerBound *lb = &an->lb;
+
+	if (an->has_baselines) {
+		fputs("  \"baselines\": {", out);
+		baseline(out, "O0", an->base.peak, 0, true);
+		fputs(", ", out);
+		baseline(out, "sqrt_n", an->sqrtn.peak, an->sqrtn.recompute_cost,
+		         an->sqrtn.sched.n > 0);
+		fputs(",\n                ", out);
+		baseline(out, "per_def", an->perblock.peak,
+		         an->perblock.recompute_cost, an->perblock.sched.n > 0);
+		fputs("},\n", out);
+	}
+	fprintf(out, "  \"lower_bound\": {\"persistent\": %" PRId64
+	        ", \"always_live\": %" PRId64 ", \"param_grads_at_end\": %" PRId64
+	        ", \"last_step\": %" PRId64 ", \"largest_step\": %" PRId64
+	        ", \"at_end\": %s},\n", lb->persistent, lb->always,
+	        lb->end_grads, lb->end_step, lb->step, lb->at_end ? "true" : "false");
+}
+
 static void
 peaks(const Analysis *an, FILE *out)
 {
@@ -61,6 +98,7 @@ peaks(const Analysis *an, FILE *out)
 	        ev->peak, an->base.peak, an->arena_bytes, ev->peak_step);
 	fprintf(out, "  \"lower_bound_bytes\": %" PRId64 ", \"fragmentation_bytes\": %" PRId64 ",\n",
 	        an->plan.lower_bound, an->arena_bytes - ev->peak);
+	baselines(an, out);
 	fputs("  \"breakdown_at_peak\": {", out);
 	for (int c = 0; c < CAT_COUNT; c++)
 		fprintf(out, "%s\"%s\": %" PRId64, c ? ", " : "", memcat_name((MemCat)c),

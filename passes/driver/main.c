@@ -435,8 +435,10 @@ compile(Options *o, const Source *src, Arena *a)
 	if (rc == 1 || rc == 4)
 		return rc;
 	if (rc == 3) {
-		fprintf(stderr, "error: no schedule fits in %lld bytes; smallest peak found: %lld bytes\n",
-		        (long long)o->goal.budget, (long long)an.plan.peak);
+		char buf[32];
+		fprintf(stderr, "error: no schedule fits in %lld bytes; smallest peak found: %lld bytes (%s)\n",
+		        (long long)o->goal.budget, (long long)an.plan.peak,
+		        report_size(an.plan.peak, buf));
 		return 3;
 	}
 	if (o->passes.dump)

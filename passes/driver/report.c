@@ -161,6 +161,63 @@ step_label(const Analysis *an, int s, char *buf, size_t n)
 	return buf;
 }
 
+/* issue 9: one baseline's peak and recompute, beside the plan. */
+static void
+baseline_line(const Analysis *an, const ReportOptions *ro, const char *what,
+              const PlanResult *b, const char *none, FILE *out)
+{
+	int64_t fwd = an->d.forward_cost;
+
+	fprintf(out, "  %s: ", what);
+	if (b->sched.n == 0) {
+		fprintf(out, "n/a (%s)\n", none);
+		return;
+	}
+	put_size(out, ro, b->peak, true);
+	fputs(", recompute ", out);
+	put_flops(out, b->recompute_cost);
+	fprintf(out, " (%.1f%% of forward)\n",
+	        fwd ? 100.0 * (double)b->recompute_cost / (double)fwd : 0.0);
+}
+
+static void
+baseline_lines(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	if (!an->has_baselines)
+		return;
+	baseline_line(an, ro, "sqrt(n) checkpointing (-O1)", &an->sqrtn,
+	              "no backward or no articulation point", out);
+	baseline_line(an, ro, "per-def checkpointing", &an->perblock,
+	              "no def call", out);
+}
+
+/* The bound, and in one line what it is made of. */
+static void
+lower_bound_lines(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const LowerBound *lb = &an->lb;
+	char buf[32];
+
+	fputs("  lower bound: ", out);
+	put_size(out, ro, an->plan.lower_bound, true);
+	fprintf(out, "\n    = persistent %s", report_size(lb->persistent, buf));
+	if (lb->always)
+		fprintf(out, " + accumulated grads live throughout %s", report_size(lb->always, buf));
+	if (lb->at_end) {
+		fprintf(out, " + param grads at the end of backward %s",
+		        report_size(lb->end_grads, buf));
+		fprintf(out, " + the last backward step (backward %s) %s\n",
+		        an->d.node[lb->end_node].name, report_size(lb->end_step, buf));
+	} else if (lb->step_node >= 0) {
+		const DagNode *n = &an->d.node[lb->step_node];
+		fprintf(out, " + the largest step (%s %s) %s\n",
+		        n->is_backward ? "backward" : "forward", n->name,
+		        report_size(lb->step, buf));
+	} else {
+		fputc('\n', out);
+	}
+}
+
 static void
 peak(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
@@ -175,9 +232,9 @@ peak(const Analysis *an, const ReportOptions *ro, FILE *out)
 		put_size(out, ro, an->base.peak, true);
 		fputc('\n', out);
 	}
-	fputs("  lower bound: ", out);
-	put_size(out, ro, an->plan.lower_bound, true);
-	fputs("\n  arena: ", out);
+	baseline_lines(an, ro, out);
+	lower_bound_lines(an, ro, out);
+	fputs("  arena: ", out);
 	put_size(out, ro, an->arena_bytes, true);
 	fputs(", fragmentation ", out);
 	put_size(out, ro, an->arena_bytes - ev->peak, false);

@@ -2,7 +2,8 @@
  * planners and the liveness evaluator work on (conventions: ir/dag/dag.h).
  *
  * Reads: Graph tensors (kind, bytes, view_of, grad, dtype), ops (in, out,
- * extra, saves, has_backward, flops, bwd_flops, workspace), settings.
+ * extra, saves, has_backward, flops, bwd_flops, workspace, scope: its
+ * outermost def call is the node's block), settings.
  * Writes: a Dag in the given arena, with ir_op / ir_tensor back-links and
  * the list of persistent buffers (weights, master copies, optimizer state).
  */
@@ -16,6 +17,9 @@ typedef struct Lowering {
 	Arena *a;
 	int *dag_of;            /* IR tensor -> Dag tensor, -1 (params: none) */
 	int cap_t, cap_n;
+	const char *call;       /* the latest forward op's outermost def call */
+	size_t ncall;           /* prefix ("block.3."), and its length */
+	int nblock;             /* outermost def call instances so far */
 } Lowering;
 
 static bool
@@ -171,11 +175,42 @@ grad_tensors(Lowering *L)
 	}
 }
 
+/* Length of the outermost def call in a scope ("block.3.attn.0." ->
+ * "block.3."), 0 at top level. */
+static size_t
+outer_call(const char *scope)
+{
+	const char *dot = scope ? strchr(scope, '.') : NULL;
+
+	dot = dot ? strchr(dot + 1, '.') : NULL;
+	return dot ? (size_t)(dot - scope) + 1 : 0;
+}
+
+/* The node's outermost def call instance + 1, or 0. A call's ops are
+ * instantiated together, so they are consecutive in program order: a new
+ * prefix is a new instance. */
+static int
+block_of(Lowering *L, const Op *op)
+{
+	size_t k = outer_call(op->scope);
+
+	if (k == 0)
+		return 0;
+	if (!L->call || k != L->ncall || strncmp(op->scope, L->call, k)) {
+		L->call = op->scope;
+		L->ncall = k;
+		L->nblock++;
+	}
+	return L->nblock;
+}
+
 static void
 forward_node(Lowering *L, int o)
 {
 	const Op *op = &L->g->op[o];
 	DagNode *n = add_node(L, o, false);
+
+	n->block_plus1 = block_of(L, op);
 
 	n->in = ar_alloc(L->a, sizeof(int) * (size_t)(op->nin + 1));
 	for (int i = 0; i < op->nin; i++)
@@ -203,6 +238,7 @@ backward_node(Lowering *L, int o)
 	int grad_out = g->t[op->out[0]].grad;
 
 	n->fwd_plus1 = o + 1;   /* forward nodes come first, one per op in order */
+	n->block_plus1 = L->d->node[o].block_plus1;
 
 	n->in = ar_alloc(L->a, sizeof(int) * (size_t)(op->nout + op->nsaves + 1));
 	for (int i = 0; i < op->nout; i++) {
@@ -263,7 +299,7 @@ reserve(Lowering *L)
 void
 lower_graph(const Graph *g, Dag *d, Arena *a)
 {
-	Lowering L = {g, d, a, NULL, 0, 0};
+	Lowering L = {g, d, a, NULL, 0, 0, NULL, 0, 0};
 
 	memset(d, 0, sizeof *d);
 	L.dag_of = ar_alloc(a, sizeof(int) * (size_t)(g->nt + 1));

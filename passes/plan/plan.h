@@ -34,6 +34,35 @@ typedef struct PlanResult {
  * schedule found. */
 PlanResult rm_plan(const Dag *d, const PlanGoal *goal, Arena *a);
 int64_t rm_lower_bound(const Dag *d);
+
+/* ---------------------------------------------------------------- passes/plan/baseline.c */
+/* The checkpointing baselines and what the lower bound is made of. */
+/* Chen et al.'s sqrt(n) checkpointing, which -O1 is: about sqrt(n) of the
+ * forward graph's articulation points kept, each segment recomputed from
+ * its checkpoint right before its backward. sched.n is 0 (and peak the
+ * -O0 peak) on a graph with no backward or no cut. */
+PlanResult rm_plan_sqrtn(const Dag *d, Arena *a);
+/* torch.utils.checkpoint around every outermost def call instance
+ * (DagNode.block_plus1): each call's inputs and outputs kept, its inside
+ * recomputed during its backward. sched.n is 0 when no node is in a def. */
+PlanResult rm_plan_perblock(const Dag *d, Arena *a);
+
+/* A peak no schedule can beat, and its parts: the larger of "persistent +
+ * always-live + the largest single step" and "persistent + always-live +
+ * every to_end tensor that backward makes (param grads) + the cheapest
+ * step that can end the backward". */
+typedef struct LowerBound {
+	int64_t bytes;          /* = rm_lower_bound(d) */
+	int64_t persistent;     /* params, master, optimizer */
+	int64_t always;         /* from_start and to_end tensors */
+	int64_t end_grads;      /* to_end tensors backward makes */
+	int64_t end_step;       /* the cheapest last backward step's own bytes */
+	int end_node;           /* that step's node, or -1 (no backward) */
+	int64_t step;           /* the largest single step's own bytes */
+	int step_node;          /* that step's node, or -1 */
+	bool at_end;            /* the end of backward is the larger */
+} LowerBound;
+LowerBound rm_lower_bound_parts(const Dag *d);
 /* passes/plan/remat_exact.c: the true optimum under the model, by exhaustive
  * search with pruning; for small graphs (tests, --exact). */
 PlanResult rm_plan_exact(const Dag *d, const PlanGoal *goal, Arena *a);

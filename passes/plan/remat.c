@@ -607,7 +607,17 @@ rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 		rm_plan_o1(&C, &pool);
 		k = pool.n - 1;
 	} else if (goal->level >= 2) {
-		rm_plan_o2(&C, &pool, goal);
+		/* issue 9 (planner-base): the checkpointing baselines join the
+		 * pool, so -O2 is never above them within the cap. Under a budget
+		 * the pool first gets exactly what plain -O2 (same cap) builds,
+		 * so that any budget at or above -O2's peak fits; none of it
+		 * depends on the budget, so a larger one never costs more. */
+		PlanGoal plain = *goal;
+		plain.budget = -1;
+		rm_plan_o2(&C, &pool, &plain);
+		rm_pool_baselines(&C, &pool);
+		if (goal->budget >= 0)
+			rm_plan_o2(&C, &pool, goal);
 		k = pick(&C, &pool, goal);
 		if (k < 0)
 			k = 0;
@@ -632,61 +642,9 @@ rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 	return r;
 }
 
-/* The tensor whose storage t's instances use: through static views and
- * accumulation views. -1 for what owns nothing (views of params). */
-static int
-root_of(const Dag *d, const int *alias, int t)
-{
-	for (int i = 0; i <= d->nt && t >= 0; i++) {
-		if (d->t[t].persistent_view)
-			return -1;
-		if (alias[t] < 0)
-			return t;
-		t = alias[t];
-	}
-	return t;
-}
-
-/* Any schedule runs every node once: at that step its inputs, outputs and
- * accumulation targets (or their bases) are live, with its workspace; and
- * tensors live from start to end are live then too. */
+/* issue 9: the bound and its parts are in baseline.c. */
 int64_t
 rm_lower_bound(const Dag *d)
 {
-	int *alias = xcalloc((size_t)d->nt + 1, sizeof *alias);
-	int *mark = xcalloc((size_t)d->nt + 1, sizeof *mark);
-	int64_t always = 0, best = 0;
-
-	for (int c = 0; c < CAT_COUNT; c++)
-		always += d->persistent[c];
-	for (int t = 0; t < d->nt; t++) {
-		alias[t] = d->t[t].view_src;
-		if (d->t[t].from_start && d->t[t].to_end && alias[t] < 0 &&
-		    !d->t[t].persistent_view)
-			always += d->t[t].bytes;
-	}
-	for (int v = 0; v < d->nnode; v++)
-		for (int j = 0; j < d->node[v].nacc; j++)
-			if (d->node[v].acc[j].view_src >= 0)
-				alias[d->node[v].acc[j].tensor] = d->node[v].acc[j].view_src;
-	for (int v = 0; v < d->nnode; v++) {
-		const DagNode *n = &d->node[v];
-		int64_t sum = n->workspace;
-		int nt = n->nin + n->nout + n->nacc;
-		for (int j = 0; j < nt; j++) {
-			int t = j < n->nin ? n->in[j] : j < n->nin + n->nout ?
-			        n->out[j - n->nin] : n->acc[j - n->nin - n->nout].tensor;
-			int r = root_of(d, alias, t);
-			if (r < 0 || mark[r] == v + 1 ||
-			    (d->t[r].from_start && d->t[r].to_end))
-				continue;
-			mark[r] = v + 1;
-			sum += d->t[r].bytes;
-		}
-		if (sum > best)
-			best = sum;
-	}
-	free(alias);
-	free(mark);
-	return always + best;
+	return rm_lower_bound_parts(d).bytes;
 }

@@ -92,8 +92,18 @@ unsigned char *rm_state_new(const RmCtx *C);
 int rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a,
             int64_t *wtotal);
 void rm_checkpoint_state(const RmCtx *C, const bool *keep, unsigned char *st);
+/* issue 9: a checkpoint plan by tensors; the sqrt(n) plan's states */
+void rm_checkpoint_tensors(const RmCtx *C, bool *keep_t, unsigned char *st);
+bool rm_sqrtn_state(RmCtx *C, unsigned char *st);
 void rm_plan_o1(RmCtx *C, RmPool *pool);
 void rm_chain_sweep(RmCtx *C, RmPool *pool);
+
+/* passes/plan/baseline.c */
+/* The per-def plan's states; false when no node is in a def. */
+bool rm_perblock_state(RmCtx *C, unsigned char *st);
+/* Adds the sqrt(n) and per-def plans to the pool: -O2 picks from it, so
+ * it is never above them (pick() applies the cap and the budget). */
+void rm_pool_baselines(RmCtx *C, RmPool *pool);
 
 /* passes/plan/remat_o2.c */
 void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);

@@ -3,8 +3,10 @@
  * crosses), -O1's checkpoints about every sqrt(n) of them (Chen et al.),
  * and the exact chain DP that -O2 sweeps (the best checkpoint set for each
  * bound on a segment's saved bytes). A plan keeps the checkpoints' outputs
- * and drops every other forward tensor's gap to the backward (STICKY):
- * backward recomputes each segment once, right before it first needs it. */
+ * and drops every other forward tensor after the forward, its tail too
+ * (rm_checkpoint_tensors): backward recomputes each segment from its
+ * checkpoint once, right before it first needs it, and only what the
+ * segment's backward reads (and what that needs). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +73,45 @@ rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal)
 	return r;
 }
 
-/* Keeps the outputs of nodes in keep; drops every other forward tensor
- * from its last forward use to its first backward use. */
+/* Keeps every gap of the tensors marked in keep_t (and of the bases of
+ * kept views: a view pins its base); drops every other forward tensor for
+ * good after the forward: its gap to the first backward use (STICKY: the
+ * recomputed instance then serves the rest of the backward) and its tail
+ * after its last use, so that a recompute that needs it recomputes it too
+ * instead of stretching the old instance (Chen: a segment is recomputed
+ * from its checkpoint, not from what the forward left alive). keep_t is
+ * changed: the kept views' bases are marked too. */
+void
+rm_checkpoint_tensors(const RmCtx *C, bool *keep_t, unsigned char *st)
+{
+	const Dag *d = C->d;
+
+	for (int t = 0; t < d->nt; t++)
+		for (int r = t; keep_t[t] && d->t[r].view_src >= 0; ) {
+			r = d->t[r].view_src;
+			keep_t[r] = true;
+		}
+	memset(st, GAP_KEEP, (size_t)C->ngap);
+	for (int t = 0; t < d->nt; t++) {
+		if (C->prod[t] < 0 || keep_t[t] || !is_forward(C, C->prod[t]))
+			continue;
+		if (C->longgap[t] >= 0)
+			st[C->longgap[t]] = GAP_STICKY;
+		st[C->gofs[t + 1] - 1] = GAP_STICKY;
+	}
+}
+
+/* Keeps the outputs of the nodes in keep, drops every other forward tensor
+ * (rm_checkpoint_tensors). */
 void
 rm_checkpoint_state(const RmCtx *C, const bool *keep, unsigned char *st)
 {
-	memset(st, GAP_KEEP, (size_t)C->ngap);
+	bool *keep_t = xcalloc((size_t)C->d->nt + 1, sizeof *keep_t);
+
 	for (int t = 0; t < C->d->nt; t++)
-		if (C->longgap[t] >= 0 && !keep[C->prod[t]])
-			st[C->longgap[t]] = GAP_STICKY;
+		keep_t[t] = C->prod[t] >= 0 && keep[C->prod[t]];
+	rm_checkpoint_tensors(C, keep_t, st);
+	free(keep_t);
 }
 
 typedef struct Cuts {
@@ -119,16 +151,19 @@ add_checkpoints(RmCtx *C, RmPool *pool, const bool *keep)
 	free(st);
 }
 
-/* -O1: about sqrt(r) checkpoints among the r cuts, spaced by saved bytes. */
-void
-rm_plan_o1(RmCtx *C, RmPool *pool)
+/* -O1, Chen et al.: about sqrt(r) checkpoints among the r cuts (the
+ * forward graph's articulation points), spaced evenly by the bytes
+ * backward reads. False when there is nothing to checkpoint (no backward,
+ * no cut). */
+bool
+rm_sqrtn_state(RmCtx *C, unsigned char *st)
 {
 	Cuts k;
 	bool *keep;
 
 	if (!cuts_get(C, &k)) {
 		cuts_free(&k);
-		return;
+		return false;
 	}
 	keep = xcalloc((size_t)C->d->nnode + 1, sizeof *keep);
 	int m = (int)ceil(sqrt((double)k.r));
@@ -139,9 +174,21 @@ rm_plan_o1(RmCtx *C, RmPool *pool)
 			last = k.wpre[i] + k.a[i];
 		}
 	}
-	add_checkpoints(C, pool, keep);
+	rm_checkpoint_state(C, keep, st);
 	free(keep);
 	cuts_free(&k);
+	return true;
+}
+
+/* -O1: the sqrt(n) plan (the last in the pool when there is one). */
+void
+rm_plan_o1(RmCtx *C, RmPool *pool)
+{
+	unsigned char *st = rm_state_new(C);
+
+	if (rm_sqrtn_state(C, st))
+		rm_pool_add(pool, C, st, rm_eval(C, st));
+	free(st);
 }
 
 /* The chain DP for one bound B: boundaries 0 (start), 1..r (cuts), r+1

@@ -1,0 +1,284 @@
+/* passes/plan/baseline.c -- the plans users write by hand, which every
+ * report shows beside remat's and which -O2 must never lose to, and the
+ * lower bound with its parts (issue 9).
+ *
+ * - sqrt(n) checkpointing (Chen et al.), which is -O1: remat_o1.c's
+ *   rm_sqrtn_state.
+ * - per-def checkpointing: torch.utils.checkpoint around every outermost
+ *   def call instance (DagNode.block_plus1, set by the lowering). Each
+ *   call's inputs and outputs are kept; what it makes and only it reads is
+ *   dropped after the forward and recomputed when its backward needs it.
+ * - the lower bound: what coexists at some step under every schedule.
+ *
+ * Reads the Dag only. Both plans are gap states (remat_int.h) scored by
+ * lv_eval; their schedules live in the caller's arena. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "remat_int.h"
+
+bool
+rm_perblock_state(RmCtx *C, unsigned char *st)
+{
+	const Dag *d = C->d;
+	bool *keep_t = xcalloc((size_t)d->nt + 1, sizeof *keep_t);
+	bool any = false;
+
+	for (int v = 0; v < d->nnode; v++)
+		any |= d->node[v].block_plus1 > 0 && !d->node[v].once;
+	if (!any || !C->has_backward) {
+		free(keep_t);
+		return false;
+	}
+	/* kept: what no def makes, and what a def makes that a node outside
+	 * that call reads (its outputs) */
+	for (int t = 0; t < d->nt; t++)
+		keep_t[t] = C->prod[t] < 0 || d->node[C->prod[t]].block_plus1 == 0 ||
+		            d->t[t].to_end;
+	for (int v = 0; v < d->nnode; v++)
+		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
+			int t = C->use[k];
+			if (C->prod[t] >= 0 &&
+			    d->node[C->prod[t]].block_plus1 != d->node[v].block_plus1)
+				keep_t[t] = true;
+		}
+	rm_checkpoint_tensors(C, keep_t, st);
+	free(keep_t);
+	return true;
+}
+
+/* Evaluates a baseline's states into the pool; false when none applies. */
+static bool
+add_state(RmCtx *C, RmPool *pool, bool (*make)(RmCtx *, unsigned char *))
+{
+	unsigned char *st = rm_state_new(C);
+	bool ok = make(C, st);
+	int n = pool->n;
+
+	if (ok)
+		rm_pool_add(pool, C, st, rm_eval(C, st));
+	free(st);
+	return pool->n > n;
+}
+
+void
+rm_pool_baselines(RmCtx *C, RmPool *pool)
+{
+	add_state(C, pool, rm_sqrtn_state);
+	add_state(C, pool, rm_perblock_state);
+}
+
+/* One baseline as a PlanResult; sched.n 0 and the -O0 peak when it does
+ * not apply. */
+static PlanResult
+plan_one(const Dag *d, Arena *a, bool (*make)(RmCtx *, unsigned char *))
+{
+	RmCtx C;
+	RmPool pool = {0};
+	PlanResult r;
+	unsigned char *st;
+
+	memset(&r, 0, sizeof r);
+	r.fits = true;
+	r.lower_bound = rm_lower_bound(d);
+	rm_ctx_init(&C, d);
+	st = rm_state_new(&C);
+	rm_pool_add(&pool, &C, st, rm_eval(&C, st));
+	if (pool.n == 1)
+		r.peak = pool.c[0].peak;
+	if (pool.n == 1 && add_state(&C, &pool, make)) {
+		ir_assert(rm_build(&C, pool.c[1].state));
+		r.sched.n = C.nstep;
+		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.nstep + 1));
+		memcpy(r.sched.step, C.step, sizeof *r.sched.step * (size_t)C.nstep);
+		r.peak = pool.c[1].peak;
+		r.recompute_cost = pool.c[1].cost;
+	}
+	free(st);
+	rm_pool_free(&pool);
+	rm_ctx_free(&C);
+	return r;
+}
+
+PlanResult
+rm_plan_sqrtn(const Dag *d, Arena *a)
+{
+	return plan_one(d, a, rm_sqrtn_state);
+}
+
+PlanResult
+rm_plan_perblock(const Dag *d, Arena *a)
+{
+	return plan_one(d, a, rm_perblock_state);
+}
+
+/* ------------------------------------------------------------ lower bound */
+
+/* The tensor whose storage t's instances use: through static views and
+ * accumulation views. -1 for what owns nothing (views of params). */
+static int
+root_of(const Dag *d, const int *alias, int t)
+{
+	for (int i = 0; i <= d->nt && t >= 0; i++) {
+		if (d->t[t].persistent_view)
+			return -1;
+		if (alias[t] < 0)
+			return t;
+		t = alias[t];
+	}
+	return t;
+}
+
+typedef struct Bound {
+	const Dag *d;
+	int *alias;             /* [nt] view or accumulation-view source, or -1 */
+	int *mark;              /* [nt] scratch: last node that counted t */
+	bool *counted;          /* [nt] in persistent, always or end_grads */
+	int *nprod;             /* [nt] steps that can produce t */
+	bool *read_once;        /* [nt] a backward (once) node reads it */
+} Bound;
+
+/* Bytes of node v's own step: workspace and the storage of its inputs,
+ * outputs and accumulation targets, each root once, less what is counted
+ * already. Any step running v holds at least these. */
+static int64_t
+step_bytes(Bound *B, int v)
+{
+	const Dag *d = B->d;
+	const DagNode *n = &d->node[v];
+	int64_t sum = n->workspace;
+	int nt = n->nin + n->nout + n->nacc;
+
+	for (int j = 0; j < nt; j++) {
+		int t = j < n->nin ? n->in[j] : j < n->nin + n->nout ?
+		        n->out[j - n->nin] : n->acc[j - n->nin - n->nout].tensor;
+		int r = root_of(d, B->alias, t);
+		if (r < 0 || B->mark[r] == v + 1 || B->counted[r])
+			continue;
+		B->mark[r] = v + 1;
+		sum += d->t[r].bytes;
+	}
+	return sum;
+}
+
+/* Whether once-node v may run after every other once node: no other once
+ * node reads a tensor that only v makes. */
+static bool
+may_end(const Bound *B, int v)
+{
+	const DagNode *n = &B->d->node[v];
+
+	for (int j = 0; j < n->nout + n->nacc; j++) {
+		int t = j < n->nout ? n->out[j] : n->acc[j - n->nout].tensor;
+		if (B->nprod[t] == 1 && B->read_once[t])
+			return false;
+	}
+	return true;
+}
+
+static void
+bound_tables(Bound *B)
+{
+	const Dag *d = B->d;
+
+	for (int t = 0; t < d->nt; t++)
+		B->alias[t] = d->t[t].view_src;
+	for (int v = 0; v < d->nnode; v++) {
+		const DagNode *n = &d->node[v];
+		for (int j = 0; j < n->nacc; j++) {
+			B->nprod[n->acc[j].tensor]++;
+			if (n->acc[j].view_src >= 0)
+				B->alias[n->acc[j].tensor] = n->acc[j].view_src;
+		}
+		for (int j = 0; j < n->nout; j++)
+			B->nprod[n->out[j]]++;
+		for (int j = 0; j < n->nin && n->once; j++)
+			B->read_once[n->in[j]] = true;
+	}
+}
+
+/* Owning tensors alive through the whole step: from_start and to_end. */
+static int64_t
+always_live(Bound *B)
+{
+	const Dag *d = B->d;
+	int64_t s = 0;
+
+	for (int t = 0; t < d->nt; t++)
+		if (d->t[t].from_start && d->t[t].to_end &&
+		    root_of(d, B->alias, t) == t) {
+			B->counted[t] = true;
+			s += d->t[t].bytes;
+		}
+	return s;
+}
+
+/* to_end tensors that once nodes make (param grads): all made by the time
+ * the last once node runs, and live from then to the end. */
+static int64_t
+end_grads(Bound *B)
+{
+	const Dag *d = B->d;
+	int64_t s = 0;
+
+	for (int v = 0; v < d->nnode; v++) {
+		const DagNode *n = &d->node[v];
+		for (int j = 0; n->once && j < n->nout + n->nacc; j++) {
+			int t = j < n->nout ? n->out[j] : n->acc[j - n->nout].tensor;
+			if (d->t[t].to_end && !d->t[t].from_start && !B->counted[t] &&
+			    root_of(d, B->alias, t) == t) {
+				B->counted[t] = true;
+				s += d->t[t].bytes;
+			}
+		}
+	}
+	return s;
+}
+
+/* Under every schedule: (1) each node runs at some step, which holds its
+ * own bytes besides what is always there; (2) the step of the last once
+ * node (the end of backward) holds every param grad besides its own. */
+LowerBound
+rm_lower_bound_parts(const Dag *d)
+{
+	size_t nt = (size_t)d->nt + 1;
+	Bound B = {d, xcalloc(nt, sizeof(int)), xcalloc(nt, sizeof(int)),
+	           xcalloc(nt, sizeof(bool)), xcalloc(nt, sizeof(int)),
+	           xcalloc(nt, sizeof(bool))};
+	LowerBound lb;
+
+	memset(&lb, 0, sizeof lb);
+	lb.end_node = lb.step_node = -1;
+	for (int c = 0; c < CAT_COUNT; c++)
+		lb.persistent += d->persistent[c];
+	bound_tables(&B);
+	lb.always = always_live(&B);
+	for (int v = 0; v < d->nnode; v++) {
+		int64_t s = step_bytes(&B, v);
+		if (lb.step_node < 0 || s > lb.step) {
+			lb.step = s;
+			lb.step_node = v;
+		}
+	}
+	lb.end_grads = end_grads(&B);
+	memset(B.mark, 0, sizeof(int) * nt);
+	for (int v = 0; v < d->nnode; v++) {
+		if (!d->node[v].once || !may_end(&B, v))
+			continue;
+		int64_t s = step_bytes(&B, v);
+		if (lb.end_node < 0 || s < lb.end_step) {
+			lb.end_step = s;
+			lb.end_node = v;
+		}
+	}
+	int64_t base = lb.persistent + lb.always;
+	lb.at_end = lb.end_node >= 0 &&
+	            lb.end_grads + lb.end_step > lb.step;
+	lb.bytes = base + (lb.at_end ? lb.end_grads + lb.end_step : lb.step);
+	free(B.alias);
+	free(B.mark);
+	free(B.counted);
+	free(B.nprod);
+	free(B.read_once);
+	return lb;
+}
