@@ -569,6 +569,11 @@ inst_dims_and_settings(Inst *in)
 	st->optimizer = OPT_ADAMW;
 	st->mixed = false;
 	st->accumulate = 1;
+	st->dist = o->dist;
+	if (st->dist.ranks < 1)
+		st->dist.ranks = 1;
+	if (st->dist.bucket <= 0)
+		st->dist.bucket = 25 << 20;     /* DDP's bucket_cap_mb = 25 */
 	collect_dims(in);
 	apply_overrides(in);
 	in->value_mode = false;

@@ -28,6 +28,7 @@ typedef struct NetOptions {
 	bool precision_set, mixed;
 	bool accumulate_set;
 	int64_t accumulate;
+	DistOptions dist;       /* --ranks, --zero, --bucket, --offload (ranks 0: 1) */
 	int max_tensors;        /* cap on the graph's tensors; 0: the default (2^24) */
 } NetOptions;
 

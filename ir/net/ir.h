@@ -165,11 +165,24 @@ int optimizer_from_name(const char *s);  /* -1 if unknown */
 int optimizer_states(Optimizer o);       /* values per param element */
 
 /* Training settings: the train block's, overridden by flags. */
+/* Data parallelism (docs/distributed.md): ranks, the ZeRO stage, the
+ * gradient bucket size and what is offloaded to the host. Every rank holds
+ * the same shard sizes and runs the same schedule on its own micro-batch. */
+typedef struct DistOptions {
+	int ranks;              /* data-parallel ranks, default 1 */
+	int zero;               /* 0..3: what is sharded (1 optimizer state and
+	                           master copy, 2 also gradients, 3 also weights) */
+	int64_t bucket;         /* gradient bucket bytes (default 25 MB, DDP's) */
+	bool offload_optimizer; /* master copy and optimizer state on the host */
+	bool offload_params;    /* weight shards on the host (stage 3) */
+} DistOptions;
+
 typedef struct Settings {
 	bool infer;             /* --infer, or forced when there are no params */
 	Optimizer optimizer;    /* default adamw */
 	bool mixed;             /* precision = mixed */
 	int64_t accumulate;     /* default 1 */
+	DistOptions dist;       /* --ranks, --zero, --bucket, --offload */
 } Settings;
 
 /* A `dim` or `batch` constant. */

@@ -140,6 +140,7 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	if ((rc = after_pass(an, PASS_AUTODIFF, NULL, po, a)))
 		return rc;
 	lower_graph(&an->g, &an->d, a);
+	distribute(&an->g, &an->d, &an->g.settings.dist, &an->dist, a);
 	if ((rc = after_pass(an, PASS_LOWER, NULL, po, a)))
 		return rc;
 	base = dag_base_schedule(&an->d, a);

@@ -29,6 +29,7 @@ typedef struct Analysis {
 	bool has_baselines;
 	PlanResult sqrtn, perblock;
 	LowerBound lb;
+	DistStats dist;         /* --ranks/--zero/--offload: what one rank holds */
 	int64_t arena_bytes;
 	double seconds;         /* wall time of the whole analysis */
 } Analysis;
@@ -78,11 +79,20 @@ typedef struct ReportTotals {
 ReportTotals report_totals(const Analysis *an);
 /* Human size: "1.50 GiB", "512 B". buf needs 32 bytes. */
 char *report_size(int64_t bytes, char *buf);
+/* "data parallel: 8 ranks, ZeRO stage 3, ...": the settings line. */
+void dist_settings_line(const DistOptions *o, FILE *out);
 
 /* ---------------------------------------------------------------- passes/driver/json.c */
 /* --json: the report of memory-model.md as one JSON object. */
 void report_json(const Analysis *an, FILE *out);
 
+
+/* ---------------------------------------------------------------- passes/driver/zero_table.c */
+/* --zero-table: the per-rank peak for ZeRO stages 0-3 and ranks 1, 2, 4,
+ * ... up to max(8, --ranks), each a whole analysis at goal's level.
+ * Returns 0, or 1 when an analysis fails. */
+int zero_table(const Program *prog, const char *file, const NetOptions *net,
+               const PlanGoal *goal, bool check, FILE *out);
 
 /* ---------------------------------------------------------------- passes/driver/cm_run.c */
 /* remat --import checkmate FILE.json: imports, plans for goal, prints the

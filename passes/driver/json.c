@@ -283,11 +283,35 @@ schedule(const Analysis *an, Out *o)
 	O_LIT(o, "  ]\n}\n");
 }
 
+/* --ranks/--zero/--offload: "ranks": the settings and what one rank
+ * holds beyond the model of one GPU (every other byte figure is per rank). */
+static void
+distributed(const Analysis *an, FILE *out)
+{
+	const DistOptions *o = &an->g.settings.dist;
+	const DistStats *st = &an->dist;
+
+	if (!dist_active(o))
+		return;
+	fprintf(out, "  \"ranks\": {\"count\": %d, \"zero\": %d, \"bucket_bytes\": %" PRId64
+	        ", \"offload_optimizer\": %s, \"offload_params\": %s,\n"
+	        "            \"buckets\": %d, \"largest_bucket_bytes\": %" PRId64
+	        ", \"units\": %d, \"largest_gather_bytes\": %" PRId64 ",\n"
+	        "            \"host_bytes\": {",
+	        o->ranks, o->zero, o->bucket, o->offload_optimizer ? "true" : "false",
+	        o->offload_params ? "true" : "false", st->nbuckets, st->max_bucket,
+	        st->nunits, st->max_gather);
+	for (int c = 0; c < CAT_COUNT; c++)
+		fprintf(out, "%s\"%s\": %" PRId64, c ? ", " : "", memcat_name((MemCat)c), st->host[c]);
+	fputs("}},\n", out);
+}
+
 void
 report_json(const Analysis *an, FILE *out)
 {
 	header(an, out);
 	params_and_flops(an, out);
+	distributed(an, out);
 	peaks(an, out);
 	static Out o;   /* 64 KiB: not on the stack */
 

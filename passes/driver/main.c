@@ -22,6 +22,7 @@ typedef struct Options {
 	bool level_set;
 	bool dump_ir, json, verify;
 	PassOptions passes;     /* -d PASS, --check */
+	bool zero_table;        /* --zero-table */
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
@@ -32,7 +33,7 @@ enum {
 	OPT_INFER = 256, OPT_OPTIMIZER, OPT_PRECISION, OPT_ACCUMULATE,
 	OPT_DUMP_IR, OPT_JSON, OPT_MAX_RECOMPUTE, OPT_BUDGET, OPT_EXACT,
 	OPT_VERIFY, OPT_MAX_BATCH, OPT_IMPORT, OPT_TOP, OPT_BYTES, OPT_STATS, OPT_HELP,
-	OPT_VERSION, OPT_CHECK
+	OPT_VERSION, OPT_CHECK, OPT_RANKS, OPT_ZERO, OPT_BUCKET, OPT_OFFLOAD, OPT_ZERO_TABLE
 };
 
 static const struct option long_options[] = {
@@ -54,6 +55,11 @@ static const struct option long_options[] = {
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{"check", no_argument, NULL, OPT_CHECK},
+	{"ranks", required_argument, NULL, OPT_RANKS},
+	{"zero", required_argument, NULL, OPT_ZERO},
+	{"bucket", required_argument, NULL, OPT_BUCKET},
+	{"offload", required_argument, NULL, OPT_OFFLOAD},
+	{"zero-table", no_argument, NULL, OPT_ZERO_TABLE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -84,6 +90,13 @@ usage(FILE *f)
 	      "                         report: instantiate shape autodiff lower plan\n"
 	      "                         liveness memplan\n"
 	      "  --check                check the invariants after every pass\n"
+	      "  --ranks N              data-parallel ranks; figures are per rank\n"
+	      "  --zero 0|1|2|3         ZeRO stage: shard optimizer state and master\n"
+	      "                         (1), gradients (2), weights (3)\n"
+	      "  --bucket SIZE          gradient bucket size (default 25MiB)\n"
+	      "  --offload WHAT         optimizer | params | optimizer,params: keep them\n"
+	      "                         on the host (params needs --zero 3)\n"
+	      "  --zero-table           per-rank peak for every ZeRO stage and rank count\n"
 	      "  --top N                tensors listed at the peak (default 10)\n"
 	      "  --bytes                print exact byte counts everywhere\n"
 	      "  --stats                print wall time and peak RSS on stderr\n"
@@ -155,6 +168,20 @@ parse_define(Options *o, char *arg)
 	o->net.ndefs++;
 }
 
+/* --offload optimizer|params|optimizer,params */
+static void
+parse_offload(Options *o, char *arg)
+{
+	for (char *w = strtok(arg, ","); w; w = strtok(NULL, ",")) {
+		if (!strcmp(w, "optimizer"))
+			o->net.dist.offload_optimizer = true;
+		else if (!strcmp(w, "params"))
+			o->net.dist.offload_params = true;
+		else
+			diag_usage("--offload: unknown '%s' (optimizer, params)", w);
+	}
+}
+
 /* -d PASS[,PASS...]: which passes' dumps to print. */
 static void
 parse_dumps(Options *o, char *arg)
@@ -171,6 +198,7 @@ parse_dumps(Options *o, char *arg)
 static void
 parse_option(Options *o, int c, char *arg)
 {
+	int64_t k64;
 	int k;
 
 	switch (c) {
@@ -202,6 +230,22 @@ parse_option(Options *o, int c, char *arg)
 	case OPT_DUMP_IR: o->dump_ir = true; break;
 	case 'd': parse_dumps(o, arg); break;
 	case OPT_CHECK: o->passes.check = true; break;
+	case OPT_RANKS:
+		if ((k64 = parse_count("--ranks", arg, 1)) > 1 << 20)
+			diag_usage("--ranks: at most %d", 1 << 20);
+		o->net.dist.ranks = (int)k64;
+		break;
+	case OPT_ZERO:
+		if ((k64 = parse_count("--zero", arg, 0)) > 3)
+			diag_usage("--zero: the stage is 0, 1, 2 or 3, got '%s'", arg);
+		o->net.dist.zero = (int)k64;
+		break;
+	case OPT_BUCKET:
+		if ((o->net.dist.bucket = parse_size(arg)) <= 0)
+			diag_usage("--bucket: cannot read size '%s' (e.g. 25MiB)", arg);
+		break;
+	case OPT_OFFLOAD: parse_offload(o, arg); break;
+	case OPT_ZERO_TABLE: o->zero_table = true; break;
 	case OPT_JSON: o->json = true; break;
 	case OPT_MAX_RECOMPUTE: {
 		char *end;
@@ -268,6 +312,13 @@ parse_args(Options *o, int argc, char **argv)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
 		o->goal.level = 2;
+	if (o->net.dist.offload_params && o->net.dist.zero != 3)
+		diag_usage("--offload params needs --zero 3 (the weights must be sharded)");
+	if (o->out && dist_active(&o->net.dist))
+		diag_usage("-o runs one rank: the generated program does not model --ranks, "
+		           "--zero or --offload");
+	if (o->zero_table && (o->checkmate || o->dump_ir || o->json || o->out))
+		diag_usage("--zero-table cannot be combined with --import, --dump-ir, --json or -o");
 	if (o->passes.dump && (o->checkmate || o->dump_ir || o->max_batch >= 0 || o->out))
 		diag_usage("-d cannot be combined with --import, --dump-ir, --max-batch or -o");
 }
@@ -443,6 +494,8 @@ compile(Options *o, const Source *src, Arena *a)
 	}
 	if (o->passes.dump)
 		return 0;       /* the dumps replace the report */
+	if (o->zero_table)
+		return zero_table(prog, o->file, &o->net, &o->goal, o->passes.check, stdout);
 	if (o->max_batch >= 0)
 		return max_batch(prog, o, &an);
 	if (o->out && (rc = emit_file(&an, o->out, a)))

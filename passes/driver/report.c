@@ -67,6 +67,8 @@ settings(const Analysis *an, FILE *out)
 		        optimizer_name(s->optimizer), s->mixed ? "mixed" : "declared",
 		        s->accumulate);
 	fprintf(out, ", -O%d\n", an->goal.level);
+	if (dist_active(&s->dist))
+		dist_settings_line(&s->dist, out);
 	if (g->ndims) {
 		fputs("dims:", out);
 		for (int i = 0; i < g->ndims; i++)
@@ -106,12 +108,53 @@ report_totals(const Analysis *an)
 		if (g->t[i].kind == TK_PARAM_GRAD)
 			r.grad_bytes += g->t[i].bytes;
 	}
+	if (dist_active(&g->settings.dist) && g->settings.dist.zero >= 2)
+		r.grad_bytes = an->d.persistent[CAT_PARAM_GRADS];  /* the shard */
 	for (int o = 0; o < g->nop; o++) {
 		r.forward += g->op[o].flops;
 		if (g->op[o].has_backward)
 			r.backward += g->op[o].bwd_flops;
 	}
 	return r;
+}
+
+void
+dist_settings_line(const DistOptions *o, FILE *out)
+{
+	char buf[32];
+
+	fprintf(out, "data parallel: %d rank%s, ZeRO stage %d, buckets of %s", o->ranks,
+	        o->ranks == 1 ? "" : "s", o->zero, report_size(o->bucket, buf));
+	if (o->offload_optimizer || o->offload_params)
+		fprintf(out, ", offload %s%s%s", o->offload_optimizer ? "optimizer" : "",
+		        o->offload_optimizer && o->offload_params ? "," : "",
+		        o->offload_params ? "params" : "");
+	fputs("; every figure is per rank\n", out);
+}
+
+/* --ranks/--zero/--offload: what one rank holds beyond one GPU's model. */
+static void
+distributed(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const DistStats *st = &an->dist;
+	int64_t host = 0;
+
+	if (!dist_active(&an->g.settings.dist) || !an->g.train)
+		return;
+	for (int c = 0; c < CAT_COUNT; c++)
+		host += st->host[c];
+	fputs("\ndistributed (per rank):\n", out);
+	fprintf(out, "  gradient buckets   %d, the largest ", st->nbuckets);
+	put_size(out, ro, st->max_bucket, true);
+	fputc('\n', out);
+	if (st->nunits) {
+		fprintf(out, "  gathered units     %d, the largest ", st->nunits);
+		put_size(out, ro, st->max_gather, true);
+		fputc('\n', out);
+	}
+	fputs("  host (offloaded)   ", out);
+	put_size(out, ro, host, true);
+	fputc('\n', out);
 }
 
 static void
@@ -273,7 +316,14 @@ top_tensors(const Analysis *an, const ReportOptions *ro, FILE *out)
 	fprintf(out, "\ntensors live at the peak (%d, largest first):\n", n);
 	for (int i = 0; i < n && i < ro->top; i++) {
 		const DagTensor *dt = &an->d.t[live[i]->tensor];
-		const Tensor *t = &an->g.t[dt->ir_tensor];
+		const Tensor *t;
+		if (dt->ir_tensor < 0) {        /* a communication buffer (--zero 3) */
+			fprintf(out, "  %-28s %-14s %-24s ", dt->name, "collective", "");
+			put_size(out, ro, live[i]->owned, false);
+			fputc('\n', out);
+			continue;
+		}
+		t = &an->g.t[dt->ir_tensor];
 		fprintf(out, "  %-28s %-14s %s%-20s ", t->id, ir_tensor_op(&an->g, dt->ir_tensor),
 		        dtype_name(t->dtype), ir_shape_str(t, shape, sizeof shape));
 		put_size(out, ro, live[i]->owned, false);
@@ -428,6 +478,7 @@ report_human(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
 	settings(an, out);
 	parameters(an, ro, out);
+	distributed(an, ro, out);
 	flops(an, out);
 	peak(an, ro, out);
 	top_tensors(an, ro, out);

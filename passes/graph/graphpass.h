@@ -31,6 +31,22 @@ int autodiff(Graph *g, Diag *d);
  * conventions above. g has been through shape_infer and autodiff. */
 void lower_graph(const Graph *g, Dag *d, Arena *a);
 
+/* ---------------------------------------------------------------- passes/graph/distribute.c */
+/* What the rewrite for one rank found, for the reports. */
+typedef struct DistStats {
+	int64_t host[CAT_COUNT];        /* bytes offloaded to the host, by category */
+	int nbuckets;                   /* gradient buckets */
+	int64_t max_bucket;             /* the largest bucket's bytes */
+	int nunits;                     /* stage 3: units gathered (0 otherwise) */
+	int64_t max_gather;             /* stage 3: the largest unit's full weights */
+} DistStats;
+/* Whether the options ask for anything beyond one plain rank. */
+bool dist_active(const DistOptions *o);
+/* Rewrites the lowered Dag of g into the Dag of one data-parallel rank:
+ * shards, gradient buckets, stage-3 gathers, offload. Nothing when
+ * !dist_active(o). */
+void distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a);
+
 /* ---------------------------------------------------------------- passes/graph/check.c */
 /* How far the graph has come: each stage adds invariants to check. */
 typedef enum GraphStage { GS_INSTANTIATED, GS_SHAPED, GS_DIFFERENTIATED } GraphStage;

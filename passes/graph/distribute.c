@@ -1,0 +1,378 @@
+/* passes/graph/distribute.c -- data parallelism with ZeRO / FSDP sharding
+ * and offload, as a rewrite of the lowered DAG into the DAG of ONE rank
+ * (docs/distributed.md is the model in words). Every rank runs the same
+ * schedule on its own micro-batch and holds shards of the same size (each
+ * buffer padded to a multiple of the rank count), so one rank's DAG gives
+ * every rank's exact peak, and the liveness evaluator, the planners, the
+ * verifier and the memory planner need no new rule:
+ *
+ * - shards are persistent buffers of ceil(elements / ranks) elements:
+ *   master copy and optimizer state from stage 1, a gradient shard from
+ *   stage 2, the weights themselves at stage 3;
+ * - gradient buckets are backward nodes: one per bucket of --bucket bytes,
+ *   filled in the order the gradients are completed, placed right after the
+ *   step that completes the bucket. The node reads the bucket's gradients
+ *   (stage 2 and 3: they die there, reduce-scattered into the shard;
+ *   stages 0 and 1: all-reduced in place, they live to the end) and its
+ *   workspace is the flat communication buffer of the bucket's bytes;
+ * - stage 3 all-gathers: each unit (an outermost def call instance, the
+ *   node's block; the ops outside every def form one more unit) gets a
+ *   gather node before its forward, whose output (the unit's full weights)
+ *   its forward nodes read, and a second gather before its backward, read
+ *   by its backward nodes. Liveness frees each when its last reader ran.
+ *   A recompute of a unit's forward during backward reads the forward
+ *   gather, which the planner may recompute (it costs no FLOPs) or keep.
+ * - offload moves the master copy and optimizer state, from stage 2 the
+ *   gradient shard (ZeRO-Offload), and with "params" at stage 3 the weight
+ *   shards to host memory: they leave the device's persistent bytes and are
+ *   reported as host bytes. The full gradients of a bucket stay on the
+ *   device until it is reduced.
+ *
+ * Reads: the Graph (which params each op reads, their dtypes and sizes)
+ * and the lowered Dag. Writes: the Dag (persistent buffers, new tensors and
+ * nodes appended after the existing ones, a new base order, param-gradient
+ * lifetimes) and the DistStats. */
+#include <string.h>
+
+#include "graphpass.h"
+
+typedef struct Dist {
+	const Graph *g;
+	Dag *d;
+	Arena *a;
+	const DistOptions *o;
+	DistStats *st;
+	int *unit_of_param;     /* IR tensor -> unit + 1 of its first reader, 0 none */
+	int nunits;             /* units: blocks 1..nblocks, and 0 for the root */
+	int64_t *unit_bytes;    /* [nunits] full weight bytes each unit gathers */
+	int *gather_f, *gather_b;       /* [nunits] Dag node indices, or -1 */
+	int *gathered_f, *gathered_b;   /* [nunits] their output tensors */
+	int *bucket_after;      /* [nnode] bucket node to run right after, or -1 */
+	int cap_t, cap_n;
+} Dist;
+
+static int64_t
+shard_elems(int64_t elems, int ranks)
+{
+	return elems / ranks + (elems % ranks != 0);
+}
+
+/* ---------------------------------------------------------------- shards */
+
+/* Whether persistent buffer i is sharded (or offloaded) under the options. */
+static void
+shard_buffer(Dist *D, int i)
+{
+	Dag *d = D->d;
+	const DistOptions *o = D->o;
+	MemCat c = d->persistent_cat[i];
+	const Tensor *t = &D->g->t[d->persistent_ir[i]];
+	int64_t elem = t->numel ? d->persistent_buf[i] / t->numel : 0;
+	bool state = c == CAT_MASTER || c == CAT_OPTIMIZER;
+	int64_t bytes = d->persistent_buf[i];
+
+	if ((state && o->zero >= 1) || (c == CAT_PARAMS && o->zero >= 3))
+		bytes = shard_elems(t->numel, o->ranks) * elem;
+	if ((state && o->offload_optimizer) || (c == CAT_PARAMS && o->offload_params)) {
+		D->st->host[c] += bytes;
+		bytes = 0;
+	}
+	d->persistent[c] += bytes - d->persistent_buf[i];
+	d->persistent_buf[i] = bytes;
+}
+
+/* Stage 2 and 3 keep a gradient shard of every param for the whole step:
+ * appended as persistent buffers (in the param's gradient dtype). */
+static void
+grad_shards(Dist *D)
+{
+	Dag *d = D->d;
+	const Graph *g = D->g;
+	int np = d->npersistent, n = np, extra = 0;
+
+	for (int t = 0; t < d->nt; t++)
+		extra += d->t[t].cat == CAT_PARAM_GRADS;
+	d->persistent_buf = ar_grow(D->a, d->persistent_buf, sizeof(int64_t) * (size_t)(np + 1),
+	                            sizeof(int64_t) * (size_t)(np + extra + 1));
+	d->persistent_cat = ar_grow(D->a, d->persistent_cat, sizeof(MemCat) * (size_t)(np + 1),
+	                            sizeof(MemCat) * (size_t)(np + extra + 1));
+	d->persistent_ir = ar_grow(D->a, d->persistent_ir, sizeof(int) * (size_t)(np + 1),
+	                           sizeof(int) * (size_t)(np + extra + 1));
+	for (int t = 0; t < d->nt; t++) {
+		const Tensor *gt;
+		int64_t elem;
+		if (d->t[t].cat != CAT_PARAM_GRADS)
+			continue;
+		gt = &g->t[d->t[t].ir_tensor];
+		elem = gt->numel ? gt->bytes / gt->numel : 0;
+		d->persistent_buf[n] = shard_elems(gt->numel, D->o->ranks) * elem;
+		d->persistent_cat[n] = CAT_PARAM_GRADS;
+		d->persistent_ir[n] = gt->grad_of;
+		if (D->o->offload_optimizer) {  /* ZeRO-Offload: the shard is the host's */
+			D->st->host[CAT_PARAM_GRADS] += d->persistent_buf[n];
+			d->persistent_buf[n] = 0;
+		}
+		d->persistent[CAT_PARAM_GRADS] += d->persistent_buf[n];
+		/* the full gradient now lives only until its bucket is reduced */
+		d->t[t].to_end = false;
+		d->t[t].from_start = false;
+		n++;
+	}
+	d->npersistent = n;
+}
+
+/* ---------------------------------------------------------------- DAG growth */
+
+static int
+new_tensor(Dist *D, const char *name, int64_t bytes, MemCat cat)
+{
+	Dag *d = D->d;
+	DagTensor *t;
+
+	if (d->nt == D->cap_t) {
+		int cap = 2 * D->cap_t + 16;
+		d->t = ar_grow(D->a, d->t, sizeof *d->t * (size_t)D->cap_t, sizeof *d->t * (size_t)cap);
+		D->cap_t = cap;
+	}
+	t = &d->t[d->nt];
+	memset(t, 0, sizeof *t);
+	t->name = name;
+	t->bytes = bytes;
+	t->cat = cat;
+	t->view_src = -1;
+	t->ir_tensor = -1;
+	return d->nt++;
+}
+
+static int
+new_node(Dist *D, const char *name, bool backward)
+{
+	Dag *d = D->d;
+	DagNode *n;
+
+	if (d->nnode == D->cap_n) {
+		int cap = 2 * D->cap_n + 16;
+		d->node = ar_grow(D->a, d->node, sizeof *d->node * (size_t)D->cap_n,
+		                  sizeof *d->node * (size_t)cap);
+		D->cap_n = cap;
+	}
+	n = &d->node[d->nnode];
+	memset(n, 0, sizeof *n);
+	n->name = name;
+	n->once = backward;
+	n->is_backward = backward;
+	n->ir_op = -1;
+	return d->nnode++;
+}
+
+/* Appends tensor t to node v's inputs (a fresh array: the old one is
+ * exact-size in the arena). */
+static void
+add_input(Dist *D, int v, int t)
+{
+	DagNode *n = &D->d->node[v];
+	int *in = ar_alloc(D->a, sizeof(int) * (size_t)(n->nin + 1));
+
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] == t)
+			return;
+	memcpy(in, n->in, sizeof(int) * (size_t)n->nin);
+	in[n->nin] = t;
+	n->in = in;
+	n->nin++;
+}
+
+/* ---------------------------------------------------------------- stage 3 */
+
+/* Which unit gathers each param: the block of the first forward op that
+ * reads it (root unit 0 for ops outside every def); and each unit's bytes. */
+static void
+find_units(Dist *D, int nfwd)
+{
+	const Graph *g = D->g;
+	const Dag *d = D->d;
+
+	D->nunits = 1;
+	for (int v = 0; v < nfwd; v++)
+		if (d->node[v].block_plus1 + 1 > D->nunits)
+			D->nunits = d->node[v].block_plus1 + 1;
+	D->unit_of_param = ar_alloc(D->a, sizeof(int) * (size_t)(g->nt + 1));
+	D->unit_bytes = ar_alloc(D->a, sizeof(int64_t) * (size_t)D->nunits);
+	for (int v = 0; v < nfwd; v++) {
+		const Op *op = &g->op[d->node[v].ir_op];
+		for (int i = 0; i < op->nin; i++) {
+			int p = op->in[i];
+			if (g->t[p].kind != TK_PARAM || D->unit_of_param[p])
+				continue;
+			D->unit_of_param[p] = d->node[v].block_plus1 + 1;
+			D->unit_bytes[d->node[v].block_plus1] += g->t[p].bytes;
+		}
+	}
+}
+
+/* The gather nodes and their outputs, and the reads of every node whose op
+ * reads a weight of the unit. */
+static void
+gathers(Dist *D, int nfwd)
+{
+	const Graph *g = D->g;
+	int nold = D->d->nnode;
+
+	D->gather_f = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+	D->gather_b = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+	D->gathered_f = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+	D->gathered_b = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+	for (int u = 0; u < D->nunits; u++) {
+		const char *nm = u ? ar_printf(D->a, "allgather(unit %d)", u)
+		                   : "allgather(root)";
+		D->gather_f[u] = D->gather_b[u] = -1;
+		if (!D->unit_bytes[u])
+			continue;
+		D->gathered_f[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
+		D->gather_f[u] = new_node(D, nm, false);
+		D->d->node[D->gather_f[u]].block_plus1 = u;
+		D->gathered_b[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
+		D->gather_b[u] = new_node(D, nm, true);
+		D->d->node[D->gather_b[u]].block_plus1 = u;
+		D->d->node[D->gather_f[u]].out = ar_alloc(D->a, sizeof(int));
+		D->d->node[D->gather_f[u]].out[0] = D->gathered_f[u];
+		D->d->node[D->gather_f[u]].nout = 1;
+		D->d->node[D->gather_b[u]].out = ar_alloc(D->a, sizeof(int));
+		D->d->node[D->gather_b[u]].out[0] = D->gathered_b[u];
+		D->d->node[D->gather_b[u]].nout = 1;
+		if (D->st->max_gather < D->unit_bytes[u])
+			D->st->max_gather = D->unit_bytes[u];
+	}
+	for (int v = 0; v < nold; v++) {
+		const DagNode *n = &D->d->node[v];
+		const Op *op = &g->op[n->ir_op];
+		for (int i = 0; i < op->nin; i++) {
+			int u = D->unit_of_param[op->in[i]] - 1;
+			if (u < 0 || D->gather_f[u] < 0)
+				continue;
+			add_input(D, v, v < nfwd ? D->gathered_f[u] : D->gathered_b[u]);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- buckets */
+
+/* Buckets of param gradients in the order the base schedule completes them
+ * (the step of each one's last contribution); a bucket closes once it holds
+ * o->bucket bytes, and after the last gradient. */
+static void
+buckets(Dist *D)
+{
+	Dag *d = D->d;
+	int nold = d->nnode, *last = ar_alloc(D->a, sizeof(int) * (size_t)(d->nt + 1));
+	int *members = ar_alloc(D->a, sizeof(int) * (size_t)(d->nt + 1)), nm = 0, k = 0;
+	int64_t bytes = 0;
+	bool reduce_scatter = D->o->zero >= 2;
+
+	D->bucket_after = ar_alloc(D->a, sizeof(int) * (size_t)(nold + 1));
+	for (int t = 0; t < d->nt; t++)
+		last[t] = -1;
+	for (int i = 0; i < d->nbase; i++) {
+		const DagNode *n = &d->node[d->base_order[i]];
+		D->bucket_after[d->base_order[i]] = -1;
+		for (int j = 0; j < n->nacc; j++)
+			if (d->t[n->acc[j].tensor].cat == CAT_PARAM_GRADS)
+				last[n->acc[j].tensor] = i;
+	}
+	for (int i = 0; i < d->nbase; i++) {
+		const DagNode *n = &d->node[d->base_order[i]];
+		for (int j = 0; j < n->nacc; j++) {
+			int t = n->acc[j].tensor;
+			if (d->t[t].cat != CAT_PARAM_GRADS || last[t] != i)
+				continue;
+			members[nm++] = t;
+			bytes += d->t[t].bytes;
+		}
+		if (nm && (bytes >= D->o->bucket || i == d->nbase - 1)) {
+			int v = new_node(D, ar_printf(D->a, "%s(bucket %d)",
+			                 reduce_scatter ? "reduce_scatter" : "allreduce", k++), true);
+			d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);
+			memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
+			d->node[v].nin = nm;
+			d->node[v].workspace = bytes;
+			D->bucket_after[d->base_order[i]] = v;
+			if (D->st->max_bucket < bytes)
+				D->st->max_bucket = bytes;
+			nm = 0;
+			bytes = 0;
+		}
+	}
+	D->st->nbuckets = k;
+}
+
+/* ---------------------------------------------------------------- order */
+
+/* The new base order: each unit's forward gather right before the first
+ * forward node of the unit (each time the forward enters it), its backward
+ * gather before the first backward node of the unit, and each bucket node
+ * right after the step that completes its bucket. */
+static void
+base_order(Dist *D, int nold)
+{
+	Dag *d = D->d;
+	int *order = ar_alloc(D->a, sizeof(int) * (size_t)(d->nnode + 1)), n = 0;
+	bool *fdone = ar_alloc(D->a, (size_t)D->nunits + 1);
+	bool *bdone = ar_alloc(D->a, (size_t)D->nunits + 1);
+
+	for (int i = 0; i < d->nbase; i++) {
+		int v = d->base_order[i], u = d->node[v].block_plus1;
+		bool bwd = d->node[v].is_backward;
+		if (D->gather_f && u < D->nunits && !(bwd ? bdone : fdone)[u] &&
+		    (bwd ? D->gather_b : D->gather_f)[u] >= 0) {
+			order[n++] = (bwd ? D->gather_b : D->gather_f)[u];
+			(bwd ? bdone : fdone)[u] = true;
+		}
+		order[n++] = v;
+		if (D->bucket_after && D->bucket_after[v] >= 0)
+			order[n++] = D->bucket_after[v];
+	}
+	/* a unit whose weights only its backward reads still needs its forward
+	 * gather to run (the DAG runs every node): right before its backward's */
+	for (int u = 0; D->gather_f && u < D->nunits; u++)
+		if (D->gather_f[u] >= 0 && !fdone[u])
+			order[n++] = D->gather_f[u];
+	ir_assert(n == d->nnode && nold <= d->nnode);
+	d->base_order = order;
+	d->nbase = n;
+}
+
+bool
+dist_active(const DistOptions *o)
+{
+	return o->ranks > 1 || o->offload_optimizer || o->offload_params;
+}
+
+void
+distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a)
+{
+	Dist D = {g, d, a, o, st, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, d->nt, d->nnode};
+	int nold = d->nnode, nfwd = 0;
+
+	memset(st, 0, sizeof *st);
+	if (!dist_active(o))
+		return;
+	while (nfwd < nold && !d->node[nfwd].is_backward)
+		nfwd++;
+	for (int i = 0; i < d->npersistent; i++)
+		shard_buffer(&D, i);
+	if (!g->train) {
+		dag_finish(d);
+		return;
+	}
+	if (o->zero >= 3) {
+		find_units(&D, nfwd);
+		gathers(&D, nfwd);
+	}
+	if (o->ranks > 1)
+		buckets(&D);
+	if (o->zero >= 2)
+		grad_shards(&D);
+	base_order(&D, nold);
+	st->nunits = o->zero >= 3 ? D.nunits : 0;
+	dag_finish(d);
+}

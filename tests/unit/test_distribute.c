@@ -1,0 +1,201 @@
+/* tests/unit/test_distribute.c -- data parallelism (passes/graph/
+ * distribute.c): per-rank model states against DeepSpeed's estimator
+ * formulas, buckets, stage-3 gathers and their lifetimes, offload. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "driver.h"
+
+/* Three layers of bf16 [64, 64] weights under mixed-precision AdamW:
+ * P = 3 * 4096 = 12288 params, divisible by every rank count used, so no
+ * shard is padded. */
+static const char *net3 =
+	"batch B = 4;\n"
+	"dim D = 64;\n"
+	"train { optimizer = adamw; precision = mixed; }\n"
+	"input x : bf16[B, D];\n"
+	"def layer(h) { param w : bf16[D, D]; return relu(h @ w); }\n"
+	"h = x;\n"
+	"repeat 3 { h = layer(h); }\n"
+	"loss = mean(h);\n"
+	"output loss;\n";
+enum { P = 3 * 64 * 64 };
+
+typedef struct Run {
+	Arena a;
+	Analysis an;
+} Run;
+
+static void
+run(Run *r, int ranks, int zero, bool off_opt, bool off_par, int64_t bucket)
+{
+	Source src = {"t.net", net3, strlen(net3)};
+	PlanGoal goal = {0, 1.0, -1, false};
+	NetOptions o;
+	Program *p;
+	Diag d;
+
+	memset(&o, 0, sizeof o);
+	o.dist = (DistOptions){ranks, zero, bucket, off_opt, off_par};
+	ar_init(&r->a);
+	diag_init(&d, &src, stderr);
+	d.quiet_warnings = true;
+	p = net_parse(&src, &r->a, &d);
+	assert_non_null(p);
+	assert_int_equal(analyze(p, "t.net", &o, &goal, true, &r->an, &r->a, &d,
+	                         &(PassOptions){0, NULL, true}), 0);
+}
+
+static int64_t
+model_states(const Run *r)
+{
+	const int64_t *p = r->an.d.persistent;
+
+	return p[CAT_PARAMS] + p[CAT_MASTER] + p[CAT_OPTIMIZER] + p[CAT_PARAM_GRADS];
+}
+
+/* DeepSpeed 0.19's estimate_zero2_model_states_mem_needs and
+ * estimate_zero3_model_states_mem_needs (deepspeed/runtime/zero/
+ * stage_1_and_2.py and stage3.py), per GPU, mixed-precision Adam:
+ *   zero2, no offload:  2P + 18P/N  (16-bit params; 16-bit grads, 32-bit
+ *                        grads, 32-bit master, 8 B of Adam state, sharded)
+ *   zero2, offload:     2P
+ *   zero3, no offload:  4 * largest_layer + 18P/N
+ *   zero3, offload optimizer: 4 * largest_layer + 2P/N
+ *   zero3, offload both:      4 * largest_layer
+ * Our persistent model states must equal the sharded terms; the
+ * largest-layer term is what we count as gather buffers and full gradients
+ * at the steps they are live, not as persistent bytes. Our zero2 keeps one
+ * gradient shard in f32 (the memory model's gradient dtype under mixed
+ * precision), DeepSpeed a 16-bit and a 32-bit one: 2P/N less. */
+static void
+test_deepspeed_formulas(void **state)
+{
+	static const int ranks[] = {2, 4, 8};
+	Run r;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		int64_t n = ranks[i];
+		run(&r, (int)n, 2, false, false, 25 << 20);
+		assert_int_equal(model_states(&r), 2 * P + 18 * P / n - 2 * P / n);
+		ar_free(&r.a);
+		run(&r, (int)n, 2, true, false, 25 << 20);
+		assert_int_equal(model_states(&r), 2 * P);
+		ar_free(&r.a);
+		run(&r, (int)n, 3, false, false, 25 << 20);
+		assert_int_equal(model_states(&r), 18 * P / n);
+		ar_free(&r.a);
+		run(&r, (int)n, 3, true, false, 25 << 20);
+		assert_int_equal(model_states(&r), 2 * P / n);
+		assert_int_equal(r.an.dist.host[CAT_MASTER] + r.an.dist.host[CAT_OPTIMIZER]
+		                 + r.an.dist.host[CAT_PARAM_GRADS], 16 * P / n);
+		ar_free(&r.a);
+		run(&r, (int)n, 3, true, true, 25 << 20);
+		assert_int_equal(model_states(&r), 0);
+		ar_free(&r.a);
+	}
+}
+
+/* ZeRO 1 shards master and optimizer state only; a shard is padded to a
+ * whole element count per rank: 4096 elements over 3 ranks is 1366. */
+static void
+test_zero1_padding(void **state)
+{
+	Run r;
+
+	(void)state;
+	run(&r, 3, 1, false, false, 25 << 20);
+	assert_int_equal(r.an.d.persistent[CAT_PARAMS], 2 * P);
+	assert_int_equal(r.an.d.persistent[CAT_MASTER], 3 * 1366 * 4);
+	assert_int_equal(r.an.d.persistent[CAT_OPTIMIZER], 3 * 1366 * 8);
+	ar_free(&r.a);
+}
+
+static int
+find_node(const Dag *d, const char *prefix)
+{
+	int n = 0;
+
+	for (int v = 0; v < d->nnode; v++)
+		n += !strncmp(d->node[v].name, prefix, strlen(prefix));
+	return n;
+}
+
+/* A 1-byte bucket closes after every gradient: one reduce per param. At
+ * stage 2 the full gradients die at their reduce; at stage 0 they live to
+ * the end and the reduce is an all-reduce. Its workspace is the bucket. */
+static void
+test_buckets(void **state)
+{
+	Run r;
+
+	(void)state;
+	run(&r, 2, 2, false, false, 1);
+	assert_int_equal(r.an.dist.nbuckets, 3);
+	assert_int_equal(find_node(&r.an.d, "reduce_scatter(bucket"), 3);
+	assert_int_equal(r.an.dist.max_bucket, 64 * 64 * 4);
+	for (int i = 0; i < r.an.ev.ninst; i++) {
+		const Instance *in = &r.an.ev.inst[i];
+		const DagTensor *t = &r.an.d.t[in->tensor];
+		const char *last;
+		if (t->cat != CAT_PARAM_GRADS)
+			continue;
+		last = r.an.d.node[r.an.plan.sched.step[in->end]].name;
+		assert_true(!strncmp(last, "reduce_scatter", 14));
+	}
+	ar_free(&r.a);
+	run(&r, 2, 0, false, false, 25 << 20);
+	assert_int_equal(r.an.dist.nbuckets, 1);
+	assert_int_equal(find_node(&r.an.d, "allreduce(bucket"), 1);
+	assert_int_equal(r.an.dist.max_bucket, 3 * 64 * 64 * 4);
+	ar_free(&r.a);
+}
+
+/* Stage 3: one gather before each layer's forward and one before its
+ * backward; the forward gather is freed when the layer's forward is done,
+ * before the next layer's gather, so at most one unit is gathered at a time
+ * in the forward pass. */
+static void
+test_gathers(void **state)
+{
+	Run r;
+	const MemEval *ev;
+	int live_fwd_gathers, maxlive = 0;
+
+	(void)state;
+	run(&r, 4, 3, false, false, 25 << 20);
+	assert_int_equal(r.an.dist.nunits, 4);         /* root (no params) + 3 */
+	assert_int_equal(find_node(&r.an.d, "allgather(unit"), 6);
+	assert_int_equal(r.an.dist.max_gather, 64 * 64 * 2);
+	ev = &r.an.ev;
+	for (int s = 0; s < ev->nsteps; s++) {
+		live_fwd_gathers = 0;
+		for (int i = 0; i < ev->ninst; i++) {
+			const Instance *in = &ev->inst[i];
+			if (!strncmp(r.an.d.t[in->tensor].name, "allgather", 9) &&
+			    in->start <= s && s <= in->end)
+				live_fwd_gathers++;
+		}
+		if (live_fwd_gathers > maxlive)
+			maxlive = live_fwd_gathers;
+	}
+	assert_int_equal(maxlive, 1);
+	ar_free(&r.a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_deepspeed_formulas),
+		cmocka_unit_test(test_zero1_padding),
+		cmocka_unit_test(test_buckets),
+		cmocka_unit_test(test_gathers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
