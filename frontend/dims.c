@@ -570,6 +570,9 @@ inst_dims_and_settings(Inst *in)
 	st->mixed = false;
 	st->accumulate = 1;
 	st->dist = o->dist;
+	st->pipe = o->pipe;
+	if (st->pipe.micro_batches < 1)
+		st->pipe.micro_batches = st->pipe.stages > 1 ? st->pipe.stages : 1;
 	if (st->dist.ranks < 1)
 		st->dist.ranks = 1;
 	if (st->dist.bucket <= 0)

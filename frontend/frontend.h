@@ -29,6 +29,7 @@ typedef struct NetOptions {
 	bool accumulate_set;
 	int64_t accumulate;
 	DistOptions dist;       /* --ranks, --zero, --bucket, --offload (ranks 0: 1) */
+	PipeOptions pipe;       /* --stages, --micro-batches, --schedule */
 	int max_tensors;        /* cap on the graph's tensors; 0: the default (2^24) */
 } NetOptions;
 

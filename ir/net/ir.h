@@ -177,12 +177,25 @@ typedef struct DistOptions {
 	bool offload_params;    /* weight shards on the host (stage 3) */
 } DistOptions;
 
+/* Pipeline parallelism (docs/distributed.md): K stages of contiguous
+ * outermost def call instances, M micro-batches, 1F1B or GPipe. */
+enum { PIPE_MAXSTAGES = 256 };
+typedef struct PipeOptions {
+	int stages;             /* K; 0 or 1: no pipeline */
+	int micro_batches;      /* M, default K */
+	bool gpipe;             /* GPipe (all M in flight) instead of 1F1B */
+	int stage;              /* which stage's DAG to build */
+	int nsplit;             /* --stage-blocks: blocks per stage, or 0 */
+	int split[PIPE_MAXSTAGES];
+} PipeOptions;
+
 typedef struct Settings {
 	bool infer;             /* --infer, or forced when there are no params */
 	Optimizer optimizer;    /* default adamw */
 	bool mixed;             /* precision = mixed */
 	int64_t accumulate;     /* default 1 */
 	DistOptions dist;       /* --ranks, --zero, --bucket, --offload */
+	PipeOptions pipe;       /* --stages, --micro-batches, --schedule */
 } Settings;
 
 /* A `dim` or `batch` constant. */

@@ -112,6 +112,29 @@ baselines(Analysis *an, const PlanGoal *goal, bool verify, Arena *a)
 	return 0;
 }
 
+/* --stages needs as many outermost def calls as stages, and --stage-blocks
+ * must name every one. */
+static int
+check_stages(const Graph *g, const Dag *d)
+{
+	const PipeOptions *po = &g->settings.pipe;
+	int nb = pipeline_blocks(d), sum = 0;
+
+	if (nb < po->stages) {
+		fprintf(stderr, "remat: --stages %d: %s has %d outermost def call%s; each stage "
+		        "needs at least one\n", po->stages, g->file, nb, nb == 1 ? "" : "s");
+		return 1;
+	}
+	for (int s = 0; s < po->nsplit; s++)
+		sum += po->split[s];
+	if (po->nsplit && sum != nb) {
+		fprintf(stderr, "remat: --stage-blocks: the counts add up to %d, %s has %d "
+		        "outermost def calls\n", sum, g->file, nb);
+		return 1;
+	}
+	return 0;
+}
+
 int
 analyze(const Program *p, const char *file, const NetOptions *o,
         const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
@@ -140,6 +163,11 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	if ((rc = after_pass(an, PASS_AUTODIFF, NULL, po, a)))
 		return rc;
 	lower_graph(&an->g, &an->d, a);
+	if (an->g.settings.pipe.stages > 1 && (rc = check_stages(&an->g, &an->d)))
+		return rc;
+	if (an->g.settings.pipe.stages > 1)
+		pipeline_stage(&an->g, &an->d, &an->g.settings.pipe, an->g.settings.pipe.stage,
+		               &an->pipe, a);
 	distribute(&an->g, &an->d, &an->g.settings.dist, &an->dist, a);
 	if ((rc = after_pass(an, PASS_LOWER, NULL, po, a)))
 		return rc;

@@ -16,6 +16,14 @@
 #include "codegen.h"
 
 /* ---------------------------------------------------------------- passes/driver/analyze.c */
+/* --stages: one pipeline stage's figures, for the stage table. */
+typedef struct StageRow {
+	int stage, first_block, last_block, in_flight;
+	int64_t peak, recompute_cost, send_bytes, recv_bytes;
+	int peak_step;
+	int64_t breakdown[CAT_COUNT];
+} StageRow;
+
 /* One compilation: the graph, its Dag, the plan and what liveness found. */
 typedef struct Analysis {
 	Graph g;
@@ -30,6 +38,9 @@ typedef struct Analysis {
 	PlanResult sqrtn, perblock;
 	LowerBound lb;
 	DistStats dist;         /* --ranks/--zero/--offload: what one rank holds */
+	PipeStats pipe;         /* --stages: the stage this analysis is of */
+	const StageRow *stage_rows;     /* --stages: every stage (this is the */
+	int nstage_rows;                /* one with the largest peak), or 0 */
 	int64_t arena_bytes;
 	double seconds;         /* wall time of the whole analysis */
 } Analysis;
@@ -86,6 +97,14 @@ void dist_settings_line(const DistOptions *o, FILE *out);
 /* --json: the report of memory-model.md as one JSON object. */
 void report_json(const Analysis *an, FILE *out);
 
+
+/* ---------------------------------------------------------------- passes/driver/stages.c */
+/* analyze(), and with --stages K one analysis per stage: fills an with the
+ * stage whose peak is largest and an->stage_rows with every stage. Exit
+ * status as analyze's (3 when some stage misses the budget). */
+int analyze_stages(const Program *p, const char *file, const NetOptions *o,
+                   const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
+                   const PassOptions *po);
 
 /* ---------------------------------------------------------------- passes/driver/zero_table.c */
 /* --zero-table: the per-rank peak for ZeRO stages 0-3 and ranks 1, 2, 4,

@@ -306,12 +306,41 @@ distributed(const Analysis *an, FILE *out)
 	fputs("}},\n", out);
 }
 
+/* --stages: "pipeline" and one object per stage; the rest of the report is
+ * the stage with the largest peak. */
+static void
+stages(const Analysis *an, FILE *out)
+{
+	const PipeOptions *po = &an->g.settings.pipe;
+
+	if (!an->nstage_rows)
+		return;
+	fprintf(out, "  \"pipeline\": {\"stages\": %d, \"micro_batches\": %d, \"schedule\": "
+	        "\"%s\", \"reported_stage\": %d},\n  \"stages\": [\n", po->stages,
+	        po->micro_batches, po->gpipe ? "gpipe" : "1f1b", an->pipe.stage);
+	for (int i = 0; i < an->nstage_rows; i++) {
+		const StageRow *r = &an->stage_rows[i];
+		fprintf(out, "    {\"stage\": %d, \"first_block\": %d, \"last_block\": %d, "
+		        "\"in_flight\": %d, \"peak_bytes\": %" PRId64 ", \"peak_step\": %d, "
+		        "\"recompute\": %" PRId64 ", \"send_bytes\": %" PRId64
+		        ", \"recv_bytes\": %" PRId64 ",\n     \"breakdown_at_peak\": {",
+		        r->stage, r->first_block, r->last_block, r->in_flight, r->peak,
+		        r->peak_step, r->recompute_cost, r->send_bytes, r->recv_bytes);
+		for (int c = 0; c < CAT_COUNT; c++)
+			fprintf(out, "%s\"%s\": %" PRId64, c ? ", " : "", memcat_name((MemCat)c),
+			        r->breakdown[c]);
+		fprintf(out, "}}%s\n", i + 1 < an->nstage_rows ? "," : "");
+	}
+	fputs("  ],\n", out);
+}
+
 void
 report_json(const Analysis *an, FILE *out)
 {
 	header(an, out);
 	params_and_flops(an, out);
 	distributed(an, out);
+	stages(an, out);
 	peaks(an, out);
 	static Out o;   /* 64 KiB: not on the stack */
 

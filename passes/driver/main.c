@@ -33,7 +33,8 @@ enum {
 	OPT_INFER = 256, OPT_OPTIMIZER, OPT_PRECISION, OPT_ACCUMULATE,
 	OPT_DUMP_IR, OPT_JSON, OPT_MAX_RECOMPUTE, OPT_BUDGET, OPT_EXACT,
 	OPT_VERIFY, OPT_MAX_BATCH, OPT_IMPORT, OPT_TOP, OPT_BYTES, OPT_STATS, OPT_HELP,
-	OPT_VERSION, OPT_CHECK, OPT_RANKS, OPT_ZERO, OPT_BUCKET, OPT_OFFLOAD, OPT_ZERO_TABLE
+	OPT_VERSION, OPT_CHECK, OPT_RANKS, OPT_ZERO, OPT_BUCKET, OPT_OFFLOAD, OPT_ZERO_TABLE,
+	OPT_STAGES, OPT_MICRO_BATCHES, OPT_SCHEDULE, OPT_STAGE_BLOCKS
 };
 
 static const struct option long_options[] = {
@@ -60,6 +61,10 @@ static const struct option long_options[] = {
 	{"bucket", required_argument, NULL, OPT_BUCKET},
 	{"offload", required_argument, NULL, OPT_OFFLOAD},
 	{"zero-table", no_argument, NULL, OPT_ZERO_TABLE},
+	{"stages", required_argument, NULL, OPT_STAGES},
+	{"micro-batches", required_argument, NULL, OPT_MICRO_BATCHES},
+	{"schedule", required_argument, NULL, OPT_SCHEDULE},
+	{"stage-blocks", required_argument, NULL, OPT_STAGE_BLOCKS},
 	{NULL, 0, NULL, 0},
 };
 
@@ -97,6 +102,11 @@ usage(FILE *f)
 	      "  --offload WHAT         optimizer | params | optimizer,params: keep them\n"
 	      "                         on the host (params needs --zero 3)\n"
 	      "  --zero-table           per-rank peak for every ZeRO stage and rank count\n"
+	      "  --stages K             pipeline stages of contiguous outermost def calls;\n"
+	      "                         figures are per stage (the largest one reported)\n"
+	      "  --micro-batches M      micro-batches per step in the pipeline (default K)\n"
+	      "  --schedule S           1f1b (default) | gpipe\n"
+	      "  --stage-blocks N,...   def calls per stage (default: balanced by memory)\n"
 	      "  --top N                tensors listed at the peak (default 10)\n"
 	      "  --bytes                print exact byte counts everywhere\n"
 	      "  --stats                print wall time and peak RSS on stderr\n"
@@ -166,6 +176,20 @@ parse_define(Options *o, char *arg)
 	o->net.defs[o->net.ndefs].name = arg;
 	o->net.defs[o->net.ndefs].value = v;
 	o->net.ndefs++;
+}
+
+/* --stage-blocks N0,N1,...: outermost def calls per stage. */
+static void
+parse_stage_blocks(Options *o, char *arg)
+{
+	PipeOptions *p = &o->net.pipe;
+
+	p->nsplit = 0;
+	for (char *w = strtok(arg, ","); w; w = strtok(NULL, ",")) {
+		if (p->nsplit == PIPE_MAXSTAGES)
+			diag_usage("--stage-blocks: at most %d stages", PIPE_MAXSTAGES);
+		p->split[p->nsplit++] = (int)parse_count("--stage-blocks", w, 1);
+	}
 }
 
 /* --offload optimizer|params|optimizer,params */
@@ -246,6 +270,22 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_OFFLOAD: parse_offload(o, arg); break;
 	case OPT_ZERO_TABLE: o->zero_table = true; break;
+	case OPT_STAGES:
+		if ((k64 = parse_count("--stages", arg, 1)) > PIPE_MAXSTAGES)
+			diag_usage("--stages: at most %d", PIPE_MAXSTAGES);
+		o->net.pipe.stages = (int)k64;
+		break;
+	case OPT_MICRO_BATCHES:
+		if ((k64 = parse_count("--micro-batches", arg, 1)) > 1 << 16)
+			diag_usage("--micro-batches: at most %d", 1 << 16);
+		o->net.pipe.micro_batches = (int)k64;
+		break;
+	case OPT_SCHEDULE:
+		if (strcmp(arg, "1f1b") && strcmp(arg, "gpipe"))
+			diag_usage("--schedule: '1f1b' or 'gpipe', got '%s'", arg);
+		o->net.pipe.gpipe = !strcmp(arg, "gpipe");
+		break;
+	case OPT_STAGE_BLOCKS: parse_stage_blocks(o, arg); break;
 	case OPT_JSON: o->json = true; break;
 	case OPT_MAX_RECOMPUTE: {
 		char *end;
@@ -317,6 +357,20 @@ parse_args(Options *o, int argc, char **argv)
 	if (o->out && dist_active(&o->net.dist))
 		diag_usage("-o runs one rank: the generated program does not model --ranks, "
 		           "--zero or --offload");
+	if (o->net.pipe.stages > 1) {
+		if (dist_active(&o->net.dist) || o->net.dist.zero)
+			diag_usage("--stages cannot be combined with --ranks, --zero or --offload yet");
+		if (o->net.accumulate_set && o->net.accumulate > 1)
+			diag_usage("--stages: the pipeline's --micro-batches replace --accumulate");
+		if (o->net.pipe.nsplit && o->net.pipe.nsplit != o->net.pipe.stages)
+			diag_usage("--stage-blocks: %d counts for %d stages", o->net.pipe.nsplit,
+			           o->net.pipe.stages);
+		if (o->out || o->checkmate || o->dump_ir || o->zero_table)
+			diag_usage("--stages cannot be combined with -o, --import, --dump-ir or "
+			           "--zero-table");
+	} else if (o->net.pipe.micro_batches || o->net.pipe.gpipe || o->net.pipe.nsplit) {
+		diag_usage("--micro-batches, --schedule and --stage-blocks need --stages K (K > 1)");
+	}
 	if (o->zero_table && (o->checkmate || o->dump_ir || o->json || o->out))
 		diag_usage("--zero-table cannot be combined with --import, --dump-ir, --json or -o");
 	if (o->passes.dump && (o->checkmate || o->dump_ir || o->max_batch >= 0 || o->out))
@@ -409,7 +463,7 @@ peak_at(const Program *prog, Options *o, const char *bname, int64_t b)
 	d.quiet_warnings = true;
 	PlanGoal goal = o->goal;
 	goal.budget = -1;
-	rc = analyze(prog, o->file, &o->net, &goal, false, &an, &a, &d,
+	rc = analyze_stages(prog, o->file, &o->net, &goal, false, &an, &a, &d,
 	             &(PassOptions){0, NULL, o->passes.check});
 	peak = rc == 0 ? an.ev.peak : -1;
 	ar_free(&a);
@@ -482,7 +536,7 @@ compile(Options *o, const Source *src, Arena *a)
 		ir_dump(&an.g, stdout);
 		return 0;
 	}
-	rc = analyze(prog, src->name, &o->net, &o->goal, o->verify, &an, a, &d, &o->passes);
+	rc = analyze_stages(prog, src->name, &o->net, &o->goal, o->verify, &an, a, &d, &o->passes);
 	if (rc == 1 || rc == 4)
 		return rc;
 	if (rc == 3) {

@@ -69,6 +69,12 @@ settings(const Analysis *an, FILE *out)
 	fprintf(out, ", -O%d\n", an->goal.level);
 	if (dist_active(&s->dist))
 		dist_settings_line(&s->dist, out);
+	if (an->nstage_rows)
+		fprintf(out, "pipeline: %d stages, %d micro-batches, %s; every figure below is "
+		        "stage %d's (the largest peak), blocks %d-%d, %d micro-batch%s in flight\n",
+		        s->pipe.stages, s->pipe.micro_batches, s->pipe.gpipe ? "GPipe" : "1F1B",
+		        an->pipe.stage, an->pipe.first_block, an->pipe.last_block,
+		        an->pipe.in_flight, an->pipe.in_flight == 1 ? "" : "es");
 	if (g->ndims) {
 		fputs("dims:", out);
 		for (int i = 0; i < g->ndims; i++)
@@ -96,6 +102,25 @@ per_param_line(FILE *out, const char *what, int64_t bytes, int64_t count,
 	}
 }
 
+/* A pipeline stage holds the params its operations read, and their
+ * gradients. */
+static void
+stage_totals(const Analysis *an, ReportTotals *r)
+{
+	const Dag *d = &an->d;
+
+	r->params = r->grad_bytes = 0;
+	for (int i = 0; i < d->npersistent; i++)
+		if (d->persistent_cat[i] == CAT_PARAMS)
+			r->params += an->g.t[d->persistent_ir[i]].numel;
+	for (int t = 0; t < d->nt; t++)
+		if (d->t[t].cat == CAT_PARAM_GRADS)
+			r->grad_bytes += d->t[t].bytes;
+	/* the stage's FLOPs for one micro-batch: its DAG holds in_flight copies */
+	r->forward = d->forward_cost / an->pipe.in_flight;
+	r->backward = (d->total_cost - d->forward_cost) / an->pipe.in_flight;
+}
+
 ReportTotals
 report_totals(const Analysis *an)
 {
@@ -115,6 +140,8 @@ report_totals(const Analysis *an)
 		if (g->op[o].has_backward)
 			r.backward += g->op[o].bwd_flops;
 	}
+	if (g->settings.pipe.stages > 1)        /* the stage's own params */
+		stage_totals(an, &r);
 	return r;
 }
 
@@ -130,6 +157,26 @@ dist_settings_line(const DistOptions *o, FILE *out)
 		        o->offload_optimizer && o->offload_params ? "," : "",
 		        o->offload_params ? "params" : "");
 	fputs("; every figure is per rank\n", out);
+}
+
+/* --stages: one line per stage. */
+static void
+stages(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	if (!an->nstage_rows)
+		return;
+	fprintf(out, "\npipeline stages (blocks are outermost def calls, 1 = the first):\n");
+	fprintf(out, "  %-6s %-9s %-9s %-22s %s\n", "stage", "blocks", "in flight",
+	        "peak", "sends / receives per micro-batch");
+	for (int i = 0; i < an->nstage_rows; i++) {
+		const StageRow *r = &an->stage_rows[i];
+		char blocks[32], buf[32], sb[32], rb[32];
+		snprintf(blocks, sizeof blocks, "%d-%d", r->first_block, r->last_block);
+		fprintf(out, "  %-6d %-9s %-9d %-22s %s / %s\n", r->stage, blocks, r->in_flight,
+		        report_size(r->peak, buf), report_size(r->send_bytes / r->in_flight, sb),
+		        report_size(r->recv_bytes / r->in_flight, rb));
+	}
+	(void)ro;
 }
 
 /* --ranks/--zero/--offload: what one rank holds beyond one GPU's model. */
@@ -479,6 +526,7 @@ report_human(const Analysis *an, const ReportOptions *ro, FILE *out)
 	settings(an, out);
 	parameters(an, ro, out);
 	distributed(an, ro, out);
+	stages(an, ro, out);
 	flops(an, out);
 	peak(an, ro, out);
 	top_tensors(an, ro, out);

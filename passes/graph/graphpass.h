@@ -47,6 +47,22 @@ bool dist_active(const DistOptions *o);
  * !dist_active(o). */
 void distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a);
 
+/* ---------------------------------------------------------------- passes/graph/pipeline.c */
+/* What one pipeline stage holds, for the reports. */
+typedef struct PipeStats {
+	int stage;                      /* 0..K-1 */
+	int first_block, last_block;    /* its outermost def call instances */
+	int nblocks;                    /* in the whole model */
+	int in_flight;                  /* micro-batches whose activations it holds */
+	int64_t send_bytes, recv_bytes; /* activations crossing its boundaries */
+} PipeStats;
+/* Outermost def call instances in the lowered Dag (its largest block). */
+int pipeline_blocks(const Dag *d);
+/* Replaces the lowered Dag of g by the Dag of pipeline stage `stage`:
+ * its nodes, in-flight copies, boundary send/recv nodes and its params. */
+void pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage,
+                    PipeStats *st, Arena *a);
+
 /* ---------------------------------------------------------------- passes/graph/check.c */
 /* How far the graph has come: each stage adds invariants to check. */
 typedef enum GraphStage { GS_INSTANTIATED, GS_SHAPED, GS_DIFFERENTIATED } GraphStage;

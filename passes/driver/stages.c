@@ -1,0 +1,76 @@
+/* passes/driver/stages.c -- `--stages K`: one analysis per pipeline stage
+ * (passes/graph/pipeline.c builds each stage's DAG), a row per stage for the
+ * reports, and the full analysis of the stage with the largest peak, which
+ * the reports then describe. --budget holds when every stage fits;
+ * --max-batch asks for the largest peak of any stage. Reads the Program and
+ * options; writes the Analysis and the rows (in the caller's arena). */
+#include <string.h>
+
+#include "driver.h"
+
+static int
+run_stage(const Program *p, const char *file, const NetOptions *o, int s,
+          const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
+          const PassOptions *po)
+{
+	NetOptions os = *o;
+
+	os.pipe.stage = s;
+	return analyze(p, file, &os, goal, verify, an, a, d, po);
+}
+
+static void
+fill_row(StageRow *r, const Analysis *an)
+{
+	memset(r, 0, sizeof *r);
+	r->stage = an->pipe.stage;
+	r->first_block = an->pipe.first_block;
+	r->last_block = an->pipe.last_block;
+	r->in_flight = an->pipe.in_flight;
+	r->send_bytes = an->pipe.send_bytes;
+	r->recv_bytes = an->pipe.recv_bytes;
+	r->peak = an->ev.peak;
+	r->peak_step = an->ev.peak_step;
+	r->recompute_cost = an->ev.recompute_cost;
+	memcpy(r->breakdown, an->ev.breakdown, sizeof r->breakdown);
+}
+
+int
+analyze_stages(const Program *p, const char *file, const NetOptions *o,
+               const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
+               const PassOptions *po)
+{
+	int K = o->pipe.stages, worst = 0, rc = 0;
+	StageRow *rows;
+	int64_t peak = -1;
+
+	if (K <= 1)
+		return analyze(p, file, o, goal, verify, an, a, d, po);
+	rows = ar_alloc(a, sizeof *rows * (size_t)K);
+	for (int s = 0; s < K; s++) {
+		Arena sa;
+		int r;
+		ar_init(&sa);
+		r = run_stage(p, file, o, s, goal, verify, an, &sa, d, po);
+		if (r == 1 || r == 4) {
+			ar_free(&sa);
+			return r;
+		}
+		if (r == 3)
+			rc = 3;
+		fill_row(&rows[s], an);
+		if (an->ev.peak > peak) {
+			peak = an->ev.peak;
+			worst = s;
+		}
+		ar_free(&sa);
+	}
+	/* the dumps, if any, were printed per stage: not again */
+	PassOptions quiet = po ? *po : (PassOptions){0, NULL, pass_checks_default()};
+	quiet.dump = 0;
+	if (run_stage(p, file, o, worst, goal, verify, an, a, d, &quiet) == 4)
+		return 4;
+	an->stage_rows = rows;
+	an->nstage_rows = K;
+	return rc;
+}

@@ -1,0 +1,482 @@
+/* passes/graph/pipeline.c -- pipeline parallelism: the DAG of one stage
+ * (docs/distributed.md, "Pipeline stages"). The outermost def call
+ * instances (the nodes' blocks) are split into K contiguous stages; the
+ * operations before the first block belong to stage 0, the ones after a
+ * block to that block's stage (so the head and the loss to the last).
+ *
+ * Stage s keeps `w` micro-batches in flight: min(K - s, M) under 1F1B, M
+ * under GPipe. Its DAG holds w copies of the stage's forward and backward
+ * nodes, in the order that peaks: the w forwards, then the w backwards,
+ * oldest first. What crosses a stage boundary becomes a node of its own:
+ * - `recv` produces, per micro-batch, each activation (or data input) the
+ *   stage reads but does not make, at the start of that micro-batch's
+ *   forward; `send` reads each activation a later stage needs, right after
+ *   it is made (the receiver keeps its own copy);
+ * - `recv_grad` contributes, at the start of a micro-batch's backward, the
+ *   gradient a later stage sends back for an activation of this stage;
+ *   `send_grad` reads, at the end of it, each gradient this stage sends back.
+ * The weights, master copies and optimizer state are those of the params
+ * the stage reads (a param read by two stages, like a tied embedding, is
+ * held by both); their gradients are shared by the copies and accumulate
+ * over the micro-batches, as they do on one GPU.
+ *
+ * Reads the Graph (which params an op reads) and the lowered Dag; writes a
+ * new Dag in the arena over *d, and the stage's PipeStats. */
+#include <string.h>
+
+#include "graphpass.h"
+
+typedef struct Pipe {
+	const Graph *g;
+	const Dag *full;
+	Dag *d;                 /* the stage's, being built */
+	Arena *a;
+	int stage, w;
+	int *stage_of;          /* [full nnode] the stage of each node */
+	int *producer;          /* [full nt] node making the tensor, or -1 */
+	int *copy_t;            /* [w * full nt] stage tensor of (copy, tensor), or -1 */
+	int *copy_n;            /* [w * full nnode] stage node of (copy, node) */
+	int cap_t, cap_n;
+	PipeStats *st;
+} Pipe;
+
+/* ---------------------------------------------------------------- split */
+
+/* The estimate a split balances: per block, the bytes its forward makes
+ * (held once per micro-batch in flight) and the persistent bytes of the
+ * params it reads first (held once); the operations outside every def add
+ * theirs to the first stage (before the first block) or the last. */
+typedef struct Costs {
+	int64_t *act, *pers;    /* [nblocks + 2]: index 0 before, nblocks + 1 after */
+} Costs;
+
+static Costs
+block_costs(const Graph *g, const Dag *full, int nblocks, Arena *a)
+{
+	Costs c = {ar_alloc(a, sizeof(int64_t) * (size_t)(nblocks + 2)),
+	           ar_alloc(a, sizeof(int64_t) * (size_t)(nblocks + 2))};
+	int64_t *pers_of = ar_alloc(a, sizeof(int64_t) * (size_t)(g->nt + 1));
+	bool *seen = ar_alloc(a, (size_t)g->nt + 1);
+	int where = 0;
+
+	for (int i = 0; i < full->npersistent; i++)
+		pers_of[full->persistent_ir[i]] += full->persistent_buf[i];
+	for (int v = 0; v < full->nnode; v++) {
+		const DagNode *n = &full->node[v];
+		const Op *op;
+		if (n->is_backward)
+			continue;
+		where = n->block_plus1 ? n->block_plus1 : where ? nblocks + 1 : 0;
+		for (int i = 0; i < n->nout; i++)
+			if (full->t[n->out[i]].view_src < 0)
+				c.act[where] += full->t[n->out[i]].bytes;
+		op = n->ir_op >= 0 ? &g->op[n->ir_op] : NULL;
+		for (int i = 0; op && i < op->nin; i++)
+			if (g->t[op->in[i]].kind == TK_PARAM && !seen[op->in[i]]) {
+				seen[op->in[i]] = true;
+				c.pers[where] += pers_of[op->in[i]];
+			}
+	}
+	return c;
+}
+
+/* Each stage's first block (first[K] = nblocks + 1): the stage-blocks
+ * option, or the contiguous split that minimises the largest stage's
+ * estimate "persistent bytes + in-flight micro-batches x activation bytes",
+ * by dynamic programming over split points (O(K nblocks^2)). */
+static void
+split_blocks(const Graph *g, const Dag *full, const PipeOptions *o, int nblocks,
+             int *first, Arena *a)
+{
+	int K = o->stages, W = nblocks + 1;
+	Costs c;
+	int64_t *pa, *pp, *best;
+	int *arg;
+
+	if (o->nsplit == K) {
+		first[0] = 1;
+		for (int s = 0; s < K; s++)
+			first[s + 1] = first[s] + o->split[s];
+		return;
+	}
+	c = block_costs(g, full, nblocks, a);
+	pa = ar_alloc(a, sizeof(int64_t) * (size_t)(W + 1));
+	pp = ar_alloc(a, sizeof(int64_t) * (size_t)(W + 1));
+	for (int b = 1; b <= nblocks; b++) {
+		pa[b] = pa[b - 1] + c.act[b];
+		pp[b] = pp[b - 1] + c.pers[b];
+	}
+	/* best[s][b]: the smallest largest-stage estimate with blocks 1..b on
+	 * stages 0..s; stage s holds min(K - s, M) micro-batches (M: GPipe) */
+	best = ar_alloc(a, sizeof(int64_t) * (size_t)(K * W));
+	arg = ar_alloc(a, sizeof(int) * (size_t)(K * W));
+	for (int s = 0; s < K; s++) {
+		int64_t fl = o->gpipe ? o->micro_batches
+		           : (K - s < o->micro_batches ? K - s : o->micro_batches);
+		int64_t ra = (s == 0 ? c.act[0] : 0) + (s == K - 1 ? c.act[nblocks + 1] : 0);
+		int64_t rp = (s == 0 ? c.pers[0] : 0) + (s == K - 1 ? c.pers[nblocks + 1] : 0);
+		for (int b = s + 1; b <= nblocks; b++) {
+			int64_t bestv = INT64_MAX;
+			if (s == K - 1 && b != nblocks)
+				continue;
+			for (int j = s; j < b; j++) {       /* stage s holds blocks j+1..b */
+				int64_t here = (pa[b] - pa[j] + ra) * fl + pp[b] - pp[j] + rp, prev;
+				prev = s ? best[(s - 1) * W + j] : (j ? INT64_MAX : 0);
+				if (prev == INT64_MAX)
+					continue;
+				if ((here > prev ? here : prev) < bestv) {
+					bestv = here > prev ? here : prev;
+					arg[s * W + b] = j;
+				}
+			}
+			best[s * W + b] = bestv;
+		}
+		for (int b = 0; b <= s && b <= nblocks; b++)
+			best[s * W + b] = INT64_MAX;
+	}
+	first[K] = nblocks + 1;
+	for (int s = K - 1, b = nblocks; s >= 0; s--) {
+		int j = s ? arg[s * W + b] : 0;
+		first[s] = j + 1;
+		b = j;
+	}
+}
+
+/* The stage of every node: forward nodes by block (roots follow the block
+ * before them, stage 0 before the first), backward nodes by their forward. */
+static void
+assign_stages(Pipe *P, const int *first, int K)
+{
+	const Dag *f = P->full;
+	int cur = 0;
+
+	for (int v = 0; v < f->nnode; v++) {
+		const DagNode *n = &f->node[v];
+		if (n->is_backward) {
+			P->stage_of[v] = n->fwd_plus1 ? P->stage_of[n->fwd_plus1 - 1] : K - 1;
+			continue;
+		}
+		if (n->block_plus1)
+			while (cur < K - 1 && n->block_plus1 >= first[cur + 1])
+				cur++;
+		P->stage_of[v] = cur;
+	}
+}
+
+/* ---------------------------------------------------------------- building */
+
+static int
+add_t(Pipe *P, const DagTensor *src, const char *name)
+{
+	Dag *d = P->d;
+
+	if (d->nt == P->cap_t) {
+		int cap = 2 * P->cap_t + 64;
+		d->t = ar_grow(P->a, d->t, sizeof *d->t * (size_t)P->cap_t, sizeof *d->t * (size_t)cap);
+		P->cap_t = cap;
+	}
+	d->t[d->nt] = *src;
+	d->t[d->nt].name = name;
+	d->t[d->nt].view_src = -1;
+	return d->nt++;
+}
+
+static int
+add_n(Pipe *P, const char *name, bool backward, int nin, int nout, int nacc)
+{
+	Dag *d = P->d;
+	DagNode *n;
+
+	if (d->nnode == P->cap_n) {
+		int cap = 2 * P->cap_n + 64;
+		d->node = ar_grow(P->a, d->node, sizeof *d->node * (size_t)P->cap_n,
+		                  sizeof *d->node * (size_t)cap);
+		P->cap_n = cap;
+	}
+	n = &d->node[d->nnode];
+	memset(n, 0, sizeof *n);
+	n->name = name;
+	n->once = true;
+	n->is_backward = backward;
+	n->ir_op = -1;
+	n->in = ar_alloc(P->a, sizeof(int) * (size_t)(nin + 1));
+	n->out = ar_alloc(P->a, sizeof(int) * (size_t)(nout + 1));
+	n->acc = ar_alloc(P->a, sizeof(DagAcc) * (size_t)(nacc + 1));
+	return d->nnode++;
+}
+
+static const char *
+copy_name(Pipe *P, int c, const char *name)
+{
+	return P->w > 1 ? ar_printf(P->a, "mb%d:%s", c, name) : name;
+}
+
+/* Whether full tensor t is made inside the stage. */
+static bool
+local(const Pipe *P, int t)
+{
+	return P->producer[t] >= 0 && P->stage_of[P->producer[t]] == P->stage;
+}
+
+/* The stage tensor of full tensor t in copy c (param gradients are shared
+ * by every copy), made on first use. */
+static int
+tensor_of(Pipe *P, int c, int t)
+{
+	const DagTensor *src = &P->full->t[t];
+	int *slot;
+
+	if (src->cat == CAT_PARAM_GRADS)
+		c = 0;
+	slot = &P->copy_t[(size_t)c * (size_t)P->full->nt + (size_t)t];
+	if (*slot < 0) {
+		int x = add_t(P, src, src->cat == CAT_PARAM_GRADS ? src->name
+		                                                  : copy_name(P, c, src->name));
+		*slot = x;
+		/* a view of a tensor of the stage stays a view of that tensor's
+		 * copy; what arrives from another stage is a buffer of its own */
+		if (src->view_src >= 0 && local(P, t))
+			P->d->t[x].view_src = tensor_of(P, c, src->view_src);
+	}
+	return *slot;
+}
+
+
+static void
+push(int *list, int *n, int x)
+{
+	for (int i = 0; i < *n; i++)
+		if (list[i] == x)
+			return;
+	list[(*n)++] = x;
+}
+
+/* One micro-batch's forward: recv/load nodes for what the stage reads but
+ * does not make, then its nodes, each followed by the sends of what a later
+ * stage reads. */
+static void
+forward_copy(Pipe *P, int c, int *order, int *n, const bool *sent_later)
+{
+	const Dag *f = P->full;
+
+	for (int v = 0; v < f->nnode; v++) {
+		const DagNode *fn = &f->node[v];
+		if (P->stage_of[v] != P->stage || fn->is_backward)
+			continue;
+		for (int i = 0; i < fn->nin; i++) {
+			int t = fn->in[i], x;
+			if (local(P, t) || P->copy_t[(size_t)c * (size_t)f->nt + (size_t)t] >= 0)
+				continue;
+			x = add_n(P, ar_printf(P->a, "%s(%s)", P->producer[t] < 0 ? "load" : "recv",
+			          copy_name(P, c, f->t[t].name)), false, 0, 1, 0);
+			P->d->node[x].out[P->d->node[x].nout++] = tensor_of(P, c, t);
+			P->d->t[tensor_of(P, c, t)].from_start = false;
+			order[(*n)++] = x;
+			P->st->recv_bytes += P->producer[t] < 0 ? 0 : f->t[t].bytes;
+		}
+	}
+	for (int v = 0; v < f->nnode; v++) {
+		const DagNode *fn = &f->node[v];
+		DagNode *nn;
+		int x;
+		if (P->stage_of[v] != P->stage || fn->is_backward)
+			continue;
+		x = add_n(P, copy_name(P, c, fn->name), false, fn->nin, fn->nout, 0);
+		P->copy_n[(size_t)c * (size_t)f->nnode + (size_t)v] = x;
+		nn = &P->d->node[x];
+		nn->cost = fn->cost;
+		nn->workspace = fn->workspace;
+		nn->once = fn->once;
+		nn->ir_op = fn->ir_op;
+		nn->block_plus1 = fn->block_plus1 ? c * P->st->nblocks + fn->block_plus1 : 0;
+		for (int i = 0; i < fn->nin; i++)
+			push(nn->in, &nn->nin, tensor_of(P, c, fn->in[i]));
+		for (int i = 0; i < fn->nout; i++)
+			nn->out[nn->nout++] = tensor_of(P, c, fn->out[i]);
+		order[(*n)++] = x;
+		for (int i = 0; i < fn->nout; i++) {
+			int s;
+			if (!sent_later[fn->out[i]])
+				continue;
+			s = add_n(P, ar_printf(P->a, "send(%s)", copy_name(P, c, f->t[fn->out[i]].name)),
+			          false, 1, 0, 0);
+			P->d->node[s].in[P->d->node[s].nin++] = tensor_of(P, c, fn->out[i]);
+			order[(*n)++] = s;
+			P->st->send_bytes += f->t[fn->out[i]].bytes;
+		}
+	}
+}
+
+/* One micro-batch's backward: recv_grad for the gradients later stages
+ * send back, the stage's backward nodes in order, then send_grad for the
+ * gradients of what this stage received. */
+static void
+backward_copy(Pipe *P, int c, int *order, int *n, const int *grad_of_t,
+              const bool *sent_later)
+{
+	const Dag *f = P->full;
+
+	for (int t = 0; t < f->nt; t++) {
+		int g = grad_of_t[t], x;
+		if (g < 0 || !sent_later[t] || !local(P, t))
+			continue;
+		x = add_n(P, ar_printf(P->a, "recv_grad(%s)", copy_name(P, c, f->t[t].name)),
+		          true, 0, 0, 1);
+		P->d->node[x].acc[0] = (DagAcc){tensor_of(P, c, g), -1};
+		P->d->node[x].nacc = 1;
+		order[(*n)++] = x;
+	}
+	for (int i = 0; i < f->nbase; i++) {
+		int v = f->base_order[i], x;
+		const DagNode *fn = &f->node[v];
+		DagNode *nn;
+		if (P->stage_of[v] != P->stage || !fn->is_backward)
+			continue;
+		x = add_n(P, copy_name(P, c, fn->name), true, fn->nin, 0, fn->nacc);
+		nn = &P->d->node[x];
+		nn->cost = fn->cost;
+		nn->workspace = fn->workspace;
+		nn->ir_op = fn->ir_op;
+		nn->block_plus1 = fn->block_plus1 ? c * P->st->nblocks + fn->block_plus1 : 0;
+		nn->fwd_plus1 = fn->fwd_plus1
+		              ? P->copy_n[(size_t)c * (size_t)f->nnode + (size_t)(fn->fwd_plus1 - 1)] + 1 : 0;
+		for (int k = 0; k < fn->nin; k++)
+			push(nn->in, &nn->nin, tensor_of(P, c, fn->in[k]));
+		for (int k = 0; k < fn->nacc; k++) {
+			int vs = fn->acc[k].view_src;
+			nn->acc[nn->nacc].tensor = tensor_of(P, c, fn->acc[k].tensor);
+			nn->acc[nn->nacc].view_src = vs >= 0 && P->copy_t[(size_t)c * (size_t)f->nt + (size_t)vs] >= 0
+			                           ? tensor_of(P, c, vs) : -1;
+			nn->nacc++;
+		}
+		order[(*n)++] = x;
+	}
+	for (int t = 0; t < f->nt; t++) {
+		int g = grad_of_t[t], x;
+		if (g < 0 || local(P, t) || P->copy_t[(size_t)c * (size_t)f->nt + (size_t)g] < 0)
+			continue;
+		x = add_n(P, ar_printf(P->a, "send_grad(%s)", copy_name(P, c, f->t[t].name)),
+		          true, 1, 0, 0);
+		P->d->node[x].in[P->d->node[x].nin++] = tensor_of(P, c, g);
+		order[(*n)++] = x;
+	}
+}
+
+/* The gradient tensor of each full tensor (from the IR's grad links), or -1. */
+static int *
+grads_by_tensor(const Pipe *P)
+{
+	const Dag *f = P->full;
+	int *dag_of_ir = ar_alloc(P->a, sizeof(int) * (size_t)(P->g->nt + 1));
+	int *grad = ar_alloc(P->a, sizeof(int) * (size_t)(f->nt + 1));
+
+	for (int i = 0; i < P->g->nt; i++)
+		dag_of_ir[i] = -1;
+	for (int t = 0; t < f->nt; t++)
+		if (f->t[t].ir_tensor >= 0)
+			dag_of_ir[f->t[t].ir_tensor] = t;
+	for (int t = 0; t < f->nt; t++) {
+		int ir = f->t[t].ir_tensor, gi;
+		grad[t] = -1;
+		if (ir < 0 || f->t[t].cat == CAT_PARAM_GRADS || f->t[t].cat == CAT_GRADIENTS)
+			continue;
+		gi = P->g->t[ir].grad;
+		if (gi >= 0)
+			grad[t] = dag_of_ir[gi];
+	}
+	return grad;
+}
+
+/* The persistent buffers of the params the stage's ops read. */
+static void
+stage_persistent(Pipe *P)
+{
+	const Dag *f = P->full;
+	Dag *d = P->d;
+	bool *reads = ar_alloc(P->a, (size_t)P->g->nt + 1);
+
+	for (int v = 0; v < f->nnode; v++) {
+		const Op *op;
+		if (P->stage_of[v] != P->stage || f->node[v].ir_op < 0)
+			continue;
+		op = &P->g->op[f->node[v].ir_op];
+		for (int i = 0; i < op->nin; i++)
+			if (P->g->t[op->in[i]].kind == TK_PARAM)
+				reads[op->in[i]] = true;
+	}
+	d->persistent_buf = ar_alloc(P->a, sizeof(int64_t) * (size_t)(f->npersistent + 1));
+	d->persistent_cat = ar_alloc(P->a, sizeof(MemCat) * (size_t)(f->npersistent + 1));
+	d->persistent_ir = ar_alloc(P->a, sizeof(int) * (size_t)(f->npersistent + 1));
+	for (int i = 0; i < f->npersistent; i++) {
+		if (!reads[f->persistent_ir[i]])
+			continue;
+		d->persistent_buf[d->npersistent] = f->persistent_buf[i];
+		d->persistent_cat[d->npersistent] = f->persistent_cat[i];
+		d->persistent_ir[d->npersistent] = f->persistent_ir[i];
+		d->persistent[f->persistent_cat[i]] += f->persistent_buf[i];
+		d->npersistent++;
+	}
+}
+
+int
+pipeline_blocks(const Dag *d)
+{
+	int nb = 0;
+
+	for (int v = 0; v < d->nnode; v++)
+		if (d->node[v].block_plus1 > nb)
+			nb = d->node[v].block_plus1;
+	return nb;
+}
+
+void
+pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage, PipeStats *st,
+               Arena *a)
+{
+	Dag full = *d;
+	Pipe P = {g, &full, d, a, stage, 0, NULL, NULL, NULL, NULL, 0, 0, st};
+	int K = o->stages, nb = pipeline_blocks(&full), *first, *order, n = 0, *grad;
+	bool *sent_later;
+	size_t nct;
+
+	memset(st, 0, sizeof *st);
+	st->nblocks = nb;
+	first = ar_alloc(a, sizeof(int) * (size_t)(K + 1));
+	split_blocks(g, &full, o, nb, first, a);
+	P.w = o->gpipe ? o->micro_batches
+	      : (K - stage < o->micro_batches ? K - stage : o->micro_batches);
+	P.stage_of = ar_alloc(a, sizeof(int) * (size_t)(full.nnode + 1));
+	assign_stages(&P, first, K);
+	P.producer = ar_alloc(a, sizeof(int) * (size_t)(full.nt + 1));
+	sent_later = ar_alloc(a, (size_t)full.nt + 1);
+	for (int t = 0; t < full.nt; t++)
+		P.producer[t] = -1;
+	for (int v = 0; v < full.nnode; v++)
+		for (int i = 0; i < full.node[v].nout; i++)
+			P.producer[full.node[v].out[i]] = v;
+	for (int v = 0; v < full.nnode; v++)   /* read by a later stage's forward */
+		for (int i = 0; !full.node[v].is_backward && i < full.node[v].nin; i++)
+			if (P.stage_of[v] > stage && local(&P, full.node[v].in[i]))
+				sent_later[full.node[v].in[i]] = true;
+	nct = (size_t)P.w * (size_t)full.nt;
+	P.copy_t = ar_alloc(a, sizeof(int) * (nct + 1));
+	P.copy_n = ar_alloc(a, sizeof(int) * ((size_t)P.w * (size_t)full.nnode + 1));
+	for (size_t i = 0; i < nct; i++)
+		P.copy_t[i] = -1;
+	memset(d, 0, sizeof *d);
+	grad = grads_by_tensor(&P);
+	stage_persistent(&P);
+	order = ar_alloc(a, sizeof(int) * (size_t)(P.w * (full.nnode + 2 * full.nt) + 1));
+	for (int c = 0; c < P.w; c++)
+		forward_copy(&P, c, order, &n, sent_later);
+	for (int c = 0; g->train && c < P.w; c++)
+		backward_copy(&P, c, order, &n, grad, sent_later);
+	ir_assert(n == d->nnode);
+	d->base_order = order;
+	d->nbase = n;
+	st->stage = stage;
+	st->first_block = first[stage];
+	st->last_block = first[stage + 1] - 1;
+	st->in_flight = P.w;
+	dag_finish(d);
+}
