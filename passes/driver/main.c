@@ -540,10 +540,9 @@ compile(Options *o, const Source *src, Arena *a)
 	if (rc == 1 || rc == 4)
 		return rc;
 	if (rc == 3) {
-		char buf[32];
-		fprintf(stderr, "error: no schedule fits in %lld bytes; smallest peak found: %lld bytes (%s)\n",
+		fprintf(stderr, "error: no schedule fits in %lld bytes; smallest peak found: %lld bytes (%.2f GiB)\n",
 		        (long long)o->goal.budget, (long long)an.plan.peak,
-		        report_size(an.plan.peak, buf));
+		        (double)an.plan.peak / (1024.0 * 1024.0 * 1024.0));
 		return 3;
 	}
 	if (o->passes.dump)

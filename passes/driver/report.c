@@ -278,10 +278,12 @@ baseline_lines(const Analysis *an, const ReportOptions *ro, FILE *out)
 	baseline_line(an, ro, "sqrt(n) checkpointing (-O1)", &an->sqrtn,
 	              "no backward or no articulation point", out);
 	baseline_line(an, ro, "per-def checkpointing", &an->perblock,
-	              "no def call", out);
+	              "no backward or no def call", out);
 }
 
-/* The bound, and in one line what it is made of. */
+/* The bound, and in one line what it is made of. Under --exact the
+ * printed bound is the optimum the search proved; the line then gives the
+ * model's bound beside it. */
 static void
 lower_bound_lines(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
@@ -290,9 +292,14 @@ lower_bound_lines(const Analysis *an, const ReportOptions *ro, FILE *out)
 
 	fputs("  lower bound: ", out);
 	put_size(out, ro, an->plan.lower_bound, true);
-	fprintf(out, "\n    = persistent %s", report_size(lb->persistent, buf));
+	fputs("\n    = ", out);
+	if (an->plan.lower_bound != lb->bytes)
+		fprintf(out, "the optimum --exact proves; any schedule holds %s = ",
+		        report_size(lb->bytes, buf));
+	fprintf(out, "persistent %s", report_size(lb->persistent, buf));
 	if (lb->always)
-		fprintf(out, " + accumulated grads live throughout %s", report_size(lb->always, buf));
+		fprintf(out, " + accumulated grads live throughout %s",
+		        report_size(lb->always, buf));
 	if (lb->at_end) {
 		fprintf(out, " + param grads at the end of backward %s",
 		        report_size(lb->end_grads, buf));

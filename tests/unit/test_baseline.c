@@ -3,8 +3,9 @@
  * checkpointing on two blocks by hand, the lower bound below every plan
  * (random DAGs, chains, the exact optimum on small ones), --budget at the
  * -O2 peak fits and a larger budget never costs more, -O2 never above the
- * baselines, and the same on examples at reduced dims through the whole
- * pipeline. Every plan replays through vf_check. */
+ * baselines, the lowering's def-call blocks (nested calls), and the same
+ * on examples at reduced dims through the whole pipeline. Every plan
+ * replays through vf_check. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -334,13 +335,12 @@ test_budget_agrees(void **state)
 
 /* ---------------------------------------------------------- the pipeline */
 
-/* Analyzes SRCDIR/path with -D flags ("-DB=2 -DL=3") for goal. */
+/* Analyzes text (named name) with -D flags ("-DB=2 -DL=3") for goal. */
 static int
-analyze_file(const char *path, const char *flags, const PlanGoal *goal,
-             Analysis *an, Arena *a)
+analyze_text(const char *name, char *text, size_t len, const char *flags,
+             const PlanGoal *goal, Analysis *an, Arena *a)
 {
-	char full[1024], *text, *defs = strdup(flags), *save = NULL;
-	const char *srcdir = getenv("SRCDIR");
+	char *defs = strdup(flags), *save = NULL;
 	static DimOverride dv[IR_MAXDIM];
 	NetOptions o;
 	Diag dg;
@@ -352,20 +352,74 @@ analyze_file(const char *path, const char *flags, const PlanGoal *goal,
 		*eq = 0;
 		dv[o.ndefs++] = (DimOverride){ar_printf(a, "%s", tok + 2), atoll(eq + 1)};
 	}
-	snprintf(full, sizeof full, "%s/%s", srcdir ? srcdir : ".", path);
-	FILE *f = fopen(full, "r");
-	assert_non_null(f);
-	text = ar_alloc(a, 1 << 20);
-	size_t len = fread(text, 1, (1 << 20) - 1, f);
-	fclose(f);
 	Source *src = ar_alloc(a, sizeof *src);
-	*src = (Source){ar_printf(a, "%s", full), text, len};
+	*src = (Source){ar_printf(a, "%s", name), text, len};
 	diag_init(&dg, src, stderr);
 	dg.quiet_warnings = true;
 	Program *p = net_parse(src, a, &dg);
 	assert_non_null(p);
 	free(defs);
 	return analyze(p, src->name, &o, goal, true, an, a, &dg, &(PassOptions){0, NULL, true});
+}
+
+/* The same for the file SRCDIR/path. */
+static int
+analyze_file(const char *path, const char *flags, const PlanGoal *goal,
+             Analysis *an, Arena *a)
+{
+	char full[1024], *text;
+	const char *srcdir = getenv("SRCDIR");
+
+	snprintf(full, sizeof full, "%s/%s", srcdir ? srcdir : ".", path);
+	FILE *f = fopen(full, "r");
+	assert_non_null(f);
+	text = ar_alloc(a, 1 << 20);
+	size_t len = fread(text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	return analyze_text(full, text, len, flags, goal, an, a);
+}
+
+/* The lowering gives each node its outermost def call: inner's ops belong
+ * to the outer call around them, two calls are two blocks, top-level ops
+ * none, and a backward node has its forward node's. */
+static void
+test_lowering_blocks(void **state)
+{
+	(void)state;
+	static char text[] =
+		"batch B = 4;\n"
+		"dim D = 8;\n"
+		"train { optimizer = sgd; }\n"
+		"input x : f32[B, D];\n"
+		"input y : f32[B, D];\n"
+		"param w0 : f32[D, D];\n"
+		"def inner(h) { param w : f32[D, D]; return relu(h @ w); }\n"
+		"def outer(h) { return inner(h) + h; }\n"
+		"h = x @ w0;\n"
+		"h = outer(h);\n"
+		"h = outer(h);\n"
+		"loss = mse_loss(h, y);\n"
+		"output loss;\n";
+	PlanGoal g1 = {1, 1.0, -1, false};
+	Analysis an;
+	Arena a;
+
+	ar_init(&a);
+	assert_int_equal(analyze_text("t.net", text, strlen(text), "", &g1, &an, &a), 0);
+	const Dag *d = &an.d;
+	int nf = 0;
+	while (nf < d->nnode && !d->node[nf].is_backward)
+		nf++;
+	/* forward: x @ w0 | matmul, relu, add | matmul, relu, add | loss */
+	static const int want[] = {0, 1, 1, 1, 2, 2, 2, 0};
+	assert_int_equal(nf, 8);
+	for (int v = 0; v < nf; v++)
+		assert_int_equal(d->node[v].block_plus1, want[v]);
+	for (int v = nf; v < d->nnode; v++)
+		assert_int_equal(d->node[v].block_plus1,
+		                 d->node[d->node[v].fwd_plus1 - 1].block_plus1);
+	assert_true(an.perblock.sched.n > 0);
+	ar_free(&a);
 }
 
 /* -O1 is the sqrt(n) baseline, -O2 is at or below -O0 and both baselines
@@ -472,6 +526,7 @@ main(void)
 		cmocka_unit_test(test_bound_below_exact),
 		cmocka_unit_test(test_bound_chains),
 		cmocka_unit_test(test_budget_agrees),
+		cmocka_unit_test(test_lowering_blocks),
 		cmocka_unit_test(test_mlp_stack),
 		cmocka_unit_test(test_gpt2_tiny),
 		cmocka_unit_test(test_llama_tiny),
