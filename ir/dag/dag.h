@@ -90,6 +90,14 @@ typedef struct DagAcc {
 	int tensor;             /* the gradient contributed to */
 	int view_src;           /* produce as a view of this tensor's serving
 	                           instance when no live instance exists, or -1 */
+	/* --runtime pytorch (autograd's InputBuffer): when an instance of
+	 * tensor exists, the step uses it and produces the sum as a NEW owning
+	 * instance (the old one, or a view's base, is freed once nothing else
+	 * holds it); the contribution is a temporary of tensor's bytes during
+	 * the step, except when view_src >= 0 (the contribution then is
+	 * view_src's buffer, an input of the step). False: the model above
+	 * (in place through one temporary). */
+	bool out_of_place;
 } DagAcc;
 
 typedef struct DagNode {
@@ -150,6 +158,8 @@ typedef struct Instance {
 	int64_t owned;          /* bytes it owns (0 for views) */
 	int base;               /* views: root instance it aliases, else itself */
 	int64_t offset;         /* memory planner: arena offset, or -1 */
+	bool replaces;          /* an out_of_place sum (DagAcc): it replaced an
+	                           earlier instance of its tensor at its start */
 } Instance;
 
 /* What the liveness evaluator finds for one schedule. */
@@ -189,6 +199,16 @@ double dag_now(void);                   /* monotonic clock, in seconds */
 /* Builds the Dag of g's training step (or inference pass), per the
  * conventions above. g has been through shape_infer and autodiff. */
 void lower_graph(const Graph *g, Dag *d, Arena *a);
+
+/* ---------------------------------------------------------------- passes/graph/lower_torch.c */
+/* --runtime pytorch (issue 16): rewrites the Dag lower_graph made so that it
+ * counts PyTorch eager autograd's allocations (docs/runtime-pytorch.md):
+ * views and copies by strides, aliased and out-of-place gradient sums,
+ * saved statistics in PyTorch's dtypes, inputs and the loss held to the end. */
+void lower_torch(const Graph *g, Dag *d, Arena *a);
+/* passes/driver/graph_json.c: --graph-json, the instantiated graph (ops with
+ * inputs and attributes, tensors with shapes) as one JSON object. */
+void graph_json(const Graph *g, FILE *out);
 
 /* ---------------------------------------------------------------- passes/liveness.c */
 /* Evaluates a schedule in O(steps + uses). Fills *ev (arrays in a). */

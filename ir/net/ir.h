@@ -234,6 +234,8 @@ typedef struct Settings {
 	Optimizer optimizer;    /* default adamw */
 	bool mixed;             /* precision = mixed */
 	int64_t accumulate;     /* default 1 */
+	bool pytorch;           /* --runtime pytorch: lower with PyTorch eager
+	                           autograd's allocations (docs/runtime-pytorch.md) */
 } Settings;
 
 /* A `dim` or `batch` constant. */
@@ -393,6 +395,7 @@ typedef struct NetOptions {
 	bool accumulate_set;
 	int64_t accumulate;
 	int max_tensors;        /* cap on the graph's tensors; 0: the default (2^24) */
+	bool pytorch;           /* --runtime pytorch */
 } NetOptions;
 
 /* Parses a whole source; NULL after syntax errors (already reported). */

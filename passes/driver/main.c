@@ -21,6 +21,7 @@ typedef struct Options {
 	PlanGoal goal;
 	bool level_set;
 	bool dump_ir, json, verify;
+	bool graph_json;        /* --graph-json (issue 16) */
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
@@ -31,7 +32,8 @@ enum {
 	OPT_INFER = 256, OPT_OPTIMIZER, OPT_PRECISION, OPT_ACCUMULATE,
 	OPT_DUMP_IR, OPT_JSON, OPT_MAX_RECOMPUTE, OPT_BUDGET, OPT_EXACT,
 	OPT_VERIFY, OPT_MAX_BATCH, OPT_IMPORT, OPT_TOP, OPT_BYTES, OPT_STATS, OPT_HELP,
-	OPT_VERSION
+	OPT_VERSION,
+	OPT_RUNTIME, OPT_GRAPH_JSON     /* issue 16 */
 };
 
 static const struct option long_options[] = {
@@ -52,6 +54,8 @@ static const struct option long_options[] = {
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
+	{"runtime", required_argument, NULL, OPT_RUNTIME},
+	{"graph-json", no_argument, NULL, OPT_GRAPH_JSON},
 	{NULL, 0, NULL, 0},
 };
 
@@ -82,6 +86,9 @@ usage(FILE *f)
 	      "  --bytes                print exact byte counts everywhere\n"
 	      "  --stats                print wall time and peak RSS on stderr\n"
 	      "  -o FILE.cu             emit a CUDA C program that runs the schedule\n"
+	      "  --runtime R            remat | pytorch: whose allocations to count\n"
+	      "                         (default remat; docs/runtime-pytorch.md)\n"
+	      "  --graph-json           print the graph's ops and tensors as JSON\n"
 	      "  --help, --version\n"
 	      "\n"
 	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
@@ -213,6 +220,12 @@ parse_option(Options *o, int c, char *arg)
 	case OPT_TOP: o->report.top = (int)parse_count("--top", arg, 0); break;
 	case OPT_BYTES: o->report.exact_bytes = true; break;
 	case OPT_STATS: o->stats = true; break;
+	case OPT_RUNTIME:
+		if (strcmp(arg, "remat") && strcmp(arg, "pytorch"))
+			diag_usage("--runtime must be 'remat' or 'pytorch', not '%s'", arg);
+		o->net.pytorch = !strcmp(arg, "pytorch");
+		break;
+	case OPT_GRAPH_JSON: o->graph_json = true; break;
 	case OPT_HELP: usage(stdout); exit(0);
 	case OPT_VERSION: puts("remat " PACKAGE_VERSION); exit(0);
 	default: diag_usage("unknown option");
@@ -246,6 +259,8 @@ parse_args(Options *o, int argc, char **argv)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
 		o->goal.level = 2;
+	if (o->net.pytorch && o->out)
+		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
 }
 
 /* Reads the whole file (or stdin for "-"); exits 1 with a message. */
@@ -399,11 +414,14 @@ compile(Options *o, const Source *src, Arena *a)
 	prog = net_parse(src, a, &d);
 	if (!prog || d.nerrors)
 		return 1;
-	if (o->dump_ir) {
+	if (o->dump_ir || o->graph_json) {
 		ir_graph_init(&an.g, a, src->name);
 		if (net_instantiate(prog, &o->net, &an.g, &d) || shape_infer(&an.g, &d))
 			return 1;
-		ir_dump(&an.g, stdout);
+		if (o->graph_json)
+			graph_json(&an.g, stdout);
+		else
+			ir_dump(&an.g, stdout);
 		return 0;
 	}
 	rc = analyze(prog, src->name, &o->net, &o->goal, o->verify, &an, a, &d);

@@ -53,6 +53,7 @@ lv_new(Lv *L, int t, int step, int base)
 	in->start = step;
 	in->end = step;
 	in->offset = -1;
+	in->replaces = false;
 	if (base >= 0) {
 		in->owned = 0;
 		in->base = base;
@@ -109,16 +110,20 @@ lv_step(Lv *L, int i, int v)
 		L->pend[np++] = lv_view_base(L, i, t, L->d->t[t].view_src);
 	}
 	for (int j = 0; j < n->nacc; j++) {
-		int t = n->acc[j].tensor;
+		const DagAcc *ac = &n->acc[j];
+		int t = ac->tensor;
 		if (L->cur[t] < 0) {
-			L->pend[np++] = lv_view_base(L, i, t, n->acc[j].view_src);
+			L->pend[np++] = lv_view_base(L, i, t, ac->view_src);
 			continue;
 		}
 		if (L->readat[t] >= 0 && L->readat[t] < i)
 			lv_fail(L, "step %d ('%s') contributes to '%s' after step %d read it",
 			        i, n->name, L->d->t[t].name, L->readat[t]);
 		ev->inst[L->cur[t]].end = i;
-		temp += L->d->t[t].bytes;
+		if (!ac->out_of_place || ac->view_src < 0)
+			temp += L->d->t[t].bytes;
+		if (ac->out_of_place)
+			L->pend[np++] = -3;     /* the sum: a new owning instance */
 	}
 	for (int j = 0; j < np; j++)
 		if (L->pend[j] == -2)
@@ -132,8 +137,13 @@ lv_step(Lv *L, int i, int v)
 	}
 	for (int j = 0; j < n->nacc; j++) {
 		int t = n->acc[j].tensor;
-		if (L->cur[t] < 0)
+		if (L->cur[t] < 0) {
 			L->cur[t] = lv_new(L, t, i, L->pend[np++]);
+		} else if (n->acc[j].out_of_place) {
+			np++;
+			L->cur[t] = lv_new(L, t, i, -1);
+			ev->inst[L->cur[t]].replaces = true;
+		}
 	}
 	ev->temp_bytes[i] = temp;
 }

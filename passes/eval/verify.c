@@ -148,7 +148,10 @@ run_step(Vf *V, int i, Prod *prod)
 			vf_fail(V, "step %d adds to '%s' after an earlier step read it",
 			        i, V->d->t[t].name);
 		use(V, i, t, NULL);
-		V->ev->temp_bytes[i] += V->d->t[t].bytes;
+		if (!n->acc[j].out_of_place || n->acc[j].view_src < 0)
+			V->ev->temp_bytes[i] += V->d->t[t].bytes;
+		if (n->acc[j].out_of_place)     /* the sum owns a new buffer */
+			prod[np++] = (Prod){t, -1};
 	}
 	for (int j = 0; j < np; j++)
 		if (prod[j].src == -2)
