@@ -304,6 +304,8 @@ typedef struct Analysis {
 	MemEval base;           /* the -O0 schedule, for baseline_peak_bytes */
 	int64_t arena_bytes;
 	double seconds;         /* wall time of the whole analysis */
+	const struct GpuCheck *gpu; /* --gpu (issue 16): verdict in the reports,
+	                           or NULL; set by main after analyze */
 } Analysis;
 
 /* Runs instantiate -> shape_infer -> autodiff -> lower -> plan -> liveness
@@ -313,6 +315,25 @@ typedef struct Analysis {
  * and returns 4 on a mismatch. */
 int analyze(const Program *p, const char *file, const NetOptions *o,
             const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d);
+
+/* ---------------------------------------------------------------- passes/driver/gpu.c */
+/* Issue 16, "fits on my card": card presets, the caching allocator's
+ * rounding estimate, and the verdict line (docs/runtime-pytorch.md). */
+typedef struct GpuPreset {
+	const char *name;       /* "H100-80GB" */
+	int64_t bytes;          /* total memory, vendor's figure */
+} GpuPreset;
+typedef struct GpuCheck {
+	const GpuPreset *preset;
+	int64_t reserve;        /* CUDA context and library workspaces */
+} GpuCheck;
+#define GPU_DEFAULT_RESERVE ((int64_t)1 << 30)  /* 1 GiB */
+const GpuPreset *gpu_preset(const char *name);  /* NULL if unknown */
+const char *gpu_preset_names(void);
+int64_t gpu_round(int64_t bytes);       /* one caching-allocator block */
+int64_t gpu_reserved(const Dag *d, const MemEval *ev);
+void gpu_report_human(const Analysis *an, FILE *out);
+void gpu_report_json(const Analysis *an, FILE *out);
 
 /* ---------------------------------------------------------------- passes/report.c */
 typedef struct ReportOptions {

@@ -22,6 +22,7 @@ typedef struct Options {
 	bool level_set;
 	bool dump_ir, json, verify;
 	bool graph_json;        /* --graph-json (issue 16) */
+	GpuCheck gpu;           /* --gpu, --reserve; preset NULL: none */
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
@@ -33,7 +34,7 @@ enum {
 	OPT_DUMP_IR, OPT_JSON, OPT_MAX_RECOMPUTE, OPT_BUDGET, OPT_EXACT,
 	OPT_VERIFY, OPT_MAX_BATCH, OPT_IMPORT, OPT_TOP, OPT_BYTES, OPT_STATS, OPT_HELP,
 	OPT_VERSION,
-	OPT_RUNTIME, OPT_GRAPH_JSON     /* issue 16 */
+	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE     /* issue 16 */
 };
 
 static const struct option long_options[] = {
@@ -56,6 +57,8 @@ static const struct option long_options[] = {
 	{"version", no_argument, NULL, OPT_VERSION},
 	{"runtime", required_argument, NULL, OPT_RUNTIME},
 	{"graph-json", no_argument, NULL, OPT_GRAPH_JSON},
+	{"gpu", required_argument, NULL, OPT_GPU},
+	{"reserve", required_argument, NULL, OPT_RESERVE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -89,6 +92,11 @@ usage(FILE *f)
 	      "  --runtime R            remat | pytorch: whose allocations to count\n"
 	      "                         (default remat; docs/runtime-pytorch.md)\n"
 	      "  --graph-json           print the graph's ops and tensors as JSON\n"
+	      "  --gpu NAME             say whether the step fits on a card: A100-40GB\n"
+	      "                         A100-80GB H100-80GB H200 RTX4090 RTX3090 L4 T4\n"
+	      "                         V100-16GB V100-32GB\n"
+	      "  --reserve SIZE         memory the card keeps for the CUDA context and\n"
+	      "                         workspaces (default 1GiB)\n"
 	      "  --help, --version\n"
 	      "\n"
 	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
@@ -226,6 +234,14 @@ parse_option(Options *o, int c, char *arg)
 		o->net.pytorch = !strcmp(arg, "pytorch");
 		break;
 	case OPT_GRAPH_JSON: o->graph_json = true; break;
+	case OPT_GPU:
+		if (!(o->gpu.preset = gpu_preset(arg)))
+			diag_usage("--gpu: unknown card '%s' (%s)", arg, gpu_preset_names());
+		break;
+	case OPT_RESERVE:
+		if ((o->gpu.reserve = parse_size(arg)) < 0)
+			diag_usage("--reserve: cannot read size '%s' (e.g. 1GiB, 800MB)", arg);
+		break;
 	case OPT_HELP: usage(stdout); exit(0);
 	case OPT_VERSION: puts("remat " PACKAGE_VERSION); exit(0);
 	default: diag_usage("unknown option");
@@ -243,6 +259,7 @@ parse_args(Options *o, int argc, char **argv)
 	o->goal.max_recompute = 1.0;
 	o->goal.budget = -1;
 	o->max_batch = -1;
+	o->gpu.reserve = -1;
 	o->report.top = 10;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":D:O:o:", long_options, NULL)) != -1) {
@@ -259,6 +276,13 @@ parse_args(Options *o, int argc, char **argv)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
 		o->goal.level = 2;
+	if (o->gpu.reserve >= 0 && !o->gpu.preset)
+		diag_usage("--reserve needs --gpu NAME");
+	if (o->gpu.reserve < 0)
+		o->gpu.reserve = GPU_DEFAULT_RESERVE;
+	if (o->gpu.preset && o->gpu.reserve >= o->gpu.preset->bytes)
+		diag_usage("--reserve: %lld bytes leave nothing of %s", (long long)o->gpu.reserve,
+		           o->gpu.preset->name);
 	if (o->net.pytorch && o->out)
 		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
 }
@@ -434,6 +458,8 @@ compile(Options *o, const Source *src, Arena *a)
 	}
 	if (o->max_batch >= 0)
 		return max_batch(prog, o, &an);
+	if (o->gpu.preset)
+		an.gpu = &o->gpu;
 	if (o->out && (rc = emit_file(&an, o->out, a)))
 		return rc;
 	if (o->json)

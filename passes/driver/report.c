@@ -66,7 +66,7 @@ settings(const Analysis *an, FILE *out)
 		fprintf(out, ", %s, %s precision, accumulate %" PRId64,
 		        optimizer_name(s->optimizer), s->mixed ? "mixed" : "declared",
 		        s->accumulate);
-	fprintf(out, ", -O%d\n", an->goal.level);
+	fprintf(out, ", -O%d%s\n", an->goal.level, s->pytorch ? ", runtime pytorch" : "");
 	if (g->ndims) {
 		fputs("dims:", out);
 		for (int i = 0; i < g->ndims; i++)
@@ -181,6 +181,8 @@ peak(const Analysis *an, const ReportOptions *ro, FILE *out)
 	put_size(out, ro, an->arena_bytes, true);
 	fputs(", fragmentation ", out);
 	put_size(out, ro, an->arena_bytes - ev->peak, false);
+	if (an->gpu)
+		gpu_report_human(an, out);      /* --gpu: passes/driver/gpu.c */
 	fputs("\n\nbreakdown at the peak:\n", out);
 	for (int c = 0; c < CAT_COUNT; c++) {
 		fprintf(out, "  %-12s ", memcat_name((MemCat)c));
