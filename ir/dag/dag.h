@@ -335,6 +335,11 @@ int64_t gpu_reserved(const Dag *d, const MemEval *ev);
 void gpu_report_human(const Analysis *an, FILE *out);
 void gpu_report_json(const Analysis *an, FILE *out);
 
+/* passes/driver/emit_torch.c: the plan as torch.utils.checkpoint wrapping
+ * of def calls; writes path (a Python helper) unless NULL, and one report
+ * line to report unless NULL. Returns an exit status. */
+int emit_torch(const Analysis *an, const char *path, FILE *report, Arena *a);
+
 /* ---------------------------------------------------------------- passes/report.c */
 typedef struct ReportOptions {
 	int top;                /* tensors listed at the peak */

@@ -23,6 +23,7 @@ typedef struct Options {
 	bool dump_ir, json, verify;
 	bool graph_json;        /* --graph-json (issue 16) */
 	GpuCheck gpu;           /* --gpu, --reserve; preset NULL: none */
+	const char *emit_torch; /* --emit-torch FILE.py */
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
@@ -34,7 +35,7 @@ enum {
 	OPT_DUMP_IR, OPT_JSON, OPT_MAX_RECOMPUTE, OPT_BUDGET, OPT_EXACT,
 	OPT_VERIFY, OPT_MAX_BATCH, OPT_IMPORT, OPT_TOP, OPT_BYTES, OPT_STATS, OPT_HELP,
 	OPT_VERSION,
-	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE     /* issue 16 */
+	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH     /* issue 16 */
 };
 
 static const struct option long_options[] = {
@@ -59,6 +60,7 @@ static const struct option long_options[] = {
 	{"graph-json", no_argument, NULL, OPT_GRAPH_JSON},
 	{"gpu", required_argument, NULL, OPT_GPU},
 	{"reserve", required_argument, NULL, OPT_RESERVE},
+	{"emit-torch", required_argument, NULL, OPT_EMIT_TORCH},
 	{NULL, 0, NULL, 0},
 };
 
@@ -97,6 +99,7 @@ usage(FILE *f)
 	      "                         V100-16GB V100-32GB\n"
 	      "  --reserve SIZE         memory the card keeps for the CUDA context and\n"
 	      "                         workspaces (default 1GiB)\n"
+	      "  --emit-torch FILE.py   write the plan as torch.utils.checkpoint wrapping\n"
 	      "  --help, --version\n"
 	      "\n"
 	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
@@ -238,6 +241,7 @@ parse_option(Options *o, int c, char *arg)
 		if (!(o->gpu.preset = gpu_preset(arg)))
 			diag_usage("--gpu: unknown card '%s' (%s)", arg, gpu_preset_names());
 		break;
+	case OPT_EMIT_TORCH: o->emit_torch = arg; break;
 	case OPT_RESERVE:
 		if ((o->gpu.reserve = parse_size(arg)) < 0)
 			diag_usage("--reserve: cannot read size '%s' (e.g. 1GiB, 800MB)", arg);
@@ -466,6 +470,8 @@ compile(Options *o, const Source *src, Arena *a)
 		report_json(&an, stdout);
 	else
 		report_human(&an, &o->report, stdout);
+	if (o->emit_torch || (o->net.pytorch && an.goal.level > 0 && !o->json))
+		return emit_torch(&an, o->emit_torch, o->json ? NULL : stdout, a);
 	return 0;
 }
 

@@ -303,7 +303,6 @@ def run_region(g, env, lo, hi, keep):
 
 def step(g, env, policy):
     """Forward and backward of one training step; returns the loss."""
-    from torch.utils.checkpoint import checkpoint
     regions = wrap_policy(policy, g) if policy else {}
     last = last_uses(g)
     o = 0
@@ -320,7 +319,7 @@ def step(g, env, policy):
             def fn(*xs, _o=o, _hi=hi, _ins=ins, _outs=outs):
                 sub = dict(zip(_ins, xs))
                 return tuple(run_region(g, sub, _o, _hi, _outs))
-            res = checkpoint(fn, *[env[i] for i in ins])
+            res = policy.checkpoint_call(regions[o][1], fn, *[env[i] for i in ins])
             for i, r in zip(outs, res):
                 env[i] = r
             for i in ins:

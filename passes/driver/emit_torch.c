@@ -1,0 +1,256 @@
+/* passes/driver/emit_torch.c -- a plan in PyTorch terms (issue 16): which
+ * def calls (modules) to wrap in torch.utils.checkpoint, the per-op
+ * selective-checkpoint policy inside them, and the peak PyTorch will reach
+ * with exactly that wrapping. `--emit-torch FILE.py` writes it as a small
+ * Python helper (docs/runtime-pytorch.md, "Plans in PyTorch terms").
+ *
+ * A def call is wrapped when the plan recomputes any of its ops. The
+ * predicted peak is the liveness of the schedule torch.utils.checkpoint
+ * runs: every op forward once (a wrapped module keeps only its inputs and
+ * outputs), then the -O0 backward order, where the first backward node of a
+ * wrapped module is preceded by a recomputation of the whole module.
+ *
+ * Reads: Graph op scopes, the Dag, the plan. Writes: FILE.py, and lines of
+ * the human report. */
+#include <string.h>
+
+#include "dag.h"
+
+/* The def call an op belongs to: the first "name.N." of its scope. */
+static size_t
+call_len(const char *scope)
+{
+	const char *p = strchr(scope, '.');
+
+	if (!p || !(p = strchr(p + 1, '.')))
+		return 0;
+	return (size_t)(p - scope) + 1;
+}
+
+/* Region of each op: index of its def call among calls, or -1. Fills
+ * lo/hi (op ranges) and returns the number of calls. */
+static int
+calls(const Graph *g, int *region, int *lo, int *hi)
+{
+	int n = 0;
+
+	for (int o = 0; o < g->nop; o++) {
+		const char *sc = g->op[o].scope ? g->op[o].scope : "";
+		size_t len = call_len(sc);
+		region[o] = -1;
+		if (!len)
+			continue;
+		if (n > 0 && !strncmp(g->op[lo[n - 1]].scope, sc, len) &&
+		    call_len(g->op[lo[n - 1]].scope) == len) {
+			region[o] = n - 1;
+			hi[n - 1] = o;
+			continue;
+		}
+		lo[n] = hi[n] = o;
+		region[o] = n++;
+	}
+	return n;
+}
+
+/* Which calls the plan recomputes in. */
+static void
+wrapped_by_plan(const Analysis *an, const int *region, bool *wrap)
+{
+	const MemEval *ev = &an->ev;
+
+	for (int i = 0; i < ev->nsteps; i++) {
+		const DagNode *nd = &an->d.node[an->plan.sched.step[i]];
+		if (ev->kind[i] == STEP_RECOMPUTE && nd->ir_op >= 0 && region[nd->ir_op] >= 0)
+			wrap[region[nd->ir_op]] = true;
+	}
+}
+
+/* The schedule torch.utils.checkpoint runs for the wrapped calls. */
+static Schedule
+checkpoint_schedule(const Analysis *an, const int *region, const int *lo,
+                    const int *hi, const bool *wrap, Arena *a)
+{
+	const Dag *d = &an->d;
+	const Graph *g = &an->g;
+	Schedule s = {0, ar_alloc(a, sizeof(int) * (size_t)(2 * d->nnode + 1))};
+	bool *redone = ar_alloc(a, (size_t)g->nop + 1);
+
+	for (int i = 0; i < d->nbase; i++) {
+		int v = d->base_order[i], o = d->node[v].ir_op, r;
+		if (d->node[v].is_backward && o >= 0 && (r = region[o]) >= 0 &&
+		    wrap[r] && !redone[r]) {
+			redone[r] = true;
+			for (int p = lo[r]; p <= hi[r]; p++)
+				s.step[s.n++] = p;      /* forward node p is op p */
+		}
+		s.step[s.n++] = v;
+	}
+	return s;
+}
+
+typedef struct TorchPlan {
+	int ncalls, nwrapped;
+	int *region, *lo, *hi;
+	bool *wrap;
+	int64_t peak;           /* PyTorch's peak with these calls wrapped */
+	int64_t all_peak;       /* ... with every call wrapped (per-block) */
+	int64_t recompute;      /* FLOPs recomputed by the wrapping */
+} TorchPlan;
+
+static int64_t
+peak_of(const Analysis *an, const TorchPlan *tp, const bool *wrap,
+        int64_t *recompute, Arena *a)
+{
+	Schedule s = checkpoint_schedule(an, tp->region, tp->lo, tp->hi, wrap, a);
+	MemEval ev;
+
+	lv_eval(&an->d, &s, &ev, a);
+	if (recompute)
+		*recompute = ev.recompute_cost;
+	return ev.valid ? ev.peak : -1;
+}
+
+static void
+torch_plan(const Analysis *an, TorchPlan *tp, Arena *a)
+{
+	const Graph *g = &an->g;
+	bool *all;
+
+	memset(tp, 0, sizeof *tp);
+	tp->region = ar_alloc(a, sizeof(int) * (size_t)(g->nop + 1));
+	tp->lo = ar_alloc(a, sizeof(int) * (size_t)(g->nop + 1));
+	tp->hi = ar_alloc(a, sizeof(int) * (size_t)(g->nop + 1));
+	tp->ncalls = calls(g, tp->region, tp->lo, tp->hi);
+	tp->wrap = ar_alloc(a, (size_t)tp->ncalls + 1);
+	all = ar_alloc(a, (size_t)tp->ncalls + 1);
+	wrapped_by_plan(an, tp->region, tp->wrap);
+	for (int r = 0; r < tp->ncalls; r++) {
+		tp->nwrapped += tp->wrap[r];
+		all[r] = true;
+	}
+	tp->peak = peak_of(an, tp, tp->wrap, &tp->recompute, a);
+	tp->all_peak = peak_of(an, tp, all, NULL, a);
+}
+
+static void
+put_call(FILE *f, const Graph *g, const TorchPlan *tp, int r)
+{
+	const char *sc = g->op[tp->lo[r]].scope;
+
+	fprintf(f, "%.*s", (int)call_len(sc), sc);
+}
+
+/* The per-op policy of wrapped call r: MUST_SAVE for the ops the plan did
+ * not recompute, PREFER_RECOMPUTE for those it did. */
+static void
+put_policy(FILE *f, const Analysis *an, const TorchPlan *tp, int r, const bool *redo)
+{
+	const Graph *g = &an->g;
+	const char *sep = "";
+
+	fputs("    \"", f);
+	put_call(f, g, tp, r);
+	fputs("\": {", f);
+	for (int o = tp->lo[r]; o <= tp->hi[r]; o++) {
+		fprintf(f, "%s\"%s\": %s", sep, g->t[g->op[o].out[0]].id,
+		        redo[o] ? "PREFER_RECOMPUTE" : "MUST_SAVE");
+		sep = ", ";
+	}
+	fputs("},\n", f);
+}
+
+static const char torch_helper[] =
+"\n"
+"def policy(call, op_id):\n"
+"    \"\"\"The selective-checkpoint decision for one op of a wrapped call.\"\"\"\n"
+"    return POLICY.get(call, {}).get(op_id, MUST_SAVE)\n"
+"\n"
+"\n"
+"def checkpoint_call(call, fn, *args):\n"
+"    \"\"\"Runs fn(*args), the def call `call` (e.g. \"block.3.\"), as the plan\n"
+"    says: directly when it is not wrapped; else under torch.utils.checkpoint,\n"
+"    with the per-op policy where create_selective_checkpoint_contexts exists\n"
+"    (PyTorch >= 2.4), otherwise (PyTorch 1.13 here) the whole call is\n"
+"    recomputed, which is what PREDICTED_PEAK assumes.\"\"\"\n"
+"    import torch.utils.checkpoint as cp\n"
+"    if call not in CHECKPOINT:\n"
+"        return fn(*args)\n"
+"    sel = getattr(cp, \"create_selective_checkpoint_contexts\", None)\n"
+"    if sel is not None and SELECTIVE:\n"
+"        import functools\n"
+"        from torch.utils.checkpoint import CheckpointPolicy\n"
+"        names = OP_NAMES.get(call, [])\n"
+"        it = iter(names)\n"
+"\n"
+"        def pol(ctx, func, *a, **k):\n"
+"            name = next(it, None)\n"
+"            p = policy(call, name) if name else MUST_SAVE\n"
+"            return (CheckpointPolicy.PREFER_RECOMPUTE if p == PREFER_RECOMPUTE\n"
+"                    else CheckpointPolicy.MUST_SAVE)\n"
+"        return cp.checkpoint(fn, *args, use_reentrant=False,\n"
+"                             context_fn=functools.partial(sel, pol))\n"
+"    return cp.checkpoint(fn, *args, preserve_rng_state=False)\n";
+
+static void
+write_py(FILE *f, const Analysis *an, const TorchPlan *tp, Arena *a)
+{
+	const Graph *g = &an->g;
+	bool *redo = ar_alloc(a, (size_t)g->nop + 1);
+
+	for (int i = 0; i < an->ev.nsteps; i++)
+		if (an->ev.kind[i] == STEP_RECOMPUTE && an->d.node[an->plan.sched.step[i]].ir_op >= 0)
+			redo[an->d.node[an->plan.sched.step[i]].ir_op] = true;
+	fprintf(f, "\"\"\"Checkpoint plan for %s, written by remat --emit-torch.\n\n"
+	        "Wrap each def call named in CHECKPOINT with checkpoint_call(); the\n"
+	        "step then peaks at PREDICTED_PEAK bytes under PyTorch eager\n"
+	        "(remat --runtime pytorch accounting).\n\"\"\"\n\n", g->file);
+	fputs("MUST_SAVE = \"must_save\"\nPREFER_RECOMPUTE = \"prefer_recompute\"\n", f);
+	fprintf(f, "PREDICTED_PEAK = %lld\nPER_BLOCK_PEAK = %lld\nPLAN_PEAK = %lld\n",
+	        (long long)tp->peak, (long long)tp->all_peak, (long long)an->ev.peak);
+	fprintf(f, "SELECTIVE = %s\n", "False");
+	fputs("CHECKPOINT = [", f);
+	for (int r = 0, k = 0; r < tp->ncalls; r++)
+		if (tp->wrap[r]) {
+			fputs(k++ ? ", \"" : "\"", f);
+			put_call(f, g, tp, r);
+			fputc('"', f);
+		}
+	fputs("]\nPOLICY = {\n", f);
+	for (int r = 0; r < tp->ncalls; r++)
+		if (tp->wrap[r])
+			put_policy(f, an, tp, r, redo);
+	fputs("}\nOP_NAMES = {call: list(ops) for call, ops in POLICY.items()}\n", f);
+	fputs(torch_helper, f);
+}
+
+int
+emit_torch(const Analysis *an, const char *path, FILE *report, Arena *a)
+{
+	TorchPlan tp;
+	char b1[32], b2[32], b3[32];
+
+	torch_plan(an, &tp, a);
+	if (path) {
+		char *tmp = ar_printf(a, "%s.tmp", path);
+		FILE *f = fopen(tmp, "w");
+		int bad;
+		if (!f) {
+			fprintf(stderr, "remat: cannot write '%s'\n", path);
+			return 1;
+		}
+		write_py(f, an, &tp, a);
+		bad = ferror(f);
+		bad |= fclose(f) != 0;
+		if (bad || rename(tmp, path)) {
+			fprintf(stderr, "remat: cannot write '%s'\n", path);
+			remove(tmp);
+			return 4;
+		}
+	}
+	if (report)
+		fprintf(report, "\npytorch: wrap %d of %d def calls in torch.utils.checkpoint: "
+		        "peak %s (plan %s, every call wrapped %s)\n", tp.nwrapped, tp.ncalls,
+		        report_size(tp.peak, b1), report_size(an->ev.peak, b2),
+		        report_size(tp.all_peak, b3));
+	return 0;
+}
