@@ -125,9 +125,10 @@ forward_layouts(Torch *T)
 	}
 }
 
-/* Saved statistics and masks in PyTorch's CPU dtypes: layer_norm keeps
+/* Bytes that PyTorch's CPU kernels allocate differently: layer_norm keeps
  * mean/rstd in the input dtype; dropout's mask is a tensor of x's dtype
- * (the CPU path multiplies by a scaled noise tensor). */
+ * (the CPU path multiplies by a scaled noise tensor); mse_loss returns its
+ * mean as a 0-dim view of the unreduced [n(a)] loss, which it keeps. */
 static void
 extras(Torch *T)
 {
@@ -137,6 +138,9 @@ extras(Torch *T)
 		const Op *op = &g->op[o];
 		int esz = dtype_size(g->t[op->in[0]].dtype);
 
+		if (op->kind == OP_MSE_LOSS && T->dag_of[op->out[0]] >= 0)
+			/* the mean is a 0-dim view of the unreduced loss */
+			T->d->t[T->dag_of[op->out[0]]].bytes = g->t[op->in[0]].numel * esz;
 		if (op->kind != OP_LAYERNORM && op->kind != OP_DROPOUT)
 			continue;
 		for (int k = 0; k < op->nextra; k++) {

@@ -26,7 +26,7 @@ run() {
 	fi
 }
 for mode in "--tol 0.003" "--emit-torch --tol 0.06"; do
-	run $ex/tiny.net $mode
+	run $ex/tiny.net -DB=64 -DIN=64 -DHID=256 -DOUT=16 $mode
 	run $ex/mlp.net -DB=64 -DHW=8 -DHID=256 -DK=32 $mode
 	run $ex/gpt2.net -DB=4 -DS=64 -DD=64 -DH=4 -DL=2 -DV=512 $mode
 	run $ex/llama.net -DB=2 -DS=64 -DD=64 -DH=4 -DL=2 -DF=128 -DV=512 $mode

@@ -330,7 +330,9 @@ def step(g, env, policy):
             run_region(g, env, o, o, [])
             o += 1
     loss = env[g["loss"]]
-    env.clear()
+    for i in list(env):         # the caller keeps its inputs and params
+        if g["tensors"][i]["kind"] not in ("input", "param"):
+            del env[i]
     loss.backward()
     return loss
 
