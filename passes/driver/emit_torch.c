@@ -12,6 +12,7 @@
  *
  * Reads: Graph op scopes, the Dag, the plan. Writes: FILE.py, and lines of
  * the human report. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "dag.h"
@@ -88,23 +89,88 @@ checkpoint_schedule(const Analysis *an, const int *region, const int *lo,
 	return s;
 }
 
-typedef struct TorchPlan {
+typedef struct TorchPlan TorchPlan;
+static bool escapes(const Graph *g, const TorchPlan *tp, int r, int t);
+
+struct TorchPlan {
 	int ncalls, nwrapped;
 	int *region, *lo, *hi;
 	bool *wrap;
 	int64_t peak;           /* PyTorch's peak with these calls wrapped */
 	int64_t all_peak;       /* ... with every call wrapped (per-block) */
 	int64_t recompute;      /* FLOPs recomputed by the wrapping */
-} TorchPlan;
+	int *last_use;          /* [nt] last forward op using each tensor */
+};
+
+/* Is tensor t, made in call r, used after it (or the loss)? */
+static bool
+escapes(const Graph *g, const TorchPlan *tp, int r, int t)
+{
+	return t == g->loss || tp->last_use[t] > tp->hi[r];
+}
+
+/* The Dag torch.utils.checkpoint (reentrant, PyTorch 1.13) runs: a wrapped
+ * call's backward holds the recomputed outputs and their gradients until
+ * the whole call's backward is done, so the call's last backward node
+ * (that of its first op) also uses them. */
+static Dag
+checkpoint_dag(const Analysis *an, const TorchPlan *tp, const bool *wrap, Arena *a)
+{
+	const Graph *g = &an->g;
+	Dag d = an->d;
+	int *dag_of = ar_alloc(a, sizeof(int) * (size_t)(g->nt + 1));
+	int *last = ar_alloc(a, sizeof(int) * (size_t)(tp->ncalls + 1));
+
+	d.node = ar_alloc(a, sizeof *d.node * (size_t)(d.nnode + 1));
+	memcpy(d.node, an->d.node, sizeof *d.node * (size_t)d.nnode);
+	for (int i = 0; i < g->nt; i++)
+		dag_of[i] = -1;
+	for (int t = 0; t < d.nt; t++)
+		if (d.t[t].ir_tensor >= 0)
+			dag_of[d.t[t].ir_tensor] = t;
+	for (int r = 0; r < tp->ncalls; r++)
+		last[r] = -1;
+	for (int i = 0; i < d.nbase; i++) {
+		int v = d.base_order[i], o = d.node[v].ir_op;
+		if (d.node[v].is_backward && o >= 0 && tp->region[o] >= 0)
+			last[tp->region[o]] = v;
+	}
+	for (int r = 0; r < tp->ncalls; r++) {
+		DagNode *n;
+		int *in, cap;
+		if (!wrap[r] || last[r] < 0)
+			continue;
+		n = &d.node[last[r]];
+		cap = n->nin;
+		for (int o = tp->lo[r]; o <= tp->hi[r]; o++)
+			cap += 2 * g->op[o].nout;
+		in = ar_alloc(a, sizeof(int) * (size_t)(cap + 1));
+		memcpy(in, n->in, sizeof(int) * (size_t)n->nin);
+		for (int o = tp->lo[r]; o <= tp->hi[r]; o++)
+			for (int k = 0; k < g->op[o].nout; k++) {
+				int t = g->op[o].out[k], gt = g->t[t].grad;
+				if (!escapes(g, tp, r, t))
+					continue;
+				if (dag_of[t] >= 0)
+					in[n->nin++] = dag_of[t];
+				if (gt >= 0 && dag_of[gt] >= 0)
+					in[n->nin++] = dag_of[gt];
+			}
+		n->in = in;
+	}
+	return d;
+}
 
 static int64_t
 peak_of(const Analysis *an, const TorchPlan *tp, const bool *wrap,
         int64_t *recompute, Arena *a)
 {
 	Schedule s = checkpoint_schedule(an, tp->region, tp->lo, tp->hi, wrap, a);
+	Dag d = checkpoint_dag(an, tp, wrap, a);
 	MemEval ev;
 
-	lv_eval(&an->d, &s, &ev, a);
+	lv_eval(&d, &s, &ev, a);
+	if (getenv("REMAT_DEBUG_TORCH")) for (int i = 0; i < ev.nsteps; i++) fprintf(stderr, "%d %s %s %lld\n", i, step_kind_name(ev.kind[i]), d.node[s.step[i]].name, (long long)ev.live_bytes[i]);
 	if (recompute)
 		*recompute = ev.recompute_cost;
 	return ev.valid ? ev.peak : -1;
@@ -121,6 +187,12 @@ torch_plan(const Analysis *an, TorchPlan *tp, Arena *a)
 	tp->lo = ar_alloc(a, sizeof(int) * (size_t)(g->nop + 1));
 	tp->hi = ar_alloc(a, sizeof(int) * (size_t)(g->nop + 1));
 	tp->ncalls = calls(g, tp->region, tp->lo, tp->hi);
+	tp->last_use = ar_alloc(a, sizeof(int) * (size_t)(g->nt + 1));
+	for (int i = 0; i < g->nt; i++)
+		tp->last_use[i] = -1;
+	for (int o = 0; o < g->nop; o++)
+		for (int k = 0; k < g->op[o].nin; k++)
+			tp->last_use[g->op[o].in[k]] = o;
 	tp->wrap = ar_alloc(a, (size_t)tp->ncalls + 1);
 	all = ar_alloc(a, (size_t)tp->ncalls + 1);
 	wrapped_by_plan(an, tp->region, tp->wrap);

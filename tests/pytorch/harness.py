@@ -78,6 +78,8 @@ class _Opaque:
 def _end_sample():
     if METER and not METER.quiet:
         METER.sample()
+        if os.environ.get("HARNESS_TRACE"):
+            print("  %-40s %d" % ("(end of a custom Function)", _lib.shim_bytes() - METER.base))
 
 
 class Attention(torch.autograd.Function):
@@ -96,15 +98,16 @@ class Attention(torch.autograd.Function):
             lse = torch.logsumexp(s, -1)
             out = (torch.exp(s - lse.unsqueeze(-1)) @ v.float()).to(q.dtype)
             del s
-        ctx.save_for_backward(q, k, v, out)
-        ctx.lse = lse
+        # lse is saved too (not a ctx attribute, which would live as long
+        # as the graph rather than until this node's backward has run)
+        ctx.save_for_backward(q, k, v, out, lse)
         ctx.causal = causal
         _end_sample()
         return out
 
     @staticmethod
     def backward(ctx, do):
-        q, k, v, out = ctx.saved_tensors
+        q, k, v, out, lse = ctx.saved_tensors
         with _Opaque():
             scale = q.shape[-1] ** -0.5
             s = (q.float() @ k.float().transpose(-1, -2)) * scale
@@ -112,7 +115,7 @@ class Attention(torch.autograd.Function):
                 S, T = s.shape[-2], s.shape[-1]
                 s.masked_fill_(torch.ones(S, T, dtype=torch.bool).triu(T - S + 1),
                                float("-inf"))
-            p = torch.exp(s - ctx.lse.unsqueeze(-1))
+            p = torch.exp(s - lse.unsqueeze(-1))
             del s
             dof = do.float()
             dv = (p.transpose(-1, -2) @ dof).to(v.dtype)
@@ -295,6 +298,7 @@ def run_region(g, env, lo, hi, keep):
         res = run_op(op, [env[i] for i in op["in"]], outs)
         for i, r in zip(op["out"], res):
             env[i] = r
+        del res, r
         for i in set(op["in"]):
             if last.get(i, -1) == o and g["tensors"][i]["kind"] not in ("input", "param"):
                 env.pop(i, None)
@@ -322,6 +326,7 @@ def step(g, env, policy):
             res = policy.checkpoint_call(regions[o][1], fn, *[env[i] for i in ins])
             for i, r in zip(outs, res):
                 env[i] = r
+            del res, r          # no Python local may outlive its last use
             for i in ins:
                 if last.get(i, -1) <= hi and g["tensors"][i]["kind"] not in ("input", "param"):
                     env.pop(i, None)
