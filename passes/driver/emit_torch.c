@@ -4,15 +4,18 @@
  * with exactly that wrapping. `--emit-torch FILE.py` writes it as a small
  * Python helper (docs/runtime-pytorch.md, "Plans in PyTorch terms").
  *
- * A def call is wrapped when the plan recomputes any of its ops. The
- * predicted peak is the liveness of the schedule torch.utils.checkpoint
- * runs: every op forward once (a wrapped module keeps only its inputs and
+ * remat's own schedule recomputes single ops, which whole-call wrapping
+ * cannot express; so the wrapping is searched for directly (search()),
+ * starting from the calls remat's schedule recomputes in, with the plan's
+ * goal (recompute cap, or budget). Each candidate is scored by the
+ * liveness of the schedule torch.utils.checkpoint (reentrant, PyTorch 1.13)
+ * runs: every op forward once (a wrapped call keeps only its inputs and
  * outputs), then the -O0 backward order, where the first backward node of a
- * wrapped module is preceded by a recomputation of the whole module.
+ * wrapped call is preceded by a recomputation of the whole call, whose
+ * outputs and their gradients stay held until the call's backward is done.
  *
- * Reads: Graph op scopes, the Dag, the plan. Writes: FILE.py, and lines of
- * the human report. */
-#include <stdlib.h>
+ * Reads: Graph op scopes, the Dag, the plan. Writes: FILE.py, and one line
+ * of the human report. */
 #include <string.h>
 
 #include "dag.h"
@@ -161,26 +164,112 @@ checkpoint_dag(const Analysis *an, const TorchPlan *tp, const bool *wrap, Arena 
 	return d;
 }
 
+/* PyTorch's peak with the calls in wrap checkpointed, and the FLOPs the
+ * wrapping recomputes (in *recompute); -1 if the schedule is invalid. */
 static int64_t
 peak_of(const Analysis *an, const TorchPlan *tp, const bool *wrap,
-        int64_t *recompute, Arena *a)
+        int64_t *recompute)
 {
-	Schedule s = checkpoint_schedule(an, tp->region, tp->lo, tp->hi, wrap, a);
-	Dag d = checkpoint_dag(an, tp, wrap, a);
+	Arena a;
+	Schedule s;
+	Dag d;
 	MemEval ev;
+	int64_t peak;
 
-	lv_eval(&d, &s, &ev, a);
-	if (getenv("REMAT_DEBUG_TORCH")) for (int i = 0; i < ev.nsteps; i++) fprintf(stderr, "%d %s %s %lld\n", i, step_kind_name(ev.kind[i]), d.node[s.step[i]].name, (long long)ev.live_bytes[i]);
+	ar_init(&a);
+	s = checkpoint_schedule(an, tp->region, tp->lo, tp->hi, wrap, &a);
+	d = checkpoint_dag(an, tp, wrap, &a);
+	lv_eval(&d, &s, &ev, &a);
 	if (recompute)
 		*recompute = ev.recompute_cost;
-	return ev.valid ? ev.peak : -1;
+	peak = ev.valid ? ev.peak : -1;
+	ar_free(&a);
+	return peak;
+}
+
+/* Does (peak, rec) serve the goal better than (bpeak, brec)? Without a
+ * budget: the smaller peak within the recompute cap; with one: the least
+ * recompute within the budget, else the smaller peak. */
+static bool
+better(const Analysis *an, int64_t peak, int64_t rec, int64_t bpeak, int64_t brec)
+{
+	const PlanGoal *gl = &an->goal;
+	double cap = gl->max_recompute < 0 ? -1 : gl->max_recompute * (double)an->d.forward_cost;
+
+	if (peak < 0)
+		return false;
+	if (gl->budget >= 0) {
+		bool fits = peak <= gl->budget, bfits = bpeak >= 0 && bpeak <= gl->budget;
+		if (fits != bfits)
+			return fits;
+		if (fits)
+			return rec < brec || (rec == brec && peak < bpeak);
+		return peak < bpeak;
+	}
+	if (cap >= 0 && (double)rec > cap)
+		return false;
+	return bpeak < 0 || peak < bpeak || (peak == bpeak && rec < brec);
+}
+
+/* Local search over which calls to wrap: from the best of wrapping none,
+ * the calls the plan recomputes in, and every call, flip the one call
+ * that helps most until none helps (at most TP_MAX_EVALS evaluations). */
+enum { TP_MAX_EVALS = 4000 };
+
+static void
+search(const Analysis *an, TorchPlan *tp, bool *plan_set, Arena *a)
+{
+	int n = tp->ncalls, evals = 0;
+	bool *cand = ar_alloc(a, (size_t)n + 1);
+	int64_t peak, rec;
+
+	tp->peak = peak_of(an, tp, tp->wrap, &tp->recompute);   /* none */
+	if (an->goal.level == 0 && an->goal.budget < 0) {
+		for (int r = 0; r < n; r++)
+			cand[r] = true;
+		tp->all_peak = peak_of(an, tp, cand, NULL);
+		return;                 /* -O0: save everything, wrap nothing */
+	}
+	for (int k = 0; k < 2; k++) {
+		for (int r = 0; r < n; r++)
+			cand[r] = k == 0 ? plan_set[r] : true;
+		peak = peak_of(an, tp, cand, &rec);
+		if (k == 1)
+			tp->all_peak = peak;
+		if (better(an, peak, rec, tp->peak, tp->recompute)) {
+			memcpy(tp->wrap, cand, (size_t)n);
+			tp->peak = peak;
+			tp->recompute = rec;
+		}
+	}
+	for (bool moved = true; moved && evals < TP_MAX_EVALS;) {
+		int best = -1;
+		int64_t bp = tp->peak, br = tp->recompute;
+		moved = false;
+		for (int r = 0; r < n && evals < TP_MAX_EVALS; r++, evals++) {
+			tp->wrap[r] = !tp->wrap[r];
+			peak = peak_of(an, tp, tp->wrap, &rec);
+			tp->wrap[r] = !tp->wrap[r];
+			if (better(an, peak, rec, bp, br)) {
+				best = r;
+				bp = peak;
+				br = rec;
+			}
+		}
+		if (best >= 0) {
+			tp->wrap[best] = !tp->wrap[best];
+			tp->peak = bp;
+			tp->recompute = br;
+			moved = true;
+		}
+	}
 }
 
 static void
 torch_plan(const Analysis *an, TorchPlan *tp, Arena *a)
 {
 	const Graph *g = &an->g;
-	bool *all;
+	bool *plan_set;
 
 	memset(tp, 0, sizeof *tp);
 	tp->region = ar_alloc(a, sizeof(int) * (size_t)(g->nop + 1));
@@ -194,14 +283,11 @@ torch_plan(const Analysis *an, TorchPlan *tp, Arena *a)
 		for (int k = 0; k < g->op[o].nin; k++)
 			tp->last_use[g->op[o].in[k]] = o;
 	tp->wrap = ar_alloc(a, (size_t)tp->ncalls + 1);
-	all = ar_alloc(a, (size_t)tp->ncalls + 1);
-	wrapped_by_plan(an, tp->region, tp->wrap);
-	for (int r = 0; r < tp->ncalls; r++) {
+	plan_set = ar_alloc(a, (size_t)tp->ncalls + 1);
+	wrapped_by_plan(an, tp->region, plan_set);
+	search(an, tp, plan_set, a);
+	for (int r = 0; r < tp->ncalls; r++)
 		tp->nwrapped += tp->wrap[r];
-		all[r] = true;
-	}
-	tp->peak = peak_of(an, tp, tp->wrap, &tp->recompute, a);
-	tp->all_peak = peak_of(an, tp, all, NULL, a);
 }
 
 static void
@@ -321,7 +407,7 @@ emit_torch(const Analysis *an, const char *path, FILE *report, Arena *a)
 	}
 	if (report)
 		fprintf(report, "\npytorch: wrap %d of %d def calls in torch.utils.checkpoint: "
-		        "peak %s (plan %s, every call wrapped %s)\n", tp.nwrapped, tp.ncalls,
+		        "peak %s (remat's schedule %s, every call wrapped %s)\n", tp.nwrapped, tp.ncalls,
 		        report_size(tp.peak, b1), report_size(an->ev.peak, b2),
 		        report_size(tp.all_peak, b3));
 	return 0;
