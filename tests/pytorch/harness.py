@@ -342,11 +342,19 @@ def step(g, env, policy):
     return loss
 
 
+def run_remat(args):
+    """stdout of remat; the allocation shim is this process's business only
+    (an ASan build of remat refuses to start with it preloaded)."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return subprocess.run(args, check=True, capture_output=True, text=True,
+                          env=env).stdout
+
+
 def remat_json(remat, net, defs, extra):
     cmd = [remat, "--json", "--runtime", "pytorch", "--optimizer", "sgd",
            "--precision", "declared"] + defs + extra + [net]
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True,
-                                     text=True).stdout)
+    return json.loads(run_remat(cmd))
 
 
 def main():
@@ -366,8 +374,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, os.path.basename(net))
         open(path, "w").write(src)
-        g = json.loads(subprocess.run([remat, "--graph-json"] + defs + [path],
-                                      check=True, capture_output=True, text=True).stdout)
+        g = json.loads(run_remat([remat, "--graph-json"] + defs + [path]))
         policy = None
         if emit:
             py = os.path.join(tmp, "policy.py")
