@@ -280,6 +280,8 @@ parse_args(Options *o, int argc, char **argv)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
 		o->goal.level = 2;
+	if (o->checkmate && (o->net.pytorch || o->gpu.preset || o->emit_torch || o->graph_json))
+		diag_usage("--runtime, --gpu, --emit-torch and --graph-json need a .net file, not --import");
 	if (o->gpu.reserve >= 0 && !o->gpu.preset)
 		diag_usage("--reserve needs --gpu NAME");
 	if (o->gpu.reserve < 0)
@@ -470,7 +472,7 @@ compile(Options *o, const Source *src, Arena *a)
 		report_json(&an, stdout);
 	else
 		report_human(&an, &o->report, stdout);
-	if (o->emit_torch || (o->net.pytorch && an.goal.level > 0 && !o->json))
+	if (o->emit_torch || (o->net.pytorch && an.goal.level > 0 && an.g.train && !o->json))
 		return emit_torch(&an, o->emit_torch, o->json ? NULL : stdout, a);
 	return 0;
 }

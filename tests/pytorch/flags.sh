@@ -12,7 +12,7 @@ cd "$SRCDIR" || exit 99
 i=0
 ok() { i=$((i + 1)); echo "ok $i - $1"; }
 bad() { i=$((i + 1)); echo "not ok $i - $1"; }
-echo "1..14"
+echo "1..15"
 
 # usage: remat ARGS must exit 2 with MSG on stderr and print nothing
 usage_case() {
@@ -32,6 +32,7 @@ usage_case "--reserve needs --gpu" --reserve 1GiB examples/tiny.net
 usage_case "cannot read size" --gpu T4 --reserve lots examples/tiny.net
 usage_case "leave nothing of T4" --gpu T4 --reserve 16GiB examples/tiny.net
 usage_case "cannot run a --runtime pytorch plan" --runtime pytorch -o "$out/x.cu" examples/tiny.net
+usage_case "need a .net file, not --import" --import checkmate --gpu T4 "$out/none.json"
 
 # the default runtime's reports do not mention the verdict or the runtime
 "$REMAT" examples/tiny.net >"$out/plain" 2>&1
