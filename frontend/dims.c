@@ -586,6 +586,7 @@ inst_dims_and_settings(Inst *in)
 		st->optimizer = o->optimizer;
 	if (o->precision_set)
 		st->mixed = o->mixed;
+	st->pytorch = o->pytorch;
 	if (o->accumulate_set) {
 		accloc = (Loc){in->p->file, 0, 0};
 		if (o->accumulate < 1)

@@ -30,6 +30,7 @@ typedef struct NetOptions {
 	int64_t accumulate;
 	DistOptions dist;       /* --ranks, --zero, --bucket, --offload (ranks 0: 1) */
 	PipeOptions pipe;       /* --stages, --micro-batches, --schedule */
+	bool pytorch;           /* --runtime pytorch */
 	int max_tensors;        /* cap on the graph's tensors; 0: the default (2^24) */
 } NetOptions;
 

@@ -90,6 +90,14 @@ typedef struct DagAcc {
 	int tensor;             /* the gradient contributed to */
 	int view_src;           /* produce as a view of this tensor's serving
 	                           instance when no live instance exists, or -1 */
+	/* --runtime pytorch (autograd's InputBuffer): when an instance of
+	 * tensor exists, the step uses it and produces the sum as a NEW owning
+	 * instance (the old one, or a view's base, is freed once nothing else
+	 * holds it); the contribution is a temporary of tensor's bytes during
+	 * the step, except when view_src >= 0 (the contribution then is
+	 * view_src's buffer, an input of the step). False: the model above
+	 * (in place through one temporary). */
+	bool out_of_place;
 } DagAcc;
 
 typedef struct DagNode {
@@ -154,6 +162,8 @@ typedef struct Instance {
 	int64_t owned;          /* bytes it owns (0 for views) */
 	int base;               /* views: root instance it aliases, else itself */
 	int64_t offset;         /* memory planner: arena offset, or -1 */
+	bool replaces;          /* an out_of_place sum (DagAcc): it replaced an
+	                           earlier instance of its tensor at its start */
 } Instance;
 
 /* What the liveness evaluator finds for one schedule. */

@@ -196,6 +196,8 @@ typedef struct Settings {
 	int64_t accumulate;     /* default 1 */
 	DistOptions dist;       /* --ranks, --zero, --bucket, --offload */
 	PipeOptions pipe;       /* --stages, --micro-batches, --schedule */
+	bool pytorch;           /* --runtime pytorch: lower with PyTorch eager
+	                           autograd's allocations (docs/runtime-pytorch.md) */
 } Settings;
 
 /* A `dim` or `batch` constant. */

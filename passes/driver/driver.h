@@ -41,6 +41,8 @@ typedef struct Analysis {
 	PipeStats pipe;         /* --stages: the stage this analysis is of */
 	const StageRow *stage_rows;     /* --stages: every stage (this is the */
 	int nstage_rows;                /* one with the largest peak), or 0 */
+	const struct GpuCheck *gpu;     /* --gpu: verdict in the reports, or NULL;
+	                                   set by main after analyze */
 	int64_t arena_bytes;
 	double seconds;         /* wall time of the whole analysis */
 } Analysis;
@@ -97,6 +99,36 @@ void dist_settings_line(const DistOptions *o, FILE *out);
 /* --json: the report of memory-model.md as one JSON object. */
 void report_json(const Analysis *an, FILE *out);
 
+
+/* ---------------------------------------------------------------- passes/driver/gpu.c */
+/* "Fits on my card": card presets, the caching allocator's rounding
+ * estimate, and the verdict line (docs/runtime-pytorch.md). */
+typedef struct GpuPreset {
+	const char *name;       /* "H100-80GB" */
+	int64_t bytes;          /* total memory, vendor's figure */
+} GpuPreset;
+typedef struct GpuCheck {
+	const GpuPreset *preset;
+	int64_t reserve;        /* CUDA context and library workspaces */
+} GpuCheck;
+#define GPU_DEFAULT_RESERVE ((int64_t)1 << 30)  /* 1 GiB */
+const GpuPreset *gpu_preset(const char *name);  /* NULL if unknown */
+const char *gpu_preset_names(void);
+int64_t gpu_round(int64_t bytes);       /* one caching-allocator block */
+int64_t gpu_reserved(const Dag *d, const MemEval *ev);
+void gpu_report_human(const Analysis *an, FILE *out);
+void gpu_report_json(const Analysis *an, FILE *out);
+
+/* ---------------------------------------------------------------- passes/driver/emit_torch.c */
+/* The plan as torch.utils.checkpoint wrapping of def calls; writes path (a
+ * Python helper) unless NULL, and one report line to report unless NULL.
+ * Returns an exit status. */
+int emit_torch(const Analysis *an, const char *path, FILE *report, Arena *a);
+
+/* ---------------------------------------------------------------- passes/driver/graph_json.c */
+/* --graph-json: the instantiated graph (ops with inputs and attributes,
+ * tensors with shapes) as one JSON object. */
+void graph_json(const Graph *g, FILE *out);
 
 /* ---------------------------------------------------------------- passes/driver/stages.c */
 /* analyze(), and with --stages K one analysis per stage: fills an with the

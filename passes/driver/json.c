@@ -27,6 +27,8 @@ header(const Analysis *an, FILE *out)
 	        an->goal.level);
 	fprintf(out, "  \"optimizer\": \"%s\", \"precision\": \"%s\", \"accumulate\": %" PRId64 ",\n",
 	        optimizer_name(s->optimizer), s->mixed ? "mixed" : "declared", s->accumulate);
+	if (s->pytorch)
+		fputs("  \"runtime\": \"pytorch\",\n", out);
 	fputs("  \"dims\": {", out);
 	for (int i = 0; i < g->ndims; i++) {
 		fputs(i ? ", " : "", out);
@@ -34,6 +36,8 @@ header(const Analysis *an, FILE *out)
 		fprintf(out, "%" PRId64, g->dims[i].declared);
 	}
 	fputs("},\n", out);
+	if (an->gpu)
+		gpu_report_json(an, out);       /* --gpu: passes/driver/gpu.c */
 }
 
 static void

@@ -23,6 +23,9 @@ typedef struct Options {
 	bool dump_ir, json, verify;
 	PassOptions passes;     /* -d PASS, --check */
 	bool zero_table;        /* --zero-table */
+	bool graph_json;        /* --graph-json */
+	GpuCheck gpu;           /* --gpu, --reserve; preset NULL: none */
+	const char *emit_torch; /* --emit-torch FILE.py */
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
@@ -34,7 +37,8 @@ enum {
 	OPT_DUMP_IR, OPT_JSON, OPT_MAX_RECOMPUTE, OPT_BUDGET, OPT_EXACT,
 	OPT_VERIFY, OPT_MAX_BATCH, OPT_IMPORT, OPT_TOP, OPT_BYTES, OPT_STATS, OPT_HELP,
 	OPT_VERSION, OPT_CHECK, OPT_RANKS, OPT_ZERO, OPT_BUCKET, OPT_OFFLOAD, OPT_ZERO_TABLE,
-	OPT_STAGES, OPT_MICRO_BATCHES, OPT_SCHEDULE, OPT_STAGE_BLOCKS
+	OPT_STAGES, OPT_MICRO_BATCHES, OPT_SCHEDULE, OPT_STAGE_BLOCKS,
+	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH
 };
 
 static const struct option long_options[] = {
@@ -65,6 +69,11 @@ static const struct option long_options[] = {
 	{"micro-batches", required_argument, NULL, OPT_MICRO_BATCHES},
 	{"schedule", required_argument, NULL, OPT_SCHEDULE},
 	{"stage-blocks", required_argument, NULL, OPT_STAGE_BLOCKS},
+	{"runtime", required_argument, NULL, OPT_RUNTIME},
+	{"graph-json", no_argument, NULL, OPT_GRAPH_JSON},
+	{"gpu", required_argument, NULL, OPT_GPU},
+	{"reserve", required_argument, NULL, OPT_RESERVE},
+	{"emit-torch", required_argument, NULL, OPT_EMIT_TORCH},
 	{NULL, 0, NULL, 0},
 };
 
@@ -111,6 +120,15 @@ usage(FILE *f)
 	      "  --bytes                print exact byte counts everywhere\n"
 	      "  --stats                print wall time and peak RSS on stderr\n"
 	      "  -o FILE.cu             emit a CUDA C program that runs the schedule\n"
+	      "  --runtime R            remat | pytorch: whose allocations to count\n"
+	      "                         (default remat; docs/runtime-pytorch.md)\n"
+	      "  --graph-json           print the graph's ops and tensors as JSON\n"
+	      "  --gpu NAME             say whether the step fits on a card: A100-40GB\n"
+	      "                         A100-80GB H100-80GB H200 RTX4090 RTX3090 L4 T4\n"
+	      "                         V100-16GB V100-32GB\n"
+	      "  --reserve SIZE         memory the card keeps for the CUDA context and\n"
+	      "                         workspaces (default 1GiB)\n"
+	      "  --emit-torch FILE.py   write the plan as torch.utils.checkpoint wrapping\n"
 	      "  --help, --version\n"
 	      "\n"
 	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
@@ -318,6 +336,21 @@ parse_option(Options *o, int c, char *arg)
 	case OPT_TOP: o->report.top = (int)parse_count("--top", arg, 0); break;
 	case OPT_BYTES: o->report.exact_bytes = true; break;
 	case OPT_STATS: o->stats = true; break;
+	case OPT_RUNTIME:
+		if (strcmp(arg, "remat") && strcmp(arg, "pytorch"))
+			diag_usage("--runtime must be 'remat' or 'pytorch', not '%s'", arg);
+		o->net.pytorch = !strcmp(arg, "pytorch");
+		break;
+	case OPT_GRAPH_JSON: o->graph_json = true; break;
+	case OPT_GPU:
+		if (!(o->gpu.preset = gpu_preset(arg)))
+			diag_usage("--gpu: unknown card '%s' (%s)", arg, gpu_preset_names());
+		break;
+	case OPT_EMIT_TORCH: o->emit_torch = arg; break;
+	case OPT_RESERVE:
+		if ((o->gpu.reserve = parse_size(arg)) < 0)
+			diag_usage("--reserve: cannot read size '%s' (e.g. 1GiB, 800MB)", arg);
+		break;
 	case OPT_HELP: usage(stdout); exit(0);
 	case OPT_VERSION: puts("remat " PACKAGE_VERSION); exit(0);
 	default: diag_usage("unknown option");
@@ -335,6 +368,7 @@ parse_args(Options *o, int argc, char **argv)
 	o->goal.max_recompute = 1.0;
 	o->goal.budget = -1;
 	o->max_batch = -1;
+	o->gpu.reserve = -1;
 	o->report.top = 10;
 	o->passes.check = pass_checks_default();
 	opterr = 0;
@@ -375,6 +409,17 @@ parse_args(Options *o, int argc, char **argv)
 		diag_usage("--zero-table cannot be combined with --import, --dump-ir, --json or -o");
 	if (o->passes.dump && (o->checkmate || o->dump_ir || o->max_batch >= 0 || o->out))
 		diag_usage("-d cannot be combined with --import, --dump-ir, --max-batch or -o");
+	if (o->checkmate && (o->net.pytorch || o->gpu.preset || o->emit_torch || o->graph_json))
+		diag_usage("--runtime, --gpu, --emit-torch and --graph-json need a .net file, not --import");
+	if (o->gpu.reserve >= 0 && !o->gpu.preset)
+		diag_usage("--reserve needs --gpu NAME");
+	if (o->gpu.reserve < 0)
+		o->gpu.reserve = GPU_DEFAULT_RESERVE;
+	if (o->gpu.preset && o->gpu.reserve >= o->gpu.preset->bytes)
+		diag_usage("--reserve: %lld bytes leave nothing of %s", (long long)o->gpu.reserve,
+		           o->gpu.preset->name);
+	if (o->net.pytorch && o->out)
+		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
 }
 
 /* Reads the whole file (or stdin for "-"); exits 1 with a message. */
@@ -529,11 +574,14 @@ compile(Options *o, const Source *src, Arena *a)
 	prog = net_parse(src, a, &d);
 	if (!prog || d.nerrors)
 		return 1;
-	if (o->dump_ir) {
+	if (o->dump_ir || o->graph_json) {
 		ir_graph_init(&an.g, a, src->name);
 		if (net_instantiate(prog, &o->net, &an.g, &d) || shape_infer(&an.g, &d))
 			return 1;
-		ir_dump(&an.g, stdout);
+		if (o->graph_json)
+			graph_json(&an.g, stdout);
+		else
+			ir_dump(&an.g, stdout);
 		return 0;
 	}
 	rc = analyze_stages(prog, src->name, &o->net, &o->goal, o->verify, &an, a, &d, &o->passes);
@@ -551,12 +599,16 @@ compile(Options *o, const Source *src, Arena *a)
 		return zero_table(prog, o->file, &o->net, &o->goal, o->passes.check, stdout);
 	if (o->max_batch >= 0)
 		return max_batch(prog, o, &an);
+	if (o->gpu.preset)
+		an.gpu = &o->gpu;
 	if (o->out && (rc = emit_file(&an, o->out, a)))
 		return rc;
 	if (o->json)
 		report_json(&an, stdout);
 	else
 		report_human(&an, &o->report, stdout);
+	if (o->emit_torch || (o->net.pytorch && an.goal.level > 0 && an.g.train && !o->json))
+		return emit_torch(&an, o->emit_torch, o->json ? NULL : stdout, a);
 	return 0;
 }
 

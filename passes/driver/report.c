@@ -66,7 +66,7 @@ settings(const Analysis *an, FILE *out)
 		fprintf(out, ", %s, %s precision, accumulate %" PRId64,
 		        optimizer_name(s->optimizer), s->mixed ? "mixed" : "declared",
 		        s->accumulate);
-	fprintf(out, ", -O%d\n", an->goal.level);
+	fprintf(out, ", -O%d%s\n", an->goal.level, s->pytorch ? ", runtime pytorch" : "");
 	if (dist_active(&s->dist))
 		dist_settings_line(&s->dist, out);
 	if (an->nstage_rows)
@@ -298,7 +298,7 @@ lower_bound_lines(const Analysis *an, const ReportOptions *ro, FILE *out)
 		        report_size(lb->bytes, buf));
 	fprintf(out, "persistent %s", report_size(lb->persistent, buf));
 	if (lb->always)
-		fprintf(out, " + accumulated grads live throughout %s",
+		fprintf(out, " + tensors live throughout (inputs, accumulated grads) %s",
 		        report_size(lb->always, buf));
 	if (lb->at_end) {
 		fprintf(out, " + param grads at the end of backward %s",
@@ -335,6 +335,8 @@ peak(const Analysis *an, const ReportOptions *ro, FILE *out)
 	put_size(out, ro, an->arena_bytes, true);
 	fputs(", fragmentation ", out);
 	put_size(out, ro, an->arena_bytes - ev->peak, false);
+	if (an->gpu)
+		gpu_report_human(an, out);      /* --gpu: passes/driver/gpu.c */
 	fputs("\n\nbreakdown at the peak:\n", out);
 	for (int c = 0; c < CAT_COUNT; c++) {
 		fprintf(out, "  %-12s ", memcat_name((MemCat)c));

@@ -20,6 +20,11 @@ typedef struct Lv {
 	int *readat;            /* [nt] last step that read t, or -1 */
 	bool *seen;             /* [nnode] node ran before the current step */
 	int *pend;              /* [maxprod] bases of the current step's products */
+	int *roots;             /* CSR by step: roots of the instances serving
+	                           the step's inputs, then -1 - root of each
+	                           gradient an out_of_place sum replaces */
+	int *roots_at;          /* [nsteps + 1] */
+	int nroots;
 	Arena scratch;          /* the arrays above and the difference array */
 } Lv;
 
@@ -53,6 +58,7 @@ lv_new(Lv *L, int t, int step, int base)
 	in->start = step;
 	in->end = step;
 	in->offset = -1;
+	in->replaces = false;
 	if (base >= 0) {
 		in->owned = 0;
 		in->base = base;
@@ -102,23 +108,33 @@ lv_step(Lv *L, int i, int v)
 	int64_t temp = n->workspace;
 	int np = 0;
 
-	for (int j = 0; j < n->nin; j++)
-		lv_use(L, i, n->in[j]);
+	L->roots_at[i] = L->nroots;
+	for (int j = 0; j < n->nin; j++) {
+		int k = lv_use(L, i, n->in[j]);
+		if (k >= 0)
+			L->roots[L->nroots++] = ev->inst[k].base;
+	}
 	for (int j = 0; j < n->nout; j++) {
 		int t = n->out[j];
 		L->pend[np++] = lv_view_base(L, i, t, L->d->t[t].view_src);
 	}
 	for (int j = 0; j < n->nacc; j++) {
-		int t = n->acc[j].tensor;
+		const DagAcc *ac = &n->acc[j];
+		int t = ac->tensor;
 		if (L->cur[t] < 0) {
-			L->pend[np++] = lv_view_base(L, i, t, n->acc[j].view_src);
+			L->pend[np++] = lv_view_base(L, i, t, ac->view_src);
 			continue;
 		}
 		if (L->readat[t] >= 0 && L->readat[t] < i)
 			lv_fail(L, "step %d ('%s') contributes to '%s' after step %d read it",
 			        i, n->name, L->d->t[t].name, L->readat[t]);
 		ev->inst[L->cur[t]].end = i;
-		temp += L->d->t[t].bytes;
+		if (!ac->out_of_place || ac->view_src < 0)
+			temp += L->d->t[t].bytes;
+		if (ac->out_of_place) {
+			L->pend[np++] = -3;     /* the sum: a new owning instance */
+			L->roots[L->nroots++] = -1 - ev->inst[L->cur[t]].base;
+		}
 	}
 	for (int j = 0; j < np; j++)
 		if (L->pend[j] == -2)
@@ -132,8 +148,13 @@ lv_step(Lv *L, int i, int v)
 	}
 	for (int j = 0; j < n->nacc; j++) {
 		int t = n->acc[j].tensor;
-		if (L->cur[t] < 0)
+		if (L->cur[t] < 0) {
 			L->cur[t] = lv_new(L, t, i, L->pend[np++]);
+		} else if (n->acc[j].out_of_place) {
+			np++;
+			L->cur[t] = lv_new(L, t, i, -1);
+			ev->inst[L->cur[t]].replaces = true;
+		}
 	}
 	ev->temp_bytes[i] = temp;
 }
@@ -185,6 +206,45 @@ lv_fix_ends(Lv *L)
 			ev->inst[k].owned = 0;
 }
 
+/* Is x among list[lo..hi)? The lists are a step's inputs: a handful. */
+static bool
+lv_listed(const int *list, int lo, int hi, int x)
+{
+	for (int j = lo; j < hi; j++)
+		if (list[j] == x)
+			return true;
+	return false;
+}
+
+/* dag.h, DagAcc.out_of_place: step i's sums are made after its inputs
+ * that die at i are freed, except the gradients being summed. live counts
+ * every instance; returns the larger of the two phases. */
+static int64_t
+lv_sum_phase(Lv *L, int i, int64_t live)
+{
+	const MemEval *ev = L->ev;
+	int64_t total = 0, most = 0, dying = 0;
+	int lo = L->roots_at[i], hi = L->roots_at[i + 1];
+
+	for (int k = ev->step_prod[i + 1]; k < ev->step_prod[i + 2]; k++)
+		if (ev->inst[k].replaces) {
+			total += ev->inst[k].owned;
+			if (ev->inst[k].owned > most)
+				most = ev->inst[k].owned;
+		}
+	if (total == 0)
+		return live;
+	for (int j = lo; j < hi; j++) {
+		int r = L->roots[j];
+		if (r < 0 || lv_listed(L->roots, lo, j, r) || lv_listed(L->roots, lo, hi, -1 - r))
+			continue;
+		if (ev->inst[r].end == i)
+			dying += ev->inst[r].owned;
+	}
+	live -= total;
+	return live - dying + most > live ? live - dying + most : live;
+}
+
 /* live_bytes from a difference array of owned bytes; peak; breakdown. */
 static void
 lv_sum(Lv *L)
@@ -208,7 +268,7 @@ lv_sum(Lv *L)
 	ev->peak_step = 0;
 	for (int i = 0; i < n; i++) {
 		run += diff[i];
-		ev->live_bytes[i] = pers + run + ev->temp_bytes[i];
+		ev->live_bytes[i] = lv_sum_phase(L, i, pers + run + ev->temp_bytes[i]);
 		if (ev->live_bytes[i] > ev->peak || i == 0) {
 			ev->peak = ev->live_bytes[i];
 			ev->peak_step = i;
@@ -223,13 +283,21 @@ lv_sum(Lv *L)
 	}
 	if (n > 0)
 		ev->breakdown[CAT_TEMPORARIES] += ev->temp_bytes[ev->peak_step];
+	/* a peak in the second phase of an out_of_place step: the breakdown
+	 * lists the first phase's instances; the sum that replaces the dying
+	 * inputs is a gradient */
+	int64_t listed = 0;
+	for (int c = 0; c < CAT_COUNT; c++)
+		listed += ev->breakdown[c];
+	if (n > 0)
+		ev->breakdown[CAT_GRADIENTS] += ev->peak - listed;
 }
 
 /* Allocates ev's arrays and L's scratch for schedule s. */
 static void
 lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 {
-	int n = s->n, cap = 0, maxprod = 1;
+	int n = s->n, cap = 0, maxprod = 1, nuse = 0;
 
 	memset(ev, 0, sizeof *ev);
 	memset(L, 0, sizeof *L);
@@ -244,6 +312,7 @@ lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 			continue;
 		int np = d->node[v].nout + d->node[v].nacc;
 		cap += np;
+		nuse += d->node[v].nin + d->node[v].nacc;
 		if (np > maxprod)
 			maxprod = np;
 	}
@@ -259,6 +328,8 @@ lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	L->readat = ar_alloc(&L->scratch, sizeof *L->readat * (size_t)(d->nt + 1));
 	L->seen = ar_alloc(&L->scratch, sizeof *L->seen * (size_t)(d->nnode + 1));
 	L->pend = ar_alloc(&L->scratch, sizeof *L->pend * (size_t)maxprod);
+	L->roots = ar_alloc(&L->scratch, sizeof *L->roots * (size_t)(nuse + 1));
+	L->roots_at = ar_alloc(&L->scratch, sizeof *L->roots_at * (size_t)(n + 1));
 	for (int t = 0; t < d->nt; t++) {
 		L->cur[t] = -1;
 		L->readat[t] = -1;
@@ -281,6 +352,7 @@ lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 			lv_step(&L, i, s->step[i]);
 		ev->step_prod[i + 2] = ev->ninst;
 	}
+	L.roots_at[s->n] = L.nroots;
 	for (int v = 0; v < d->nnode && ev->valid; v++)
 		if (!L.seen[v])
 			lv_fail(&L, "node '%s' never runs", d->node[v].name);

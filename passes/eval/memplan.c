@@ -508,13 +508,17 @@ mp_plan(const Dag *d, MemEval *ev, Arena *a)
 }
 
 /* Which acc entries of step `step` produce their gradient: the instances
- * the step produces after node.out name them (dag.h, step_prod order). */
+ * the step produces after node.out name them (dag.h, step_prod order). An
+ * out-of-place sum that replaced an earlier instance (Instance.replaces)
+ * still needs a slot for its contribution unless that aliases view_src. */
 static bool
-acc_produces(const MemEval *ev, const DagNode *nd, int step, int t)
+acc_produces(const MemEval *ev, const DagNode *nd, int step, int j)
 {
+	int t = nd->acc[j].tensor;
+
 	for (int k = ev->step_prod[step + 1] + nd->nout; k < ev->step_prod[step + 2]; k++)
 		if (ev->inst[k].tensor == t)
-			return true;
+			return !ev->inst[k].replaces || nd->acc[j].view_src >= 0;
 	return false;
 }
 
@@ -533,7 +537,7 @@ mp_temp_layout(const Dag *d, const MemEval *ev, const Schedule *s,
 			const DagTensor *t = &d->t[nd->acc[j].tensor];
 			int64_t e = t->bytes % 8 == 0 ? 8 : t->bytes % 4 == 0 ? 4 :
 			            t->bytes % 2 == 0 ? 2 : 1;
-			if (e != esz || acc_produces(ev, nd, step, nd->acc[j].tensor))
+			if (e != esz || acc_produces(ev, nd, step, j))
 				continue;
 			off[j] = pos;
 			pos += t->bytes;

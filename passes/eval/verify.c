@@ -9,6 +9,7 @@
  * peak step and the recompute cost. Reads the Dag and the schedule only. */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "eval.h"
@@ -19,6 +20,7 @@ typedef struct VfInst {
 	int last_use;           /* last step it serves, or -1 */
 	int base;               /* root instance a view aliases, else itself */
 	int64_t owned;
+	bool sum;               /* an out_of_place sum (DagAcc) */
 } VfInst;
 
 typedef struct Vf {
@@ -89,6 +91,7 @@ read_before(const Vf *V, int t, int i)
  * src (a view) or owning its bytes (src < 0). */
 typedef struct Prod {
 	int tensor, src;
+	bool sum;               /* an out_of_place sum */
 } Prod;
 
 /* A production of t at step i as a view of src_tensor (or owning when
@@ -96,7 +99,7 @@ typedef struct Prod {
 static Prod
 produce(Vf *V, int i, int t, int src_tensor)
 {
-	Prod p = {t, -1};
+	Prod p = {t, -1, false};
 
 	if (src_tensor >= 0 && !V->d->t[t].persistent_view) {
 		p.src = use(V, i, src_tensor, "the base of a view,");
@@ -115,6 +118,7 @@ add_inst(Vf *V, int i, Prod p)
 	in->tensor = p.tensor;
 	in->step = i;
 	in->last_use = -1;
+	in->sum = p.sum;
 	if (p.src >= 0) {
 		in->base = V->inst[p.src].base;
 		in->owned = 0;
@@ -148,7 +152,10 @@ run_step(Vf *V, int i, Prod *prod)
 			vf_fail(V, "step %d adds to '%s' after an earlier step read it",
 			        i, V->d->t[t].name);
 		use(V, i, t, NULL);
-		V->ev->temp_bytes[i] += V->d->t[t].bytes;
+		if (!n->acc[j].out_of_place || n->acc[j].view_src < 0)
+			V->ev->temp_bytes[i] += V->d->t[t].bytes;
+		if (n->acc[j].out_of_place)     /* the sum owns a new buffer */
+			prod[np++] = (Prod){t, -1, true};
 	}
 	for (int j = 0; j < np; j++)
 		if (prod[j].src == -2)
@@ -207,6 +214,59 @@ inst_end(const Vf *V, int k)
 	return end;
 }
 
+/* Is root instance r, the base of what serves one of step i's inputs,
+ * among the roots already counted in list[0..n)? */
+static bool
+listed(const int *list, int n, int r)
+{
+	for (int j = 0; j < n; j++)
+		if (list[j] == r)
+			return true;
+	return false;
+}
+
+/* dag.h, DagAcc.out_of_place: the sums of step i are made after the
+ * step's inputs that die at i are freed (but not the gradients being
+ * summed). live: the memory at i counting every instance. Returns the
+ * larger of the two phases. */
+static int64_t
+sum_phase(Vf *V, int i, int64_t live)
+{
+	const DagNode *n = &V->d->node[V->s->step[i]];
+	int64_t total = 0, most = 0, dying = 0;
+	int *keep, nkeep = 0, *seen, nseen = 0;
+
+	for (int k = 0; k < V->ninst; k++)
+		if (V->inst[k].step == i && V->inst[k].sum) {
+			total += V->inst[k].owned;
+			if (V->inst[k].owned > most)
+				most = V->inst[k].owned;
+		}
+	if (total == 0)
+		return live;
+	keep = xmalloc(sizeof *keep * (size_t)(n->nacc + n->nin + 1));
+	seen = keep + n->nacc;
+	for (int j = 0; j < n->nacc; j++) {
+		int k = latest(V, n->acc[j].tensor, i);
+		if (k >= 0)
+			keep[nkeep++] = V->inst[k].base;
+	}
+	for (int j = 0; j < n->nin; j++) {
+		int k = latest(V, n->in[j], i), r;
+		if (k < 0)
+			continue;
+		r = V->inst[k].base;
+		if (listed(seen, nseen, r) || listed(keep, nkeep, r))
+			continue;
+		seen[nseen++] = r;
+		if (inst_end(V, r) == i)
+			dying += V->inst[r].owned;
+	}
+	free(keep);
+	live -= total;
+	return live - dying + most > live ? live - dying + most : live;
+}
+
 /* Memory at every step: persistent bytes, every owning instance live then,
  * the step's temporaries. */
 static void
@@ -225,6 +285,8 @@ sum_steps(Vf *V)
 		for (int i = from; V->inst[k].owned && i <= to; i++)
 			ev->live_bytes[i] += V->inst[k].owned;
 	}
+	for (int i = 0; i < ev->nsteps; i++)
+		ev->live_bytes[i] = sum_phase(V, i, ev->live_bytes[i]);
 	ev->peak = pers;
 	ev->peak_step = 0;
 	for (int i = 0; i < ev->nsteps; i++)
@@ -262,7 +324,7 @@ vf_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	ev->temp_bytes = ar_alloc(a, sizeof *ev->temp_bytes * (size_t)(s->n + 1));
 	for (int t = 0; t < d->nt; t++)
 		if (d->t[t].from_start)
-			add_inst(&V, -1, (Prod){t, -1});
+			add_inst(&V, -1, (Prod){t, -1, false});
 	for (int i = 0; i < s->n && ev->valid; i++)
 		if (check_node(&V, i))
 			run_step(&V, i, prod);

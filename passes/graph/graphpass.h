@@ -31,6 +31,13 @@ int autodiff(Graph *g, Diag *d);
  * conventions above. g has been through shape_infer and autodiff. */
 void lower_graph(const Graph *g, Dag *d, Arena *a);
 
+/* ---------------------------------------------------------------- passes/graph/lower_torch.c */
+/* --runtime pytorch: rewrites the Dag lower_graph made so that it counts
+ * PyTorch eager autograd's allocations (docs/runtime-pytorch.md): views and
+ * copies by strides, aliased and out-of-place gradient sums, saved
+ * statistics in PyTorch's dtypes, inputs and the loss held to the end. */
+void lower_torch(const Graph *g, Dag *d, Arena *a);
+
 /* ---------------------------------------------------------------- passes/graph/distribute.c */
 /* What the rewrite for one rank found, for the reports. */
 typedef struct DistStats {

@@ -318,5 +318,7 @@ lower_graph(const Graph *g, Dag *d, Arena *a)
 	d->base_order = ar_alloc(a, sizeof(int) * (size_t)(d->nnode + 1));
 	for (int i = 0; i < d->nnode; i++)
 		d->base_order[i] = i;
+	if (g->settings.pytorch)
+		lower_torch(g, d, a);   /* --runtime pytorch: passes/graph/lower_torch.c */
 	dag_finish(d);
 }

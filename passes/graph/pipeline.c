@@ -322,7 +322,7 @@ backward_copy(Pipe *P, int c, int *order, int *n, const int *grad_of_t,
 			continue;
 		x = add_n(P, ar_printf(P->a, "recv_grad(%s)", copy_name(P, c, f->t[t].name)),
 		          true, 0, 0, 1);
-		P->d->node[x].acc[0] = (DagAcc){tensor_of(P, c, g), -1};
+		P->d->node[x].acc[0] = (DagAcc){tensor_of(P, c, g), -1, false};
 		P->d->node[x].nacc = 1;
 		order[(*n)++] = x;
 	}

@@ -1,0 +1,409 @@
+"""tests/pytorch/harness.py -- the PyTorch peer harness (issue 16).
+
+Rebuilds a .net network in PyTorch op by op from `remat --graph-json` (no
+hand-copied models), runs one training step on the CPU, and measures the
+bytes of live tensor storage after every aten op (operator boundaries),
+counted by allocshim.so (LD_PRELOAD) and sampled from a TorchDispatchMode.
+It compares that peak with `remat --runtime pytorch --json`.
+
+Run by tests/pytorch/check.sh, which builds the shim and sets LD_PRELOAD:
+  harness.py REMAT FILE.net [-D NAME=V ...] [--emit-torch] [--tol R]
+Prints one line per network; exit 1 when the difference exceeds --tol.
+
+Conventions of the translation (docs/runtime-pytorch.md):
+- Python references die at a tensor's last forward use (an ideal eager
+  program); inputs, params and the loss are held through the step.
+- f16 runs as bf16 (the same bytes: CPU PyTorch 1.13 lacks f16 matmul).
+- Ops PyTorch 1.13 has no kernel for (fused attention, rmsnorm) run as
+  autograd.Functions that save what ops.md lists; their internals are one
+  operator (no sample inside, one sample at the end of forward/backward).
+- The optimizer is sgd and precision declared: no optimizer state.
+"""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+DT = {"f64": torch.float64, "f32": torch.float32, "bf16": torch.bfloat16,
+      "f16": torch.bfloat16, "i64": torch.int64, "i32": torch.int32,
+      "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool}
+
+_lib = ctypes.CDLL(None)
+_lib.shim_bytes.restype = ctypes.c_longlong
+
+
+class Meter(TorchDispatchMode):
+    """Samples live tensor bytes after every aten op."""
+
+    def __init__(self):
+        super().__init__()
+        self.peak = 0
+        self.quiet = 0
+
+    def sample(self):
+        b = _lib.shim_bytes()
+        if b > self.peak:
+            self.peak = b
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not self.quiet:
+            self.sample()
+            if os.environ.get("HARNESS_TRACE"):
+                print("  %-40s %d" % (func, _lib.shim_bytes() - self.base))
+        return out
+
+
+METER = None
+
+
+class _Opaque:
+    """One operator: no samples inside, one at the end."""
+
+    def __enter__(self):
+        if METER:
+            METER.quiet += 1
+
+    def __exit__(self, *a):
+        if METER:
+            METER.quiet -= 1
+
+
+def _end_sample():
+    if METER and not METER.quiet:
+        METER.sample()
+        if os.environ.get("HARNESS_TRACE"):
+            print("  %-40s %d" % ("(end of a custom Function)", _lib.shim_bytes() - METER.base))
+
+
+class Attention(torch.autograd.Function):
+    """Fused attention, flash-style: saves q, k, v, out and lse (f32)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal):
+        with _Opaque():
+            scale = q.shape[-1] ** -0.5
+            s = (q.float() @ k.float().transpose(-1, -2)) * scale
+            if causal:
+                S, T = s.shape[-2], s.shape[-1]
+                mask = torch.ones(S, T, dtype=torch.bool).triu(T - S + 1)
+                s.masked_fill_(mask, float("-inf"))
+                del mask
+            lse = torch.logsumexp(s, -1)
+            out = (torch.exp(s - lse.unsqueeze(-1)) @ v.float()).to(q.dtype)
+            del s
+        # lse is saved too (not a ctx attribute, which would live as long
+        # as the graph rather than until this node's backward has run)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.causal = causal
+        _end_sample()
+        return out
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, out, lse = ctx.saved_tensors
+        with _Opaque():
+            scale = q.shape[-1] ** -0.5
+            s = (q.float() @ k.float().transpose(-1, -2)) * scale
+            if ctx.causal:
+                S, T = s.shape[-2], s.shape[-1]
+                s.masked_fill_(torch.ones(S, T, dtype=torch.bool).triu(T - S + 1),
+                               float("-inf"))
+            p = torch.exp(s - lse.unsqueeze(-1))
+            del s
+            dof = do.float()
+            dv = (p.transpose(-1, -2) @ dof).to(v.dtype)
+            dp = dof @ v.float().transpose(-1, -2)
+            dd = (dof * out.float()).sum(-1, keepdim=True)
+            ds = p * (dp - dd) * scale
+            del p, dp, dd, dof
+            dq = (ds @ k.float()).to(q.dtype)
+            dk = (ds.transpose(-1, -2) @ q.float()).to(k.dtype)
+            del ds
+        _end_sample()
+        return dq, dk, dv, None
+
+
+class RMSNorm(torch.autograd.Function):
+    """rmsnorm over the last axis: saves x and rstd (f32, x.shape[:-1])."""
+
+    @staticmethod
+    def forward(ctx, x, g):
+        with _Opaque():
+            xf = x.float()
+            rstd = torch.rsqrt(xf.pow(2).mean(-1) + 1e-6)
+            out = (xf * rstd.unsqueeze(-1)).to(x.dtype) * g
+            del xf
+        ctx.save_for_backward(x, g, rstd)
+        _end_sample()
+        return out
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, g, rstd = ctx.saved_tensors
+        with _Opaque():
+            xf = x.float()
+            r = rstd.unsqueeze(-1)
+            xh = xf * r
+            dyg = dy.float() * g.float()
+            dx = (r * (dyg - xh * (dyg * xh).mean(-1, keepdim=True))).to(x.dtype)
+            dg = (dy.float() * xh).reshape(-1, x.shape[-1]).sum(0).to(g.dtype)
+            del xf, r, xh, dyg
+        _end_sample()
+        return dx, dg
+
+
+def run_op(op, args, outs):
+    """The torch translation of one .net op. outs: output tensor records."""
+    k = op["op"]
+    x = args[0] if args else None
+    ax = op["axis"]
+    if op["custom"]:
+        raise SystemExit("harness: custom op '%s' has no PyTorch meaning" % k)
+    simple = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu,
+              "sigmoid": torch.sigmoid, "tanh": torch.tanh, "exp": torch.exp,
+              "log": torch.log, "sqrt": torch.sqrt, "neg": torch.neg}
+    if k in simple:
+        return [simple[k](x)]
+    binary = {"add": torch.add, "sub": torch.sub, "mul": torch.mul,
+              "div": torch.div, "matmul": torch.matmul}
+    if k in binary:
+        return [binary[k](args[0], args[1])]
+    if k == "scale":
+        return [x * op["c"]]
+    if k == "cast":
+        return [x.to(DT[op["dtype"]])]
+    if k == "dropout":
+        return [F.dropout(x, op["p"], training=True)]
+    if k == "conv2d":
+        return [F.conv2d(x, args[1], None, op["stride"], op["padding"],
+                         op["dilation"], op["groups"])]
+    if k == "attention":
+        return [Attention.apply(args[0], args[1], args[2], op["causal"])]
+    if k == "layernorm":
+        return [F.layer_norm(x, (x.shape[-1],), args[1], args[2])]
+    if k == "rmsnorm":
+        return [RMSNorm.apply(x, args[1])]
+    if k == "batchnorm":
+        return [F.batch_norm(x, None, None, args[1], args[2], training=True)]
+    if k == "softmax":
+        return [F.softmax(x, ax)]
+    if k == "log_softmax":
+        return [F.log_softmax(x, ax)]
+    if k == "maxpool2d":
+        return [F.max_pool2d(x, op["k"], op["pool_stride"], op["padding"])]
+    if k == "avgpool2d":
+        return [F.avg_pool2d(x, op["k"], op["pool_stride"], op["padding"])]
+    if k == "global_avgpool":
+        return [x.mean((2, 3))]
+    if k == "upsample2d":
+        return [F.interpolate(x, scale_factor=op["scale"], mode="nearest")]
+    if k in ("sum", "mean"):
+        f = torch.sum if k == "sum" else torch.mean
+        return [f(x, ax) if op["has_axis"] else f(x)]
+    if k == "cross_entropy":
+        c = x.shape[-1]
+        return [F.cross_entropy(x.reshape(-1, c), args[1].reshape(-1))]
+    if k == "mse_loss":
+        return [F.mse_loss(args[0], args[1])]
+    if k == "embedding":
+        return [F.embedding(args[0], args[1])]
+    if k == "reshape":
+        return [x.reshape(outs[0]["shape"])]
+    if k == "flatten":
+        return [x.flatten(op["flatten_start"])]
+    if k == "transpose":
+        return [x.transpose(op["i"], op["j"])]
+    if k == "permute":
+        return [x.permute(op["list"])]
+    if k == "slice":
+        n = x.shape[ax]
+        lo = op["start"] + n if op["start"] < 0 else op["start"]
+        hi = op["end"] + n if op["end"] < 0 else op["end"]
+        return [x.narrow(ax, lo, hi - lo)]
+    if k == "split":
+        return list(torch.split(x, x.shape[ax] // op["n"], dim=ax))
+    if k == "concat":
+        return [torch.cat(args, ax)]
+    raise SystemExit("harness: no translation for op '%s'" % k)
+
+
+def index_bounds(g):
+    """For each integer input, an exclusive upper bound for its values: the
+    table rows it indexes or the classes it labels."""
+    bound = {}
+    for op in g["ops"]:
+        if op["op"] == "embedding":
+            r = g["tensors"][op["in"][1]]["shape"][0]
+            bound[op["in"][0]] = min(bound.get(op["in"][0], r), r)
+        if op["op"] == "cross_entropy":
+            c = g["tensors"][op["in"][0]]["shape"][-1]
+            bound[op["in"][1]] = min(bound.get(op["in"][1], c), c)
+    return bound
+
+
+def make_leaves(g):
+    torch.manual_seed(0)
+    env, held = {}, 0
+    bound = index_bounds(g)
+    for i, t in enumerate(g["tensors"]):
+        if t["kind"] not in ("input", "param"):
+            continue
+        dt = DT[t["dtype"]]
+        if dt.is_floating_point:
+            v = torch.randn(t["shape"]).mul_(0.1).to(dt)
+            if t["kind"] == "param":
+                v.requires_grad_(True)
+        else:
+            v = torch.randint(0, bound.get(i, 2), t["shape"], dtype=dt)
+        env[i] = v
+        held += v.numel() * v.element_size()
+    return env, held
+
+
+def last_uses(g):
+    last = {}
+    for o, op in enumerate(g["ops"]):
+        for i in op["in"]:
+            last[i] = o
+    return last
+
+
+def wrap_policy(policy, g):
+    """Groups ops into the checkpointed regions of an --emit-torch module:
+    {first op index: (last op index, scope)} for each checkpointed scope."""
+    spans = {}
+    for o, op in enumerate(g["ops"]):
+        sc = op["scope"]
+        for s in policy.CHECKPOINT:
+            if sc.startswith(s):
+                a, b = spans.get(s, (o, o))
+                spans[s] = (min(a, o), max(b, o))
+    return {a: (b, s) for s, (a, b) in spans.items()}
+
+
+def run_region(g, env, lo, hi, keep):
+    """Runs ops lo..hi on env (a dict), dropping dead references; returns
+    the tensors of the region that `keep` lists."""
+    last = last_uses(g)
+    for o in range(lo, hi + 1):
+        op = g["ops"][o]
+        outs = [g["tensors"][i] for i in op["out"]]
+        res = run_op(op, [env[i] for i in op["in"]], outs)
+        for i, r in zip(op["out"], res):
+            env[i] = r
+        del res, r
+        for i in set(op["in"]):
+            if last.get(i, -1) == o and g["tensors"][i]["kind"] not in ("input", "param"):
+                env.pop(i, None)
+    return [env[i] for i in keep]
+
+
+def step(g, env, policy):
+    """Forward and backward of one training step; returns the loss."""
+    regions = wrap_policy(policy, g) if policy else {}
+    last = last_uses(g)
+    o = 0
+    while o < len(g["ops"]):
+        if o in regions:
+            hi, _ = regions[o]
+            produced = set()
+            for p in range(o, hi + 1):
+                produced.update(g["ops"][p]["out"])
+            ins = sorted({i for p in range(o, hi + 1) for i in g["ops"][p]["in"]
+                          if i not in produced})
+            outs = sorted(i for i in produced if last.get(i, -1) > hi or i == g["loss"])
+
+            def fn(*xs, _o=o, _hi=hi, _ins=ins, _outs=outs):
+                sub = dict(zip(_ins, xs))
+                return tuple(run_region(g, sub, _o, _hi, _outs))
+            res = policy.checkpoint_call(regions[o][1], fn, *[env[i] for i in ins])
+            for i, r in zip(outs, res):
+                env[i] = r
+            del res, r          # no Python local may outlive its last use
+            for i in ins:
+                if last.get(i, -1) <= hi and g["tensors"][i]["kind"] not in ("input", "param"):
+                    env.pop(i, None)
+            o = hi + 1
+        else:
+            run_region(g, env, o, o, [])
+            o += 1
+    loss = env[g["loss"]]
+    for i in list(env):         # the caller keeps its inputs and params
+        if g["tensors"][i]["kind"] not in ("input", "param"):
+            del env[i]
+    loss.backward()
+    return loss
+
+
+def run_remat(args):
+    """stdout of remat; the allocation shim is this process's business only
+    (an ASan build of remat refuses to start with it preloaded)."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return subprocess.run(args, check=True, capture_output=True, text=True,
+                          env=env).stdout
+
+
+def remat_json(remat, net, defs, extra):
+    cmd = [remat, "--json", "--runtime", "pytorch", "--optimizer", "sgd",
+           "--precision", "declared"] + defs + extra + [net]
+    return json.loads(run_remat(cmd))
+
+
+def main():
+    global METER
+    argv = sys.argv[1:]
+    tol = 0.001
+    emit = False
+    if "--tol" in argv:
+        i = argv.index("--tol")
+        tol = float(argv[i + 1])
+        del argv[i:i + 2]
+    if "--emit-torch" in argv:
+        argv.remove("--emit-torch")
+        emit = True
+    remat, net, defs = argv[0], argv[1], argv[2:]
+    src = open(net).read().replace("f16[", "bf16[").replace("bbf16[", "bf16[")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, os.path.basename(net))
+        open(path, "w").write(src)
+        g = json.loads(run_remat([remat, "--graph-json"] + defs + [path]))
+        policy = None
+        if emit:
+            py = os.path.join(tmp, "policy.py")
+            rep = remat_json(remat, path, defs, ["-O2", "--emit-torch", py])
+            import importlib.util
+            spec = importlib.util.spec_from_file_location("policy", py)
+            policy = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(policy)
+            want = policy.PREDICTED_PEAK
+        else:
+            rep = remat_json(remat, path, defs, [])
+            want = rep["peak_bytes"]
+    torch.set_num_threads(1)
+    env, held = make_leaves(g)
+    METER = Meter()
+    base = _lib.shim_bytes()
+    METER.peak = base
+    METER.base = base - held
+    with METER:
+        step(g, env, policy)
+    got = METER.peak - base + held
+    METER = None
+    diff = (want - got) / got
+    name = os.path.basename(net)
+    print("%-14s %-24s pytorch %12d  remat --runtime pytorch%s %12d  diff %+.4f%%"
+          % (name, " ".join(defs)[:24], got, " -O2 --emit-torch" if emit else "",
+             want, 100 * diff))
+    return 0 if abs(diff) <= tol else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
