@@ -92,6 +92,22 @@ bool diag_full(const Diag *d);          /* the error cap was reached */
 _Noreturn void diag_usage(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));  /* "remat: msg", exit 2 */
 
+/* ---------------------------------------------------------------- ir/util/suggest.c */
+
+/* "did you mean": feed the known words to suggest_add(), then
+ * suggest_hint() gives " (did you mean 'X'?)" for the nearest one within a
+ * few edits (letters compared case-blind), or "" when none is close. */
+typedef struct Suggest {
+	const char *word;       /* the unknown word */
+	char best[64];          /* the nearest candidate so far, or "" */
+	int dist;
+} Suggest;
+
+void suggest_init(Suggest *s, const char *word);
+void suggest_add(Suggest *s, const char *cand);
+void suggest_addn(Suggest *s, const char *cand, size_t len); /* not NUL-ended */
+const char *suggest_hint(const Suggest *s, char *buf, size_t n);
+
 /* ---------------------------------------------------------------- ir/graph.c */
 
 typedef enum Dtype {
@@ -225,7 +241,8 @@ typedef enum Optimizer {
 } Optimizer;
 
 const char *optimizer_name(Optimizer o);
-int optimizer_from_name(const char *s);  /* -1 if unknown */
+int optimizer_from_name(const char *s);  /* -1 if unknown; case-blind */
+extern const char *const optimizer_names[OPT_COUNT]; /* for "did you mean" */
 int optimizer_states(Optimizer o);       /* values per param element */
 
 /* Training settings: the train block's, overridden by flags. */
@@ -419,6 +436,13 @@ int shape_infer_op(Graph *g, int o, Diag *d);  /* one op; 0 on success */
  * Tensor.saved), its FLOPs, and creates grad(t) tensors (Tensor.grad).
  * Warns about grad-needing outputs that cannot reach the loss. */
 int autodiff(Graph *g, Diag *d);
+
+/* ---------------------------------------------------------------- passes/graph/warn.c */
+
+/* Warnings, not errors: one per dead branch (grad-needing ops that cannot
+ * reach the loss, after autodiff), one per input that no op reads. */
+void graph_warn_dead(const Graph *g, Diag *d);
+void graph_warn_unused_inputs(const Graph *g, Diag *d);
 
 /* ---------------------------------------------------------------- ir/dump.c */
 

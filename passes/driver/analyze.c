@@ -18,6 +18,7 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	ir_graph_init(&an->g, a, file);
 	if (net_instantiate(p, o, &an->g, d) || shape_infer(&an->g, d))
 		return 1;
+	graph_warn_unused_inputs(&an->g, d);
 	if (an->g.train && autodiff(&an->g, d))
 		return 1;
 	lower_graph(&an->g, &an->d, a);

@@ -467,7 +467,7 @@ test_errors_settings(void **state)
 	expect_error("dim N = 2;\ntrain { accumulate = 2; }\n",
 	             "t.net:2:22: error: accumulate = 2 needs a 'batch' dimension to split");
 	expect_error("train { optimizer = adamx; }\n",
-	             "t.net:1:21: error: unknown optimizer 'adamx' (expected sgd, momentum, "
+	             "t.net:1:21: error: unknown optimizer 'adamx' (did you mean 'adam'?) (expected sgd, momentum, "
 	             "adagrad, rmsprop, lion, adam or adamw)");
 	expect_error("train { precision = half; }\n",
 	             "t.net:1:21: error: unknown precision 'half' (expected declared or mixed)");
