@@ -88,7 +88,8 @@ usage(FILE *f)
 	      "  --help, --version\n"
 	      "\n"
 	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
-	      "(powers of 1000), or plain bytes.\n"
+	      "(powers of 1000), B, or plain bytes (at least 1 MiB without a unit);\n"
+	      "units are case-blind. See remat(1) and docs/ in the source tree.\n"
 	      "Exit status: 0 ok, 1 errors in the input, 2 usage, 3 budget unmet,\n"
 	      "4 internal error.\n", f);
 }
