@@ -3,7 +3,9 @@
 # Prints TAP. The fence's info string says what a sample is:
 #   ```net [FLAGS...]        a whole .net program; remat FLAGS model.net
 #                            must exit 0 with nothing on stderr
-#   ```net warns [FLAGS...]  the same, but stderr may hold warnings
+#   ```net warns [FLAGS...]  the same, but stderr may hold warnings; when
+#                            the next fence is ```text, they are exactly
+#                            its lines (source lines and carets left out)
 #   ```net fails [FLAGS...]  must exit 1; when the next fence is ```text,
 #                            its lines are the exact start of stderr (the
 #                            program is saved as model.net, so messages
@@ -46,14 +48,15 @@ FNR == 1 { infence = 0; pending = "" }
 	emit("kind", kind "\n"); emit("mode", mode "\n")
 	emit("where", FILENAME ":" start "\n"); emit("flags", flags "\n")
 	emit("body", body)
-	if (kind == "net" && mode == "fails") pending = dir
+	if (kind == "net" && mode != "ok") pending = dir
 	next
 }
 infence { body = body $0 "\n" }
 ' README.md docs/*.md
 
 n=$(find "$out" -mindepth 1 -maxdepth 1 -type d | wc -l)
-echo "1..$n"
+echo "1..$((n + 4))"
+
 i=0
 while [ $i -lt "$n" ]; do
 	i=$((i + 1))
@@ -78,6 +81,10 @@ while [ $i -lt "$n" ]; do
 		elif [ $rc -ne 0 ]; then
 			echo "not ok $i - $where: exit status $rc"
 			sed 's/^/# /' "$d/stderr" | head -10
+		elif [ $mode = warns ] && [ -f "$d/expect" ] &&
+		     ! grep ': warning: ' "$d/stderr" | diff -u "$d/expect" - >"$d/diff"; then
+			echo "not ok $i - $where: warnings differ"
+			sed 's/^/# /' "$d/diff"
 		elif [ $mode = ok ] && [ -s "$d/stderr" ]; then
 			echo "not ok $i - $where: unexpected diagnostics"
 			sed 's/^/# /' "$d/stderr" | head -10
@@ -123,3 +130,44 @@ while [ $i -lt "$n" ]; do
 		echo "ok $i - $where"
 	fi
 done
+
+# The op table and docs/ops.md list the same ops: one "### name" each.
+grep '^[[:space:]]*\[OP_[A-Z0-9_]*\] = ' ir/net/optab.c |
+	sed -n 's/^[^"]*"\([a-z_0-9]*\)".*/\1/p' | sort >"$out/optab.ops"
+sed -n 's/^### \([a-z_0-9]*\)$/\1/p' docs/ops.md | sort >"$out/doc.ops"
+if [ -s "$out/optab.ops" ] && diff -u "$out/optab.ops" "$out/doc.ops" >"$out/ops.diff"; then
+	echo "ok $((n + 1)) - docs/ops.md has a section for every op of ir/net/optab.c"
+else
+	echo "not ok $((n + 1)) - docs/ops.md and ir/net/optab.c list different ops"
+	sed 's/^/# /' "$out/ops.diff"
+fi
+
+# The man pages: remat-net(5)'s synopsis is a program that runs, it names
+# every op, and both pages render without a groff warning.
+sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' docs/remat-net.5 |
+	sed -n '/^\.nf/,/^\.fi/p' | grep -v '^\.' >"$out/synopsis.net"
+if "$REMAT" "$out/synopsis.net" >/dev/null 2>"$out/synopsis.err" &&
+   [ -s "$out/synopsis.net" ] && ! [ -s "$out/synopsis.err" ]; then
+	echo "ok $((n + 2)) - docs/remat-net.5: the synopsis runs"
+else
+	echo "not ok $((n + 2)) - docs/remat-net.5: the synopsis does not run"
+	sed 's/^/# /' "$out/synopsis.err"
+fi
+missing=""
+for op in $(cat "$out/optab.ops"); do
+	grep -q "\\<$op\\>" docs/remat-net.5 || missing="$missing $op"
+done
+if [ -z "$missing" ]; then
+	echo "ok $((n + 3)) - docs/remat-net.5 names every op"
+else
+	echo "not ok $((n + 3)) - docs/remat-net.5 lacks:$missing"
+fi
+if ! command -v groff >/dev/null 2>&1; then
+	echo "ok $((n + 4)) - man pages render # SKIP no groff"
+elif groff -man -ww -z docs/remat.1 docs/remat-net.5 2>"$out/groff.err" &&
+     ! [ -s "$out/groff.err" ]; then
+	echo "ok $((n + 4)) - man pages render without warnings"
+else
+	echo "not ok $((n + 4)) - man pages: groff warnings"
+	sed 's/^/# /' "$out/groff.err"
+fi
