@@ -4,6 +4,7 @@
  * and flags, and custom `op`s. Writes Graph.dims, ndims, batch_dim and
  * settings; the CustomOps that OP_CUSTOM ops point to. */
 #include <string.h>
+#include <strings.h>
 
 #include "inst.h"
 
@@ -135,8 +136,11 @@ dim_name(Inst *in, const Expr *e, int64_t *out, IsTensorFn is_tensor, const void
 		diag_error(in->d, e->loc, "'%s' is a def, not a dimension", e->name);
 	else if (is_tensor && is_tensor(in, scope, e->name))
 		diag_error(in->d, e->loc, "'%s' is a tensor, not a dimension", e->name);
-	else
-		diag_error(in->d, e->loc, "undefined dim '%s'", e->name);
+	else {
+		char hint[INST_HINTLEN];
+		diag_error(in->d, e->loc, "undefined dim '%s'%s", e->name,
+		           inst_hint_dim(in, e->name, hint, sizeof hint));
+	}
 	return false;
 }
 
@@ -475,18 +479,24 @@ train_setting(Inst *in, const Kv *kv, Settings *st, Loc *accloc)
 	const char *v;
 	int64_t k;
 
+	static const char *const keys[] = {"optimizer", "precision", "accumulate"};
+	static const char *const precisions[] = {"declared", "mixed"};
+	char hint[INST_HINTLEN];
+
 	if (!strcmp(kv->key.s, "optimizer")) {
 		if ((v = name_value(in, kv)) && optimizer_from_name(v) < 0)
-			diag_error(in->d, kv->e->loc, "unknown optimizer '%s' (expected sgd, "
-			           "momentum, adagrad, rmsprop, lion, adam or adamw)", v);
+			diag_error(in->d, kv->e->loc, "unknown optimizer '%s'%s (expected sgd, "
+			           "momentum, adagrad, rmsprop, lion, adam or adamw)", v,
+			           inst_hint_word(optimizer_names, OPT_COUNT, v, hint, sizeof hint));
 		else if (v)
 			st->optimizer = (Optimizer)optimizer_from_name(v);
 	} else if (!strcmp(kv->key.s, "precision")) {
-		if ((v = name_value(in, kv)) && strcmp(v, "declared") && strcmp(v, "mixed"))
+		if ((v = name_value(in, kv)) && strcasecmp(v, "declared") && strcasecmp(v, "mixed"))
 			diag_error(in->d, kv->e->loc,
-			           "unknown precision '%s' (expected declared or mixed)", v);
+			           "unknown precision '%s'%s (expected declared or mixed)", v,
+			           inst_hint_word(precisions, 2, v, hint, sizeof hint));
 		else if (v)
-			st->mixed = !strcmp(v, "mixed");
+			st->mixed = !strcasecmp(v, "mixed");
 	} else if (!strcmp(kv->key.s, "accumulate")) {
 		if (!eval_const(in, kv->e, &k))
 			return;
@@ -498,8 +508,9 @@ train_setting(Inst *in, const Kv *kv, Settings *st, Loc *accloc)
 			*accloc = kv->e->loc;
 		}
 	} else
-		diag_error(in->d, kv->key.loc, "unknown train setting '%s' (expected "
-		           "optimizer, precision or accumulate)", kv->key.s);
+		diag_error(in->d, kv->key.loc, "unknown train setting '%s'%s (expected "
+		           "optimizer, precision or accumulate)", kv->key.s,
+		           inst_hint_word(keys, 3, kv->key.s, hint, sizeof hint));
 }
 
 static void

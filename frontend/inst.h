@@ -97,4 +97,15 @@ void inst_defs(Inst *in);
 void inst_dims_and_settings(Inst *in);
 void inst_customs(Inst *in);
 
+/* frontend/hints.c: " (did you mean 'X'?)" into buf, or "" when no known
+ * word is close: a tensor name visible in scope instance `scope`, an op
+ * (built-in, def or custom), a dim, or one of a fixed list of words. */
+#define INST_HINTLEN 96
+const char *inst_hint_name(Inst *in, int scope, bool top, const char *word,
+                           char *buf, size_t n);
+const char *inst_hint_op(Inst *in, const char *word, char *buf, size_t n);
+const char *inst_hint_dim(Inst *in, const char *word, char *buf, size_t n);
+const char *inst_hint_word(const char *const *words, int nwords, const char *word,
+                           char *buf, size_t n);
+
 #endif

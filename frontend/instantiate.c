@@ -210,8 +210,11 @@ lookup(Inst *in, Scope *sc, const Expr *e)
 	else if (!sc->top && map_find(&in->names, e->name, 0))
 		diag_error(in->d, e->loc, "undefined name '%s' (a def does not see "
 		           "top-level bindings)", e->name);
-	else
-		diag_error(in->d, e->loc, "undefined name '%s'", e->name);
+	else {
+		char hint[INST_HINTLEN];
+		diag_error(in->d, e->loc, "undefined name '%s'%s", e->name,
+		           inst_hint_name(in, sc->id, sc->top, e->name, hint, sizeof hint));
+	}
 	return poison;
 }
 
@@ -522,7 +525,9 @@ call(Inst *in, Scope *sc, const Expr *e, Namer *nm, bool root)
 		return call_custom(in, sc, e, &in->custom[*k], nm, root);
 	if ((b = ir_op_from_name(e->name)) >= 0)
 		return call_builtin(in, sc, e, (OpKind)b, nm, root);
-	diag_error(in->d, e->loc, "unknown op '%s'", e->name);
+	char hint[INST_HINTLEN];
+	diag_error(in->d, e->loc, "unknown op '%s'%s", e->name,
+	           inst_hint_op(in, e->name, hint, sizeof hint));
 	return poison;
 }
 

@@ -153,6 +153,8 @@ args: expr				{ $$ = ast_args(ast, NULL, NULL, L(@1), $1); }
 	| IDENT '=' expr		{ $$ = ast_args(ast, NULL, $1, L(@1), $3); }
 	| args ',' expr			{ $$ = ast_args(ast, $1, NULL, L(@3), $3); }
 	| args ',' IDENT '=' expr	{ $$ = ast_args(ast, $1, $3, L(@3), $5); }
+	| DIM '=' expr			{ $$ = ast_args(ast, NULL, "dim", L(@1), $3); }
+	| args ',' DIM '=' expr		{ $$ = ast_args(ast, $1, "dim", L(@3), $5); }
 	;
 
 args_opt: %empty			{ $$ = NULL; }

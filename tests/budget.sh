@@ -19,17 +19,17 @@ for case in "examples/gpt2.net -DB=2 -DS=16 -DD=32 -DH=2 -DL=4 -DV=64" \
 	set -- $case
 	name=$1
 	p=$("$REMAT" -O2 --json "$@" | num peak_bytes)
-	out=$("$REMAT" --budget "$p" --json "$@")
+	out=$("$REMAT" --budget "${p}B" --json "$@")
 	rc=$?
 	got=$(echo "$out" | num peak_bytes)
 	rec=$(echo "$out" | sed -n 's/.*"recompute": \([0-9]*\)}.*/\1/p' | head -1)
 	if [ $rc -eq 0 ] && [ "$got" -le "$p" ]; then ok "$name: budget = -O2 peak $p fits"
 	else bad "$name: budget = -O2 peak $p: exit $rc, peak $got"; fi
-	out2=$("$REMAT" --budget $((p * 2)) --json "$@")
+	out2=$("$REMAT" --budget "$((p * 2))B" --json "$@")
 	rec2=$(echo "$out2" | sed -n 's/.*"recompute": \([0-9]*\)}.*/\1/p' | head -1)
 	if [ "$rec2" -le "$rec" ]; then ok "$name: twice the budget recomputes no more"
 	else bad "$name: twice the budget recomputes $rec2 > $rec"; fi
-	"$REMAT" --budget 1 "$@" >"${TMPDIR:-/tmp}/remat-budget.$$" 2>"${TMPDIR:-/tmp}/remat-budget.$$.err"
+	"$REMAT" --budget 1B "$@" >"${TMPDIR:-/tmp}/remat-budget.$$" 2>"${TMPDIR:-/tmp}/remat-budget.$$.err"
 	rc=$?
 	msg=$(cat "${TMPDIR:-/tmp}/remat-budget.$$.err")
 	if [ $rc -eq 3 ] && [ ! -s "${TMPDIR:-/tmp}/remat-budget.$$" ]; then ok "$name: budget 1 exits 3"

@@ -1,6 +1,7 @@
 /* ir/net/graph.c -- dtypes, optimizers, and building the flat graph: tensors
  * and ops appended in program order, linked by index. */
 #include <string.h>
+#include <strings.h>
 
 #include "ir.h"
 
@@ -73,10 +74,14 @@ int
 optimizer_from_name(const char *s)
 {
 	for (int i = 0; i < OPT_COUNT; i++)
-		if (!strcmp(optimizers[i].name, s))
+		if (!strcasecmp(optimizers[i].name, s))  /* AdamW is adamw */
 			return i;
 	return -1;
 }
+
+const char *const optimizer_names[OPT_COUNT] = {
+	"sgd", "momentum", "adagrad", "rmsprop", "lion", "adam", "adamw",
+};
 
 int
 optimizer_states(Optimizer o)

@@ -161,7 +161,8 @@ typedef enum Optimizer {
 } Optimizer;
 
 const char *optimizer_name(Optimizer o);
-int optimizer_from_name(const char *s);  /* -1 if unknown */
+int optimizer_from_name(const char *s);  /* -1 if unknown; case-blind */
+extern const char *const optimizer_names[OPT_COUNT]; /* for "did you mean" */
 int optimizer_states(Optimizer o);       /* values per param element */
 
 /* Training settings: the train block's, overridden by flags. */

@@ -291,6 +291,33 @@ set_positional(OpKind k, OpParams *p, int pos, const AttrValue *v)
 	return NULL;
 }
 
+/* PyTorch spells `axis=` as `dim=`: an op with an axis takes either. */
+static const char *
+attr_alias(const OpInfo *info, const char *name)
+{
+	if (!strcmp(name, "dim") && word_index(info->attrs, "axis") >= 0)
+		return "axis";
+	return name;
+}
+
+/* "op 'softmax' has no attribute 'axs' (did you mean 'axis'?)" */
+static const char *
+no_attr(const OpInfo *info, const char *name)
+{
+	char hint[96];
+	Suggest sg;
+
+	suggest_init(&sg, name);
+	for (const char *a = info->attrs; *a; a += strspn(a, " ")) {
+		size_t len = strcspn(a, " ");
+		suggest_addn(&sg, a, len);
+		a += len;
+	}
+	snprintf(msg, sizeof msg, "op '%s' has no attribute '%s'%s",
+	         info->name, name, suggest_hint(&sg, hint, sizeof hint));
+	return msg;
+}
+
 const char *
 ir_set_attr(OpKind k, OpParams *p, const char *name, int pos,
             const AttrValue *v)
@@ -302,12 +329,10 @@ ir_set_attr(OpKind k, OpParams *p, const char *name, int pos,
 	info = &ir_optab[k];
 	if (!name)
 		return set_positional(k, p, pos, v);
+	name = attr_alias(info, name);
 	idx = word_index(info->attrs, name);
-	if (idx < 0) {
-		snprintf(msg, sizeof msg, "op '%s' has no attribute '%s'",
-		         info->name, name);
-		return msg;
-	}
+	if (idx < 0)
+		return no_attr(info, name);
 	if (p->given & (1u << idx)) {
 		snprintf(msg, sizeof msg, "attribute '%s' of '%s' given twice",
 		         name, info->name);
@@ -328,7 +353,7 @@ ir_set_attr(OpKind k, OpParams *p, const char *name, int pos,
 bool
 ir_attr_given(OpKind k, const OpParams *p, const char *name)
 {
-	int idx = word_index(ir_optab[k].attrs, name);
+	int idx = word_index(ir_optab[k].attrs, attr_alias(&ir_optab[k], name));
 
 	return idx >= 0 && (p->given & (1u << idx));
 }

@@ -82,6 +82,22 @@ bool diag_full(const Diag *d);          /* the error cap was reached */
 _Noreturn void diag_usage(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));  /* "remat: msg", exit 2 */
 
+/* ---------------------------------------------------------------- ir/util/suggest.c */
+
+/* "did you mean": feed the known words to suggest_add(), then
+ * suggest_hint() gives " (did you mean 'X'?)" for the nearest one within a
+ * few edits (letters compared case-blind), or "" when none is close. */
+typedef struct Suggest {
+	const char *word;       /* the unknown word */
+	char best[64];          /* the nearest candidate so far, or "" */
+	int dist;
+} Suggest;
+
+void suggest_init(Suggest *s, const char *word);
+void suggest_add(Suggest *s, const char *cand);
+void suggest_addn(Suggest *s, const char *cand, size_t len); /* not NUL-ended */
+const char *suggest_hint(const Suggest *s, char *buf, size_t n);
+
 /* ---------------------------------------------------------------- ir/util/clock.c */
 
 double util_now(void);                  /* monotonic clock, in seconds */

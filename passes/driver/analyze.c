@@ -158,6 +158,7 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 		return 1;
 	if ((rc = after_pass(an, PASS_SHAPE, NULL, po, a)))
 		return rc;
+	graph_warn_unused_inputs(&an->g, d);
 	if (an->g.train && autodiff(&an->g, d))
 		return 1;
 	if ((rc = after_pass(an, PASS_AUTODIFF, NULL, po, a)))

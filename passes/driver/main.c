@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,8 @@ typedef struct Options {
 	bool checkmate;
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
 	ReportOptions report;
+	/* flags given, for the no-effect warnings of warn_no_effect() */
+	bool max_recompute_set, top_set;
 } Options;
 
 enum {
@@ -132,14 +135,16 @@ usage(FILE *f)
 	      "  --help, --version\n"
 	      "\n"
 	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
-	      "(powers of 1000), or plain bytes.\n"
+	      "(powers of 1000), B, or plain bytes (at least 1 MiB without a unit);\n"
+	      "units are case-blind. See remat(1) and docs/ in the source tree.\n"
 	      "Exit status: 0 ok, 1 errors in the input, 2 usage, 3 budget unmet,\n"
 	      "4 internal error.\n", f);
 }
 
-/* parse_size: "12GiB", "1.5G", "800MB", "4096" -> bytes; -1 if malformed. */
+/* parse_size: "12GiB", "1.5G", "800MB", "80gb", "4096" -> bytes; -1 if
+ * malformed. Units are case-blind; *unit says whether one was written. */
 static int64_t
-parse_size(const char *s)
+parse_size_unit(const char *s, bool *unit)
 {
 	static const struct { const char *suffix; double mult; } units[] = {
 		{"", 1}, {"B", 1},
@@ -154,13 +159,30 @@ parse_size(const char *s)
 	v = strtod(s, &end);
 	if (end == s || errno || !(v >= 0) || isinf(v))
 		return -1;
+	*unit = *end != 0;
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-		if (strcmp(end, units[i].suffix))
+		if (strcasecmp(end, units[i].suffix))
 			continue;
 		v = ceil(v * units[i].mult);
 		return v < 9.2e18 ? (int64_t)v : -1;
 	}
 	return -1;
+}
+
+/* A size flag's value. A number without a unit is bytes, but `--budget 80`
+ * almost always means 80 GiB: below 1 MiB, plain bytes must say "B". */
+static int64_t
+parse_size(const char *opt, const char *s, const char *example)
+{
+	bool unit = false;
+	int64_t v = parse_size_unit(s, &unit);
+
+	if (v < 0)
+		diag_usage("%s: cannot read size '%s' (e.g. %s)", opt, s, example);
+	if (!unit && v < ((int64_t)1 << 20))
+		diag_usage("%s %s: a size needs a unit (e.g. %sGiB, %sGB, or %sB for "
+		           "bytes)", opt, s, s, s, s);
+	return v;
 }
 
 static int64_t
@@ -254,16 +276,23 @@ parse_option(Options *o, int c, char *arg)
 	case 'o': o->out = arg; break;
 	case OPT_INFER: o->net.infer_set = o->net.infer = true; break;
 	case OPT_OPTIMIZER:
-		if ((k = optimizer_from_name(arg)) < 0)
-			diag_usage("unknown optimizer '%s' (sgd momentum adagrad rmsprop lion adam adamw)", arg);
+		if ((k = optimizer_from_name(arg)) < 0) {
+			char hint[96];
+			Suggest sg;
+			suggest_init(&sg, arg);
+			for (int i = 0; i < OPT_COUNT; i++)
+				suggest_add(&sg, optimizer_names[i]);
+			diag_usage("unknown optimizer '%s'%s (sgd momentum adagrad rmsprop lion adam adamw)",
+			           arg, suggest_hint(&sg, hint, sizeof hint));
+		}
 		o->net.optimizer_set = true;
 		o->net.optimizer = (Optimizer)k;
 		break;
 	case OPT_PRECISION:
-		if (strcmp(arg, "declared") && strcmp(arg, "mixed"))
+		if (strcasecmp(arg, "declared") && strcasecmp(arg, "mixed"))
 			diag_usage("--precision must be 'declared' or 'mixed', not '%s'", arg);
 		o->net.precision_set = true;
-		o->net.mixed = !strcmp(arg, "mixed");
+		o->net.mixed = !strcasecmp(arg, "mixed");
 		break;
 	case OPT_ACCUMULATE:
 		o->net.accumulate_set = true;
@@ -283,8 +312,8 @@ parse_option(Options *o, int c, char *arg)
 		o->net.dist.zero = (int)k64;
 		break;
 	case OPT_BUCKET:
-		if ((o->net.dist.bucket = parse_size(arg)) <= 0)
-			diag_usage("--bucket: cannot read size '%s' (e.g. 25MiB)", arg);
+		if ((o->net.dist.bucket = parse_size("--bucket", arg, "25MiB")) <= 0)
+			diag_usage("--bucket: must be at least one byte");
 		break;
 	case OPT_OFFLOAD: parse_offload(o, arg); break;
 	case OPT_ZERO_TABLE: o->zero_table = true; break;
@@ -307,6 +336,7 @@ parse_option(Options *o, int c, char *arg)
 	case OPT_JSON: o->json = true; break;
 	case OPT_MAX_RECOMPUTE: {
 		char *end;
+		o->max_recompute_set = true;
 		if (!strcmp(arg, "inf")) {
 			o->goal.max_recompute = -1;
 			break;
@@ -319,21 +349,22 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	}
 	case OPT_BUDGET:
-		if ((o->goal.budget = parse_size(arg)) < 0)
-			diag_usage("--budget: cannot read size '%s' (e.g. 12GiB, 800MB, 4096)", arg);
+		o->goal.budget = parse_size("--budget", arg, "12GiB, 800MB, 4096B");
 		break;
 	case OPT_EXACT: o->goal.exact = true; break;
 	case OPT_VERIFY: o->verify = true; break;
 	case OPT_MAX_BATCH:
-		if ((o->max_batch = parse_size(arg)) < 0)
-			diag_usage("--max-batch: cannot read size '%s' (e.g. 80GiB)", arg);
+		o->max_batch = parse_size("--max-batch", arg, "80GiB");
 		break;
 	case OPT_IMPORT:
 		if (strcmp(arg, "checkmate"))
 			diag_usage("--import: unknown format '%s' (only 'checkmate')", arg);
 		o->checkmate = true;
 		break;
-	case OPT_TOP: o->report.top = (int)parse_count("--top", arg, 0); break;
+	case OPT_TOP:
+		o->report.top = (int)parse_count("--top", arg, 0);
+		o->top_set = true;
+		break;
 	case OPT_BYTES: o->report.exact_bytes = true; break;
 	case OPT_STATS: o->stats = true; break;
 	case OPT_RUNTIME:
@@ -348,13 +379,53 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_EMIT_TORCH: o->emit_torch = arg; break;
 	case OPT_RESERVE:
-		if ((o->gpu.reserve = parse_size(arg)) < 0)
-			diag_usage("--reserve: cannot read size '%s' (e.g. 1GiB, 800MB)", arg);
+		o->gpu.reserve = parse_size("--reserve", arg, "1GiB, 800MB");
 		break;
 	case OPT_HELP: usage(stdout); exit(0);
 	case OPT_VERSION: puts("remat " PACKAGE_VERSION); exit(0);
 	default: diag_usage("unknown option");
 	}
+}
+
+/* "unknown option '--bugdet' (did you mean '--budget'?)" */
+static _Noreturn void
+unknown_option(const char *arg)
+{
+	char word[64], hint[96];
+	Suggest sg;
+
+	snprintf(word, sizeof word, "%.*s", (int)strcspn(arg, "="), arg);
+	suggest_init(&sg, word);
+	for (const struct option *lo = long_options; lo->name; lo++) {
+		char cand[64];
+		snprintf(cand, sizeof cand, "--%s", lo->name);
+		suggest_add(&sg, cand);
+	}
+	diag_usage("unknown option '%s'%s", word, suggest_hint(&sg, hint, sizeof hint));
+}
+
+/* Flags that the chosen level or output makes moot: said, not fatal. */
+static void
+warn_no_effect(const Options *o)
+{
+	const char *out = o->json ? "--json" : o->dump_ir ? "--dump-ir"
+	                  : o->max_batch >= 0 ? "--max-batch" : NULL;
+
+	if (o->max_recompute_set && o->goal.budget >= 0)
+		fprintf(stderr, "remat: warning: --max-recompute has no effect with "
+		        "--budget (a budget has no recompute cap)\n");
+	else if (o->max_recompute_set && o->goal.level < 2)
+		fprintf(stderr, "remat: warning: --max-recompute has no effect at -O%d "
+		        "(it caps -O2 and -O3)\n", o->goal.level);
+	if (out && (o->top_set || o->report.exact_bytes))
+		fprintf(stderr, "remat: warning: %s has no effect with %s (it shapes "
+		        "the human report)\n", o->top_set ? "--top" : "--bytes", out);
+	if (o->verify && o->dump_ir)
+		fprintf(stderr, "remat: warning: --verify has no effect with --dump-ir "
+		        "(nothing is scheduled)\n");
+	if (o->out && (o->dump_ir || o->max_batch >= 0))
+		fprintf(stderr, "remat: warning: -o has no effect with %s (no program "
+		        "is generated)\n", o->dump_ir ? "--dump-ir" : "--max-batch");
 }
 
 static void
@@ -374,7 +445,7 @@ parse_args(Options *o, int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":D:O:o:d:", long_options, NULL)) != -1) {
 		if (c == '?')
-			diag_usage("unknown option '%s'", argv[optind - 1]);
+			unknown_option(argv[optind - 1]);
 		if (c == ':')
 			diag_usage("option '%s' needs a value", argv[optind - 1]);
 		parse_option(o, c, optarg);
@@ -420,6 +491,7 @@ parse_args(Options *o, int argc, char **argv)
 		           o->gpu.preset->name);
 	if (o->net.pytorch && o->out)
 		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
+	warn_no_effect(o);
 }
 
 /* Reads the whole file (or stdin for "-"); exits 1 with a message. */

@@ -66,27 +66,21 @@ check_loss(Graph *g, Diag *d)
 	return 0;
 }
 
-/* Walks ops backwards from the loss: has_backward, reaches_output, and a
- * warning for each grad-needing op that cannot reach the loss. */
+/* Walks ops backwards from the loss: has_backward and reaches_output. */
 static void
-mark_reach(Graph *g, Diag *d)
+mark_reach(Graph *g)
 {
 	for (int t = 0; t < g->nt; t++)
 		g->t[t].reaches_output = false;
 	g->t[g->loss].reaches_output = true;
 	for (int o = g->nop - 1; o >= 0; o--) {
 		Op *op = &g->op[o];
-		bool need = false, reach = false;
+		bool reach = false;
 		for (int i = 0; i < op->nout; i++) {
 			const Tensor *t = &g->t[op->out[i]];
-			need |= t->needs_grad;
 			reach |= t->needs_grad && t->reaches_output;
 		}
 		op->has_backward = reach;
-		if (need && !reach)
-			diag_warning(d, op->loc, "'%s' needs grad but does not reach "
-			             "the training output '%s'; it has no backward",
-			             g->t[op->out[0]].id, g->t[g->loss].id);
 		if (!reach)
 			continue;
 		for (int i = 0; i < op->nin; i++)
@@ -233,7 +227,8 @@ autodiff(Graph *g, Diag *d)
 		return 0;
 	if (check_loss(g, d))
 		return d->nerrors - before;
-	mark_reach(g, d);
+	mark_reach(g);
+	graph_warn_dead(g, d);
 	for (int o = 0; o < g->nop; o++) {
 		Op *op = &g->op[o];
 		if (!op->has_backward)

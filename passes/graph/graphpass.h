@@ -31,6 +31,12 @@ int autodiff(Graph *g, Diag *d);
  * conventions above. g has been through shape_infer and autodiff. */
 void lower_graph(const Graph *g, Dag *d, Arena *a);
 
+/* ---------------------------------------------------------------- passes/graph/warn.c */
+/* Warnings, not errors: one per dead branch (grad-needing ops that cannot
+ * reach the loss, after autodiff), one per input that no op reads. */
+void graph_warn_dead(const Graph *g, Diag *d);
+void graph_warn_unused_inputs(const Graph *g, Diag *d);
+
 /* ---------------------------------------------------------------- passes/graph/lower_torch.c */
 /* --runtime pytorch: rewrites the Dag lower_graph made so that it counts
  * PyTorch eager autograd's allocations (docs/runtime-pytorch.md): views and

@@ -123,11 +123,12 @@ for net in $nets; do
 	peak=$(field "predicted peak" "$out/$ex-O0.tracked")
 	budget=$(( ${peak:-0} * 4 / 5 ))
 	# shellcheck disable=SC2086
-	"$REMAT" --budget $budget $flags "$SRCDIR/examples/$net" >/dev/null 2>"$out/$ex-b.probe"
+	# (sizes in plain bytes say "B": a bare number under 1 MiB is refused)
+	"$REMAT" --budget ${budget}B $flags "$SRCDIR/examples/$net" >/dev/null 2>"$out/$ex-b.probe"
 	low=$(sed -n 's/.*smallest peak found: \([0-9]*\) bytes.*/\1/p' "$out/$ex-b.probe")
 	[ -n "$low" ] && budget=$low
 	# shellcheck disable=SC2086
-	run_one "$ex --budget $budget" "$out/$ex-budget" --budget $budget $flags \
+	run_one "$ex --budget $budget" "$out/$ex-budget" --budget ${budget}B $flags \
 		"$SRCDIR/examples/$net"
 done
 

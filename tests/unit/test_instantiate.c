@@ -467,7 +467,7 @@ test_errors_settings(void **state)
 	expect_error("dim N = 2;\ntrain { accumulate = 2; }\n",
 	             "t.net:2:22: error: accumulate = 2 needs a 'batch' dimension to split");
 	expect_error("train { optimizer = adamx; }\n",
-	             "t.net:1:21: error: unknown optimizer 'adamx' (expected sgd, momentum, "
+	             "t.net:1:21: error: unknown optimizer 'adamx' (did you mean 'adam'?) (expected sgd, momentum, "
 	             "adagrad, rmsprop, lion, adam or adamw)");
 	expect_error("train { precision = half; }\n",
 	             "t.net:1:21: error: unknown precision 'half' (expected declared or mixed)");
@@ -544,6 +544,52 @@ test_reinstantiate_and_cap(void **state)
 	ar_free(&a);
 }
 
+/* PyTorch spellings: dim= for axis= (negative too), True/False, AdamW and
+ * MIXED in any case; and the did-you-mean hints of the frontend. */
+static void
+test_pytorch_habits(void **state)
+{
+	Run *r = run("dim B = 2, H = 2, S = 4, E = 8;\n"
+	             "train { optimizer = AdamW; precision = MIXED; }\n"
+	             "param q : f16[B, H, S, E];\n"
+	             "a = attention(q, q, q, causal=True);\n"
+	             "b = attention(q, q, q, causal=False);\n"
+	             "s = softmax(a + b, dim=-2);\n"
+	             "m = mean(s, dim=1);\n"
+	             "loss = sum(m);\n"
+	             "output loss;\n");
+	const Op *op;
+
+	(void)state;
+	assert_int_equal(r->nerr, 0);
+	assert_int_equal(r->g.settings.optimizer, OPT_ADAMW);
+	assert_true(r->g.settings.mixed);
+	op = &r->g.op[r->g.t[tensor(r, "a")].producer];
+	assert_true(op->p->causal);
+	op = &r->g.op[r->g.t[tensor(r, "b")].producer];
+	assert_false(op->p->causal);
+	op = &r->g.op[r->g.t[tensor(r, "s")].producer];
+	assert_int_equal(op->p->axis, -2);
+	op = &r->g.op[r->g.t[tensor(r, "m")].producer];
+	assert_int_equal(op->p->axis, 1);
+	assert_true(op->p->has_axis);
+	done(r);
+	expect_error("param w : f32[4];\nx = softmax(w, axis=0, dim=0);\n",
+	             "t.net:2:24: error: attribute 'axis' of 'softmax' given twice");
+	expect_error("param w : f32[4];\nx = relu(w, dim=0);\n",
+	             "t.net:2:13: error: op 'relu' has no attribute 'dim'");
+	expect_error("param weight : f32[4];\nx = relu(wieght);\n",
+	             "t.net:2:10: error: undefined name 'wieght' (did you mean 'weight'?)");
+	expect_error("def block(x) { return x; }\nparam w : f32[4];\nx = blok(w);\n",
+	             "t.net:3:5: error: unknown op 'blok' (did you mean 'block'?)");
+	expect_error("param w : f32[4];\nx = Softmax(w);\n",
+	             "t.net:2:5: error: unknown op 'Softmax' (did you mean 'softmax'?)");
+	expect_error("dim Hidden = 4;\nparam w : f32[Hiden];\n",
+	             "t.net:2:15: error: undefined dim 'Hiden' (did you mean 'Hidden'?)");
+	expect_error("param w : f32[4];\nx = frobnicate(w);\n",
+	             "t.net:2:5: error: unknown op 'frobnicate'");
+}
+
 int
 main(void)
 {
@@ -566,6 +612,7 @@ main(void)
 		cmocka_unit_test(test_errors_placement),
 		cmocka_unit_test(test_poison_and_many_errors),
 		cmocka_unit_test(test_reinstantiate_and_cap),
+		cmocka_unit_test(test_pytorch_habits),
 	};
 	return cmocka_run_group_tests_name("instantiate", tests, NULL, NULL);
 }
