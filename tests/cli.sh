@@ -45,7 +45,7 @@ check 0 "" --budget 80GIB
 check 0 "" --max-batch 1mib
 check 2 "remat: --budget 80: a size needs a unit (e.g. 80GiB, 80GB, or 80B for bytes)
 $try" --budget 80
-check 3 "error: no schedule fits in 80 bytes; smallest peak found: 2816 bytes" --budget 80B
+check 3 "error: no schedule fits in 80 bytes; smallest peak found: 2816 bytes (0.00 GiB)" --budget 80B
 check 0 "" --budget 1048576
 check 0 "" --optimizer AdamW --precision MIXED
 check 0 "remat: warning: --max-recompute has no effect at -O0 (it caps -O2 and -O3)" \
