@@ -73,6 +73,14 @@ typedef struct RmPool {
 	int n, cap;
 } RmPool;
 
+/* Every work budget of -O2, filled in one place (rm_plan_o2's recipe in
+ * remat_o2.c) from the graph's size: counts, never clocks. */
+typedef struct RmEffort {
+	long chain_work;        /* remat_chain.c: DP steps per bound tried */
+	int chain_minwin;       /* and the fewest pieces a segment may span */
+	int chain_plans;        /* bounds swept above the smallest met */
+} RmEffort;
+
 /* passes/remat.c */
 void rm_ctx_init(RmCtx *C, const Dag *d);
 void rm_ctx_free(RmCtx *C);
@@ -94,6 +102,10 @@ int rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a,
 void rm_checkpoint_state(const RmCtx *C, const bool *keep, unsigned char *st);
 void rm_plan_o1(RmCtx *C, RmPool *pool);
 void rm_chain_sweep(RmCtx *C, RmPool *pool);
+
+/* passes/remat_chain.c */
+/* Checkpoint plans from the peak-bounded chain DP with true costs. */
+void rm_chain_plans(RmCtx *C, RmPool *pool, const RmEffort *e);
 
 /* passes/remat_o2.c */
 void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);

@@ -404,8 +404,11 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 
 	if (goal->budget < 0 && goal->max_recompute >= 0)
 		cap = goal->max_recompute * (double)C->d->forward_cost;
+	RmEffort eff = {.chain_work = 2000000, .chain_minwin = 64,
+	                .chain_plans = 24};
 	rm_plan_o1(C, pool);
 	rm_chain_sweep(C, pool);
+	rm_chain_plans(C, pool, &eff);
 	if (C->n > 20000)
 		return;
 	if (evals > 20000)

@@ -1,0 +1,286 @@
+/* passes/plan/remat_chain.c -- -O2's checkpoint chain: a peak-bounded DP
+ * over the cut nodes of the forward graph (articulation points: nothing an
+ * earlier forward node makes is read by a forward node after them) with
+ * true costs, then each chosen checkpoint set as a plan in the pool.
+ *
+ * The forward splits at the cuts into pieces. Keeping cut k costs the bytes
+ * its outputs keep alive (a view costs its base), whether or not backward
+ * saves them. Back-propagating the segment between two kept cuts i < k
+ * holds: the checkpoints kept up to i, cut k, the bytes backward saves from
+ * the segment's nodes (each base counted once), and what else is live then
+ * -- the background: the -O0 schedule's memory at each backward step less
+ * every forward-made instance (param grads, gradients, workspace, logits'
+ * gradient at the loss). So the plan's peak is about
+ *   max over segments (i, k] of dp(i) + c(k) + W(i, k) + G(i, k),
+ * dp(i) the checkpoint bytes kept up to i. For a bound P the DP finds the
+ * checkpoint set that meets it with the fewest kept bytes (which is what
+ * the later segments need too, so the minimum is exact); P is bisected to
+ * the smallest it can meet, then swept up a little, and every distinct set
+ * is scored by lv_eval (the model only steers).
+ *
+ * A plan keeps every gap of a kept cut's outputs and drops, for every other
+ * forward tensor, the gap from its last forward use to backward and its
+ * tail: a segment is recomputed from its checkpoint (the forward-only
+ * tensors inside it only while recomputing), never from stale instances
+ * left alive (Chen et al.'s segments). Reads the Dag and the gap table;
+ * allocates from one arena per call. */
+#include <string.h>
+
+#include "remat_int.h"
+
+typedef struct Chain {
+	const RmCtx *C;
+	Arena *a;
+	int r;                  /* cuts; boundaries 0 (start) .. r + 1 (end) */
+	int *cut;               /* [r + 2] boundary's node (-1 at 0, r + 1) */
+	int64_t *c;             /* [r + 2] bytes a kept cut keeps alive */
+	int64_t *sb;            /* [r + 2] of those, what backward saves anyway */
+	int64_t *sw;            /* [r + 2] prefix: saved bytes of pieces 1..k */
+	int64_t *g;             /* [r + 2] background while piece k runs backward */
+	int64_t *dp;            /* [r + 2] the DP's kept bytes, INT64_MAX: none */
+	int *par;               /* [r + 2] previous kept boundary */
+	int win;                /* most pieces a segment may span */
+} Chain;
+
+static bool
+is_fwd(const RmCtx *C, int v)
+{
+	return !C->d->node[v].once && !C->d->node[v].is_backward;
+}
+
+/* The tensor owning t's storage, or -1 when it owns nothing (param views). */
+static int
+root(const Dag *d, int t)
+{
+	for (int i = 0; i < 64 && t >= 0; i++) {
+		if (d->t[t].persistent_view)
+			return -1;
+		if (d->t[t].view_src < 0)
+			return t;
+		t = d->t[t].view_src;
+	}
+	return t;
+}
+
+/* The cut nodes, by the reach of every earlier forward node's outputs over
+ * later forward uses; piece[v] for every forward node. */
+static void
+find_cuts(Chain *K, int *piece)
+{
+	const RmCtx *C = K->C;
+	const Dag *d = C->d;
+	int *lastfwd = ar_alloc(K->a, sizeof *lastfwd * ((size_t)d->nt + 1));
+	int reach = -1;
+
+	K->cut = ar_alloc(K->a, sizeof *K->cut * ((size_t)d->nnode + 2));
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		if (is_fwd(C, v))
+			for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
+				lastfwd[C->use[k]] = x;
+	}
+	K->r = 0;
+	K->cut[0] = -1;
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		if (!is_fwd(C, v))
+			continue;
+		piece[v] = K->r + 1;
+		if (reach <= x)
+			K->cut[++K->r] = v;
+		for (int j = 0; j < d->node[v].nout; j++)
+			if (lastfwd[d->node[v].out[j]] > reach)
+				reach = lastfwd[d->node[v].out[j]];
+	}
+	/* a node after the last cut belongs to the end piece; a cut's node
+	 * ends its piece */
+	for (int k = 1; k <= K->r; k++)
+		piece[K->cut[k]] = k;
+	K->cut[K->r + 1] = -1;
+}
+
+/* Costs: c and sb per cut, sw per piece (each saved base once). */
+static void
+chain_costs(Chain *K, const int *piece)
+{
+	const RmCtx *C = K->C;
+	const Dag *d = C->d;
+	bool *counted = ar_alloc(K->a, (size_t)d->nt + 1);
+	int n2 = K->r + 2;
+
+	K->c = ar_alloc(K->a, sizeof *K->c * (size_t)n2);
+	K->sb = ar_alloc(K->a, sizeof *K->sb * (size_t)n2);
+	K->sw = ar_alloc(K->a, sizeof *K->sw * (size_t)n2);
+	for (int k = 1; k <= K->r; k++) {
+		const DagNode *n = &d->node[K->cut[k]];
+		for (int j = 0; j < n->nout; j++) {
+			int t = n->out[j], rt = root(d, t);
+			if (rt >= 0 && C->gofs[t + 1] - C->gofs[t] > 1)
+				K->c[k] += d->t[rt].bytes;
+		}
+	}
+	for (int t = 0; t < d->nt; t++) {
+		int rt = root(d, t), p = C->prod[t];
+		if (C->longgap[t] < 0 || rt < 0 || counted[rt] || p < 0 || !is_fwd(C, p))
+			continue;
+		counted[rt] = true;
+		K->sw[piece[p]] += d->t[rt].bytes;
+		if (piece[p] <= K->r && K->cut[piece[p]] == p)
+			K->sb[piece[p]] += d->t[rt].bytes;
+	}
+	for (int k = 1; k < n2; k++)
+		K->sw[k] += K->sw[k - 1];
+}
+
+/* The background: -O0's memory at each backward node less the forward-made
+ * instances, the most over the backward nodes of each piece. */
+static bool
+chain_background(Chain *K, const int *piece)
+{
+	RmCtx *C = (RmCtx *)K->C;
+	const Dag *d = C->d;
+	unsigned char *st = ar_alloc(K->a, (size_t)C->ngap + 1);
+	const MemEval *ev = rm_eval(C, st);
+
+	K->g = ar_alloc(K->a, sizeof *K->g * ((size_t)K->r + 2));
+	if (!ev || ev->nsteps != C->n)
+		return false;
+	int64_t *fw = ar_alloc(K->a, sizeof *fw * ((size_t)C->n + 2));
+	for (int i = 0; i < ev->ninst; i++) {
+		const Instance *in = &ev->inst[i];
+		int p = C->prod[in->tensor];
+		if (in->owned <= 0 || p < 0 || !is_fwd(C, p))
+			continue;
+		fw[in->start < 0 ? 0 : in->start] += in->owned;
+		fw[in->end + 1] -= in->owned;
+	}
+	for (int s = 1; s <= C->n; s++)
+		fw[s] += fw[s - 1];
+	for (int s = 0; s < C->n; s++) {
+		const DagNode *n = &d->node[d->base_order[s]];
+		int f = n->fwd_plus1 - 1;
+		if (f < 0 || piece[f] <= 0)
+			continue;
+		int64_t bg = ev->live_bytes[s] - fw[s];
+		if (bg > K->g[piece[f]])
+			K->g[piece[f]] = bg;
+	}
+	return true;
+}
+
+/* The DP for bound P; true when the end boundary is reachable. */
+static bool
+chain_dp(Chain *K, int64_t P)
+{
+	int end = K->r + 1;
+
+	K->dp[0] = 0;
+	for (int k = 1; k <= end; k++) {
+		int64_t gmax = 0, best = INT64_MAX, fixed = K->c[k] - K->sb[k];
+		int bi = -1;
+		K->dp[k] = INT64_MAX;
+		for (int i = k - 1; i >= 0 && i >= k - K->win; i--) {
+			if (K->g[i + 1] > gmax)
+				gmax = K->g[i + 1];
+			int64_t need = fixed + K->sw[k] - K->sw[i] + gmax;
+			if (need > P)
+				break;
+			if (K->dp[i] != INT64_MAX && K->dp[i] < best &&
+			    K->dp[i] + need <= P) {
+				best = K->dp[i];
+				bi = i;
+			}
+		}
+		if (bi >= 0) {
+			K->dp[k] = best + K->c[k];
+			K->par[k] = bi;
+		}
+	}
+	return K->dp[end] != INT64_MAX;
+}
+
+/* The plan keeping the DP's checkpoints (see the file comment). */
+static void
+chain_state(const Chain *K, bool *keep, unsigned char *st)
+{
+	const RmCtx *C = K->C;
+	const Dag *d = C->d;
+
+	memset(keep, 0, (size_t)d->nnode + 1);
+	for (int k = K->par[K->r + 1]; k > 0; k = K->par[k])
+		keep[K->cut[k]] = true;
+	memset(st, GAP_KEEP, (size_t)C->ngap);
+	for (int t = 0; t < d->nt; t++) {
+		int p = C->prod[t];
+		if (p < 0 || !is_fwd(C, p) || keep[p])
+			continue;
+		if (C->longgap[t] >= 0)
+			st[C->longgap[t]] = GAP_STICKY;
+		st[C->gofs[t + 1] - 1] = GAP_TRANSIENT;
+	}
+}
+
+/* The smallest bound the DP meets, by bisection up to hi; -1: none. */
+static int64_t
+chain_min_bound(Chain *K, int64_t hi)
+{
+	int64_t lo = 0;
+
+	if (!chain_dp(K, hi))
+		return -1;
+	while (hi - lo > 1 + hi / 4096) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (chain_dp(K, mid))
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return hi;
+}
+
+void
+rm_chain_plans(RmCtx *C, RmPool *pool, const RmEffort *e)
+{
+	Arena a;
+	Chain K = {0};
+
+	if (!C->has_backward)
+		return;
+	ar_init(&a);
+	K.C = C;
+	K.a = &a;
+	int *piece = ar_alloc(&a, sizeof *piece * ((size_t)C->d->nnode + 1));
+	find_cuts(&K, piece);
+	chain_costs(&K, piece);
+	if (K.r == 0 || !chain_background(&K, piece)) {
+		ar_free(&a);
+		return;
+	}
+	K.dp = ar_alloc(&a, sizeof *K.dp * ((size_t)K.r + 2));
+	K.par = ar_alloc(&a, sizeof *K.par * ((size_t)K.r + 2));
+	long w = e->chain_work / (K.r + 1);
+	K.win = w > K.r + 1 ? K.r + 1 : w < e->chain_minwin ? e->chain_minwin : (int)w;
+	int64_t hi = K.sw[K.r + 1], gmax = 0;
+	for (int k = 0; k <= K.r + 1; k++) {
+		hi += K.c[k];
+		gmax = K.g[k] > gmax ? K.g[k] : gmax;
+	}
+	int64_t P0 = chain_min_bound(&K, 2 * (hi + gmax) + 1);
+	bool *keep = ar_alloc(&a, (size_t)C->d->nnode + 1);
+	bool *prev = ar_alloc(&a, (size_t)C->d->nnode + 1);
+	unsigned char *st = ar_alloc(&a, (size_t)C->ngap + 1);
+	for (int i = 0; P0 >= 0 && i < e->chain_plans; i++) {
+		/* finely above the smallest bound, then coarser */
+		int64_t P = P0 + (int64_t)((double)P0 * (i < e->chain_plans / 2 ?
+		            0.002 * i : 0.01 * (i - e->chain_plans / 2 + 1) *
+		            (i - e->chain_plans / 2 + 1)));
+		if (!chain_dp(&K, P))
+			continue;
+		chain_state(&K, keep, st);
+		if (i > 0 && memcmp(keep, prev, (size_t)C->d->nnode + 1) == 0)
+			continue;
+		memcpy(prev, keep, (size_t)C->d->nnode + 1);
+		rm_pool_add(pool, C, st, rm_eval(C, st));
+	}
+	ar_free(&a);
+}
