@@ -581,7 +581,7 @@ static void
 search(RmCtx *C, RmPool *pool, int64_t budget, double cap, const Knobs *K)
 {
 	Dtr D;
-	int64_t lb = rm_lower_bound(C->d);
+	int64_t lb = C->lower;
 
 	dtr_init(&D, C);
 	D.maxwork = K->maxwork;
@@ -645,6 +645,7 @@ rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap)
 		RmCtx C2;
 		d2.base_order = ord;
 		rm_ctx_init(&C2, &d2);
+		C2.lower = C->lower;
 		search(&C2, pool, budget, cap, &K);
 		rm_ctx_free(&C2);
 	}

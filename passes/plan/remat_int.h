@@ -1,5 +1,8 @@
-/* passes/remat_int.h -- what the planners (remat*.c) share, not part of the
- * pipeline's interface.
+/* passes/plan/remat_int.h -- what the planners (remat*.c) share, not part
+ * of the pipeline's interface. Calls go one way: remat.c (the dispatcher)
+ * -> the planners (remat_o1.c, remat_o2.c, remat_exact.c) -> their helpers
+ * (remat_chain.c, remat_dtr.c, remat_ls.c, remat_order.c) -> the model
+ * (remat_model.c).
  *
  * A plan is a state per "gap" over the base order: for every tensor that a
  * recomputable node makes, gap j runs from its j-th event (production, then
@@ -42,6 +45,7 @@ typedef struct RmCtx {
 	int *longgap;           /* [nt] gap from forward to backward use, or -1 */
 	bool has_backward;      /* some node is a backward node */
 	int64_t c0;             /* cost unit for benefit / cost ratios */
+	int64_t lower;          /* the lower bound (set by rm_plan), or 0 */
 	/* rm_build's output and scratch (grown as needed) */
 	int *step, *posof;      /* the schedule, and each step's base position */
 	int nstep, capstep;
@@ -81,7 +85,7 @@ typedef struct RmEffort {
 	int chain_plans;        /* bounds swept above the smallest met */
 } RmEffort;
 
-/* passes/remat.c */
+/* passes/plan/remat_model.c (the model; calls no planner) */
 void rm_ctx_init(RmCtx *C, const Dag *d);
 void rm_ctx_free(RmCtx *C);
 bool rm_build(RmCtx *C, const unsigned char *state);

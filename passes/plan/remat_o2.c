@@ -359,6 +359,7 @@ ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
 
 	d2.base_order = (int *)ord;
 	rm_ctx_init(&C2, &d2);
+	C2.lower = C->lower;
 	unsigned char *st = rm_state_new(&C2);
 	rm_pool_add(&p2, &C2, st, rm_eval(&C2, st));
 	free(st);
