@@ -24,6 +24,7 @@
  * tensors inside it only while recomputing), never from stale instances
  * left alive (Chen et al.'s segments). Reads the Dag and the gap table;
  * allocates from one arena per call. */
+#include <math.h>
 #include <string.h>
 
 #include "remat_int.h"
@@ -238,9 +239,27 @@ chain_min_bound(Chain *K, int64_t hi)
 	return hi;
 }
 
-void
-rm_chain_plans(RmCtx *C, RmPool *pool, const RmEffort *e)
+/* The DP's set for bound P as a plan in the pool, unless it is prev's. */
+static void
+chain_add(Chain *K, RmPool *pool, int64_t P, bool *keep, bool *prev,
+          unsigned char *st)
 {
+	RmCtx *C = (RmCtx *)K->C;
+	size_t nn = (size_t)C->d->nnode + 1;
+
+	if (!chain_dp(K, P))
+		return;
+	chain_state(K, keep, st);
+	if (memcmp(keep, prev, nn) == 0)
+		return;
+	memcpy(prev, keep, nn);
+	rm_pool_add(pool, C, st, rm_eval(C, st));
+}
+
+void
+rm_chain_plans(RmCtx *C, RmPool *pool)
+{
+	const RmEffort *e = C->eff;
 	Arena a;
 	Chain K = {0};
 
@@ -265,22 +284,22 @@ rm_chain_plans(RmCtx *C, RmPool *pool, const RmEffort *e)
 		hi += K.c[k];
 		gmax = K.g[k] > gmax ? K.g[k] : gmax;
 	}
-	int64_t P0 = chain_min_bound(&K, 2 * (hi + gmax) + 1);
-	bool *keep = ar_alloc(&a, (size_t)C->d->nnode + 1);
-	bool *prev = ar_alloc(&a, (size_t)C->d->nnode + 1);
+	int64_t top = 2 * (hi + gmax) + 1, P0 = chain_min_bound(&K, top);
+	size_t nn = (size_t)C->d->nnode + 1;
+	bool *keep = ar_alloc(&a, nn), *prev = ar_alloc(&a, nn);
 	unsigned char *st = ar_alloc(&a, (size_t)C->ngap + 1);
-	for (int i = 0; P0 >= 0 && i < e->chain_plans; i++) {
-		/* finely above the smallest bound, then coarser */
-		int64_t P = P0 + (int64_t)((double)P0 * (i < e->chain_plans / 2 ?
-		            0.002 * i : 0.01 * (i - e->chain_plans / 2 + 1) *
-		            (i - e->chain_plans / 2 + 1)));
-		if (!chain_dp(&K, P))
-			continue;
-		chain_state(&K, keep, st);
-		if (i > 0 && memcmp(keep, prev, (size_t)C->d->nnode + 1) == 0)
-			continue;
-		memcpy(prev, keep, (size_t)C->d->nnode + 1);
-		rm_pool_add(pool, C, st, rm_eval(C, st));
+	prev[0] = !keep[0];     /* no plan yet: differs from any set */
+	/* finely just above the smallest bound (where the model's error
+	 * matters), then geometrically up to one segment: the cheaper plans
+	 * that --budget may want */
+	for (int i = 0; P0 >= 0 && i < e->chain_fine; i++)
+		chain_add(&K, pool, P0 + P0 / 500 * i, keep, prev, st);
+	double ratio = P0 > 0 ? pow((double)top / (double)P0,
+	                            1.0 / (e->chain_coarse + 1)) : 1;
+	double P = (double)P0;
+	for (int i = 0; P0 > 0 && i < e->chain_coarse; i++) {
+		P *= ratio;
+		chain_add(&K, pool, (int64_t)P, keep, prev, st);
 	}
 	ar_free(&a);
 }

@@ -30,6 +30,28 @@
 
 enum { GAP_KEEP, GAP_STICKY, GAP_TRANSIENT, GAP_EARLY };
 
+/* Every work budget of -O2, filled in one place (rm_effort in remat_o2.c,
+ * whose rm_plan_o2 is the whole recipe) from the graph's size: counts,
+ * never clocks, so a plan depends on its input alone. */
+typedef struct RmEffort {
+	long size;              /* base steps + uses: what one evaluation costs */
+	long chain_work;        /* remat_chain.c: DP steps per bound tried */
+	int chain_minwin;       /* the fewest pieces a segment may span */
+	int chain_fine;         /* bounds tried just above the smallest met */
+	int chain_coarse;       /* then geometrically up to no checkpoint */
+	long desc_size;         /* larger graphs skip the gap descent */
+	long desc_evals;        /* the descent's evaluations per ladder */
+	long climb_size;        /* remat_ls.c: graphs up to this size climb */
+	long climb_evals, kicks;/* its evaluations, and the kicked search's */
+	long dtr_size;          /* remat_dtr.c: larger graphs skip DTR */
+	long dtr_work;          /* its work (victim scans, closure nodes,
+	                           evaluated steps), shared by its candidates */
+	int dtr_ladder;         /* bounds per order */
+	int dtr_orders;         /* random orders besides the two fixed ones */
+	long dtr_tries;         /* evaluations per local search */
+	long order_work;        /* remat_order.c: moves improving an order */
+} RmEffort;
+
 typedef struct RmCtx {
 	const Dag *d;
 	int n;                  /* base order length */
@@ -46,6 +68,7 @@ typedef struct RmCtx {
 	bool has_backward;      /* some node is a backward node */
 	int64_t c0;             /* cost unit for benefit / cost ratios */
 	int64_t lower;          /* the lower bound (set by rm_plan), or 0 */
+	const RmEffort *eff;     /* -O2's budgets (set by rm_plan_o2) */
 	/* rm_build's output and scratch (grown as needed) */
 	int *step, *posof;      /* the schedule, and each step's base position */
 	int nstep, capstep;
@@ -77,13 +100,6 @@ typedef struct RmPool {
 	int n, cap;
 } RmPool;
 
-/* Every work budget of -O2, filled in one place (rm_plan_o2's recipe in
- * remat_o2.c) from the graph's size: counts, never clocks. */
-typedef struct RmEffort {
-	long chain_work;        /* remat_chain.c: DP steps per bound tried */
-	int chain_minwin;       /* and the fewest pieces a segment may span */
-	int chain_plans;        /* bounds swept above the smallest met */
-} RmEffort;
 
 /* passes/plan/remat_model.c (the model; calls no planner) */
 void rm_ctx_init(RmCtx *C, const Dag *d);
@@ -109,7 +125,7 @@ void rm_chain_sweep(RmCtx *C, RmPool *pool);
 
 /* passes/remat_chain.c */
 /* Checkpoint plans from the peak-bounded chain DP with true costs. */
-void rm_chain_plans(RmCtx *C, RmPool *pool, const RmEffort *e);
+void rm_chain_plans(RmCtx *C, RmPool *pool);
 
 /* passes/remat_o2.c */
 void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);
@@ -119,6 +135,7 @@ void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);
  * bounds up to the budget; else the descent from the pool's best peak
  * within cap (< 0: none). Budget-independent when budget < 0. */
 void rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap);
+/* ...all with budgets from C->eff. */
 
 /* passes/remat_order.c */
 /* A topological order (seed 0: least bytes added first, ties by base

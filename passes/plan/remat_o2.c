@@ -25,12 +25,6 @@ enum { TOPK = 12, WIDE = 4 * TOPK, UNDO = 48 };
 enum { EST_CAPPED = 1, EST_STRETCH = 2 };
 /* the descent's threshold steps: the start's peak / STEP, or / FINE_STEP */
 enum { STEP = 200, FINE_STEP = 250 };
-/* remat_ls.c's hill climb: graphs up to this size, evaluations x size */
-enum { CLIMB_SIZE = 400 };
-static const long CLIMB_WORK = 400000;
-/* and on graphs of at most KICK_NODES nodes, an iterated local search */
-enum { KICK_NODES = 24 };
-static const long KICK_WORK = 10000;
 
 typedef struct Desc {
 	RmCtx *C;
@@ -360,6 +354,7 @@ ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
 	d2.base_order = (int *)ord;
 	rm_ctx_init(&C2, &d2);
 	C2.lower = C->lower;
+	C2.eff = C->eff;
 	unsigned char *st = rm_state_new(&C2);
 	rm_pool_add(&p2, &C2, st, rm_eval(&C2, st));
 	free(st);
@@ -394,26 +389,56 @@ best_within(const RmPool *pool, double cap)
 	return b;
 }
 
+/* Every work budget of -O2, from the graph's size. Training graphs have
+ * the chain DP's plans to start from; general DAGs rely on the descent
+ * alone and get more evaluations. */
+static RmEffort
+rm_effort(const RmCtx *C)
+{
+	RmEffort e = {0};
+	long size = C->n + 1 + (C->has_backward ? C->uofs[C->d->nnode] : 0);
+	long dsize = C->n + C->uofs[C->d->nnode] + 1;
+
+	e.size = dsize;
+	e.chain_work = 2000000;
+	e.chain_minwin = 64;
+	e.chain_fine = 12;
+	e.chain_coarse = dsize < 50000 ? 24 : 12;
+	e.desc_size = 20000;
+	e.desc_evals = (C->has_backward ? 10000000L : 6000000L) / size;
+	if (e.desc_evals > 20000)
+		e.desc_evals = 20000;
+	e.climb_size = 400;
+	e.climb_evals = size < e.climb_size ? 400000 / size : 0;
+	e.kicks = C->d->nnode <= 24 ? 10000 : 0;
+	e.dtr_size = 40000;
+	/* about 0.1 s, shared evenly by the simulation's candidates */
+	e.dtr_work = 4000000L;
+	e.dtr_ladder = dsize < 4000 ? 48 : dsize < 20000 ? 12 : 4;
+	e.dtr_orders = dsize < 200 ? 16 : 1;
+	e.dtr_tries = 1000000L / dsize < 8 ? 8 : 1000000L / dsize;
+	e.order_work = 40000000L;
+	return e;
+}
+
 void
 rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 {
 	double cap = -1;
-	/* Training graphs have the chain DP's plans to start from; general
-	 * DAGs rely on the descent alone and get more evaluations. */
+	RmEffort eff = rm_effort(C);
 	long size = C->n + 1 + (C->has_backward ? C->uofs[C->d->nnode] : 0);
-	long evals = (C->has_backward ? 10000000L : 6000000L) / size;
+	long evals = eff.desc_evals;
+
+	C->eff = &eff;
 
 	if (goal->budget < 0 && goal->max_recompute >= 0)
 		cap = goal->max_recompute * (double)C->d->forward_cost;
-	RmEffort eff = {.chain_work = 2000000, .chain_minwin = 64,
-	                .chain_plans = 24};
 	rm_plan_o1(C, pool);
-	rm_chain_sweep(C, pool);
-	rm_chain_plans(C, pool, &eff);
-	if (C->n > 20000)
+	rm_chain_plans(C, pool);
+	if (C->n > eff.desc_size) {
+		C->eff = NULL;
 		return;
-	if (evals > 20000)
-		evals = 20000;
+	}
 	/* On general DAGs the descent gets most evaluations on the orders that
 	 * start lower: the least-bytes order improved by moves (its plans are
 	 * the cheapest at moderate budgets), and that order as built, with
@@ -455,13 +480,13 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	}
 	/* every plan so far ignores the budget; so do these, on small graphs
 	 * (the smallest peaks, with no cap under a budget) */
-	if (goal->budget < 0 || size < CLIMB_SIZE)
+	if (goal->budget < 0 || size < eff.climb_size)
 		rm_plan_dtr(C, pool, -1, cap);
-	if (size < CLIMB_SIZE)
-		rm_climb(C, pool, cap, CLIMB_WORK / size,
-		         C->d->nnode <= KICK_NODES ? KICK_WORK : 0);
+	if (size < eff.climb_size)
+		rm_climb(C, pool, cap, eff.climb_evals, eff.kicks);
 	/* a fixed ladder of bounds up to the budget: each plan is the same
 	 * whatever the budget, so a larger budget sees a superset */
 	if (goal->budget >= 0)
 		rm_plan_dtr(C, pool, goal->budget, -1);
+	C->eff = NULL;
 }

@@ -12,7 +12,6 @@
 #include "remat_int.h"
 
 /* evaluations x size for order_improve: about 0.05 s */
-static const long ORDER_WORK = 40000000L;
 
 static int64_t
 owned(const Dag *d, int t)
@@ -281,6 +280,7 @@ const int *
 rm_least_bytes_order(RmCtx *C)
 {
 	long size = C->n + C->uofs[C->d->nnode] + 1;
+	long work = C->eff->order_work;
 
 	if (C->lborder_done)
 		return C->lborder;
@@ -291,6 +291,6 @@ rm_least_bytes_order(RmCtx *C)
 		C->lborder = NULL;
 		return NULL;
 	}
-	order_improve(C, C->lborder, ORDER_WORK / size + 1);
+	order_improve(C, C->lborder, work / size + 1);
 	return C->lborder;
 }
