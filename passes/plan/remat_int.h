@@ -81,7 +81,9 @@ typedef struct RmCtx {
 	bool simple;            /* no views, accumulations, from_start or
 	                           to_end tensors: rm_score's fast path */
 	int *birth, *lastuse;   /* [nt] rm_score: current instance of t */
-	int64_t *diff, *live;   /* [capstep + 1] rm_score's memory by step */
+	int64_t *diff, *live;   /* [capdiff] rm_score's memory by step */
+	int capdiff;
+	Arena mem;              /* everything above: freed by rm_ctx_free */
 	Arena scratch;          /* the latest evaluation */
 	MemEval ev;
 	long evals;
@@ -89,8 +91,8 @@ typedef struct RmCtx {
 
 /* One scored plan: gap states, or an explicit schedule (remat_dtr.c). */
 typedef struct RmCand {
-	unsigned char *state;   /* [ngap], xmalloc'ed; NULL when sched is set */
-	int *sched, nsched;     /* explicit steps, xmalloc'ed, or NULL */
+	unsigned char *state;   /* [ngap] in the pool's arena; NULL when sched is set */
+	int *sched, nsched;     /* explicit steps in the pool's arena, or NULL */
 	int64_t peak, cost;
 	bool valid;
 } RmCand;
@@ -98,6 +100,7 @@ typedef struct RmCand {
 typedef struct RmPool {
 	RmCand *c;
 	int n, cap;
+	Arena mem;              /* c and its plans (a zeroed Arena is empty) */
 } RmPool;
 
 

@@ -15,13 +15,13 @@ static void
 ctx_uses(RmCtx *C)
 {
 	const Dag *d = C->d;
-	int *mark = xcalloc((size_t)d->nt + 1, sizeof *mark);
+	int *mark = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *mark);
 	int total = 0, k = 0;
 
 	for (int v = 0; v < d->nnode; v++)
 		total += d->node[v].nin + d->node[v].nout + d->node[v].nacc;
-	C->uofs = xcalloc((size_t)d->nnode + 1, sizeof *C->uofs);
-	C->use = xcalloc((size_t)total + 1, sizeof *C->use);
+	C->uofs = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->uofs);
+	C->use = ar_alloc(&C->mem, ((size_t)total + 1) * sizeof *C->use);
 	for (int v = 0; v < d->nnode; v++) {
 		const DagNode *n = &d->node[v];
 		C->uofs[v] = k;
@@ -36,7 +36,6 @@ ctx_uses(RmCtx *C)
 #undef ADD
 	}
 	C->uofs[d->nnode] = k;
-	free(mark);
 }
 
 /* The gaps of every recomputable tensor, from the base order. */
@@ -44,9 +43,9 @@ static void
 ctx_gaps(RmCtx *C)
 {
 	const Dag *d = C->d;
-	int *cnt = xcalloc((size_t)d->nt + 1, sizeof *cnt);
+	int *cnt = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *cnt);
 
-	C->gofs = xcalloc((size_t)d->nt + 1, sizeof *C->gofs);
+	C->gofs = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->gofs);
 	for (int x = 0; x < C->n; x++) {
 		int v = d->base_order[x];
 		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
@@ -58,8 +57,8 @@ ctx_gaps(RmCtx *C)
 	for (int t = 0; t < d->nt; t++)
 		C->gofs[t + 1] = C->gofs[t] + cnt[t] + (C->prod[t] >= 0);
 	C->ngap = C->gofs[d->nt];
-	C->gend = xcalloc((size_t)C->ngap + 1, sizeof *C->gend);
-	C->gtensor = xcalloc((size_t)C->ngap + 1, sizeof *C->gtensor);
+	C->gend = ar_alloc(&C->mem, ((size_t)C->ngap + 1) * sizeof *C->gend);
+	C->gtensor = ar_alloc(&C->mem, ((size_t)C->ngap + 1) * sizeof *C->gtensor);
 	memset(cnt, 0, sizeof *cnt * (size_t)d->nt);
 	for (int x = 0; x < C->n; x++) {
 		int v = d->base_order[x];
@@ -77,7 +76,6 @@ ctx_gaps(RmCtx *C)
 		C->gend[C->gofs[t + 1] - 1] = C->n;
 		C->gtensor[C->gofs[t + 1] - 1] = t;
 	}
-	free(cnt);
 }
 
 /* longgap[t]: the first gap of a forward tensor that ends at a backward
@@ -87,7 +85,7 @@ ctx_longgaps(RmCtx *C)
 {
 	const Dag *d = C->d;
 
-	C->longgap = xcalloc((size_t)d->nt + 1, sizeof *C->longgap);
+	C->longgap = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->longgap);
 	for (int t = 0; t < d->nt; t++) {
 		C->longgap[t] = -1;
 		if (C->prod[t] < 0 || d->node[C->prod[t]].is_backward)
@@ -125,9 +123,9 @@ static void
 ctx_early(RmCtx *C)
 {
 	const Dag *d = C->d;
-	int *cnt = xcalloc((size_t)d->nt + 2, sizeof *cnt);
-	int *uofs = xcalloc((size_t)d->nt + 2, sizeof *uofs);
-	int *upos = xcalloc((size_t)C->uofs[d->nnode] + 1, sizeof *upos);
+	int *cnt = ar_alloc(&C->mem, ((size_t)d->nt + 2) * sizeof *cnt);
+	int *uofs = ar_alloc(&C->mem, ((size_t)d->nt + 2) * sizeof *uofs);
+	int *upos = ar_alloc(&C->mem, ((size_t)C->uofs[d->nnode] + 1) * sizeof *upos);
 
 	for (int x = 0; x < C->n; x++) {
 		int v = d->base_order[x];
@@ -143,8 +141,8 @@ ctx_early(RmCtx *C)
 			upos[uofs[t] + cnt[t]++] = x;
 		}
 	}
-	C->gearly = xcalloc((size_t)C->ngap + 1, sizeof *C->gearly);
-	C->eofs = xcalloc((size_t)C->n + 2, sizeof *C->eofs);
+	C->gearly = ar_alloc(&C->mem, ((size_t)C->ngap + 1) * sizeof *C->gearly);
+	C->eofs = ar_alloc(&C->mem, ((size_t)C->n + 2) * sizeof *C->eofs);
 	for (int g = 0; g < C->ngap; g++) {
 		int t = C->gtensor[g], p = C->prod[t], b = C->gend[g], s = b;
 		int a = g == C->gofs[t] ? C->pos[p] : C->gend[g - 1];
@@ -162,15 +160,11 @@ ctx_early(RmCtx *C)
 	}
 	for (int x = 0; x < C->n; x++)
 		C->eofs[x + 1] += C->eofs[x];
-	C->egap = xcalloc((size_t)C->eofs[C->n] + 1, sizeof *C->egap);
-	free(cnt);
-	cnt = xcalloc((size_t)C->n + 1, sizeof *cnt);
+	C->egap = ar_alloc(&C->mem, ((size_t)C->eofs[C->n] + 1) * sizeof *C->egap);
+	cnt = ar_alloc(&C->mem, ((size_t)C->n + 1) * sizeof *cnt);
 	for (int g = 0; g < C->ngap; g++)
 		if (C->gearly[g] >= 0)
 			C->egap[C->eofs[C->gearly[g]] + cnt[C->gearly[g]]++] = g;
-	free(cnt);
-	free(uofs);
-	free(upos);
 }
 
 /* Whether lv_eval's rules reduce to rm_score's on d: one instance owns
@@ -195,10 +189,11 @@ void
 rm_ctx_init(RmCtx *C, const Dag *d)
 {
 	memset(C, 0, sizeof *C);
+	ar_init(&C->mem);
 	C->d = d;
 	C->n = d->nbase;
-	C->pos = xcalloc((size_t)d->nnode + 1, sizeof *C->pos);
-	C->prod = xcalloc((size_t)d->nt + 1, sizeof *C->prod);
+	C->pos = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->pos);
+	C->prod = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->prod);
 	for (int v = 0; v < d->nnode; v++)
 		C->pos[v] = -1;
 	for (int x = 0; x < C->n; x++)
@@ -219,49 +214,25 @@ rm_ctx_init(RmCtx *C, const Dag *d)
 	ctx_longgaps(C);
 	ctx_early(C);
 	C->c0 = d->total_cost / 100000 + 1;
-	C->avail = xcalloc((size_t)d->nt + 1, sizeof *C->avail);
-	C->made = xcalloc((size_t)d->nt + 1, sizeof *C->made);
-	C->useidx = xcalloc((size_t)d->nt + 1, sizeof *C->useidx);
-	C->grp = xcalloc((size_t)d->nt + 1, sizeof *C->grp);
-	C->emitted = xcalloc(2 * (size_t)d->nnode + 2, sizeof *C->emitted);
-	C->stack = xcalloc((size_t)C->uofs[d->nnode] + (size_t)d->nnode + 1,
-	                   sizeof *C->stack);
+	C->avail = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->avail);
+	C->made = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->made);
+	C->useidx = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->useidx);
+	C->grp = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->grp);
+	C->emitted = ar_alloc(&C->mem, (2 * (size_t)d->nnode + 2) * sizeof *C->emitted);
+	C->stack = ar_alloc(&C->mem, ((size_t)C->uofs[d->nnode] + (size_t)d->nnode + 1) * sizeof *C->stack);
 	C->capstep = 2 * C->n + 16;
-	C->step = xcalloc((size_t)C->capstep, sizeof *C->step);
-	C->posof = xcalloc((size_t)C->capstep, sizeof *C->posof);
+	C->step = ar_alloc(&C->mem, ((size_t)C->capstep) * sizeof *C->step);
+	C->posof = ar_alloc(&C->mem, ((size_t)C->capstep) * sizeof *C->posof);
 	C->simple = dag_simple(d);
-	C->birth = xcalloc((size_t)d->nt + 1, sizeof *C->birth);
-	C->lastuse = xcalloc((size_t)d->nt + 1, sizeof *C->lastuse);
+	C->birth = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->birth);
+	C->lastuse = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->lastuse);
 	ar_init(&C->scratch);
 }
 
 void
 rm_ctx_free(RmCtx *C)
 {
-	free(C->pos);
-	free(C->prod);
-	free(C->uofs);
-	free(C->use);
-	free(C->gofs);
-	free(C->gend);
-	free(C->gtensor);
-	free(C->longgap);
-	free(C->gearly);
-	free(C->eofs);
-	free(C->egap);
-	free(C->avail);
-	free(C->made);
-	free(C->useidx);
-	free(C->grp);
-	free(C->emitted);
-	free(C->stack);
-	free(C->step);
-	free(C->posof);
-	free(C->birth);
-	free(C->lastuse);
-	free(C->diff);
-	free(C->live);
-	free(C->lborder);
+	ar_free(&C->mem);
 	ar_free(&C->scratch);
 }
 
@@ -278,9 +249,10 @@ emit(RmCtx *C, int v, int x)
 	if (C->nstep >= 16 * C->n + 1024)
 		return false;
 	if (C->nstep == C->capstep) {
+		size_t old = sizeof *C->step * (size_t)C->capstep;
 		C->capstep *= 2;
-		C->step = xrealloc(C->step, sizeof *C->step * (size_t)C->capstep);
-		C->posof = xrealloc(C->posof, sizeof *C->posof * (size_t)C->capstep);
+		C->step = ar_grow(&C->mem, C->step, old, 2 * old);
+		C->posof = ar_grow(&C->mem, C->posof, old, 2 * old);
 	}
 	C->step[C->nstep] = v;
 	C->posof[C->nstep++] = x;
@@ -429,8 +401,13 @@ rm_score(RmCtx *C, const unsigned char *state)
 		return rm_eval(C, state);
 	if (!rm_build(C, state))
 		return NULL;
-	C->diff = xrealloc(C->diff, sizeof *C->diff * (size_t)(C->capstep + 1));
-	C->live = xrealloc(C->live, sizeof *C->live * (size_t)(C->capstep + 1));
+	if (C->capdiff < C->capstep + 1) {
+		size_t old = sizeof *C->diff * (size_t)C->capdiff;
+		size_t n = sizeof *C->diff * (size_t)(C->capstep + 1);
+		C->diff = ar_grow(&C->mem, C->diff, old, n);
+		C->live = ar_grow(&C->mem, C->live, old, n);
+		C->capdiff = C->capstep + 1;
+	}
 	memset(C->diff, 0, sizeof *C->diff * (size_t)(C->nstep + 1));
 	memset(C->birth, 0xff, sizeof *C->birth * (size_t)d->nt);
 	memset(ev, 0, sizeof *ev);
@@ -478,8 +455,9 @@ static RmCand *
 pool_slot(RmPool *p)
 {
 	if (p->n == p->cap) {
+		size_t old = sizeof *p->c * (size_t)p->cap;
 		p->cap = p->cap ? 2 * p->cap : 16;
-		p->c = xrealloc(p->c, sizeof *p->c * (size_t)p->cap);
+		p->c = ar_grow(&p->mem, p->c, old, sizeof *p->c * (size_t)p->cap);
 	}
 	memset(&p->c[p->n], 0, sizeof p->c[p->n]);
 	return &p->c[p->n++];
@@ -494,7 +472,7 @@ rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
 	if (!ev)
 		return;
 	c = pool_slot(p);
-	c->state = xmalloc((size_t)C->ngap + 1);
+	c->state = ar_alloc(&p->mem, (size_t)C->ngap + 1);
 	memcpy(c->state, state, (size_t)C->ngap);
 	c->peak = ev->peak;
 	c->cost = ev->recompute_cost;
@@ -509,7 +487,7 @@ rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev)
 	if (!ev)
 		return;
 	c = pool_slot(p);
-	c->sched = xmalloc(sizeof *c->sched * (size_t)(n + 1));
+	c->sched = ar_alloc(&p->mem, sizeof *c->sched * (size_t)(n + 1));
 	memcpy(c->sched, step, sizeof *c->sched * (size_t)n);
 	c->nsched = n;
 	c->peak = ev->peak;
@@ -520,11 +498,7 @@ rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev)
 void
 rm_pool_free(RmPool *p)
 {
-	for (int i = 0; i < p->n; i++) {
-		free(p->c[i].state);
-		free(p->c[i].sched);
-	}
-	free(p->c);
+	ar_free(&p->mem);
 	p->c = NULL;
 	p->n = p->cap = 0;
 }

@@ -311,16 +311,17 @@ ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
        long evals, int mode, int div)
 {
 	Desc D = {0};
-	int *buf = xcalloc((size_t)C->ngap + 1, sizeof *buf);
+	Arena a = {0};
+	int *buf = ar_alloc(&a, sizeof *buf * ((size_t)C->ngap + 1));
 
 	D.C = C;
 	D.mode = mode & EST_CAPPED;
 	D.stretch = mode & EST_STRETCH;
 	D.cap = cap;
 	D.maxevals = C->evals + evals;
-	D.wsum = xcalloc((size_t)C->n + 2, sizeof *D.wsum);
-	D.csum = xcalloc((size_t)C->n + 2, sizeof *D.csum);
-	D.st = rm_state_new(C);
+	D.wsum = ar_alloc(&a, sizeof *D.wsum * ((size_t)C->n + 2));
+	D.csum = ar_alloc(&a, sizeof *D.csum * ((size_t)C->n + 2));
+	D.st = ar_alloc(&a, (size_t)C->ngap + 1);
 	memcpy(D.st, start, (size_t)C->ngap);
 	if (desc_load(&D, 0)) {
 		int64_t step = D.peak / div + 1;
@@ -331,10 +332,7 @@ ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
 			T = (D.peak < T ? D.peak : T) - step;
 		}
 	}
-	free(D.st);
-	free(D.wsum);
-	free(D.csum);
-	free(buf);
+	ar_free(&a);
 }
 
 /* The descent over another order ord instead of the base order, once in
@@ -355,9 +353,8 @@ ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
 	rm_ctx_init(&C2, &d2);
 	C2.lower = C->lower;
 	C2.eff = C->eff;
-	unsigned char *st = rm_state_new(&C2);
+	unsigned char *st = ar_alloc(&C2.mem, (size_t)C2.ngap + 1);
 	rm_pool_add(&p2, &C2, st, rm_eval(&C2, st));
-	free(st);
 	if (p2.n > 0 && p2.c[0].peak < pool->c[0].peak) {
 		ran = true;
 		for (int m = 0; m <= (EST_CAPPED | EST_STRETCH); m++)
@@ -457,14 +454,15 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	                                 1 << 0 | 1 << EST_STRETCH |
 	                                 1 << (EST_STRETCH | EST_CAPPED), STEP);
 	if (re && !C->has_backward && goal->budget >= 0) {
-		int *plain = xcalloc((size_t)C->d->nnode + 1, sizeof *plain);
+		Arena a = {0};
+		int *plain = ar_alloc(&a, sizeof *plain * ((size_t)C->d->nnode + 1));
 		/* the plain order's descent in finer steps (more plans near any
 		 * budget) takes the base order's share: its plans were never
 		 * the cheapest fitting ones here */
 		if (rm_topo_order(C, 0, plain))
 			ladder_reordered(C, pool, cap, 3 * evals / 5, plain,
 			                 1 << EST_STRETCH, FINE_STEP);
-		free(plain);
+		ar_free(&a);
 	} else {
 		ladder(C, pool, pool->c[0].state, cap, evals, 0, STEP);
 		ladder(C, pool, pool->c[0].state, cap, evals, EST_CAPPED, STEP);
@@ -472,10 +470,11 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	if (goal->budget < 0) {
 		int b = best_within(pool, cap);
 		if (b != 0) {
-			unsigned char *st = rm_state_new(C);
+			Arena a = {0};
+			unsigned char *st = ar_alloc(&a, (size_t)C->ngap + 1);
 			memcpy(st, pool->c[b].state, (size_t)C->ngap);
 			ladder(C, pool, st, cap, evals / 2, 0, STEP);
-			free(st);
+			ar_free(&a);
 		}
 	}
 	/* every plan so far ignores the budget; so do these, on small graphs

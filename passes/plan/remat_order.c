@@ -285,9 +285,8 @@ rm_least_bytes_order(RmCtx *C)
 	if (C->lborder_done)
 		return C->lborder;
 	C->lborder_done = true;
-	C->lborder = xcalloc((size_t)C->d->nnode + 1, sizeof *C->lborder);
+	C->lborder = ar_alloc(&C->mem, sizeof *C->lborder * ((size_t)C->d->nnode + 1));
 	if (!rm_topo_order(C, 0, C->lborder)) {
-		free(C->lborder);
 		C->lborder = NULL;
 		return NULL;
 	}
