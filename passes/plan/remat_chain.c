@@ -25,6 +25,7 @@
  * left alive (Chen et al.'s segments). Reads the Dag and the gap table;
  * allocates from one arena per call. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "remat_int.h"
@@ -41,6 +42,10 @@ typedef struct Chain {
 	int64_t *dp;            /* [r + 2] the DP's kept bytes, INT64_MAX: none */
 	int *par;               /* [r + 2] previous kept boundary */
 	int win;                /* most pieces a segment may span */
+	int *piece;             /* [nnode] forward node's piece, 0: none */
+	int64_t *fc;            /* [r + 2] prefix: forward cost of pieces 1..k */
+	bool *held;             /* [nnode] outputs kept though inside a segment */
+	int64_t *obytes;        /* [nnode] bytes a forward node's outputs hold */
 } Chain;
 
 static bool
@@ -129,8 +134,21 @@ chain_costs(Chain *K, const int *piece)
 		if (piece[p] <= K->r && K->cut[piece[p]] == p)
 			K->sb[piece[p]] += d->t[rt].bytes;
 	}
-	for (int k = 1; k < n2; k++)
+	K->obytes = ar_alloc(K->a, sizeof *K->obytes * ((size_t)d->nnode + 1));
+	for (int v = 0; v < d->nnode; v++)
+		for (int j = 0; j < d->node[v].nout; j++) {
+			int rt = root(d, d->node[v].out[j]);
+			if (rt >= 0 && rt == d->node[v].out[j])
+				K->obytes[v] += d->t[rt].bytes;
+		}
+	K->fc = ar_alloc(K->a, sizeof *K->fc * (size_t)n2);
+	for (int v = 0; v < d->nnode; v++)
+		if (piece[v] > 0)
+			K->fc[piece[v]] += d->node[v].cost;
+	for (int k = 1; k < n2; k++) {
 		K->sw[k] += K->sw[k - 1];
+		K->fc[k] += K->fc[k - 1];
+	}
 }
 
 /* The background: -O0's memory at each backward node less the forward-made
@@ -200,24 +218,78 @@ chain_dp(Chain *K, int64_t P)
 	return K->dp[end] != INT64_MAX;
 }
 
-/* The plan keeping the DP's checkpoints (see the file comment). */
+/* The plan keeping the DP's checkpoints (see the file comment) and the
+ * outputs of held nodes. */
 static void
-chain_state(const Chain *K, bool *keep, unsigned char *st)
+chain_keep(const Chain *K, bool *keep)
+{
+	memset(keep, 0, (size_t)K->C->d->nnode + 1);
+	for (int k = K->par[K->r + 1]; k > 0; k = K->par[k])
+		keep[K->cut[k]] = true;
+}
+
+static void
+chain_state(const Chain *K, const bool *keep, unsigned char *st)
 {
 	const RmCtx *C = K->C;
 	const Dag *d = C->d;
 
-	memset(keep, 0, (size_t)d->nnode + 1);
-	for (int k = K->par[K->r + 1]; k > 0; k = K->par[k])
-		keep[K->cut[k]] = true;
 	memset(st, GAP_KEEP, (size_t)C->ngap);
 	for (int t = 0; t < d->nt; t++) {
 		int p = C->prod[t];
-		if (p < 0 || !is_fwd(C, p) || keep[p])
+		if (p < 0 || !is_fwd(C, p) || keep[p] || K->held[p])
 			continue;
 		if (C->longgap[t] >= 0)
 			st[C->longgap[t]] = GAP_STICKY;
 		st[C->gofs[t + 1] - 1] = GAP_TRANSIENT;
+	}
+}
+
+static const Chain *sort_chain;
+
+/* Forward nodes, most recompute cost per byte their outputs hold first. */
+static int
+by_worth(const void *pa, const void *pb)
+{
+	const Chain *K = sort_chain;
+	int a = *(const int *)pa, b = *(const int *)pb;
+	double ra = (double)K->C->d->node[a].cost / (double)(K->obytes[a] + 1);
+	double rb = (double)K->C->d->node[b].cost / (double)(K->obytes[b] + 1);
+
+	if (ra != rb)
+		return ra > rb ? -1 : 1;
+	return a - b;
+}
+
+/* Under a recompute cap: holds (keeps instead of recomputing) the outputs
+ * of the forward nodes inside segments that cost the most recompute per
+ * byte -- the matmuls before the elementwise ops -- until the estimate
+ * (every other forward node in a segment recomputed once) is within the
+ * cap, with a margin for the estimate's error. A plan over the cap is
+ * repaired rather than dropped. */
+static void
+chain_fit_cap(Chain *K, const bool *keep, double cap, int *buf)
+{
+	const Dag *d = K->C->d;
+	int64_t est = 0;
+	int n = 0;
+
+	memset(K->held, 0, (size_t)d->nnode + 1);
+	if (cap < 0)
+		return;
+	for (int v = 0; v < d->nnode; v++) {
+		if (K->piece[v] <= 0 || keep[v])
+			continue;
+		est += d->node[v].cost;
+		buf[n++] = v;
+	}
+	if ((double)est <= cap)
+		return;
+	sort_chain = K;
+	qsort(buf, (size_t)n, sizeof *buf, by_worth);
+	for (int i = 0; i < n && (double)est > 0.97 * cap; i++) {
+		K->held[buf[i]] = true;
+		est -= d->node[buf[i]].cost;
 	}
 }
 
@@ -239,25 +311,35 @@ chain_min_bound(Chain *K, int64_t hi)
 	return hi;
 }
 
-/* The DP's set for bound P as a plan in the pool, unless it is prev's. */
+/* Scratch for chain_add: the last plan's sets, to skip repeats. */
+typedef struct Last {
+	bool *keep, *prev, *held;
+	unsigned char *st;
+	int *buf;
+} Last;
+
+/* The DP's set for bound P, fitted to the cap, as a plan in the pool,
+ * unless it is the last one again. */
 static void
-chain_add(Chain *K, RmPool *pool, int64_t P, bool *keep, bool *prev,
-          unsigned char *st)
+chain_add(Chain *K, RmPool *pool, int64_t P, double cap, Last *l)
 {
 	RmCtx *C = (RmCtx *)K->C;
 	size_t nn = (size_t)C->d->nnode + 1;
 
 	if (!chain_dp(K, P))
 		return;
-	chain_state(K, keep, st);
-	if (memcmp(keep, prev, nn) == 0)
+	chain_keep(K, l->keep);
+	chain_fit_cap(K, l->keep, cap, l->buf);
+	if (memcmp(l->keep, l->prev, nn) == 0 && memcmp(K->held, l->held, nn) == 0)
 		return;
-	memcpy(prev, keep, nn);
-	rm_pool_add(pool, C, st, rm_eval(C, st));
+	chain_state(K, l->keep, l->st);
+	memcpy(l->prev, l->keep, nn);
+	memcpy(l->held, K->held, nn);
+	rm_pool_add(pool, C, l->st, rm_eval(C, l->st));
 }
 
 void
-rm_chain_plans(RmCtx *C, RmPool *pool)
+rm_chain_plans(RmCtx *C, RmPool *pool, double cap)
 {
 	const RmEffort *e = C->eff;
 	Arena a;
@@ -269,6 +351,7 @@ rm_chain_plans(RmCtx *C, RmPool *pool)
 	K.C = C;
 	K.a = &a;
 	int *piece = ar_alloc(&a, sizeof *piece * ((size_t)C->d->nnode + 1));
+	K.piece = piece;
 	find_cuts(&K, piece);
 	chain_costs(&K, piece);
 	if (K.r == 0 || !chain_background(&K, piece)) {
@@ -286,20 +369,22 @@ rm_chain_plans(RmCtx *C, RmPool *pool)
 	}
 	int64_t top = 2 * (hi + gmax) + 1, P0 = chain_min_bound(&K, top);
 	size_t nn = (size_t)C->d->nnode + 1;
-	bool *keep = ar_alloc(&a, nn), *prev = ar_alloc(&a, nn);
-	unsigned char *st = ar_alloc(&a, (size_t)C->ngap + 1);
-	prev[0] = !keep[0];     /* no plan yet: differs from any set */
+	Last l = {ar_alloc(&a, nn), ar_alloc(&a, nn), ar_alloc(&a, nn),
+	          ar_alloc(&a, (size_t)C->ngap + 1),
+	          ar_alloc(&a, sizeof *l.buf * nn)};
+	K.held = ar_alloc(&a, nn);
+	l.prev[0] = true;       /* no plan yet: differs from any set */
 	/* finely just above the smallest bound (where the model's error
 	 * matters), then geometrically up to one segment: the cheaper plans
 	 * that --budget may want */
 	for (int i = 0; P0 >= 0 && i < e->chain_fine; i++)
-		chain_add(&K, pool, P0 + P0 / 500 * i, keep, prev, st);
+		chain_add(&K, pool, P0 + P0 / 500 * i, cap, &l);
 	double ratio = P0 > 0 ? pow((double)top / (double)P0,
 	                            1.0 / (e->chain_coarse + 1)) : 1;
 	double P = (double)P0;
 	for (int i = 0; P0 > 0 && i < e->chain_coarse; i++) {
 		P *= ratio;
-		chain_add(&K, pool, (int64_t)P, keep, prev, st);
+		chain_add(&K, pool, (int64_t)P, cap, &l);
 	}
 	ar_free(&a);
 }

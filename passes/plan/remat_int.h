@@ -127,8 +127,9 @@ void rm_plan_o1(RmCtx *C, RmPool *pool);
 void rm_chain_sweep(RmCtx *C, RmPool *pool);
 
 /* passes/remat_chain.c */
-/* Checkpoint plans from the peak-bounded chain DP with true costs. */
-void rm_chain_plans(RmCtx *C, RmPool *pool);
+/* Checkpoint plans from the peak-bounded chain DP with true costs, each
+ * fitted to the recompute cap (< 0: none) by storing whole segments. */
+void rm_chain_plans(RmCtx *C, RmPool *pool, double cap);
 
 /* passes/remat_o2.c */
 void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);

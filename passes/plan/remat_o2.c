@@ -431,7 +431,7 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	if (goal->budget < 0 && goal->max_recompute >= 0)
 		cap = goal->max_recompute * (double)C->d->forward_cost;
 	rm_plan_o1(C, pool);
-	rm_chain_plans(C, pool);
+	rm_chain_plans(C, pool, cap);
 	if (C->n > eff.desc_size) {
 		C->eff = NULL;
 		return;
