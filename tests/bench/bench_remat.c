@@ -4,7 +4,7 @@
  * LLaMA-7B shape at B=16; transformer stacks of 10k and 100k ops): the peaks
  * at -O0, -O1 (sqrt(n) checkpoints) and -O2 (default cap, recompute <= 1x
  * forward), the lower bound, -O2's recompute as % of forward and its whole
- * analysis time. Then, for generated training chains (1000 layers up to a
+ * analysis time (wall clock and CPU time). Then, for generated training chains (1000 layers up to a
  * 100k-node graph) and random layered DAGs, the -O0/-O1/-O2 peaks and
  * planning times; and for each Checkmate graph in the folder given as
  * argv[1] (skipped when absent), a table row per budget (0.9 and 0.8 x
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dag.h"
 
@@ -120,28 +121,32 @@ bench_net(const NetCase *c, const char *dir)
 	}
 	diag_init(&d, &src, stderr);
 	Program *prog = net_parse(&src, &a, &d);
+	double cpu = 0;
 	for (int l = 0; l < 3; l++) {
-		if (!prog || !analyze_at(prog, c, &o, l, &an[l], &a)) {
+		clock_t t0 = clock();
+		bool ok = prog && analyze_at(prog, c, &o, l, &an[l], &a);
+		cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+		if (!ok) {
 			printf("%-22s analysis failed\n", c->name);
 			ar_free(&a);
 			return;
 		}
 	}
 	int64_t fwd = an[2].d.forward_cost ? an[2].d.forward_cost : 1;
-	printf("%-22s %9.3f %9.3f %9.3f %9.3f %6.3f %7.1f%% %8.3f\n", c->name,
+	printf("%-22s %9.3f %9.3f %9.3f %9.3f %6.3f %7.1f%% %8.3f %8.3f\n", c->name,
 	       (double)an[0].plan.peak / 1e9, (double)an[1].plan.peak / 1e9,
 	       (double)an[2].plan.peak / 1e9, (double)an[2].plan.lower_bound / 1e9,
 	       (double)an[2].plan.peak / (double)an[2].plan.lower_bound,
 	       100.0 * (double)an[2].plan.recompute_cost / (double)fwd,
-	       an[2].seconds);
+	       an[2].seconds, cpu);
 	ar_free(&a);
 }
 
 static void
 bench_nets(const char *dir)
 {
-	printf("%-22s %9s %9s %9s %9s %6s %8s %8s\n", "network (peaks in GB)",
-	       "-O0", "-O1", "-O2", "bound", "O2/lb", "recomp", "O2 s");
+	printf("%-22s %9s %9s %9s %9s %6s %8s %8s %8s\n", "network (peaks in GB)",
+	       "-O0", "-O1", "-O2", "bound", "O2/lb", "recomp", "O2 wall", "O2 cpu");
 	for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
 		bench_net(&nets[i], dir);
 	printf("\n");
