@@ -41,7 +41,8 @@ typedef struct Chain {
 	int64_t *g;             /* [r + 2] background while piece k runs backward */
 	int64_t *dp;            /* [r + 2] the DP's kept bytes, INT64_MAX: none */
 	int *par;               /* [r + 2] previous kept boundary */
-	int win;                /* most pieces a segment may span */
+	long work;              /* DP steps so far */
+	int maxlen;             /* most pieces a segment may span */
 	int *piece;             /* [nnode] forward node's piece, 0: none */
 	int64_t *fc;            /* [r + 2] prefix: forward cost of pieces 1..k */
 	bool *held;             /* [nnode] outputs kept though inside a segment */
@@ -198,7 +199,8 @@ chain_dp(Chain *K, int64_t P)
 		int64_t gmax = 0, best = INT64_MAX, fixed = K->c[k] - K->sb[k];
 		int bi = -1;
 		K->dp[k] = INT64_MAX;
-		for (int i = k - 1; i >= 0 && i >= k - K->win; i--) {
+		for (int i = k - 1; i >= 0 && i >= k - K->maxlen; i--) {
+			K->work++;
 			if (K->g[i + 1] > gmax)
 				gmax = K->g[i + 1];
 			int64_t need = fixed + K->sw[k] - K->sw[i] + gmax;
@@ -293,14 +295,20 @@ chain_fit_cap(Chain *K, const bool *keep, double cap, int *buf)
 	}
 }
 
-/* The smallest bound the DP meets, by bisection up to hi; -1: none. */
+/* The smallest bound the DP meets (to 1/4096), doubling up from 1 and
+ * then bisecting, so that no DP scans segments much longer than the
+ * answer's; -1 when even top fails. */
 static int64_t
-chain_min_bound(Chain *K, int64_t hi)
+chain_min_bound(Chain *K, int64_t top)
 {
-	int64_t lo = 0;
+	int64_t lo = 0, hi = 1;
 
-	if (!chain_dp(K, hi))
-		return -1;
+	while (!chain_dp(K, hi)) {
+		if (hi >= top)
+			return -1;
+		lo = hi;
+		hi = 2 * hi < top ? 2 * hi : top;
+	}
 	while (hi - lo > 1 + hi / 4096) {
 		int64_t mid = lo + (hi - lo) / 2;
 		if (chain_dp(K, mid))
@@ -360,8 +368,9 @@ rm_chain_plans(RmCtx *C, RmPool *pool, double cap)
 	}
 	K.dp = ar_alloc(&a, sizeof *K.dp * ((size_t)K.r + 2));
 	K.par = ar_alloc(&a, sizeof *K.par * ((size_t)K.r + 2));
-	long w = e->chain_work / (K.r + 1);
-	K.win = w > K.r + 1 ? K.r + 1 : w < e->chain_minwin ? e->chain_minwin : (int)w;
+	/* segments of up to 8 sqrt(r) pieces: the optimum's are about sqrt(r)
+	 * on uniform chains, and longer ones would make the DP quadratic */
+	K.maxlen = 8 * (int)sqrt((double)K.r) + 64;
 	int64_t hi = K.sw[K.r + 1], gmax = 0;
 	for (int k = 0; k <= K.r + 1; k++) {
 		hi += K.c[k];
@@ -376,13 +385,14 @@ rm_chain_plans(RmCtx *C, RmPool *pool, double cap)
 	l.prev[0] = true;       /* no plan yet: differs from any set */
 	/* finely just above the smallest bound (where the model's error
 	 * matters), then geometrically up to one segment: the cheaper plans
-	 * that --budget may want */
+	 * that --budget may want, while the DP's work lasts (a larger bound
+	 * scans longer segments) */
 	for (int i = 0; P0 >= 0 && i < e->chain_fine; i++)
 		chain_add(&K, pool, P0 + P0 / 500 * i, cap, &l);
 	double ratio = P0 > 0 ? pow((double)top / (double)P0,
 	                            1.0 / (e->chain_coarse + 1)) : 1;
 	double P = (double)P0;
-	for (int i = 0; P0 > 0 && i < e->chain_coarse; i++) {
+	for (int i = 0; P0 > 0 && i < e->chain_coarse && K.work < e->chain_work; i++) {
 		P *= ratio;
 		chain_add(&K, pool, (int64_t)P, cap, &l);
 	}

@@ -35,8 +35,8 @@ enum { GAP_KEEP, GAP_STICKY, GAP_TRANSIENT, GAP_EARLY };
  * never clocks, so a plan depends on its input alone. */
 typedef struct RmEffort {
 	long size;              /* base steps + uses: what one evaluation costs */
-	long chain_work;        /* remat_chain.c: DP steps per bound tried */
-	int chain_minwin;       /* the fewest pieces a segment may span */
+	long chain_work;        /* remat_chain.c: DP steps before the coarse
+	                           bounds stop */
 	int chain_fine;         /* bounds tried just above the smallest met */
 	int chain_coarse;       /* then geometrically up to no checkpoint */
 	long desc_size;         /* larger graphs skip the gap descent */

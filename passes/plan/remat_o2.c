@@ -397,8 +397,7 @@ rm_effort(const RmCtx *C)
 	long dsize = C->n + C->uofs[C->d->nnode] + 1;
 
 	e.size = dsize;
-	e.chain_work = 2000000;
-	e.chain_minwin = 64;
+	e.chain_work = 30000000;
 	e.chain_fine = 12;
 	e.chain_coarse = dsize < 50000 ? 24 : 12;
 	e.desc_size = 20000;

@@ -273,8 +273,8 @@ chain_nocap(RmCtx *C, RmPool *pool)
 static int64_t
 best_of(const Dag *d, void (*gen)(RmCtx *, RmPool *))
 {
-	RmEffort eff = {.chain_work = 2000000, .chain_minwin = 64,
-	                .chain_fine = 12, .chain_coarse = 24};
+	RmEffort eff = {.chain_work = 100000000, .chain_fine = 12,
+	                .chain_coarse = 24};
 	RmCtx C;
 	RmPool pool = {0};
 	int64_t best = INT64_MAX;
