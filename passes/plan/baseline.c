@@ -80,7 +80,7 @@ plan_one(const Dag *d, Arena *a, bool (*make)(RmCtx *, unsigned char *))
 
 	memset(&r, 0, sizeof r);
 	r.fits = true;
-	r.lower_bound = rm_lower_bound(d);
+	r.lower_bound = rm_lower_bound_parts(d).bytes;
 	rm_ctx_init(&C, d);
 	st = rm_state_new(&C);
 	rm_pool_add(&pool, &C, st, rm_eval(&C, st));

@@ -41,10 +41,6 @@
 #include "remat_int.h"
 
 enum { CLOSURE = 12 };
-enum { DTR_SIZE = 40000 };      /* larger graphs skip the simulation */
-/* The most work (see Dtr.work) one rm_plan_dtr may do, shared evenly
- * by its candidates: about 0.1 s. */
-static const long DTR_WORK = 4000000L;
 
 /* What one rm_plan_dtr call fixes for all its candidates. */
 typedef struct Knobs {
@@ -581,7 +577,7 @@ static void
 search(RmCtx *C, RmPool *pool, int64_t budget, double cap, const Knobs *K)
 {
 	Dtr D;
-	int64_t lb = rm_lower_bound(C->d);
+	int64_t lb = C->lower;
 
 	dtr_init(&D, C);
 	D.maxwork = K->maxwork;
@@ -616,18 +612,18 @@ search(RmCtx *C, RmPool *pool, int64_t budget, double cap, const Knobs *K)
 void
 rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap)
 {
-	long size = C->n + C->uofs[C->d->nnode] + 1;
-	int orders = size < 200 ? 16 : 1;
+	const RmEffort *e = C->eff;
+	int orders = e->dtr_orders;
 	int *ord = xcalloc((size_t)C->d->nnode + 1, sizeof *ord);
 	Knobs K;
 
 	K.base = pool->c[0].peak;
-	K.ladder = size < 4000 ? 48 : size < 20000 ? 12 : 4;
-	K.tries = 1000000L / size < 8 ? 8 : 1000000L / size;
-	K.maxwork = DTR_WORK / (2 * K.ladder * (orders + 1)) + 1000;
+	K.ladder = e->dtr_ladder;
+	K.tries = e->dtr_tries;
+	K.maxwork = e->dtr_work / (2 * K.ladder * (orders + 1)) + 1000;
 	K.nfixed = pool->n;
 	K.polish = false;
-	if (size > DTR_SIZE)
+	if (e->size > e->dtr_size)
 		orders = -1;
 	for (int i = 0; i <= orders; i++) {
 		/* i = 0: the least-bytes order; 1: the base order; then random */
@@ -645,6 +641,8 @@ rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap)
 		RmCtx C2;
 		d2.base_order = ord;
 		rm_ctx_init(&C2, &d2);
+		C2.lower = C->lower;
+		C2.eff = C->eff;
 		search(&C2, pool, budget, cap, &K);
 		rm_ctx_free(&C2);
 	}

@@ -1,5 +1,9 @@
-/* passes/plan/remat_int.h -- what the planners (remat*.c) share, not part of the
- * pipeline's interface.
+/* passes/plan/remat_int.h -- what the planners (remat*.c) share, not part
+ * of the pipeline's interface. Calls go one way (tests/plan_layers.sh
+ * checks it): remat.c (the dispatcher) -> remat_o2.c (the -O2 recipe) ->
+ * the planners (baseline.c, remat_exact.c) -> the candidate generators
+ * (remat_o1.c, remat_chain.c, remat_dtr.c, remat_ls.c) -> remat_order.c ->
+ * the model (remat_model.c).
  *
  * A plan is a state per "gap" over the base order: for every tensor that a
  * recomputable node makes, gap j runs from its j-th event (production, then
@@ -27,6 +31,28 @@
 
 enum { GAP_KEEP, GAP_STICKY, GAP_TRANSIENT, GAP_EARLY };
 
+/* Every work budget of -O2, filled in one place (rm_effort in remat_o2.c,
+ * whose rm_plan_o2 is the whole recipe) from the graph's size: counts,
+ * never clocks, so a plan depends on its input alone. */
+typedef struct RmEffort {
+	long size;              /* base steps + uses: what one evaluation costs */
+	long chain_work;        /* remat_chain.c: DP steps before the coarse
+	                           bounds stop */
+	int chain_fine;         /* bounds tried just above the smallest met */
+	int chain_coarse;       /* then geometrically up to no checkpoint */
+	long desc_size;         /* larger graphs skip the gap descent */
+	long desc_evals;        /* the descent's evaluations per ladder */
+	long climb_size;        /* remat_ls.c: graphs up to this size climb */
+	long climb_evals, kicks;/* its evaluations, and the kicked search's */
+	long dtr_size;          /* remat_dtr.c: larger graphs skip DTR */
+	long dtr_work;          /* its work (victim scans, closure nodes,
+	                           evaluated steps), shared by its candidates */
+	int dtr_ladder;         /* bounds per order */
+	int dtr_orders;         /* random orders besides the two fixed ones */
+	long dtr_tries;         /* evaluations per local search */
+	long order_work;        /* remat_order.c: moves improving an order */
+} RmEffort;
+
 typedef struct RmCtx {
 	const Dag *d;
 	int n;                  /* base order length */
@@ -42,6 +68,8 @@ typedef struct RmCtx {
 	int *longgap;           /* [nt] gap from forward to backward use, or -1 */
 	bool has_backward;      /* some node is a backward node */
 	int64_t c0;             /* cost unit for benefit / cost ratios */
+	int64_t lower;          /* the lower bound (set by rm_plan), or 0 */
+	const RmEffort *eff;     /* -O2's budgets (set by rm_plan_o2) */
 	/* rm_build's output and scratch (grown as needed) */
 	int *step, *posof;      /* the schedule, and each step's base position */
 	int nstep, capstep;
@@ -54,7 +82,9 @@ typedef struct RmCtx {
 	bool simple;            /* no views, accumulations, from_start or
 	                           to_end tensors: rm_score's fast path */
 	int *birth, *lastuse;   /* [nt] rm_score: current instance of t */
-	int64_t *diff, *live;   /* [capstep + 1] rm_score's memory by step */
+	int64_t *diff, *live;   /* [capdiff] rm_score's memory by step */
+	int capdiff;
+	Arena mem;              /* everything above: freed by rm_ctx_free */
 	Arena scratch;          /* the latest evaluation */
 	MemEval ev;
 	long evals;
@@ -62,8 +92,8 @@ typedef struct RmCtx {
 
 /* One scored plan: gap states, or an explicit schedule (remat_dtr.c). */
 typedef struct RmCand {
-	unsigned char *state;   /* [ngap], xmalloc'ed; NULL when sched is set */
-	int *sched, nsched;     /* explicit steps, xmalloc'ed, or NULL */
+	unsigned char *state;   /* [ngap] in the pool's arena; NULL when sched is set */
+	int *sched, nsched;     /* explicit steps in the pool's arena, or NULL */
 	int64_t peak, cost;
 	bool valid;
 } RmCand;
@@ -71,9 +101,11 @@ typedef struct RmCand {
 typedef struct RmPool {
 	RmCand *c;
 	int n, cap;
+	Arena mem;              /* c and its plans (a zeroed Arena is empty) */
 } RmPool;
 
-/* passes/plan/remat.c */
+
+/* passes/plan/remat_model.c (the model; calls no planner) */
 void rm_ctx_init(RmCtx *C, const Dag *d);
 void rm_ctx_free(RmCtx *C);
 bool rm_build(RmCtx *C, const unsigned char *state);
@@ -105,6 +137,11 @@ bool rm_perblock_state(RmCtx *C, unsigned char *st);
  * it is never above them (pick() applies the cap and the budget). */
 void rm_pool_baselines(RmCtx *C, RmPool *pool);
 
+/* passes/plan/remat_chain.c */
+/* Checkpoint plans from the peak-bounded chain DP with true costs, each
+ * fitted to the recompute cap (< 0: none) by storing whole segments. */
+void rm_chain_plans(RmCtx *C, RmPool *pool, double cap);
+
 /* passes/plan/remat_o2.c */
 void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);
 
@@ -113,6 +150,7 @@ void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);
  * bounds up to the budget; else the descent from the pool's best peak
  * within cap (< 0: none). Budget-independent when budget < 0. */
 void rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap);
+/* ...all with budgets from C->eff. */
 
 /* passes/plan/remat_order.c */
 /* A topological order (seed 0: least bytes added first, ties by base

@@ -25,12 +25,6 @@ enum { TOPK = 12, WIDE = 4 * TOPK, UNDO = 48 };
 enum { EST_CAPPED = 1, EST_STRETCH = 2 };
 /* the descent's threshold steps: the start's peak / STEP, or / FINE_STEP */
 enum { STEP = 200, FINE_STEP = 250 };
-/* remat_ls.c's hill climb: graphs up to this size, evaluations x size */
-enum { CLIMB_SIZE = 400 };
-static const long CLIMB_WORK = 400000;
-/* and on graphs of at most KICK_NODES nodes, an iterated local search */
-enum { KICK_NODES = 24 };
-static const long KICK_WORK = 10000;
 
 typedef struct Desc {
 	RmCtx *C;
@@ -317,16 +311,17 @@ ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
        long evals, int mode, int div)
 {
 	Desc D = {0};
-	int *buf = xcalloc((size_t)C->ngap + 1, sizeof *buf);
+	Arena a = {0};
+	int *buf = ar_alloc(&a, sizeof *buf * ((size_t)C->ngap + 1));
 
 	D.C = C;
 	D.mode = mode & EST_CAPPED;
 	D.stretch = mode & EST_STRETCH;
 	D.cap = cap;
 	D.maxevals = C->evals + evals;
-	D.wsum = xcalloc((size_t)C->n + 2, sizeof *D.wsum);
-	D.csum = xcalloc((size_t)C->n + 2, sizeof *D.csum);
-	D.st = rm_state_new(C);
+	D.wsum = ar_alloc(&a, sizeof *D.wsum * ((size_t)C->n + 2));
+	D.csum = ar_alloc(&a, sizeof *D.csum * ((size_t)C->n + 2));
+	D.st = ar_alloc(&a, (size_t)C->ngap + 1);
 	memcpy(D.st, start, (size_t)C->ngap);
 	if (desc_load(&D, 0)) {
 		int64_t step = D.peak / div + 1;
@@ -337,10 +332,7 @@ ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
 			T = (D.peak < T ? D.peak : T) - step;
 		}
 	}
-	free(D.st);
-	free(D.wsum);
-	free(D.csum);
-	free(buf);
+	ar_free(&a);
 }
 
 /* The descent over another order ord instead of the base order, once in
@@ -359,9 +351,10 @@ ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
 
 	d2.base_order = (int *)ord;
 	rm_ctx_init(&C2, &d2);
-	unsigned char *st = rm_state_new(&C2);
+	C2.lower = C->lower;
+	C2.eff = C->eff;
+	unsigned char *st = ar_alloc(&C2.mem, (size_t)C2.ngap + 1);
 	rm_pool_add(&p2, &C2, st, rm_eval(&C2, st));
-	free(st);
 	if (p2.n > 0 && p2.c[0].peak < pool->c[0].peak) {
 		ran = true;
 		for (int m = 0; m <= (EST_CAPPED | EST_STRETCH); m++)
@@ -393,23 +386,55 @@ best_within(const RmPool *pool, double cap)
 	return b;
 }
 
+/* Every work budget of -O2, from the graph's size. Training graphs have
+ * the chain DP's plans to start from; general DAGs rely on the descent
+ * alone and get more evaluations. */
+static RmEffort
+rm_effort(const RmCtx *C)
+{
+	RmEffort e = {0};
+	long size = C->n + 1 + (C->has_backward ? C->uofs[C->d->nnode] : 0);
+	long dsize = C->n + C->uofs[C->d->nnode] + 1;
+
+	e.size = dsize;
+	e.chain_work = 30000000;
+	e.chain_fine = 12;
+	e.chain_coarse = dsize < 50000 ? 24 : 12;
+	e.desc_size = 20000;
+	e.desc_evals = (C->has_backward ? 10000000L : 6000000L) / size;
+	if (e.desc_evals > 20000)
+		e.desc_evals = 20000;
+	e.climb_size = 400;
+	e.climb_evals = size < e.climb_size ? 400000 / size : 0;
+	e.kicks = C->d->nnode <= 24 ? 10000 : 0;
+	e.dtr_size = 40000;
+	/* about 0.1 s, shared evenly by the simulation's candidates */
+	e.dtr_work = 4000000L;
+	e.dtr_ladder = dsize < 4000 ? 48 : dsize < 20000 ? 12 : 4;
+	e.dtr_orders = dsize < 200 ? 16 : 1;
+	e.dtr_tries = 1000000L / dsize < 8 ? 8 : 1000000L / dsize;
+	e.order_work = 40000000L;
+	return e;
+}
+
 void
 rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 {
 	double cap = -1;
-	/* Training graphs have the chain DP's plans to start from; general
-	 * DAGs rely on the descent alone and get more evaluations. */
+	RmEffort eff = rm_effort(C);
 	long size = C->n + 1 + (C->has_backward ? C->uofs[C->d->nnode] : 0);
-	long evals = (C->has_backward ? 10000000L : 6000000L) / size;
+	long evals = eff.desc_evals;
+
+	C->eff = &eff;
 
 	if (goal->budget < 0 && goal->max_recompute >= 0)
 		cap = goal->max_recompute * (double)C->d->forward_cost;
 	rm_plan_o1(C, pool);
-	rm_chain_sweep(C, pool);
-	if (C->n > 20000)
+	rm_chain_plans(C, pool, cap);
+	if (C->n > eff.desc_size) {
+		C->eff = NULL;
 		return;
-	if (evals > 20000)
-		evals = 20000;
+	}
 	/* On general DAGs the descent gets most evaluations on the orders that
 	 * start lower: the least-bytes order improved by moves (its plans are
 	 * the cheapest at moderate budgets), and that order as built, with
@@ -428,14 +453,15 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	                                 1 << 0 | 1 << EST_STRETCH |
 	                                 1 << (EST_STRETCH | EST_CAPPED), STEP);
 	if (re && !C->has_backward && goal->budget >= 0) {
-		int *plain = xcalloc((size_t)C->d->nnode + 1, sizeof *plain);
+		Arena a = {0};
+		int *plain = ar_alloc(&a, sizeof *plain * ((size_t)C->d->nnode + 1));
 		/* the plain order's descent in finer steps (more plans near any
 		 * budget) takes the base order's share: its plans were never
 		 * the cheapest fitting ones here */
 		if (rm_topo_order(C, 0, plain))
 			ladder_reordered(C, pool, cap, 3 * evals / 5, plain,
 			                 1 << EST_STRETCH, FINE_STEP);
-		free(plain);
+		ar_free(&a);
 	} else {
 		ladder(C, pool, pool->c[0].state, cap, evals, 0, STEP);
 		ladder(C, pool, pool->c[0].state, cap, evals, EST_CAPPED, STEP);
@@ -443,21 +469,22 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	if (goal->budget < 0) {
 		int b = best_within(pool, cap);
 		if (b != 0) {
-			unsigned char *st = rm_state_new(C);
+			Arena a = {0};
+			unsigned char *st = ar_alloc(&a, (size_t)C->ngap + 1);
 			memcpy(st, pool->c[b].state, (size_t)C->ngap);
 			ladder(C, pool, st, cap, evals / 2, 0, STEP);
-			free(st);
+			ar_free(&a);
 		}
 	}
 	/* every plan so far ignores the budget; so do these, on small graphs
 	 * (the smallest peaks, with no cap under a budget) */
-	if (goal->budget < 0 || size < CLIMB_SIZE)
+	if (goal->budget < 0 || size < eff.climb_size)
 		rm_plan_dtr(C, pool, -1, cap);
-	if (size < CLIMB_SIZE)
-		rm_climb(C, pool, cap, CLIMB_WORK / size,
-		         C->d->nnode <= KICK_NODES ? KICK_WORK : 0);
+	if (size < eff.climb_size)
+		rm_climb(C, pool, cap, eff.climb_evals, eff.kicks);
 	/* a fixed ladder of bounds up to the budget: each plan is the same
 	 * whatever the budget, so a larger budget sees a superset */
 	if (goal->budget >= 0)
 		rm_plan_dtr(C, pool, goal->budget, -1);
+	C->eff = NULL;
 }

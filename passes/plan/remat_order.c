@@ -12,7 +12,6 @@
 #include "remat_int.h"
 
 /* evaluations x size for order_improve: about 0.05 s */
-static const long ORDER_WORK = 40000000L;
 
 static int64_t
 owned(const Dag *d, int t)
@@ -281,16 +280,16 @@ const int *
 rm_least_bytes_order(RmCtx *C)
 {
 	long size = C->n + C->uofs[C->d->nnode] + 1;
+	long work = C->eff->order_work;
 
 	if (C->lborder_done)
 		return C->lborder;
 	C->lborder_done = true;
-	C->lborder = xcalloc((size_t)C->d->nnode + 1, sizeof *C->lborder);
+	C->lborder = ar_alloc(&C->mem, sizeof *C->lborder * ((size_t)C->d->nnode + 1));
 	if (!rm_topo_order(C, 0, C->lborder)) {
-		free(C->lborder);
 		C->lborder = NULL;
 		return NULL;
 	}
-	order_improve(C, C->lborder, ORDER_WORK / size + 1);
+	order_improve(C, C->lborder, work / size + 1);
 	return C->lborder;
 }

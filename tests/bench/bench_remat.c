@@ -1,5 +1,10 @@
 /* tests/bench/bench_remat.c -- `make bench-remat`: speed and quality of the
- * planners. Prints, for generated training chains (1000 layers up to a
+ * planners. Prints a table for networks written in the language (every
+ * example, given the examples folder as argv[2]; a 1000-layer MLP; the
+ * LLaMA-7B shape at B=16; transformer stacks of 10k and 100k ops): the peaks
+ * at -O0, -O1 (sqrt(n) checkpoints) and -O2 (default cap, recompute <= 1x
+ * forward), the lower bound, -O2's recompute as % of forward and its whole
+ * analysis time (wall clock and CPU time). Then, for generated training chains (1000 layers up to a
  * 100k-node graph) and random layered DAGs, the -O0/-O1/-O2 peaks and
  * planning times; and for each Checkmate graph in the folder given as
  * argv[1] (skipped when absent), a table row per budget (0.9 and 0.8 x
@@ -11,8 +16,141 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plan.h"
+
+/* The 1000-layer MLP of issue 9: relu(x @ w), B=2048, D=512, SGD. */
+static const char mlp1000[] =
+	"batch B = 2048;\ndim D = 512, L = 1000;\n"
+	"train { optimizer = sgd; precision = declared; }\n"
+	"input x : f32[B, D];\ninput y : f32[B, D];\n"
+	"def layer(h) {\n  param w : f32[D, D];\n  return relu(h @ w);\n}\n"
+	"h = x;\nrepeat L { h = layer(h); }\n"
+	"loss = mse_loss(h, y);\noutput loss;\n";
+
+/* A network row: a file in the examples folder (or text), -D flags and
+ * gradient accumulation. */
+typedef struct NetCase {
+	const char *name, *file, *text;
+	const char *defs;       /* "NAME=V NAME=V", or NULL */
+	int accumulate;
+} NetCase;
+
+static const NetCase nets[] = {
+	{"tiny", "tiny.net", NULL, NULL, 0},
+	{"mlp (MNIST)", "mlp.net", NULL, NULL, 0},
+	{"resnet50 B=32", "resnet50.net", NULL, NULL, 0},
+	{"unet", "unet.net", NULL, NULL, 0},
+	{"gpt2 small", "gpt2.net", NULL, NULL, 0},
+	{"llama 0.95B", "llama.net", NULL, NULL, 0},
+	{"llama 0.95B acc 2", "llama.net", NULL, NULL, 2},
+	{"mlp 1000 layers", NULL, mlp1000, NULL, 0},
+	{"llama-7B B=16 S=4096", "llama.net", NULL,
+	 "D=4096 H=32 L=32 F=11008 S=4096 B=16", 0},
+	{"transformer 10k ops", "gpt2.net", NULL,
+	 "B=2 S=64 D=64 H=2 V=256 L=450", 0},
+	{"transformer 100k ops", "gpt2.net", NULL,
+	 "B=2 S=64 D=64 H=2 V=256 L=4500", 0},
+};
+
+/* Reads a whole file into the arena; NULL when it cannot. */
+static char *
+slurp(const char *path, Arena *a)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = ar_alloc(a, (size_t)n + 1);
+	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf = NULL;
+	fclose(f);
+	return buf;
+}
+
+/* One analysis at level; false on errors (reported on stderr). */
+static bool
+analyze_at(const Program *prog, const NetCase *c, const NetOptions *o,
+           int level, Analysis *an, Arena *a)
+{
+	PlanGoal g = {level, 1.0, -1, false};
+	Diag d;
+
+	diag_init(&d, NULL, stderr);
+	return analyze(prog, c->name, o, &g, false, an, a, &d) == 0;
+}
+
+static void
+bench_net(const NetCase *c, const char *dir)
+{
+	Arena a;
+	Source src;
+	Diag d;
+	NetOptions o = {0};
+	DimOverride defs[8];
+	Analysis an[3];
+	char *text, path[4096];
+
+	ar_init(&a);
+	snprintf(path, sizeof path, "%s/%s", dir, c->file ? c->file : "");
+	text = c->text ? (char *)c->text : slurp(path, &a);
+	if (!text) {
+		printf("%-22s %s not found, skipped\n", c->name, path);
+		ar_free(&a);
+		return;
+	}
+	src = (Source){c->name, text, strlen(text)};
+	if (c->defs) {
+		char *s = ar_printf(&a, "%s", c->defs), *tok;
+		for (tok = strtok(s, " "); tok && o.ndefs < 8; tok = strtok(NULL, " ")) {
+			char *eq = strchr(tok, '=');
+			*eq = 0;
+			defs[o.ndefs++] = (DimOverride){tok, atoll(eq + 1)};
+		}
+		o.defs = defs;
+	}
+	if (c->accumulate > 1) {
+		o.accumulate_set = true;
+		o.accumulate = c->accumulate;
+	}
+	diag_init(&d, &src, stderr);
+	Program *prog = net_parse(&src, &a, &d);
+	double cpu = 0;
+	for (int l = 0; l < 3; l++) {
+		clock_t t0 = clock();
+		bool ok = prog && analyze_at(prog, c, &o, l, &an[l], &a);
+		cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+		if (!ok) {
+			printf("%-22s analysis failed\n", c->name);
+			ar_free(&a);
+			return;
+		}
+	}
+	int64_t fwd = an[2].d.forward_cost ? an[2].d.forward_cost : 1;
+	printf("%-22s %9.3f %9.3f %9.3f %9.3f %6.3f %7.1f%% %8.3f %8.3f\n", c->name,
+	       (double)an[0].plan.peak / 1e9, (double)an[1].plan.peak / 1e9,
+	       (double)an[2].plan.peak / 1e9, (double)an[2].plan.lower_bound / 1e9,
+	       (double)an[2].plan.peak / (double)an[2].plan.lower_bound,
+	       100.0 * (double)an[2].plan.recompute_cost / (double)fwd,
+	       an[2].seconds, cpu);
+	ar_free(&a);
+}
+
+static void
+bench_nets(const char *dir)
+{
+	printf("%-22s %9s %9s %9s %9s %6s %8s %8s %8s\n", "network (peaks in GB)",
+	       "-O0", "-O1", "-O2", "bound", "O2/lb", "recomp", "O2 wall", "O2 cpu");
+	for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
+		bench_net(&nets[i], dir);
+	printf("\n");
+}
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -243,6 +381,7 @@ main(int argc, char **argv)
 	Arena a;
 	Dag d;
 
+	bench_nets(argc > 2 ? argv[2] : "examples");
 	for (int i = 0; i < 4; i++) {
 		ar_init(&a);
 		train_chain(&d, &a, layers[i]);

@@ -1,0 +1,400 @@
+/* passes/plan/remat_chain.c -- -O2's checkpoint chain: a peak-bounded DP
+ * over the cut nodes of the forward graph (articulation points: nothing an
+ * earlier forward node makes is read by a forward node after them) with
+ * true costs, then each chosen checkpoint set as a plan in the pool.
+ *
+ * The forward splits at the cuts into pieces. Keeping cut k costs the bytes
+ * its outputs keep alive (a view costs its base), whether or not backward
+ * saves them. Back-propagating the segment between two kept cuts i < k
+ * holds: the checkpoints kept up to i, cut k, the bytes backward saves from
+ * the segment's nodes (each base counted once), and what else is live then
+ * -- the background: the -O0 schedule's memory at each backward step less
+ * every forward-made instance (param grads, gradients, workspace, logits'
+ * gradient at the loss). So the plan's peak is about
+ *   max over segments (i, k] of dp(i) + c(k) + W(i, k) + G(i, k),
+ * dp(i) the checkpoint bytes kept up to i. For a bound P the DP finds the
+ * checkpoint set that meets it with the fewest kept bytes (which is what
+ * the later segments need too, so the minimum is exact); P is bisected to
+ * the smallest it can meet, then swept up a little, and every distinct set
+ * is scored by lv_eval (the model only steers).
+ *
+ * A plan keeps every gap of a kept cut's outputs and drops, for every other
+ * forward tensor, the gap from its last forward use to backward and its
+ * tail: a segment is recomputed from its checkpoint (the forward-only
+ * tensors inside it only while recomputing), never from stale instances
+ * left alive (Chen et al.'s segments). Reads the Dag and the gap table;
+ * allocates from one arena per call. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remat_int.h"
+
+typedef struct Chain {
+	const RmCtx *C;
+	Arena *a;
+	int r;                  /* cuts; boundaries 0 (start) .. r + 1 (end) */
+	int *cut;               /* [r + 2] boundary's node (-1 at 0, r + 1) */
+	int64_t *c;             /* [r + 2] bytes a kept cut keeps alive */
+	int64_t *sb;            /* [r + 2] of those, what backward saves anyway */
+	int64_t *sw;            /* [r + 2] prefix: saved bytes of pieces 1..k */
+	int64_t *g;             /* [r + 2] background while piece k runs backward */
+	int64_t *dp;            /* [r + 2] the DP's kept bytes, INT64_MAX: none */
+	int *par;               /* [r + 2] previous kept boundary */
+	long work;              /* DP steps so far */
+	int maxlen;             /* most pieces a segment may span */
+	int *piece;             /* [nnode] forward node's piece, 0: none */
+	int64_t *fc;            /* [r + 2] prefix: forward cost of pieces 1..k */
+	bool *held;             /* [nnode] outputs kept though inside a segment */
+	int64_t *obytes;        /* [nnode] bytes a forward node's outputs hold */
+} Chain;
+
+static bool
+is_fwd(const RmCtx *C, int v)
+{
+	return !C->d->node[v].once && !C->d->node[v].is_backward;
+}
+
+/* The tensor owning t's storage, or -1 when it owns nothing (param views). */
+static int
+root(const Dag *d, int t)
+{
+	for (int i = 0; i < 64 && t >= 0; i++) {
+		if (d->t[t].persistent_view)
+			return -1;
+		if (d->t[t].view_src < 0)
+			return t;
+		t = d->t[t].view_src;
+	}
+	return t;
+}
+
+/* The cut nodes, by the reach of every earlier forward node's outputs over
+ * later forward uses; piece[v] for every forward node. */
+static void
+find_cuts(Chain *K, int *piece)
+{
+	const RmCtx *C = K->C;
+	const Dag *d = C->d;
+	int *lastfwd = ar_alloc(K->a, sizeof *lastfwd * ((size_t)d->nt + 1));
+	int reach = -1;
+
+	K->cut = ar_alloc(K->a, sizeof *K->cut * ((size_t)d->nnode + 2));
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		if (is_fwd(C, v))
+			for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
+				lastfwd[C->use[k]] = x;
+	}
+	K->r = 0;
+	K->cut[0] = -1;
+	for (int x = 0; x < C->n; x++) {
+		int v = d->base_order[x];
+		if (!is_fwd(C, v))
+			continue;
+		piece[v] = K->r + 1;
+		if (reach <= x)
+			K->cut[++K->r] = v;
+		for (int j = 0; j < d->node[v].nout; j++)
+			if (lastfwd[d->node[v].out[j]] > reach)
+				reach = lastfwd[d->node[v].out[j]];
+	}
+	/* a node after the last cut belongs to the end piece; a cut's node
+	 * ends its piece */
+	for (int k = 1; k <= K->r; k++)
+		piece[K->cut[k]] = k;
+	K->cut[K->r + 1] = -1;
+}
+
+/* Costs: c and sb per cut, sw per piece (each saved base once). */
+static void
+chain_costs(Chain *K, const int *piece)
+{
+	const RmCtx *C = K->C;
+	const Dag *d = C->d;
+	bool *counted = ar_alloc(K->a, (size_t)d->nt + 1);
+	int n2 = K->r + 2;
+
+	K->c = ar_alloc(K->a, sizeof *K->c * (size_t)n2);
+	K->sb = ar_alloc(K->a, sizeof *K->sb * (size_t)n2);
+	K->sw = ar_alloc(K->a, sizeof *K->sw * (size_t)n2);
+	for (int k = 1; k <= K->r; k++) {
+		const DagNode *n = &d->node[K->cut[k]];
+		for (int j = 0; j < n->nout; j++) {
+			int t = n->out[j], rt = root(d, t);
+			if (rt >= 0 && C->gofs[t + 1] - C->gofs[t] > 1)
+				K->c[k] += d->t[rt].bytes;
+		}
+	}
+	for (int t = 0; t < d->nt; t++) {
+		int rt = root(d, t), p = C->prod[t];
+		if (C->longgap[t] < 0 || rt < 0 || counted[rt] || p < 0 || !is_fwd(C, p))
+			continue;
+		counted[rt] = true;
+		K->sw[piece[p]] += d->t[rt].bytes;
+		if (piece[p] <= K->r && K->cut[piece[p]] == p)
+			K->sb[piece[p]] += d->t[rt].bytes;
+	}
+	K->obytes = ar_alloc(K->a, sizeof *K->obytes * ((size_t)d->nnode + 1));
+	for (int v = 0; v < d->nnode; v++)
+		for (int j = 0; j < d->node[v].nout; j++) {
+			int rt = root(d, d->node[v].out[j]);
+			if (rt >= 0 && rt == d->node[v].out[j])
+				K->obytes[v] += d->t[rt].bytes;
+		}
+	K->fc = ar_alloc(K->a, sizeof *K->fc * (size_t)n2);
+	for (int v = 0; v < d->nnode; v++)
+		if (piece[v] > 0)
+			K->fc[piece[v]] += d->node[v].cost;
+	for (int k = 1; k < n2; k++) {
+		K->sw[k] += K->sw[k - 1];
+		K->fc[k] += K->fc[k - 1];
+	}
+}
+
+/* The background: -O0's memory at each backward node less the forward-made
+ * instances, the most over the backward nodes of each piece. */
+static bool
+chain_background(Chain *K, const int *piece)
+{
+	RmCtx *C = (RmCtx *)K->C;
+	const Dag *d = C->d;
+	unsigned char *st = ar_alloc(K->a, (size_t)C->ngap + 1);
+	const MemEval *ev = rm_eval(C, st);
+
+	K->g = ar_alloc(K->a, sizeof *K->g * ((size_t)K->r + 2));
+	if (!ev || ev->nsteps != C->n)
+		return false;
+	int64_t *fw = ar_alloc(K->a, sizeof *fw * ((size_t)C->n + 2));
+	for (int i = 0; i < ev->ninst; i++) {
+		const Instance *in = &ev->inst[i];
+		int p = C->prod[in->tensor];
+		if (in->owned <= 0 || p < 0 || !is_fwd(C, p))
+			continue;
+		fw[in->start < 0 ? 0 : in->start] += in->owned;
+		fw[in->end + 1] -= in->owned;
+	}
+	for (int s = 1; s <= C->n; s++)
+		fw[s] += fw[s - 1];
+	for (int s = 0; s < C->n; s++) {
+		const DagNode *n = &d->node[d->base_order[s]];
+		int f = n->fwd_plus1 - 1;
+		if (f < 0 || piece[f] <= 0)
+			continue;
+		int64_t bg = ev->live_bytes[s] - fw[s];
+		if (bg > K->g[piece[f]])
+			K->g[piece[f]] = bg;
+	}
+	return true;
+}
+
+/* The DP for bound P; true when the end boundary is reachable. */
+static bool
+chain_dp(Chain *K, int64_t P)
+{
+	int end = K->r + 1;
+
+	K->dp[0] = 0;
+	for (int k = 1; k <= end; k++) {
+		int64_t gmax = 0, best = INT64_MAX, fixed = K->c[k] - K->sb[k];
+		int bi = -1;
+		K->dp[k] = INT64_MAX;
+		for (int i = k - 1; i >= 0 && i >= k - K->maxlen; i--) {
+			K->work++;
+			if (K->g[i + 1] > gmax)
+				gmax = K->g[i + 1];
+			int64_t need = fixed + K->sw[k] - K->sw[i] + gmax;
+			if (need > P)
+				break;
+			if (K->dp[i] != INT64_MAX && K->dp[i] < best &&
+			    K->dp[i] + need <= P) {
+				best = K->dp[i];
+				bi = i;
+			}
+		}
+		if (bi >= 0) {
+			K->dp[k] = best + K->c[k];
+			K->par[k] = bi;
+		}
+	}
+	return K->dp[end] != INT64_MAX;
+}
+
+/* The plan keeping the DP's checkpoints (see the file comment) and the
+ * outputs of held nodes. */
+static void
+chain_keep(const Chain *K, bool *keep)
+{
+	memset(keep, 0, (size_t)K->C->d->nnode + 1);
+	for (int k = K->par[K->r + 1]; k > 0; k = K->par[k])
+		keep[K->cut[k]] = true;
+}
+
+static void
+chain_state(const Chain *K, const bool *keep, unsigned char *st)
+{
+	const RmCtx *C = K->C;
+	const Dag *d = C->d;
+
+	memset(st, GAP_KEEP, (size_t)C->ngap);
+	for (int t = 0; t < d->nt; t++) {
+		int p = C->prod[t];
+		if (p < 0 || !is_fwd(C, p) || keep[p] || K->held[p])
+			continue;
+		if (C->longgap[t] >= 0)
+			st[C->longgap[t]] = GAP_STICKY;
+		st[C->gofs[t + 1] - 1] = GAP_TRANSIENT;
+	}
+}
+
+static const Chain *sort_chain;
+
+/* Forward nodes, most recompute cost per byte their outputs hold first. */
+static int
+by_worth(const void *pa, const void *pb)
+{
+	const Chain *K = sort_chain;
+	int a = *(const int *)pa, b = *(const int *)pb;
+	double ra = (double)K->C->d->node[a].cost / (double)(K->obytes[a] + 1);
+	double rb = (double)K->C->d->node[b].cost / (double)(K->obytes[b] + 1);
+
+	if (ra != rb)
+		return ra > rb ? -1 : 1;
+	return a - b;
+}
+
+/* Under a recompute cap: holds (keeps instead of recomputing) the outputs
+ * of the forward nodes inside segments that cost the most recompute per
+ * byte -- the matmuls before the elementwise ops -- until the estimate
+ * (every other forward node in a segment recomputed once) is within the
+ * cap, with a margin for the estimate's error. A plan over the cap is
+ * repaired rather than dropped. */
+static void
+chain_fit_cap(Chain *K, const bool *keep, double cap, int *buf)
+{
+	const Dag *d = K->C->d;
+	int64_t est = 0;
+	int n = 0;
+
+	memset(K->held, 0, (size_t)d->nnode + 1);
+	if (cap < 0)
+		return;
+	for (int v = 0; v < d->nnode; v++) {
+		if (K->piece[v] <= 0 || keep[v])
+			continue;
+		est += d->node[v].cost;
+		buf[n++] = v;
+	}
+	if ((double)est <= cap)
+		return;
+	sort_chain = K;
+	qsort(buf, (size_t)n, sizeof *buf, by_worth);
+	for (int i = 0; i < n && (double)est > 0.97 * cap; i++) {
+		K->held[buf[i]] = true;
+		est -= d->node[buf[i]].cost;
+	}
+}
+
+/* The smallest bound the DP meets (to 1/4096), doubling up from 1 and
+ * then bisecting, so that no DP scans segments much longer than the
+ * answer's; -1 when even top fails. */
+static int64_t
+chain_min_bound(Chain *K, int64_t top)
+{
+	int64_t lo = 0, hi = 1;
+
+	while (!chain_dp(K, hi)) {
+		if (hi >= top)
+			return -1;
+		lo = hi;
+		hi = 2 * hi < top ? 2 * hi : top;
+	}
+	while (hi - lo > 1 + hi / 4096) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (chain_dp(K, mid))
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return hi;
+}
+
+/* Scratch for chain_add: the last plan's sets, to skip repeats. */
+typedef struct Last {
+	bool *keep, *prev, *held;
+	unsigned char *st;
+	int *buf;
+} Last;
+
+/* The DP's set for bound P, fitted to the cap, as a plan in the pool,
+ * unless it is the last one again. */
+static void
+chain_add(Chain *K, RmPool *pool, int64_t P, double cap, Last *l)
+{
+	RmCtx *C = (RmCtx *)K->C;
+	size_t nn = (size_t)C->d->nnode + 1;
+
+	if (!chain_dp(K, P))
+		return;
+	chain_keep(K, l->keep);
+	chain_fit_cap(K, l->keep, cap, l->buf);
+	if (memcmp(l->keep, l->prev, nn) == 0 && memcmp(K->held, l->held, nn) == 0)
+		return;
+	chain_state(K, l->keep, l->st);
+	memcpy(l->prev, l->keep, nn);
+	memcpy(l->held, K->held, nn);
+	rm_pool_add(pool, C, l->st, rm_eval(C, l->st));
+}
+
+void
+rm_chain_plans(RmCtx *C, RmPool *pool, double cap)
+{
+	const RmEffort *e = C->eff;
+	Arena a;
+	Chain K = {0};
+
+	if (!C->has_backward)
+		return;
+	ar_init(&a);
+	K.C = C;
+	K.a = &a;
+	int *piece = ar_alloc(&a, sizeof *piece * ((size_t)C->d->nnode + 1));
+	K.piece = piece;
+	find_cuts(&K, piece);
+	chain_costs(&K, piece);
+	if (K.r == 0 || !chain_background(&K, piece)) {
+		ar_free(&a);
+		return;
+	}
+	K.dp = ar_alloc(&a, sizeof *K.dp * ((size_t)K.r + 2));
+	K.par = ar_alloc(&a, sizeof *K.par * ((size_t)K.r + 2));
+	/* segments of up to 8 sqrt(r) pieces: the optimum's are about sqrt(r)
+	 * on uniform chains, and longer ones would make the DP quadratic */
+	K.maxlen = 8 * (int)sqrt((double)K.r) + 64;
+	int64_t hi = K.sw[K.r + 1], gmax = 0;
+	for (int k = 0; k <= K.r + 1; k++) {
+		hi += K.c[k];
+		gmax = K.g[k] > gmax ? K.g[k] : gmax;
+	}
+	int64_t top = 2 * (hi + gmax) + 1, P0 = chain_min_bound(&K, top);
+	size_t nn = (size_t)C->d->nnode + 1;
+	Last l = {ar_alloc(&a, nn), ar_alloc(&a, nn), ar_alloc(&a, nn),
+	          ar_alloc(&a, (size_t)C->ngap + 1),
+	          ar_alloc(&a, sizeof *l.buf * nn)};
+	K.held = ar_alloc(&a, nn);
+	l.prev[0] = true;       /* no plan yet: differs from any set */
+	/* finely just above the smallest bound (where the model's error
+	 * matters), then geometrically up to one segment: the cheaper plans
+	 * that --budget may want, while the DP's work lasts (a larger bound
+	 * scans longer segments) */
+	for (int i = 0; P0 >= 0 && i < e->chain_fine; i++)
+		chain_add(&K, pool, P0 + P0 / 500 * i, cap, &l);
+	double ratio = P0 > 0 ? pow((double)top / (double)P0,
+	                            1.0 / (e->chain_coarse + 1)) : 1;
+	double P = (double)P0;
+	for (int i = 0; P0 > 0 && i < e->chain_coarse && K.work < e->chain_work; i++) {
+		P *= ratio;
+		chain_add(&K, pool, (int64_t)P, cap, &l);
+	}
+	ar_free(&a);
+}

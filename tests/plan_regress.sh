@@ -1,0 +1,57 @@
+#!/bin/sh
+# tests/plan_regress.sh -- issue 9's networks at reduced dims through the
+# CLI, every plan replayed with --verify: -O2's peak at or below -O0's and
+# -O1's on the deep MLP, GPT-2 and a LLaMA-style stack with accumulation;
+# and on the MLP (200 layers of relu(x @ w), B=64, D=32, SGD) within 5% of
+# what must coexist at the last backward step: the params and every param
+# grad (2 x 200 x 32 x 32 x 4 bytes) and that step's input and gradient
+# (2 x 64 x 32 x 4). Plans that keep stale instances alive sit at -O0 there.
+# Prints TAP.
+set -u
+: "${REMAT:?}" "${SRCDIR:?}"
+cd "$SRCDIR" || exit 99
+mlp='batch B = 64; dim D = 32, L = 200;
+train { optimizer = sgd; precision = declared; }
+input x : f32[B, D]; input y : f32[B, D];
+def layer(h) { param w : f32[D, D]; return relu(h @ w); }
+h = x; repeat L { h = layer(h); }
+loss = mse_loss(h, y); output loss;'
+gpt2="-DB=2 -DS=16 -DD=32 -DH=2 -DL=4 -DV=64 examples/gpt2.net"
+llama="--accumulate 2 -DB=2 -DS=64 -DD=64 -DH=2 -DL=8 -DF=128 -DV=512 examples/llama.net"
+
+# peak LEVEL ARGS... -- the planned peak in bytes ('-' args read $mlp);
+# nothing when remat or its --verify fails
+peak() {
+	lvl=$1
+	shift
+	if [ "$1" = - ]; then
+		out=$(printf '%s\n' "$mlp" | "$REMAT" "$lvl" --bytes --verify -) || return
+	else
+		# shellcheck disable=SC2086
+		out=$("$REMAT" "$lvl" --bytes --verify $*) || return
+	fi
+	printf '%s\n' "$out" | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p'
+}
+
+echo "1..4"
+i=0
+for case in "mlp:-" "gpt2:$gpt2" "llama:$llama"; do
+	i=$((i + 1))
+	name=${case%%:*}
+	args=${case#*:}
+	p0=$(peak -O0 $args) p1=$(peak -O1 $args) p2=$(peak -O2 $args)
+	if [ -z "$p0" ] || [ -z "$p1" ] || [ -z "$p2" ]; then
+		echo "not ok $i - $name: remat failed"
+	elif [ "$p2" -le "$p0" ] && [ "$p2" -le "$p1" ]; then
+		echo "ok $i - $name: -O2 $p2 <= -O1 $p1, -O0 $p0"
+	else
+		echo "not ok $i - $name: -O2 $p2 above -O1 $p1 or -O0 $p0"
+	fi
+done
+bound=$((2 * 200 * 32 * 32 * 4 + 2 * 64 * 32 * 4))
+p2=$(peak -O2 -)
+if [ -n "$p2" ] && [ "$p2" -le $((bound + bound / 20)) ]; then
+	echo "ok 4 - mlp -O2 $p2 within 5% of $bound"
+else
+	echo "not ok 4 - mlp -O2 '$p2' over 1.05 x $bound"
+fi

@@ -1,0 +1,333 @@
+/* tests/unit/test_remat_o2.c -- properties of -O2 (passes/plan/remat_o2.c)
+ * on generated graphs: random training DAGs (branches, skips, views, extra
+ * outputs, workspace, params), long chains and transformer-like stacks.
+ * For every cap: -O2's peak is at or below -O0's, and at or below -O1's
+ * whenever -O1 stays within the cap; its recompute is within the cap; its
+ * schedule replays through vf_check with the figures it claims. And the
+ * regression of issue 9's first finding: checkpoint plans recompute each
+ * segment from its checkpoint instead of keeping the segment's
+ * forward-only tensors alive (a chain of matmul + relu pairs, where relu
+ * saves its output, must reach about sqrt(n) segments' worth). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#include "dag.h"
+#include "randdag.h"
+#include "remat_int.h"
+
+enum { MAXN = 256 };
+
+static PlanResult
+plan(const Dag *d, int level, double cap, Arena *a)
+{
+	PlanGoal g = {level, cap, -1, false};
+	return rm_plan(d, &g, a);
+}
+
+/* The plan replays through both evaluators with the figures it claims. */
+static void
+check_plan(const Dag *d, const PlanResult *r, Arena *a, const char *what)
+{
+	MemEval ev;
+	char why[512];
+
+	lv_eval(d, &r->sched, &ev, a);
+	if (!ev.valid)
+		fail_msg("%s: invalid schedule: %s", what, ev.error);
+	if (!vf_check(d, &r->sched, &ev, why, sizeof why))
+		fail_msg("%s: %s", what, why);
+	if (ev.peak != r->peak || ev.recompute_cost != r->recompute_cost)
+		fail_msg("%s: claims peak %lld cost %lld, schedule has %lld, %lld",
+		         what, (long long)r->peak, (long long)r->recompute_cost,
+		         (long long)ev.peak, (long long)ev.recompute_cost);
+}
+
+/* -O2 against -O0 and -O1 at caps 0.3, 1 and none. */
+static void
+check_baselines(const Dag *d, const char *name)
+{
+	static const double caps[] = {0.3, 1.0, -1};
+	Arena a;
+	char what[96];
+
+	ar_init(&a);
+	PlanResult r0 = plan(d, 0, 1.0, &a), r1 = plan(d, 1, 1.0, &a);
+	snprintf(what, sizeof what, "%s -O1", name);
+	check_plan(d, &r1, &a, what);
+	for (int i = 0; i < 3; i++) {
+		double cap = caps[i] < 0 ? -1 : caps[i] * (double)d->forward_cost;
+		PlanResult r2 = plan(d, 2, caps[i], &a);
+		snprintf(what, sizeof what, "%s -O2 cap %g", name, caps[i]);
+		check_plan(d, &r2, &a, what);
+		if (r2.peak > r0.peak)
+			fail_msg("%s: peak %lld above -O0's %lld", what,
+			         (long long)r2.peak, (long long)r0.peak);
+		if ((cap < 0 || (double)r1.recompute_cost <= cap) && r2.peak > r1.peak)
+			fail_msg("%s: peak %lld above -O1's %lld", what,
+			         (long long)r2.peak, (long long)r1.peak);
+		if (cap >= 0 && (double)r2.recompute_cost > cap)
+			fail_msg("%s: recompute %lld over the cap %g", what,
+			         (long long)r2.recompute_cost, cap);
+	}
+	ar_free(&a);
+}
+
+static void
+test_random_dags(void **state)
+{
+	RdOptions o = {4, 14, true, true, true, true, true};
+	uint64_t seed = 909;
+	char name[32];
+	(void)state;
+
+	for (int k = 0; k < 200; k++) {
+		Arena a;
+		Dag d;
+		ar_init(&a);
+		o.train = k % 8 != 7;
+		o.views = k % 3 != 2;
+		rd_make(&d, &seed, &o, &a);
+		snprintf(name, sizeof name, "graph %d", k);
+		check_baselines(&d, name);
+		ar_free(&a);
+	}
+}
+
+/* A lowered training graph from forward nodes: node i makes out[i] from
+ * in[i][..] (earlier nodes; -1: the input); backward in reverse reads
+ * grad(out) (not for the loss) and what saves[i] says (bit 0: the inputs,
+ * bit 1: the output), and adds to the grads of its non-input inputs. The
+ * last node is the loss. Each forward node carries a param: persistent
+ * bytes, and a param grad made by its backward that lives to the end. */
+typedef struct Net {
+	int n;
+	int nin[MAXN], in[MAXN][4], saves[MAXN];
+	int64_t bytes[MAXN], cost[MAXN], param[MAXN];
+} Net;
+
+static int
+tensor(Dag *d, const char *name, int64_t bytes, MemCat cat, bool start,
+       bool end)
+{
+	d->t[d->nt] = (DagTensor){name, bytes, -1, false, cat, start, end, -1};
+	return d->nt++;
+}
+
+static void
+net_lower(const Net *f, Dag *d, Arena *a)
+{
+	int n = f->n, x, h[MAXN], g[MAXN], pg;
+
+	memset(d, 0, sizeof *d);
+	d->t = ar_alloc(a, sizeof *d->t * (size_t)(3 * n + 2));
+	d->node = ar_alloc(a, sizeof *d->node * (size_t)(2 * n));
+	d->base_order = ar_alloc(a, sizeof(int) * (size_t)(2 * n));
+	x = tensor(d, "x", 64, CAT_INPUTS, true, false);
+	for (int i = 0; i < n; i++) {
+		h[i] = tensor(d, ar_printf(a, "h%d", i), f->bytes[i],
+		              CAT_ACTIVATIONS, false, false);
+		g[i] = tensor(d, ar_printf(a, "grad(h%d)", i), f->bytes[i],
+		              CAT_GRADIENTS, false, false);
+		d->persistent[CAT_PARAMS] += f->param[i];
+	}
+	for (int k = 0; k < 2 * n; k++) {
+		int i = k < n ? k : 2 * n - 1 - k;
+		DagNode *v = &d->node[k];
+		v->name = d->t[h[i]].name;
+		v->once = v->is_backward = k >= n;
+		v->fwd_plus1 = k >= n ? i + 1 : 0;
+		v->cost = f->cost[i] * (k >= n ? 2 : 1);
+		v->in = ar_alloc(a, sizeof(int) * 8);
+		v->out = ar_alloc(a, sizeof(int) * 2);
+		v->acc = ar_alloc(a, sizeof(DagAcc) * 4);
+		v->ir_op = -1;
+		d->base_order[k] = k;
+		if (k < n) {
+			v->out[v->nout++] = h[i];
+			for (int j = 0; j < f->nin[i]; j++)
+				v->in[v->nin++] = f->in[i][j] < 0 ? x : h[f->in[i][j]];
+			continue;
+		}
+		if (i != n - 1)
+			v->in[v->nin++] = g[i];
+		if (f->saves[i] & 2)
+			v->in[v->nin++] = h[i];
+		for (int j = 0; j < f->nin[i]; j++) {
+			int u = f->in[i][j];
+			if ((f->saves[i] & 1) || i == n - 1)
+				v->in[v->nin++] = u < 0 ? x : h[u];
+			if (u >= 0)
+				v->acc[v->nacc++] = (DagAcc){g[u], -1};
+		}
+		if (f->param[i] > 0) {
+			pg = tensor(d, ar_printf(a, "grad(w%d)", i), f->param[i],
+			            CAT_PARAM_GRADS, false, true);
+			v->out[v->nout++] = pg;
+		}
+	}
+	d->nnode = d->nbase = 2 * n;
+	dag_finish(d);
+}
+
+static void
+add(Net *f, int64_t bytes, int64_t cost, int saves, int64_t param, int nin, ...)
+{
+	va_list ap;
+	int i = f->n++;
+
+	va_start(ap, nin);
+	f->nin[i] = nin;
+	for (int j = 0; j < nin; j++)
+		f->in[i][j] = va_arg(ap, int);
+	va_end(ap);
+	f->bytes[i] = bytes;
+	f->cost[i] = cost;
+	f->saves[i] = saves;
+	f->param[i] = param;
+}
+
+/* L layers of z = h @ w (saves its input), h = relu(z) (saves its
+ * output), then the loss. */
+static void
+mlp(Net *f, int L)
+{
+	memset(f, 0, sizeof *f);
+	for (int l = 0; l < L; l++) {
+		add(f, 1000, 100, 1, 50, 1, f->n - 1);
+		add(f, 1000, 1, 2, 0, 1, f->n - 1);
+	}
+	add(f, 4, 1, 1, 0, 1, f->n - 1);
+}
+
+/* L pre-norm blocks: n = norm(x); q, k, v from n; a = attn(q, k, v) with a
+ * big workspace-like output; x += proj(a); then an MLP with a wide hidden
+ * layer; x += out. */
+static void
+stack(Net *f, int L)
+{
+	memset(f, 0, sizeof *f);
+	add(f, 1000, 10, 1, 0, 1, -1);
+	for (int l = 0; l < L; l++) {
+		int x = f->n - 1;
+		add(f, 1000, 5, 1, 2, 1, x);
+		int nrm = f->n - 1;
+		add(f, 1000, 100, 1, 100, 1, nrm);
+		add(f, 1000, 100, 1, 100, 1, nrm);
+		add(f, 1000, 100, 1, 100, 1, nrm);
+		add(f, 3000, 300, 3, 0, 3, nrm + 1, nrm + 2, nrm + 3);
+		add(f, 1000, 100, 1, 100, 1, f->n - 1);
+		add(f, 1000, 1, 0, 0, 2, x, f->n - 1);
+		x = f->n - 1;
+		add(f, 1000, 5, 1, 2, 1, x);
+		add(f, 4000, 400, 1, 400, 1, f->n - 1);
+		add(f, 4000, 10, 1, 0, 1, f->n - 1);
+		add(f, 1000, 400, 1, 400, 1, f->n - 1);
+		add(f, 1000, 1, 0, 0, 2, x, f->n - 1);
+	}
+	add(f, 8000, 100, 1, 100, 1, f->n - 1);
+	add(f, 4, 1, 1, 0, 1, f->n - 1);
+}
+
+static void
+test_chains_and_stacks(void **state)
+{
+	static Net f;
+	char name[32];
+	(void)state;
+
+	for (int L = 2; L <= 100; L += L < 10 ? 1 : 13) {
+		Arena a;
+		Dag d;
+		ar_init(&a);
+		mlp(&f, L);
+		net_lower(&f, &d, &a);
+		snprintf(name, sizeof name, "mlp %d", L);
+		check_baselines(&d, name);
+		ar_free(&a);
+	}
+	for (int L = 1; L <= 20; L += L < 4 ? 1 : 5) {
+		Arena a;
+		Dag d;
+		ar_init(&a);
+		stack(&f, L);
+		net_lower(&f, &d, &a);
+		snprintf(name, sizeof name, "stack %d", L);
+		check_baselines(&d, name);
+		ar_free(&a);
+	}
+}
+
+static void
+chain_nocap(RmCtx *C, RmPool *pool)
+{
+	rm_chain_plans(C, pool, -1);
+}
+
+/* The smallest peak among the plans gen adds to a fresh pool on d. */
+static int64_t
+best_of(const Dag *d, void (*gen)(RmCtx *, RmPool *))
+{
+	RmEffort eff = {.chain_work = 100000000, .chain_fine = 12,
+	                .chain_coarse = 24};
+	RmCtx C;
+	RmPool pool = {0};
+	int64_t best = INT64_MAX;
+
+	rm_ctx_init(&C, d);
+	C.eff = &eff;
+	gen(&C, &pool);
+	for (int i = 0; i < pool.n; i++)
+		if (pool.c[i].peak < best)
+			best = pool.c[i].peak;
+	rm_pool_free(&pool);
+	rm_ctx_free(&C);
+	return best;
+}
+
+/* Issue 9, finding 1: on 120 matmul + relu layers (1000 bytes each; relu
+ * saves its output, matmul its input), the chain DP's plans hold about
+ * 2 sqrt(n) layers' activations at their peak: ~11 checkpoints, one
+ * ~11-layer segment recomputed, gradients in flight, and the param grads.
+ * Plans that release only each tensor's forward-to-backward gap keep every
+ * matmul output alive through its tail (the relu recompute reads the old
+ * instance), so they cannot go below the 120 matmul outputs. */
+static void
+test_segments_recompute_from_checkpoints(void **state)
+{
+	static Net f;
+	Arena a;
+	Dag d;
+	(void)state;
+
+	ar_init(&a);
+	mlp(&f, 120);
+	net_lower(&f, &d, &a);
+	int64_t params = d.persistent[CAT_PARAMS], grads = 120 * 50;
+	int64_t bound = params + grads + 30 * 1000;
+	int64_t chain = best_of(&d, chain_nocap);
+	if (chain > bound)
+		fail_msg("chain plans' best peak %lld over %lld: segments are not "
+		         "recomputed from their checkpoints", (long long)chain,
+		         (long long)bound);
+	PlanResult r2 = plan(&d, 2, 1.0, &a);
+	assert_true(r2.peak <= chain);
+	check_plan(&d, &r2, &a, "mlp 120 -O2");
+	ar_free(&a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_random_dags),
+		cmocka_unit_test(test_chains_and_stacks),
+		cmocka_unit_test(test_segments_recompute_from_checkpoints),
+	};
+	return cmocka_run_group_tests_name("remat_o2", tests, NULL, NULL);
+}
