@@ -124,12 +124,16 @@ find_saves(Graph *g, Op *op)
 		const SaveRule *r = &info->saves[k];
 		if (r->kind == SV_END)
 			break;
+		/* optional arguments and extras that this op lacks */
+		if (((r->kind == SV_ARG || r->kind == SV_ARG_IF) && r->i >= op->nin) ||
+		    (r->kind == SV_EXTRA && r->i >= op->nextra))
+			continue;
 		if (r->kind == SV_ARG)
 			add_save(s, &n, op->in[r->i]);
 		else if (r->kind == SV_ARG_IF && g->t[op->in[r->cond]].needs_grad)
 			add_save(s, &n, op->in[r->i]);
 		else if (r->kind == SV_OUT)
-			add_save(s, &n, op->out[0]);
+			add_save(s, &n, op->out[r->i]);
 		else if (r->kind == SV_EXTRA)
 			add_save(s, &n, op->extra[r->i]);
 	}
