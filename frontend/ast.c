@@ -276,6 +276,19 @@ ast_decl(Ast *ast, Loc loc, StmtKind kind, const char *name, Loc nameloc, Type *
 }
 
 Stmt *
+ast_param_qualified(Ast *ast, Loc loc, const char *name, Loc nameloc, Type *type,
+                    const char *qual, Loc qualloc)
+{
+	Stmt *s = ast_decl(ast, loc, ST_PARAM, name, nameloc, type);
+
+	if (strcmp(qual, "frozen"))
+		diag_error(ast->d, qualloc, "unknown param qualifier '%s' (expected "
+		           "'frozen' or ';')", qual);
+	s->frozen = true;
+	return s;
+}
+
+Stmt *
 ast_assign(Ast *ast, Loc loc, NameList *names, Expr *e)
 {
 	Stmt *s = stmt(ast, ST_ASSIGN, loc);

@@ -119,6 +119,7 @@ struct Stmt {
 	ExprList *exprs;
 	KvList *kvs;
 	StmtList *body;
+	bool frozen;            /* param: `frozen` (no grad, no optimizer state) */
 };
 
 struct Program {
@@ -169,6 +170,9 @@ Type *ast_type(Ast *ast, Loc loc, Dtype dt, ExprList *dims);
 Stmt *ast_dims(Ast *ast, Loc loc, bool batch, KvList *defs);
 Stmt *ast_decl(Ast *ast, Loc loc, StmtKind kind, const char *name, Loc nameloc,
                Type *type);
+/* param NAME : T QUALIFIER; -- the only qualifier is `frozen`. */
+Stmt *ast_param_qualified(Ast *ast, Loc loc, const char *name, Loc nameloc,
+                          Type *type, const char *qual, Loc qualloc);
 Stmt *ast_assign(Ast *ast, Loc loc, NameList *names, Expr *e);
 Stmt *ast_output(Ast *ast, Loc loc, const char *name, Loc nameloc);
 Stmt *ast_def(Ast *ast, Loc loc, const char *name, Loc nameloc, NameList *args,

@@ -732,6 +732,7 @@ declare(Inst *in, Scope *sc, const Stmt *s)
 	t = ir_add_tensor(in->g, ar_printf(in->g->arena, "%s%s", sc->prefix, s->name.s),
 	                  s->kind == ST_PARAM ? TK_PARAM : TK_INPUT, s->loc);
 	in->g->t[t].scope = sc->prefix;
+	in->g->t[t].frozen = s->frozen;
 	decl_type(in, sc, &in->g->t[t], s->type);
 	if (s->kind == ST_PARAM && !dtype_is_float(s->type->dt))
 		in->g->t[t].ndim = -1;

@@ -83,6 +83,8 @@ stmt: DIM dimdefs ';'			{ $$ = ast_dims(ast, L(@1), false, $2); }
 	| BATCH IDENT '=' expr ';'	{ $$ = ast_dims(ast, L(@1), true, ast_kvs(ast, NULL, $2, L(@2), $4)); }
 	| INPUT IDENT ':' type ';'	{ $$ = ast_decl(ast, L(@1), ST_INPUT, $2, L(@2), $4); }
 	| PARAM IDENT ':' type ';'	{ $$ = ast_decl(ast, L(@1), ST_PARAM, $2, L(@2), $4); }
+	| PARAM IDENT ':' type IDENT ';'
+					{ $$ = ast_param_qualified(ast, L(@1), $2, L(@2), $4, $5, L(@5)); }
 	| names '=' expr ';'		{ $$ = ast_assign(ast, L(@1), $1, $3); }
 	| OUTPUT IDENT ';'		{ $$ = ast_output(ast, L(@1), $2, L(@2)); }
 	| DEF IDENT '(' defargs_opt ')' block

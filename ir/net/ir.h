@@ -129,6 +129,8 @@ typedef struct Tensor {
 	int view_of;            /* views: the tensor whose storage it aliases, else -1 */
 	bool needs_grad;        /* shape pass: floating and (a param or from one) */
 	bool saved;             /* autodiff: some backward op saves it (per ops.md) */
+	bool frozen;            /* a `frozen` param: no grad, master or optimizer
+	                           state; its weight lives for the whole step */
 	bool reaches_output;    /* autodiff: a grad-needing path leads to the loss */
 	int grad;               /* autodiff: index of grad(this), or -1 */
 	int grad_of;            /* for TK_GRAD/TK_PARAM_GRAD: the tensor it is grad of */

@@ -988,7 +988,7 @@ infer_decl(Graph *g, int t, Diag *d)
 		x->ndim = -1;
 		return 1;
 	}
-	x->needs_grad = x->kind == TK_PARAM && dtype_is_float(x->dtype);
+	x->needs_grad = x->kind == TK_PARAM && dtype_is_float(x->dtype) && !x->frozen;
 	return 0;
 }
 
