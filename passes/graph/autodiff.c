@@ -59,11 +59,14 @@ check_loss(Graph *g, Diag *d)
 		return 1;
 	}
 	if (!t->needs_grad) {
-		bool trainable = false;
-		for (int i = 0; i < g->nt; i++)
-			trainable |= g->t[i].kind == TK_PARAM && !g->t[i].frozen;
+		int params = 0, frozen = 0;
+		for (int i = 0; i < g->nt; i++) {
+			params += g->t[i].kind == TK_PARAM;
+			frozen += g->t[i].kind == TK_PARAM && g->t[i].frozen;
+		}
 		diag_error(d, loss_loc(g), "training output '%s' does not depend on "
-		           "any param%s", t->id, trainable ? "" : " (every param is frozen)");
+		           "any param%s", t->id, params && frozen == params ?
+		           " (every param is frozen)" : "");
 		return 1;
 	}
 	return 0;
