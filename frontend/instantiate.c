@@ -40,6 +40,12 @@
  *   report errors in it and to bind its names; unrolling stops at the first
  *   iteration that reports an error. Def calls nest at most 256 deep, and
  *   the graph holds at most 2^24 tensors (NetOptions.max_tensors).
+ * - A def argument written `dim n` takes a dimension expression of the
+ *   caller, evaluated at the call; it is seen by dim_eval in that def
+ *   instance only (Inst.localdims), may not take a top-level dim's name,
+ *   and no binding in the body may take its name.
+ * - `param w : T frozen;` marks Tensor.frozen; shape inference then gives
+ *   w no needs_grad, and the lowering no master copy or optimizer state.
  */
 #include <string.h>
 

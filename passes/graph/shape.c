@@ -36,6 +36,13 @@
  * - A split must bind exactly n outputs.
  * - Odd FLOP counts never arise from halving: causal attention's 4BHSTDh is
  *   even.
+ * - Added ops (docs/ops-added.md): gather's index has x's rank and x's
+ *   sizes off the axis (no smaller index as in PyTorch); scatter_add's src
+ *   likewise, its index src's shape or 1 on any axis (broadcast);
+ *   index_select's index is 1-D; indices are any integer dtype but bool.
+ *   topk binds exactly two names. attention's k/v heads divide q's; the
+ *   mask broadcasts to [B, H, S, T], is bool/u8/floating and needs no
+ *   grad; dropout in [0, 1). clamp needs min or max, and min <= max.
  * - shape_infer_op returns 0 on success, 1 after reporting an error, and -1
  *   for an op skipped because an input is poisoned (nothing reported).
  */
