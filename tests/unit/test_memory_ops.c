@@ -4,7 +4,8 @@
  * (weights only, no grad, no optimizer state; no backward into what only
  * they feed), topk (saves its indices, not x), attention with a mask,
  * dropout and one k/v head (saves the mask and the u8 dropout mask),
- * relu6 (saves out) beside hardswish (saves x), and a dim-parameterised def
+ * relu6 (saves out) beside hardswish (saves x), scatter_add and
+ * index_select (save their index), clamp (saves x), and a dim-parameterised def
  * (same bytes as the spelled-out network). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -206,6 +207,61 @@ test_relu6_hardswish(void **state)
 	ar_free(&c.arena);
 }
 
+/* scatter_add saves only its index. SGD; x f32[4, 8] 128 + s f32[2, 8] 64
+ * = 192 persistent. i i64[2, 1] 16, y 128, loss 4.
+ * Steps: 0 fwd y, 1 fwd loss, 2 bwd loss, 3 bwd y (grad(x), grad(s)).
+ *   0: i 16 + y 128                               = 144
+ *   1: + loss 4                                   = 148
+ *   2: i + grad(y) 128                            = 144
+ *   3: + grad(x) 128 + grad(s) 64                 = 336
+ * Peak 192 + 336 = 528 at step 3. */
+static void
+test_scatter_add(void **state)
+{
+	Case c;
+	const int64_t want[] = {144, 148, 144, 336};
+	(void)state;
+	run(&c, "batch T = 4; dim D = 8;\n"
+	        "train { optimizer = sgd; }\n"
+	        "input i : i64[2, 1];\n"
+	        "param x : f32[T, D]; param s : f32[2, D];\n"
+	        "y = scatter_add(x, i, s, axis=0);\n"
+	        "loss = mean(y);\noutput loss;\n");
+	check_steps(&c, 192, want, 4);
+	assert_int_equal(c.an.ev.peak, 528);
+	assert_int_equal(c.an.ev.peak_step, 3);
+	ar_free(&c.arena);
+}
+
+/* index_select saves its index, clamp its input. SGD; w f32[4, 8] 128.
+ * j i64[2] 16; a = index_select f32[2, 8] 64; b = clamp 64; loss 4.
+ * Steps: 0 fwd a, 1 fwd b, 2 fwd loss, 3 bwd loss, 4 bwd b, 5 bwd a.
+ * j -1..5, a 0..4, b 1..2, grad(b) 3..4, grad(a) 4..5, grad(w) 5..end.
+ *   0: j 16 + a 64                    =  80
+ *   1: + b 64                         = 144
+ *   2: + loss 4                       = 148
+ *   3: j + a + grad(b) 64             = 144
+ *   4: + grad(a) 64                   = 208
+ *   5: j + grad(a) + grad(w) 128      = 208
+ * Peak 128 + 208 = 336, first at step 4. */
+static void
+test_index_select_clamp(void **state)
+{
+	Case c;
+	const int64_t want[] = {80, 144, 148, 144, 208, 208};
+	(void)state;
+	run(&c, "batch B = 4; dim D = 8;\n"
+	        "train { optimizer = sgd; }\n"
+	        "input j : i64[2];\nparam w : f32[B, D];\n"
+	        "a = index_select(w, j, axis=0);\n"
+	        "b = clamp(a, min=0.0);\n"
+	        "loss = mean(b);\noutput loss;\n");
+	check_steps(&c, 128, want, 6);
+	assert_int_equal(c.an.ev.peak, 336);
+	assert_int_equal(c.an.ev.peak_step, 4);
+	ar_free(&c.arena);
+}
+
 /* A def with dim arguments gives the bytes of the same network written
  * out by hand. */
 static void
@@ -244,6 +300,8 @@ main(void)
 		cmocka_unit_test(test_topk),
 		cmocka_unit_test(test_attention_mask_dropout),
 		cmocka_unit_test(test_relu6_hardswish),
+		cmocka_unit_test(test_scatter_add),
+		cmocka_unit_test(test_index_select_clamp),
 		cmocka_unit_test(test_dim_args),
 	};
 	return cmocka_run_group_tests_name("memory_ops", tests, NULL, NULL);
