@@ -57,6 +57,7 @@
  *   program fails) and tests/codegen/run.sh (every example at tiny dims,
  *   -O0, -O1, -O2 and a --budget, both modes, bit-identical checksums).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -232,6 +233,50 @@ concat_start(Em *e, const Op *o, int q, int ax)
 	return st;
 }
 
+/* ---- the ops added by issue 13 (kernels in codegen/runtime_ops.h) */
+
+static const char *
+act_name(OpKind k)
+{
+	return k == OP_RELU6 ? "RT_RELU6" : k == OP_CLAMP ? "RT_CLAMP" :
+	       k == OP_HARDSWISH ? "RT_HARDSWISH" : "RT_HARDSIGMOID";
+}
+
+/* A bound of clamp as C: infinities have no %g spelling in C. */
+static const char *
+bound(Em *e, double v)
+{
+	char *b = nextbuf(e);
+	if (v == INFINITY || v == -INFINITY)
+		snprintf(b, 96, "%sINFINITY", v < 0 ? "-" : "");
+	else
+		snprintf(b, 96, "%.17g", v);
+	return b;
+}
+
+/* Attention that needs the general kernel: a mask, dropout or GQA. */
+static bool
+attn_general(Em *e, const Op *o)
+{
+	return o->nin == 4 || o->nextra == 2 ||
+	       ten(e, o->in[0])->shape[1] != ten(e, o->in[1])->shape[1];
+}
+
+/* 0: no mask, 1: boolean (zero excludes), 2: additive */
+static int
+attn_mkind(Em *e, const Op *o)
+{
+	if (o->nin < 4)
+		return 0;
+	return dtype_is_float(ten(e, o->in[3])->dtype) ? 2 : 1;
+}
+
+static bool
+xent_ignores(const Op *o)
+{
+	return ir_attr_given(OP_CROSS_ENTROPY, o->p, "ignore_index");
+}
+
 /* The forward kernels of op o; outputs are already bound in cur. */
 static void
 emit_forward(Em *e, const Op *o, int64_t wsoff)
@@ -260,7 +305,28 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 		    (long long)p->stride, (long long)p->padding, (long long)p->dilation, (long long)p->groups);
 		break;
 	case OP_ATTENTION:
-		out(e, "\trt_f_attention(%s, %s, %s, %s, %s, %d);\n", x, x1, x2, y, e0, p->causal);
+		if (attn_general(e, o))
+			out(e, "\trt_f_attn2(%s, %s, %s, %s, %s, %s, %s, %d, %d, %.17g, %d);\n", x, x1,
+			    x2, o->nin == 4 ? ref(e, o->in[3]) : "rt_none()", y, e0, o->nextra == 2 ? e1 : "rt_none()",
+			    p->causal, attn_mkind(e, o), p->dropout, (int)(o - e->g->op));
+		else
+			out(e, "\trt_f_attention(%s, %s, %s, %s, %s, %d);\n", x, x1, x2, y, e0, p->causal);
+		break;
+	case OP_RELU6: case OP_CLAMP: case OP_HARDSWISH: case OP_HARDSIGMOID:
+		out(e, "\trt_f_act(%s, %s, %s, %s, %s);\n", act_name(o->kind), x, y, bound(e, p->cmin),
+		    bound(e, p->cmax));
+		break;
+	case OP_GATHER:
+		out(e, "\trt_f_gather(%s, %s, %s, %d);\n", x, x1, y, ax);
+		break;
+	case OP_INDEX_SELECT:
+		out(e, "\trt_f_index_select(%s, %s, %s, %d);\n", x, x1, y, ax);
+		break;
+	case OP_SCATTER_ADD:
+		out(e, "\trt_f_scatter_add(%s, %s, %s, %s, %d);\n", x, x1, x2, y, ax);
+		break;
+	case OP_TOPK:
+		out(e, "\trt_f_topk(%s, %s, %s, %d, %lld);\n", x, y, ref(e, o->out[1]), ax, (long long)p->k);
 		break;
 	case OP_LAYERNORM:
 		out(e, "\trt_f_layernorm(%s, %s, %s, %s, %s, %s);\n", x, x1, x2, y, e0, e1);
@@ -289,7 +355,10 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 		out(e, "\trt_f_sum(%s, %s, %d, %d);\n", x, y, p->has_axis ? ax : -1, o->kind == OP_MEAN);
 		break;
 	case OP_CROSS_ENTROPY:
-		out(e, "\trt_f_xent(%s, %s, %s, %s);\n", x, x1, y, e0);
+		if (xent_ignores(o))
+			out(e, "\trt_f_xent_ig(%s, %s, %s, %s, %lld);\n", x, x1, y, e0, (long long)p->ignore_index);
+		else
+			out(e, "\trt_f_xent(%s, %s, %s, %s);\n", x, x1, y, e0);
 		break;
 	case OP_MSE_LOSS:
 		out(e, "\trt_f_mse(%s, %s, %s);\n", x, x1, y);
@@ -354,8 +423,37 @@ emit_contrib(Em *e, const Op *o, int q, const char *const *g, const char *dst, i
 		    (long long)p->stride, (long long)p->padding, (long long)p->dilation, (long long)p->groups);
 		break;
 	case OP_ATTENTION:
-		out(e, "\trt_b_attention(%d, %s, %s, %s, %s, %s, %s, %s, %d, %d);\n", q, a, b, c, y, e0,
-		    g[0], dst, add, p->causal);
+		if (attn_general(e, o))
+			out(e, "\trt_b_attn2(%d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %d, %d, %d, %.17g);\n", q, a,
+			    b, c, o->nin == 4 ? ref(e, o->in[3]) : "rt_none()", y, e0,
+			    o->nextra == 2 ? e1 : "rt_none()", g[0], dst, add, p->causal, attn_mkind(e, o),
+			    p->dropout);
+		else
+			out(e, "\trt_b_attention(%d, %s, %s, %s, %s, %s, %s, %s, %d, %d);\n", q, a, b, c, y, e0,
+			    g[0], dst, add, p->causal);
+		break;
+	case OP_RELU6:
+		out(e, "\trt_b_act(%s, %s, %s, %s, %d, 0, 0);\n", act_name(o->kind), y, g[0], dst, add);
+		break;
+	case OP_CLAMP: case OP_HARDSWISH: case OP_HARDSIGMOID:
+		out(e, "\trt_b_act(%s, %s, %s, %s, %d, %s, %s);\n", act_name(o->kind), a, g[0], dst, add,
+		    bound(e, p->cmin), bound(e, p->cmax));
+		break;
+	case OP_GATHER:
+		out(e, "\trt_b_gather(%s, %s, %s, %d, %d);\n", b, g[0], dst, add, ax);
+		break;
+	case OP_INDEX_SELECT:
+		out(e, "\trt_b_index_select(%s, %s, %s, %d, %d);\n", b, g[0], dst, add, ax);
+		break;
+	case OP_SCATTER_ADD:
+		if (q == 0)
+			out(e, "\trt_copy(%s, %s, %d);\n", g[0], dst, add);
+		else
+			out(e, "\trt_b_scatter_add(%s, %s, %s, %d, %d);\n", b, g[0], dst, add, ax);
+		break;
+	case OP_TOPK:
+		out(e, "\trt_b_topk(%s, %s, %s, %d, %d, %lld);\n", ref(e, o->out[1]), g[0], dst, add, ax,
+		    (long long)p->k);
 		break;
 	case OP_LAYERNORM:
 		out(e, "\trt_b_norm(0, %d, %s, %s, %s, %s, %s, %s, %d);\n", q, a, b, e0, e1, g[0], dst, add);
@@ -386,7 +484,11 @@ emit_contrib(Em *e, const Op *o, int q, const char *const *g, const char *dst, i
 		    o->kind == OP_MEAN);
 		break;
 	case OP_CROSS_ENTROPY:
-		out(e, "\trt_b_xent(%s, %s, %s, %s, %d);\n", e0, b, g[0], dst, add);
+		if (xent_ignores(o))
+			out(e, "\trt_b_xent_ig(%s, %s, %s, %s, %d, %lld);\n", e0, b, g[0], dst, add,
+			    (long long)p->ignore_index);
+		else
+			out(e, "\trt_b_xent(%s, %s, %s, %s, %d);\n", e0, b, g[0], dst, add);
 		break;
 	case OP_MSE_LOSS:
 		out(e, "\trt_b_mse(%d, %s, %s, %s, %s, %d);\n", q, a, b, g[0], dst, add);
@@ -566,6 +668,11 @@ int_ranges(Em *e)
 			const Tensor *l = &g->t[o->in[0]];
 			t = o->in[1];
 			r = l->shape[l->ndim - 1];
+		} else if (o->kind == OP_GATHER || o->kind == OP_INDEX_SELECT ||
+		           o->kind == OP_SCATTER_ADD) {
+			const Tensor *x = &g->t[o->in[0]];
+			t = o->in[1];
+			r = x->ndim > 0 ? x->shape[o->p->axis_norm] : 0;
 		}
 		if (t < 0)
 			continue;

@@ -54,7 +54,7 @@ typedef float rt_real;
 #define rt_tanh tanhf
 #endif
 
-enum { RT_MAXDIM = 8, RT_MAXMAP = 4, RT_MAXDH = 256, RT_MAXARGS = 8 };
+enum { RT_MAXDIM = 8, RT_MAXMAP = 4, RT_MAXDH = 256, RT_MAXARGS = 12 };
 enum { RT_F64_, RT_F32, RT_BF16, RT_F16, RT_F8E4M3, RT_F8E5M2,
        RT_I64, RT_I32, RT_I8, RT_U8, RT_BOOL, RT_ONE };
 enum { RT_RELU, RT_GELU, RT_SILU, RT_SIGMOID, RT_TANH, RT_EXP, RT_LOG,

@@ -201,7 +201,15 @@ ast_names(Ast *ast, NameList *l, const char *s, Loc loc)
 	if (!l)
 		l = ar_alloc(ast->a, sizeof *l);
 	l->v = grow(ast, l->v, l->n, &l->cap, sizeof *l->v);
-	l->v[l->n++] = (Name){s, loc};
+	l->v[l->n++] = (Name){s, loc, false};
+	return l;
+}
+
+NameList *
+ast_defarg(Ast *ast, NameList *l, const char *s, Loc loc, bool is_dim)
+{
+	l = ast_names(ast, l, s, loc);
+	l->v[l->n - 1].is_dim = is_dim;
 	return l;
 }
 
@@ -211,7 +219,7 @@ ast_kvs(Ast *ast, KvList *l, const char *key, Loc keyloc, Expr *e)
 	if (!l)
 		l = ar_alloc(ast->a, sizeof *l);
 	l->v = grow(ast, l->v, l->n, &l->cap, sizeof *l->v);
-	l->v[l->n++] = (Kv){{key, keyloc}, e};
+	l->v[l->n++] = (Kv){{key, keyloc, false}, e};
 	return l;
 }
 
@@ -262,8 +270,21 @@ ast_decl(Ast *ast, Loc loc, StmtKind kind, const char *name, Loc nameloc, Type *
 {
 	Stmt *s = stmt(ast, kind, loc);
 
-	s->name = (Name){name, nameloc};
+	s->name = (Name){name, nameloc, false};
 	s->type = type;
+	return s;
+}
+
+Stmt *
+ast_param_qualified(Ast *ast, Loc loc, const char *name, Loc nameloc, Type *type,
+                    const char *qual, Loc qualloc)
+{
+	Stmt *s = ast_decl(ast, loc, ST_PARAM, name, nameloc, type);
+
+	if (strcmp(qual, "frozen"))
+		diag_error(ast->d, qualloc, "unknown param qualifier '%s' (expected "
+		           "'frozen' or ';')", qual);
+	s->frozen = true;
 	return s;
 }
 
@@ -282,7 +303,7 @@ ast_output(Ast *ast, Loc loc, const char *name, Loc nameloc)
 {
 	Stmt *s = stmt(ast, ST_OUTPUT, loc);
 
-	s->name = (Name){name, nameloc};
+	s->name = (Name){name, nameloc, false};
 	return s;
 }
 
@@ -291,7 +312,7 @@ ast_def(Ast *ast, Loc loc, const char *name, Loc nameloc, NameList *args, StmtLi
 {
 	Stmt *s = stmt(ast, ST_DEF, loc);
 
-	s->name = (Name){name, nameloc};
+	s->name = (Name){name, nameloc, false};
 	s->names = args ? args : ar_alloc(ast->a, sizeof *args);
 	s->body = body ? body : ar_alloc(ast->a, sizeof *body);
 	return s;
@@ -313,7 +334,7 @@ ast_opdecl(Ast *ast, Loc loc, const char *name, Loc nameloc, NameList *args,
 {
 	Stmt *s = stmt(ast, ST_OP, loc);
 
-	s->name = (Name){name, nameloc};
+	s->name = (Name){name, nameloc, false};
 	s->names = args ? args : ar_alloc(ast->a, sizeof *args);
 	s->type = type;
 	s->kvs = settings ? settings : ar_alloc(ast->a, sizeof *settings);

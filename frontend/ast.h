@@ -62,6 +62,7 @@ struct Expr {
 typedef struct Name {
 	const char *s;
 	Loc loc;
+	bool is_dim;            /* a def's `dim NAME` argument: an integer */
 } Name;
 
 typedef struct NameList {
@@ -102,7 +103,7 @@ typedef enum StmtKind {
  *   input/param name, type
  *   assign      names, e
  *   output      name
- *   def         name, names (arguments), body
+ *   def         name, names (arguments; Name.is_dim marks `dim` ones), body
  *   repeat      e (the count), body
  *   op          name, names (arguments), type, kvs
  *   train       kvs
@@ -118,6 +119,7 @@ struct Stmt {
 	ExprList *exprs;
 	KvList *kvs;
 	StmtList *body;
+	bool frozen;            /* param: `frozen` (no grad, no optimizer state) */
 };
 
 struct Program {
@@ -159,6 +161,8 @@ Expr *ast_tuple(Ast *ast, Loc loc, ExprList *items);
 ExprList *ast_exprs(Ast *ast, ExprList *l, Expr *e);
 ArgList *ast_args(Ast *ast, ArgList *l, const char *key, Loc keyloc, Expr *e);
 NameList *ast_names(Ast *ast, NameList *l, const char *s, Loc loc);
+/* A def argument: a tensor, or with is_dim an integer (`dim NAME`). */
+NameList *ast_defarg(Ast *ast, NameList *l, const char *s, Loc loc, bool is_dim);
 KvList *ast_kvs(Ast *ast, KvList *l, const char *key, Loc keyloc, Expr *e);
 StmtList *ast_stmts(Ast *ast, StmtList *l, Stmt *s);  /* s NULL: no-op */
 
@@ -166,6 +170,9 @@ Type *ast_type(Ast *ast, Loc loc, Dtype dt, ExprList *dims);
 Stmt *ast_dims(Ast *ast, Loc loc, bool batch, KvList *defs);
 Stmt *ast_decl(Ast *ast, Loc loc, StmtKind kind, const char *name, Loc nameloc,
                Type *type);
+/* param NAME : T QUALIFIER; -- the only qualifier is `frozen`. */
+Stmt *ast_param_qualified(Ast *ast, Loc loc, const char *name, Loc nameloc,
+                          Type *type, const char *qual, Loc qualloc);
 Stmt *ast_assign(Ast *ast, Loc loc, NameList *names, Expr *e);
 Stmt *ast_output(Ast *ast, Loc loc, const char *name, Loc nameloc);
 Stmt *ast_def(Ast *ast, Loc loc, const char *name, Loc nameloc, NameList *args,

@@ -122,6 +122,8 @@ dim_name(Inst *in, const Expr *e, int64_t *out, IsTensorFn is_tensor, const void
 {
 	int *k = map_find(&in->dims, e->name, 0);
 
+	if (scope && in->local_dim && in->local_dim(in, scope, e->name, out))
+		return true;
 	if (k) {
 		if (in->dimstate[*k] == DIM_BAD)
 			return false;

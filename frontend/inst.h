@@ -57,7 +57,12 @@ typedef struct CustomInfo {
 	CustomOp *op;           /* NULL when its declaration had errors */
 } CustomInfo;
 
-typedef struct Inst {
+typedef struct Inst Inst;
+/* A def's `dim` argument of this name in the scope instance, into *out. */
+typedef bool (*LocalDimFn)(Inst *in, const void *scope, const char *name,
+                           int64_t *out);
+
+struct Inst {
 	const Program *p;
 	const NetOptions *o;
 	Graph *g;
@@ -78,7 +83,12 @@ typedef struct Inst {
 	int nscopes;
 	int max_tensors;
 	bool too_big;           /* the tensor cap was hit: stop everything */
-} Inst;
+	/* parameterised defs: (scope instance, name) -> index in ldval */
+	Map localdims;
+	int64_t *ldval;
+	int nld, capld;
+	LocalDimFn local_dim;   /* set by instantiate.c; dim_eval asks it first */
+};
 
 int *map_find(const Map *m, const char *name, int scope);
 int *map_put(Map *m, Arena *a, const char *name, int scope); /* new: -1 */
@@ -88,7 +98,7 @@ uint32_t map_hash(const char *s);
  * when it reads a poisoned dim (quiet). `tensor_at` says, for a name
  * that is no dim, whether it names a tensor in the caller's scope, for a
  * better message; it may be NULL. */
-typedef bool (*IsTensorFn)(Inst *in, const void *scope, const char *name);
+typedef bool (*IsTensorFn)(struct Inst *in, const void *scope, const char *name);
 bool dim_eval(Inst *in, const Expr *e, int64_t *out, IsTensorFn is_tensor,
               const void *scope);
 

@@ -40,6 +40,12 @@
  *   report errors in it and to bind its names; unrolling stops at the first
  *   iteration that reports an error. Def calls nest at most 256 deep, and
  *   the graph holds at most 2^24 tensors (NetOptions.max_tensors).
+ * - A def argument written `dim n` takes a dimension expression of the
+ *   caller, evaluated at the call; it is seen by dim_eval in that def
+ *   instance only (Inst.localdims), may not take a top-level dim's name,
+ *   and no binding in the body may take its name.
+ * - `param w : T frozen;` marks Tensor.frozen; shape inference then gives
+ *   w no needs_grad, and the lowering no master copy or optimizer state.
  */
 #include <string.h>
 
@@ -112,12 +118,39 @@ is_tensor_name(Inst *in, const void *scope, const char *name)
 	return find_bind(in, sc, name) || (!sc->top && map_find(&in->topdecl, name, 0));
 }
 
-/* A tensor may not take the name of a dim or a def. */
+/* LocalDimFn: a `dim` argument of the def instance `scope`. */
 static bool
-name_free(Inst *in, const Name *n)
+local_dim(Inst *in, const void *scope, const char *name, int64_t *out)
+{
+	const Scope *sc = scope;
+	int *k = map_find(&in->localdims, name, sc->id);
+
+	if (k)
+		*out = in->ldval[*k];
+	return k != NULL;
+}
+
+/* Binds the `dim` argument name to v in the def instance sc. */
+static void
+bind_local_dim(Inst *in, const Scope *sc, const char *name, int64_t v)
+{
+	if (in->nld == in->capld) {
+		int cap = in->capld ? in->capld * 2 : 64;
+		in->ldval = ar_grow(&in->tmp, in->ldval, sizeof *in->ldval * (size_t)in->capld,
+		                    sizeof *in->ldval * (size_t)cap);
+		in->capld = cap;
+	}
+	in->ldval[in->nld] = v;
+	*map_put(&in->localdims, &in->tmp, name, sc->id) = in->nld++;
+}
+
+/* A tensor may not take the name of a dim, a def or a `dim` argument. */
+static bool
+name_free(Inst *in, const Scope *sc, const Name *n)
 {
 	const char *what = map_find(&in->dims, n->s, 0) ? "dim"
-	                   : map_find(&in->defs, n->s, 0) ? "def" : NULL;
+	                   : map_find(&in->defs, n->s, 0) ? "def"
+	                   : map_find(&in->localdims, n->s, sc->id) ? "dim argument" : NULL;
 
 	if (what)
 		diag_error(in->d, n->loc, "'%s' is a %s; a tensor cannot take its name", n->s, what);
@@ -203,7 +236,9 @@ lookup(Inst *in, Scope *sc, const Expr *e)
 		return b->v;
 	if (!sc->top && (t = map_find(&in->topdecl, e->name, 0)))
 		return one(*t);
-	if (map_find(&in->dims, e->name, 0))
+	if (map_find(&in->localdims, e->name, sc->id))
+		diag_error(in->d, e->loc, "'%s' is a dim argument, not a tensor", e->name);
+	else if (map_find(&in->dims, e->name, 0))
 		diag_error(in->d, e->loc, "'%s' is a dim, not a tensor", e->name);
 	else if (map_find(&in->defs, e->name, 0))
 		diag_error(in->d, e->loc, "'%s' is a def, not a tensor", e->name);
@@ -398,9 +433,14 @@ call_builtin(Inst *in, Scope *sc, const Expr *e, OpKind k, Namer *nm, bool root)
 		}
 		nout = prm.n > 1 << 20 ? 1 << 20 : (int)prm.n;
 	}
+	if (info->nout)
+		nout = info->nout;
 	Val v = make_op(in, sc, k, ts, nt, e, nm, root, nout, e->name);
 	if (v.kind != VK_POISON)
 		ir_set_params(in->g, in->g->nop - 1, &prm);
+	/* attention's dropout mask exists only with dropout */
+	if (v.kind != VK_POISON && k == OP_ATTENTION && prm.dropout != 0)
+		ir_add_extra(in->g, in->g->nop - 1, 1);
 	return v;
 }
 
@@ -480,6 +520,30 @@ def_return(Inst *in, Scope *sc, const Stmt *ret)
 	return n == 1 ? one(ts[0]) : (Val){VK_MULTI, -1, n, ts};
 }
 
+/* A def's arguments in order: tensors into ts, `dim` ones into dv. */
+static bool
+def_args(Inst *in, Scope *sc, const Expr *e, const NameList *params, int *ts,
+         int64_t *dv, Namer *nm)
+{
+	bool ok = true;
+	int k = 0;
+
+	for (int i = 0; i < e->args->n && k < params->n; i++) {
+		const Expr *x = e->args->v[i].e;
+		if (e->args->v[i].key)
+			continue;
+		if (params->v[k].is_dim) {
+			ok &= dims_of(in, sc, x, &dv[k]);
+		} else {
+			Val v = operand(in, sc, x, nm);
+			ok &= v.kind == VK_ONE;
+			ts[k] = v.t;
+		}
+		k++;
+	}
+	return ok;
+}
+
 static Val
 call_def(Inst *in, Scope *sc, const Expr *e, const DefInfo *df, Namer *nm)
 {
@@ -487,7 +551,8 @@ call_def(Inst *in, Scope *sc, const Expr *e, const DefInfo *df, Namer *nm)
 	int n = s->names->n, p = npositional(e);
 	int i = call_number(in, sc, s->name.s) - 1;
 	bool ok = no_attrs(in, e, "def");
-	const int *ts;
+	int *ts;
+	int64_t *dv;
 	Scope inner;
 
 	if (p != n) {
@@ -495,7 +560,9 @@ call_def(Inst *in, Scope *sc, const Expr *e, const DefInfo *df, Namer *nm)
 		           n == 1 ? "" : "s", p);
 		return poison;
 	}
-	ts = tensor_args(in, sc, e, n, nm, &ok);
+	ts = ar_alloc(&in->tmp, sizeof(int) * ((size_t)n + 1));
+	dv = ar_alloc(&in->tmp, sizeof(int64_t) * ((size_t)n + 1));
+	ok &= def_args(in, sc, e, s->names, ts, dv, nm);
 	if (!ok || df->bad || in->too_big)
 		return poison;
 	if (sc->depth >= INST_MAXCALLS) {
@@ -504,9 +571,18 @@ call_def(Inst *in, Scope *sc, const Expr *e, const DefInfo *df, Namer *nm)
 	}
 	inner = (Scope){++in->nscopes, ar_printf(in->g->arena, "%s%s.%d.", sc->prefix,
 	                s->name.s, i), false, sc->depth + 1};
-	for (int a = 0; a < n; a++)
-		if (name_free(in, &s->names->v[a]))
-			rebind(in, &inner, s->names->v[a].s, one(ts[a]), ST_ASSIGN);
+	for (int a = 0; a < n; a++) {
+		const Name *an = &s->names->v[a];
+		if (!an->is_dim) {
+			if (name_free(in, &inner, an))
+				rebind(in, &inner, an->s, one(ts[a]), ST_ASSIGN);
+		} else if (map_find(&in->dims, an->s, 0)) {
+			diag_error(in->d, an->loc, "dim argument '%s' has the name of a dim", an->s);
+			return poison;
+		} else {
+			bind_local_dim(in, &inner, an->s, dv[a]);
+		}
+	}
 	exec_stmts(in, &inner, s->body);
 	if (in->too_big || diag_full(in->d))
 		return poison;
@@ -605,7 +681,7 @@ assign(Inst *in, Scope *sc, const Stmt *s)
 	Val v;
 
 	for (int i = 0; i < n; i++) {
-		ok[i] = name_free(in, &s->names->v[i]);
+		ok[i] = name_free(in, sc, &s->names->v[i]);
 		ids[i] = next_id(in, sc, s->names->v[i].s);
 	}
 	nm = (Namer){ids[0], 0, ids, n, s->loc};
@@ -659,7 +735,7 @@ declare(Inst *in, Scope *sc, const Stmt *s)
 		           what, s->name.s);
 		return;
 	}
-	if (!name_free(in, &s->name) || !room(in, 1))
+	if (!name_free(in, sc, &s->name) || !room(in, 1))
 		return;
 	if (s->kind == ST_PARAM && !dtype_is_float(s->type->dt))
 		diag_error(in->d, s->type->loc, "param '%s' must be floating point, not %s",
@@ -667,6 +743,7 @@ declare(Inst *in, Scope *sc, const Stmt *s)
 	t = ir_add_tensor(in->g, ar_printf(in->g->arena, "%s%s", sc->prefix, s->name.s),
 	                  s->kind == ST_PARAM ? TK_PARAM : TK_INPUT, s->loc);
 	in->g->t[t].scope = sc->prefix;
+	in->g->t[t].frozen = s->frozen;
 	decl_type(in, sc, &in->g->t[t], s->type);
 	if (s->kind == ST_PARAM && !dtype_is_float(s->type->dt))
 		in->g->t[t].ndim = -1;
@@ -809,6 +886,7 @@ net_instantiate(const Program *p, const NetOptions *o, Graph *g, Diag *d)
 	int before = d->nerrors;
 
 	ar_init(&in.tmp);
+	in.local_dim = local_dim;
 	in.max_tensors = o->max_tensors > 0 ? o->max_tensors : INST_MAXTENSORS;
 	if (!g->file)
 		g->file = p->file;

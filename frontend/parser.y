@@ -57,7 +57,7 @@ static void net_yyerror(NET_YYLTYPE *loc, yyscan_t scanner, Ast *ast, const char
 %type <e> expr primary
 %type <el> exprs exprs_opt tuple
 %type <al> args args_opt
-%type <nl> names names_opt
+%type <nl> names names_opt defargs defargs_opt
 %type <kl> dimdefs items
 %type <ty> type
 %type <st> stmt
@@ -83,9 +83,11 @@ stmt: DIM dimdefs ';'			{ $$ = ast_dims(ast, L(@1), false, $2); }
 	| BATCH IDENT '=' expr ';'	{ $$ = ast_dims(ast, L(@1), true, ast_kvs(ast, NULL, $2, L(@2), $4)); }
 	| INPUT IDENT ':' type ';'	{ $$ = ast_decl(ast, L(@1), ST_INPUT, $2, L(@2), $4); }
 	| PARAM IDENT ':' type ';'	{ $$ = ast_decl(ast, L(@1), ST_PARAM, $2, L(@2), $4); }
+	| PARAM IDENT ':' type IDENT ';'
+					{ $$ = ast_param_qualified(ast, L(@1), $2, L(@2), $4, $5, L(@5)); }
 	| names '=' expr ';'		{ $$ = ast_assign(ast, L(@1), $1, $3); }
 	| OUTPUT IDENT ';'		{ $$ = ast_output(ast, L(@1), $2, L(@2)); }
-	| DEF IDENT '(' names_opt ')' block
+	| DEF IDENT '(' defargs_opt ')' block
 					{ $$ = ast_def(ast, L(@1), $2, L(@2), $4, $6); }
 	| REPEAT expr block		{ $$ = ast_repeat(ast, L(@1), $2, $3); }
 	| OP IDENT '(' names_opt ')' ARROW type '{' items '}'
@@ -105,6 +107,16 @@ names: IDENT				{ $$ = ast_names(ast, NULL, $1, L(@1)); }
 
 names_opt: %empty			{ $$ = NULL; }
 	| names
+	;
+
+defargs: IDENT				{ $$ = ast_defarg(ast, NULL, $1, L(@1), false); }
+	| DIM IDENT			{ $$ = ast_defarg(ast, NULL, $2, L(@2), true); }
+	| defargs ',' IDENT		{ $$ = ast_defarg(ast, $1, $3, L(@3), false); }
+	| defargs ',' DIM IDENT		{ $$ = ast_defarg(ast, $1, $4, L(@4), true); }
+	;
+
+defargs_opt: %empty			{ $$ = NULL; }
+	| defargs
 	;
 
 items: %empty				{ $$ = NULL; }

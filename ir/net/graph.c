@@ -1,5 +1,6 @@
 /* ir/net/graph.c -- dtypes, optimizers, and building the flat graph: tensors
  * and ops appended in program order, linked by index. */
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -111,12 +112,16 @@ ir_params_default(OpParams *p)
 	p->groups = 1;
 	p->start = 0;
 	p->dtype = DT_NONE;
+	p->cmin = -INFINITY;
+	p->cmax = INFINITY;
+	p->ignore_index = -100;
 }
 
 /* The defaults of ir_params_default, for ops that take no attributes: a
  * million elementwise ops need not carry 200 bytes of parameters each. */
 const OpParams ir_no_params = {
 	.axis = -1, .stride = 1, .dilation = 1, .groups = 1, .dtype = DT_NONE,
+	.cmin = -INFINITY, .cmax = INFINITY, .ignore_index = -100,
 };
 
 void
@@ -211,6 +216,22 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout)
 		g->op[o].extra[i] = t;
 	}
 	g->op[o].nextra = nextra;
+}
+
+void
+ir_add_extra(Graph *g, int o, int k)
+{
+	const OpInfo *info = &ir_optab[g->op[o].kind];
+	int t;
+
+	ir_assert(k == g->op[o].nextra && k < IR_MAXEXTRA && info->extra_role[k]);
+	t = ir_add_tensor(g, ar_cat(g->arena, g->t[g->op[o].out[0]].id, ":",
+	                            info->extra_role[k]), TK_EXTRA, g->op[o].loc);
+	g->t[t].producer = o;
+	g->t[t].role = info->extra_role[k];
+	g->t[t].scope = g->op[o].scope;
+	g->op[o].extra[k] = t;
+	g->op[o].nextra = k + 1;
 }
 
 int64_t

@@ -65,6 +65,8 @@ typedef struct Tensor {
 	int view_of;            /* views: the tensor whose storage it aliases, else -1 */
 	bool needs_grad;        /* shape pass: floating and (a param or from one) */
 	bool saved;             /* autodiff: some backward op saves it (per ops.md) */
+	bool frozen;            /* a `frozen` param: no grad, master or optimizer
+	                           state; its weight lives for the whole step */
 	bool reaches_output;    /* autodiff: a grad-needing path leads to the loss */
 	int grad;               /* autodiff: index of grad(this), or -1 */
 	int grad_of;            /* for TK_GRAD/TK_PARAM_GRAD: the tensor it is grad of */
@@ -85,6 +87,9 @@ typedef enum OpKind {
 	OP_SUM, OP_MEAN, OP_CROSS_ENTROPY, OP_MSE_LOSS, OP_EMBEDDING,
 	OP_RESHAPE, OP_FLATTEN, OP_TRANSPOSE, OP_PERMUTE, OP_SLICE, OP_SPLIT,
 	OP_CONCAT,
+	/* added for real networks (issue 13): activations, indexing, routing */
+	OP_RELU6, OP_CLAMP, OP_HARDSWISH, OP_HARDSIGMOID,
+	OP_GATHER, OP_INDEX_SELECT, OP_TOPK, OP_SCATTER_ADD,
 	OP_CUSTOM,
 	OP_COUNT
 } OpKind;
@@ -105,6 +110,10 @@ typedef struct OpParams {
 	double p;               /* dropout */
 	double c;               /* scale */
 	bool causal;            /* attention */
+	double dropout;         /* attention: dropout on the probabilities */
+	double cmin, cmax;      /* clamp: bounds (-inf, inf when not given) */
+	int64_t ignore_index;   /* cross_entropy: labels equal to it count for
+	                           nothing (default -100) */
 	Dtype dtype;            /* cast */
 	int nlist;              /* reshape shape / permute axes */
 	int64_t list[IR_MAXDIM];
@@ -247,6 +256,10 @@ int ir_storage_root(const Graph *g, int t);
 /* Shape as "[8, 1024, 768]" into buf; returns buf. */
 char *ir_shape_str(const Tensor *t, char *buf, size_t n);
 
+/* Appends an optional extra output (role from the op table's extra_role[k],
+ * k == op's nextra) to op o: attention's dropout mask. */
+void ir_add_extra(Graph *g, int o, int k);
+
 /* ---------------------------------------------------------------- ir/net/optab.c */
 
 /* Shape rules, one per family of ops; passes/graph/shape.c implements each. */
@@ -255,7 +268,8 @@ typedef enum ShapeRule {
 	SR_ATTENTION, SR_NORM, SR_BATCHNORM, SR_SOFTMAX, SR_POOL, SR_GLOBAL_POOL,
 	SR_UPSAMPLE, SR_REDUCE, SR_CROSS_ENTROPY, SR_MSE, SR_EMBEDDING,
 	SR_RESHAPE, SR_FLATTEN, SR_TRANSPOSE, SR_PERMUTE, SR_SLICE, SR_SPLIT,
-	SR_CONCAT, SR_CUSTOM
+	SR_CONCAT, SR_CUSTOM,
+	SR_CLAMP, SR_GATHER, SR_INDEX_SELECT, SR_TOPK, SR_SCATTER_ADD
 } ShapeRule;
 
 /* Forward FLOPs, before the row's factor flops_k. */
@@ -267,7 +281,9 @@ typedef enum FlopsRule {
 	FL_CONV2D,      /* 2 N O H' W' (C/groups) KH KW */
 	FL_ATTENTION,   /* 4 B H S T Dh, halved when causal */
 	FL_POOL,        /* n(out) k^2 */
-	FL_CUSTOM       /* declared */
+	FL_CUSTOM,      /* declared */
+	FL_TOPK,        /* n(x) ceil(log2(k + 1)): a heap of k per row */
+	FL_LAST         /* n(last argument): scatter_add's adds */
 } FlopsRule;
 
 /* One entry of an op's saves column. */
@@ -277,10 +293,11 @@ typedef struct SaveRule {
 	int i;                  /* argument or extra index */
 	int cond;               /* SV_ARG_IF: the argument that must need grad */
 } SaveRule;
-#define IR_MAXSAVE 5
+#define IR_MAXSAVE 7
 #define SAVE_ARG(a) {SV_ARG, (a), -1}
 #define SAVE_ARG_IF(a, b) {SV_ARG_IF, (a), (b)}
 #define SAVE_OUT {SV_OUT, 0, -1}
+#define SAVE_OUTN(k) {SV_OUT, (k), -1}      /* output k of a multi-output op */
 #define SAVE_EXTRA(k) {SV_EXTRA, (k), -1}
 
 /* What an op's backward saves, as flags over its arguments and out.
@@ -303,7 +320,11 @@ typedef struct OpInfo {
 	bool float_in;          /* every tensor argument must be floating point */
 	FlopsRule flops;        /* forward FLOPs = flops_k x the rule's count */
 	int64_t flops_k;
-	SaveRule saves[IR_MAXSAVE]; /* ends at the first SV_END */
+	SaveRule saves[IR_MAXSAVE]; /* ends at the first SV_END; a rule
+	                           naming an absent optional argument or extra
+	                           (attention's mask, dropout mask) is skipped */
+	int nout;               /* fixed number of outputs (topk: 2); 0: one,
+	                           or split's n */
 } OpInfo;
 
 extern const OpInfo ir_optab[OP_COUNT];

@@ -40,17 +40,36 @@ header(const Analysis *an, FILE *out)
 		gpu_report_json(an, out);       /* --gpu: passes/driver/gpu.c */
 }
 
+/* Elements of `frozen` params (part of the parameter count). */
+static int64_t
+frozen_params(const Graph *g)
+{
+	int64_t n = 0;
+
+	for (int i = 0; i < g->nt; i++)
+		if (g->t[i].kind == TK_PARAM && g->t[i].frozen)
+			n += g->t[i].numel;
+	return n;
+}
+
 static void
 params_and_flops(const Analysis *an, FILE *out)
 {
 	const int64_t *p = an->d.persistent;
 	ReportTotals rt = report_totals(an);
 	int64_t count = rt.params, grads = rt.grad_bytes, fwd = rt.forward, bwd = rt.backward;
+	int64_t frozen = frozen_params(&an->g);
 
-	fprintf(out, "  \"params\": {\"count\": %" PRId64 ", \"bytes\": %" PRId64
+	/* "frozen" only where there are frozen params: older reports keep
+	 * their exact shape */
+	fprintf(out, "  \"params\": {\"count\": %" PRId64, count);
+	if (frozen)
+		fprintf(out, ", \"frozen\": %" PRId64 ", \"trainable\": %" PRId64,
+		        frozen, count - frozen);
+	fprintf(out, ", \"bytes\": %" PRId64
 	        ", \"master_bytes\": %" PRId64 ",\n             \"grad_bytes\": %" PRId64
 	        ", \"optimizer_bytes\": %" PRId64 "},\n",
-	        count, p[CAT_PARAMS], p[CAT_MASTER], grads, p[CAT_OPTIMIZER]);
+	        p[CAT_PARAMS], p[CAT_MASTER], grads, p[CAT_OPTIMIZER]);
 	fprintf(out, "  \"flops\": {\"forward\": %" PRId64 ", \"backward\": %" PRId64
 	        ", \"recompute\": %" PRId64 "},\n", fwd, bwd, an->ev.recompute_cost);
 }

@@ -204,6 +204,18 @@ distributed(const Analysis *an, const ReportOptions *ro, FILE *out)
 	fputc('\n', out);
 }
 
+/* Elements of `frozen` params (part of the parameter count). */
+static int64_t
+frozen_params(const Graph *g)
+{
+	int64_t n = 0;
+
+	for (int i = 0; i < g->nt; i++)
+		if (g->t[i].kind == TK_PARAM && g->t[i].frozen)
+			n += g->t[i].numel;
+	return n;
+}
+
 static void
 parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
@@ -212,8 +224,16 @@ parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 	ReportTotals rt = report_totals(an);
 	int64_t count = rt.params, grads = rt.grad_bytes, total;
 
+	int64_t frozen = frozen_params(g);
+
 	total = p[CAT_PARAMS] + p[CAT_MASTER] + grads + p[CAT_OPTIMIZER];
-	fprintf(out, "\nparameters: %" PRId64 " elements\n", count);
+
+	if (frozen)
+		fprintf(out, "\nparameters: %" PRId64 " elements, %" PRId64 " trainable, %"
+		        PRId64 " frozen (weights only: no grad, master or optimizer state)\n",
+		        count, count - frozen, frozen);
+	else
+		fprintf(out, "\nparameters: %" PRId64 " elements\n", count);
 	per_param_line(out, "weights", p[CAT_PARAMS], count, ro);
 	if (!g->train)
 		return;

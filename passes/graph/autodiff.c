@@ -59,8 +59,14 @@ check_loss(Graph *g, Diag *d)
 		return 1;
 	}
 	if (!t->needs_grad) {
+		int params = 0, frozen = 0;
+		for (int i = 0; i < g->nt; i++) {
+			params += g->t[i].kind == TK_PARAM;
+			frozen += g->t[i].kind == TK_PARAM && g->t[i].frozen;
+		}
 		diag_error(d, loss_loc(g), "training output '%s' does not depend on "
-		           "any param", t->id);
+		           "any param%s", t->id, params && frozen == params ?
+		           " (every param is frozen)" : "");
 		return 1;
 	}
 	return 0;
@@ -118,12 +124,16 @@ find_saves(Graph *g, Op *op)
 		const SaveRule *r = &info->saves[k];
 		if (r->kind == SV_END)
 			break;
+		/* optional arguments and extras that this op lacks */
+		if (((r->kind == SV_ARG || r->kind == SV_ARG_IF) && r->i >= op->nin) ||
+		    (r->kind == SV_EXTRA && r->i >= op->nextra))
+			continue;
 		if (r->kind == SV_ARG)
 			add_save(s, &n, op->in[r->i]);
 		else if (r->kind == SV_ARG_IF && g->t[op->in[r->cond]].needs_grad)
 			add_save(s, &n, op->in[r->i]);
 		else if (r->kind == SV_OUT)
-			add_save(s, &n, op->out[0]);
+			add_save(s, &n, op->out[r->i]);
 		else if (r->kind == SV_EXTRA)
 			add_save(s, &n, op->extra[r->i]);
 	}

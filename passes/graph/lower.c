@@ -116,7 +116,7 @@ param_buffers(Lowering *L, int i)
 	int nstates = g->train ? optimizer_states(s->optimizer) : 0;
 
 	add_persistent(L, i, CAT_PARAMS, t->bytes);
-	if (!g->train)
+	if (!g->train || t->frozen)     /* frozen: the weight only */
 		return;
 	if (s->mixed && t->dtype != DT_F32)
 		add_persistent(L, i, CAT_MASTER, t->numel * 4);

@@ -36,6 +36,13 @@
  * - A split must bind exactly n outputs.
  * - Odd FLOP counts never arise from halving: causal attention's 4BHSTDh is
  *   even.
+ * - Added ops (docs/ops-added.md): gather's index has x's rank and x's
+ *   sizes off the axis (no smaller index as in PyTorch); scatter_add's src
+ *   likewise, its index src's shape or 1 on any axis (broadcast);
+ *   index_select's index is 1-D; indices are any integer dtype but bool.
+ *   topk binds exactly two names. attention's k/v heads divide q's; the
+ *   mask broadcasts to [B, H, S, T], is bool/u8/floating and needs no
+ *   grad; dropout in [0, 1). clamp needs min or max, and min <= max.
  * - shape_infer_op returns 0 on success, 1 after reporting an error, and -1
  *   for an op skipped because an input is poisoned (nothing reported).
  */
@@ -354,22 +361,55 @@ rule_conv2d(Ctx *c)
 	return set_out(c, 0, x->dtype, 4, s);
 }
 
+/* q [B, H, S, Dh], k and v [B, Hkv, T, Dh] with Hkv dividing H (GQA/MQA);
+ * an optional mask broadcasts to [B, H, S, T]: bool/u8 (true: attend) or
+ * floating (added to the scores), needing no grad. */
 static int
 rule_attention(Ctx *c)
 {
 	Tensor *q = in(c, 0), *k = in(c, 1), *v = in(c, 2);
 	const char *form = "[B, H, S, Dh]";
+	double dp = c->op->p->dropout;
 
+	for (int i = 0; i < 3; i++)
+		if (!dtype_is_float(in(c, i)->dtype))
+			return err(c, "expects floating-point q, k and v, not %s",
+			           dtype_name(in(c, i)->dtype));
 	if (need_rank(c, q, "q", 4, form) ||
-	    need_rank(c, k, "k", 4, "[B, H, T, Dh]") ||
-	    need_rank(c, v, "v", 4, "[B, H, T, Dh]") ||
+	    need_rank(c, k, "k", 4, "[B, Hkv, T, Dh]") ||
+	    need_rank(c, v, "v", 4, "[B, Hkv, T, Dh]") ||
 	    same_dtype(c, q, k) || same_dtype(c, q, v))
 		return 1;
 	if (memcmp(k->shape, v->shape, sizeof(int64_t) * 4))
 		return err(c, "k and v shapes differ: %s and %s", shp(k), shp(v));
-	if (q->shape[0] != k->shape[0] || q->shape[1] != k->shape[1] ||
-	    q->shape[3] != k->shape[3])
+	if (q->shape[0] != k->shape[0] || q->shape[3] != k->shape[3])
 		return err(c, "q %s and k %s differ in B, H or Dh", shp(q), shp(k));
+	if (q->shape[1] % k->shape[1])
+		return err(c, "k/v heads (%lld) must divide q heads (%lld)",
+		           (long long)k->shape[1], (long long)q->shape[1]);
+	if (!(dp >= 0 && dp < 1))
+		return err(c, "dropout must be in [0, 1), not %g", dp);
+	if (c->op->nin == 4) {
+		Tensor *m = in(c, 3);
+		int64_t full[4] = {q->shape[0], q->shape[1], q->shape[2], k->shape[2]};
+		bool ok = m->ndim <= 4;
+		for (int i = 0; ok && i < m->ndim; i++)
+			ok = m->shape[i] == 1 || m->shape[i] == full[4 - m->ndim + i];
+		if (!ok)
+			return err(c, "mask %s does not broadcast to %s", shp(m),
+			           dims_str(full, 4));
+		if (!dtype_is_float(m->dtype) && m->dtype != DT_BOOL && m->dtype != DT_U8)
+			return err(c, "mask must be bool, u8 or floating point, not %s",
+			           dtype_name(m->dtype));
+		if (m->needs_grad)
+			return err(c, "mask '%s' needs grad; attention takes no gradient "
+			           "to its mask", m->id);
+	}
+	if (c->op->nextra == 2) {
+		int64_t full[4] = {q->shape[0], q->shape[1], q->shape[2], k->shape[2]};
+		if (set_extra(c, 1, DT_U8, 4, full))
+			return 1;
+	}
 	return set_out(c, 0, q->dtype, 4, q->shape) ||
 	       set_extra(c, 0, DT_F32, 3, q->shape);
 }
@@ -738,6 +778,125 @@ rule_custom(Ctx *c)
 	return set_out(c, 0, cu->out_dtype, cu->out_ndim, cu->out_shape);
 }
 
+/* ---- added for real networks (issue 13) */
+
+static int
+rule_clamp(Ctx *c)
+{
+	Tensor *x = in(c, 0);
+	const OpParams *p = c->op->p;
+
+	if (!ir_attr_given(OP_CLAMP, p, "min") && !ir_attr_given(OP_CLAMP, p, "max"))
+		return err(c, "needs attribute 'min' or 'max'");
+	if (p->cmin > p->cmax)
+		return err(c, "min %g is greater than max %g", p->cmin, p->cmax);
+	return set_out(c, 0, x->dtype, x->ndim, x->shape);
+}
+
+static bool
+is_index(const Tensor *t)
+{
+	return !dtype_is_float(t->dtype) && t->dtype != DT_BOOL;
+}
+
+static int
+need_index(Ctx *c, const Tensor *t, const char *what)
+{
+	if (!is_index(t))
+		return err(c, "%s must be an integer tensor, not %s", what,
+		           dtype_name(t->dtype));
+	return 0;
+}
+
+/* idx has x's rank and, off the axis, x's sizes (or 1 where bcast). */
+static int
+index_fits(Ctx *c, const Tensor *idx, const Tensor *x, int64_t a, bool bcast,
+           const char *what)
+{
+	bool ok = idx->ndim == x->ndim;
+
+	for (int i = 0; ok && i < x->ndim; i++)
+		ok = i == a || idx->shape[i] == x->shape[i] ||
+		     (bcast && idx->shape[i] == 1);
+	if (!ok)
+		return err(c, "%s %s must have the rank of %s and its sizes off axis "
+		           "%lld%s", what, shp(idx), shp(x), (long long)a,
+		           bcast ? " (or 1)" : "");
+	return 0;
+}
+
+/* gather(x, idx, axis=a): out[..i..] = x[..idx[..i..]..] along a. */
+static int
+rule_gather(Ctx *c)
+{
+	Tensor *x = in(c, 0), *idx = in(c, 1);
+	int64_t a = c->op->p->axis;
+
+	if (need_index(c, idx, "index") || axis_of(c, x, &a) ||
+	    index_fits(c, idx, x, a, false, "index"))
+		return 1;
+	c->op->p->axis_norm = a;
+	return set_out(c, 0, x->dtype, idx->ndim, idx->shape);
+}
+
+/* index_select(x, idx, axis=a): idx 1-D; axis a becomes n(idx) long. */
+static int
+rule_index_select(Ctx *c)
+{
+	Tensor *x = in(c, 0), *idx = in(c, 1);
+	int64_t s[IR_MAXDIM], a = c->op->p->axis;
+
+	if (need_index(c, idx, "index") || need_rank(c, idx, "index", 1, "[N]") ||
+	    axis_of(c, x, &a))
+		return 1;
+	c->op->p->axis_norm = a;
+	memcpy(s, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+	s[a] = idx->shape[0];
+	return set_out(c, 0, x->dtype, x->ndim, s);
+}
+
+/* values, indices = topk(x, k=, axis=-1): the k largest along the axis. */
+static int
+rule_topk(Ctx *c)
+{
+	Tensor *x = in(c, 0);
+	int64_t s[IR_MAXDIM], a = c->op->p->axis, k = c->op->p->k;
+
+	if (c->op->nout != 2)
+		return err(c, "gives 2 values (values, indices), but %d %s bound",
+		           c->op->nout, c->op->nout == 1 ? "is" : "are");
+	if (axis_of(c, x, &a) || at_least(c, "k", k, 1))
+		return 1;
+	if (k > x->shape[a])
+		return err(c, "k %lld is larger than axis %lld of %s", (long long)k,
+		           (long long)a, shp(x));
+	c->op->p->axis_norm = a;
+	memcpy(s, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+	s[a] = k;
+	return set_out(c, 0, x->dtype, x->ndim, s) ||
+	       set_out(c, 1, DT_I64, x->ndim, s);
+}
+
+/* scatter_add(x, idx, src, axis=a): out = x, then out[..idx..] += src;
+ * idx broadcasts to src's shape (a size-1 axis is repeated). */
+static int
+rule_scatter_add(Ctx *c)
+{
+	Tensor *x = in(c, 0), *idx = in(c, 1), *src = in(c, 2);
+	int64_t a = c->op->p->axis;
+
+	if (need_index(c, idx, "index") || same_dtype(c, x, src) ||
+	    axis_of(c, x, &a) || index_fits(c, src, x, a, false, "src"))
+		return 1;
+	bool ok = idx->ndim == src->ndim;
+	for (int i = 0; ok && i < src->ndim; i++)
+		ok = idx->shape[i] == src->shape[i] || idx->shape[i] == 1;
+	if (!ok)
+		return err(c, "index %s does not broadcast to src %s", shp(idx), shp(src));
+	c->op->p->axis_norm = a;
+	return set_out(c, 0, x->dtype, x->ndim, x->shape);
+}
+
 static int (*const rules[])(Ctx *) = {
 	[SR_UNARY] = rule_unary, [SR_CAST] = rule_cast,
 	[SR_DROPOUT] = rule_dropout, [SR_BINARY] = rule_binary,
@@ -752,6 +911,9 @@ static int (*const rules[])(Ctx *) = {
 	[SR_PERMUTE] = rule_permute, [SR_SLICE] = rule_slice,
 	[SR_SPLIT] = rule_split, [SR_CONCAT] = rule_concat,
 	[SR_CUSTOM] = rule_custom,
+	[SR_CLAMP] = rule_clamp, [SR_GATHER] = rule_gather,
+	[SR_INDEX_SELECT] = rule_index_select, [SR_TOPK] = rule_topk,
+	[SR_SCATTER_ADD] = rule_scatter_add,
 };
 
 /* ---- FLOPs */
@@ -787,12 +949,25 @@ count_flops(Ctx *c, int64_t *f)
 			return false;
 		if (c->op->p->causal)
 			*f /= 2;
-		return true;
+		{       /* + n(scores) for a mask, + 2 n(scores) for dropout */
+			int64_t sc = x->numel / x->shape[3] * in(c, 1)->shape[2], m = 0;
+			m += c->op->nin == 4 ? 1 : 0;
+			m += c->op->nextra == 2 ? 2 : 0;
+			return !m || (mul64(&sc, m) && !__builtin_add_overflow(*f, sc, f));
+		}
 	case FL_POOL:
 		return mul64(f, out->numel) && mul64(f, k) && mul64(f, k);
 	case FL_CUSTOM:
 		*f = c->op->custom->flops;
 		return true;
+	case FL_TOPK: {
+		int64_t lg = 0;
+		while (lg < 63 && ((int64_t)1 << lg) < k + 1)
+			lg++;
+		return mul64(f, x->numel) && mul64(f, lg);
+	}
+	case FL_LAST:
+		return mul64(f, in(c, c->op->nin - 1)->numel);
 	}
 	return false;
 }
@@ -820,7 +995,7 @@ infer_decl(Graph *g, int t, Diag *d)
 		x->ndim = -1;
 		return 1;
 	}
-	x->needs_grad = x->kind == TK_PARAM && dtype_is_float(x->dtype);
+	x->needs_grad = x->kind == TK_PARAM && dtype_is_float(x->dtype) && !x->frozen;
 	return 0;
 }
 

@@ -1,0 +1,516 @@
+/* runtime_ops.h -- kernels of the ops added for real networks (issue 13),
+ * embedded right after runtime.h in every emitted program (same rules:
+ * one thread per output element or row, sums in a fixed order, no
+ * atomics, host and GPU alike).
+ *
+ * Index tensors (gather, index_select, scatter_add) hold element numbers
+ * along the axis; one outside [0, size) reads 0 and contributes nothing
+ * (the generated program initialises them inside the range). */
+
+/* ------------------------------------------------------------ activations */
+
+enum { RT_RELU6, RT_CLAMP, RT_HARDSWISH, RT_HARDSIGMOID };
+
+RT_DFN rt_real
+rt_act(int op, rt_real x, rt_real lo, rt_real hi)
+{
+	switch (op) {
+	case RT_RELU6: return x < 0 ? 0 : x > 6 ? 6 : x;
+	case RT_CLAMP: return x < lo ? lo : x > hi ? hi : x;
+	case RT_HARDSWISH: return x <= -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
+	default: return x <= -3 ? 0 : x >= 3 ? 1 : x / 6 + (rt_real)0.5;
+	}
+}
+
+/* d(op)/dx times g; s is what the op saves: out (relu6) or x. */
+RT_DFN rt_real
+rt_act_b(int op, rt_real s, rt_real g, rt_real lo, rt_real hi)
+{
+	switch (op) {
+	case RT_RELU6: return s > 0 && s < 6 ? g : 0;
+	case RT_CLAMP: return s >= lo && s <= hi ? g : 0;
+	case RT_HARDSWISH: return s <= -3 ? 0 : s >= 3 ? g : g * (2 * s + 3) / 6;
+	default: return s > -3 && s < 3 ? g / 6 : 0;
+	}
+}
+
+RT_K
+k_act_f(const RtT *T, int64_t n, int op, double lo, double hi)
+{
+	RT_FOR(i, n) rt_put(&T[1], i, rt_act(op, rt_get(&T[0], i), (rt_real)lo, (rt_real)hi));
+}
+
+RT_K
+k_act_b(const RtT *T, int64_t n, int op, double lo, double hi, int add)
+{
+	RT_FOR(i, n) {
+		rt_real g = rt_get(&T[1], T[1].dt == RT_ONE ? 0 : i);
+		rt_out(&T[2], i, rt_act_b(op, rt_get(&T[0], i), g, (rt_real)lo, (rt_real)hi), add);
+	}
+}
+
+RT_FN void
+rt_f_act(int op, RtT x, RtT y, double lo, double hi)
+{
+	RtT a[2] = {x, y};
+	RT_GO(k_act_f, y.n)(rt_args(a, 2), y.n, op, lo, hi);
+	rt_after();
+}
+
+RT_FN void
+rt_b_act(int op, RtT s, RtT g, RtT dst, int add, double lo, double hi)
+{
+	RtT a[3] = {s, g, dst};
+	RT_GO(k_act_b, dst.n)(rt_args(a, 3), dst.n, op, lo, hi, add);
+	rt_after();
+}
+
+/* ------------------------------------------------------------ indexing */
+
+/* The element of idx that element ix (over a tensor of idx's rank) reads,
+ * where idx's size-1 axes broadcast. */
+RT_DFN int64_t
+rt_bidx(const RtT *idx, const int64_t *ix)
+{
+	int64_t f = 0;
+	for (int d = 0; d < idx->nd; d++)
+		f = f * idx->shape[d] + (idx->shape[d] == 1 ? 0 : ix[d]);
+	return f;
+}
+
+/* gather, T: x, idx, y. y[ix] = x[ix with axis = idx[ix]]. */
+RT_K
+k_gather_f(const RtT *T, int64_t n, int ax)
+{
+	RT_FOR(i, n) {
+		int64_t ix[RT_MAXDIM], k;
+		rt_unravel(&T[2], i, ix);
+		k = rt_geti(&T[1], i);
+		if (k < 0 || k >= T[0].shape[ax]) {
+			rt_put(&T[2], i, 0);
+			continue;
+		}
+		ix[ax] = k;
+		rt_put(&T[2], i, rt_get(&T[0], rt_at(&T[0], ix)));
+	}
+}
+
+/* gather backward, T: idx, g, dst (x's shape): dst[ix] = sum over the
+ * positions p along the axis with idx[ix with axis = p] == ix[axis]. */
+RT_K
+k_gather_b(const RtT *T, int64_t n, int ax, int add)
+{
+	RT_FOR(i, n) {
+		int64_t ix[RT_MAXDIM], own;
+		rt_real s = 0;
+		rt_unravel(&T[2], i, ix);
+		own = ix[ax];
+		for (int64_t p = 0; p < T[0].shape[ax]; p++) {
+			ix[ax] = p;
+			if (rt_geti(&T[0], rt_at(&T[0], ix)) == own)
+				s += rt_get(&T[1], T[1].dt == RT_ONE ? 0 : rt_at(&T[1], ix));
+		}
+		rt_out(&T[2], i, s, add);
+	}
+}
+
+RT_FN void
+rt_f_gather(RtT x, RtT idx, RtT y, int ax)
+{
+	RtT a[3] = {x, idx, y};
+	RT_GO(k_gather_f, y.n)(rt_args(a, 3), y.n, ax);
+	rt_after();
+}
+
+RT_FN void
+rt_b_gather(RtT idx, RtT g, RtT dst, int add, int ax)
+{
+	RtT a[3] = {idx, g, dst};
+	RT_GO(k_gather_b, dst.n)(rt_args(a, 3), dst.n, ax, add);
+	rt_after();
+}
+
+/* index_select, T: x, idx (1-D), y. y[ix] = x[ix with axis = idx[ix[axis]]]. */
+RT_K
+k_isel_f(const RtT *T, int64_t n, int ax)
+{
+	RT_FOR(i, n) {
+		int64_t ix[RT_MAXDIM], k;
+		rt_unravel(&T[2], i, ix);
+		k = rt_geti(&T[1], ix[ax]);
+		if (k < 0 || k >= T[0].shape[ax]) {
+			rt_put(&T[2], i, 0);
+			continue;
+		}
+		ix[ax] = k;
+		rt_put(&T[2], i, rt_get(&T[0], rt_at(&T[0], ix)));
+	}
+}
+
+/* index_select backward, T: idx, g (y's shape), dst (x's shape). */
+RT_K
+k_isel_b(const RtT *T, int64_t n, int ax, int add)
+{
+	RT_FOR(i, n) {
+		int64_t ix[RT_MAXDIM], own;
+		rt_real s = 0;
+		rt_unravel(&T[2], i, ix);
+		own = ix[ax];
+		for (int64_t p = 0; p < T[0].n; p++) {
+			if (rt_geti(&T[0], p) != own)
+				continue;
+			ix[ax] = p;
+			s += rt_get(&T[1], T[1].dt == RT_ONE ? 0 : rt_at(&T[1], ix));
+		}
+		rt_out(&T[2], i, s, add);
+	}
+}
+
+RT_FN void
+rt_f_index_select(RtT x, RtT idx, RtT y, int ax)
+{
+	RtT a[3] = {x, idx, y};
+	RT_GO(k_isel_f, y.n)(rt_args(a, 3), y.n, ax);
+	rt_after();
+}
+
+RT_FN void
+rt_b_index_select(RtT idx, RtT g, RtT dst, int add, int ax)
+{
+	RtT a[3] = {idx, g, dst};
+	RT_GO(k_isel_b, dst.n)(rt_args(a, 3), dst.n, ax, add);
+	rt_after();
+}
+
+/* scatter_add, T: x, idx, src, y. y[ix] = x[ix] + the src elements at the
+ * positions p along the axis whose index (broadcast) is ix[axis]. */
+RT_K
+k_scatter_f(const RtT *T, int64_t n, int ax)
+{
+	RT_FOR(i, n) {
+		int64_t ix[RT_MAXDIM], own;
+		rt_real s = rt_get(&T[0], i);
+		rt_unravel(&T[3], i, ix);
+		own = ix[ax];
+		for (int64_t p = 0; p < T[2].shape[ax]; p++) {
+			ix[ax] = p;
+			if (rt_geti(&T[1], rt_bidx(&T[1], ix)) == own)
+				s += rt_get(&T[2], rt_at(&T[2], ix));
+		}
+		rt_put(&T[3], i, s);
+	}
+}
+
+RT_FN void
+rt_f_scatter_add(RtT x, RtT idx, RtT src, RtT y, int ax)
+{
+	RtT a[4] = {x, idx, src, y};
+	RT_GO(k_scatter_f, y.n)(rt_args(a, 4), y.n, ax);
+	rt_after();
+}
+
+/* scatter_add backward for src, T: idx, g (x's shape), dst (src's shape):
+ * dst[ix] = g[ix with axis = idx[ix]]. (grad x is g itself: rt_copy.) */
+RT_K
+k_scatter_b(const RtT *T, int64_t n, int ax, int add)
+{
+	RT_FOR(i, n) {
+		int64_t ix[RT_MAXDIM], k;
+		rt_real v = 0;
+		rt_unravel(&T[2], i, ix);
+		k = rt_geti(&T[0], rt_bidx(&T[0], ix));
+		if (k >= 0 && k < T[1].shape[ax]) {
+			ix[ax] = k;
+			v = rt_get(&T[1], T[1].dt == RT_ONE ? 0 : rt_at(&T[1], ix));
+		}
+		rt_out(&T[2], i, v, add);
+	}
+}
+
+RT_FN void
+rt_b_scatter_add(RtT idx, RtT g, RtT dst, int add, int ax)
+{
+	RtT a[3] = {idx, g, dst};
+	RT_GO(k_scatter_b, dst.n)(rt_args(a, 3), dst.n, ax, add);
+	rt_after();
+}
+
+/* topk, T: x, values, indices; one thread per row along the axis: the k
+ * largest, largest first, ties to the lower position. */
+RT_K
+k_topk_f(const RtT *T, int64_t rows, RtAxis a, int64_t k)
+{
+	RT_FOR(r, rows) {
+		rt_real prev = INFINITY;
+		int64_t prevl = -1;
+		for (int64_t t = 0; t < k; t++) {
+			int64_t best = -1;
+			rt_real bv = 0;
+			for (int64_t l = 0; l < a.L; l++) {
+				rt_real v = rt_get(&T[0], rt_row(a, r, l));
+				/* strictly after (prev, prevl) in the order */
+				if (v > prev || (v == prev && l <= prevl))
+					continue;
+				if (best < 0 || v > bv) {
+					best = l;
+					bv = v;
+				}
+			}
+			RtAxis o = {k, a.inner};
+			rt_put(&T[1], rt_row(o, r, t), bv);
+			rt_put(&T[2], rt_row(o, r, t), (rt_real)best);
+			prev = bv;
+			prevl = best;
+		}
+	}
+}
+
+RT_FN void
+rt_f_topk(RtT x, RtT vals, RtT idx, int ax, int64_t k)
+{
+	RtT a[3] = {x, vals, idx};
+	RtAxis ra = rt_axis(x, ax);
+	int64_t rows = x.n / ra.L;
+	RT_GO(k_topk_f, rows)(rt_args(a, 3), rows, ra, k);
+	rt_after();
+}
+
+/* topk backward, T: indices, g (values' shape), dst (x's shape). */
+RT_K
+k_topk_b(const RtT *T, int64_t n, RtAxis a, int64_t k, int add)
+{
+	RT_FOR(i, n) {
+		int64_t r = i / (a.L * a.inner) * a.inner + i % a.inner;
+		int64_t l = i / a.inner % a.L;
+		RtAxis o = {k, a.inner};
+		rt_real s = 0;
+		for (int64_t t = 0; t < k; t++)
+			if (rt_geti(&T[0], rt_row(o, r, t)) == l)
+				s += rt_get(&T[1], T[1].dt == RT_ONE ? 0 : rt_row(o, r, t));
+		rt_out(&T[2], i, s, add);
+	}
+}
+
+RT_FN void
+rt_b_topk(RtT idx, RtT g, RtT dst, int add, int ax, int64_t k)
+{
+	RtT a[3] = {idx, g, dst};
+	RT_GO(k_topk_b, dst.n)(rt_args(a, 3), dst.n, rt_axis(dst, ax), k, add);
+	rt_after();
+}
+
+/* ------------------------------------------------------------ cross_entropy(ignore_index=) */
+
+/* T: logits, labels, y, lsm: the mean over the labels that are not ign. */
+RT_K
+k_xent_ig_loss(const RtT *T, int64_t rows, int64_t ign)
+{
+	int64_t C = T[0].shape[T[0].nd - 1];
+	RT_FOR(i, 1) {
+		rt_real s = 0;
+		int64_t cnt = 0;
+		for (int64_t r = 0; r < rows; r++) {
+			int64_t lab = rt_geti(&T[1], r);
+			if (lab == ign)
+				continue;
+			cnt++;
+			if (lab >= 0 && lab < C)
+				s -= rt_get(&T[3], r * C + lab);
+		}
+		rt_put(&T[2], i, cnt ? s / (rt_real)cnt : 0);
+	}
+}
+
+RT_FN void
+rt_f_xent_ig(RtT logits, RtT labels, RtT y, RtT lsm, int64_t ign)
+{
+	RtT a[4] = {logits, labels, y, lsm};
+	int64_t rows = logits.n / logits.shape[logits.nd - 1];
+	const RtT *d = rt_args(a, 4);
+	RT_GO(k_xent_rows, rows)(d, rows);
+	rt_after();
+	RT_GO(k_xent_ig_loss, 1)(d, rows, ign);
+	rt_after();
+}
+
+/* T: lsm, labels, g, dst; ignored rows get no gradient. */
+RT_K
+k_xent_ig_b(const RtT *T, int64_t n, int64_t ign, int add)
+{
+	int64_t C = T[3].shape[T[3].nd - 1], rows = n / C, cnt = 0;
+	for (int64_t r = 0; r < rows; r++)
+		cnt += rt_geti(&T[1], r) != ign;
+	RT_FOR(i, n) {
+		int64_t lab = rt_geti(&T[1], i / C);
+		rt_real p = 0;
+		if (lab != ign)
+			p = (rt_exp(rt_get(&T[0], i)) - (lab == i % C ? 1 : 0)) *
+			    rt_get(&T[2], 0) / (rt_real)cnt;
+		rt_out(&T[3], i, p, add);
+	}
+}
+
+RT_FN void
+rt_b_xent_ig(RtT lsm, RtT labels, RtT g, RtT dst, int add, int64_t ign)
+{
+	RtT a[4] = {lsm, labels, g, dst};
+	RT_GO(k_xent_ig_b, dst.n)(rt_args(a, 4), dst.n, ign, add);
+	rt_after();
+}
+
+/* ------------------------------------------------------------ attention, general */
+
+/* Attention with what the plain kernels lack: k/v with fewer heads than q
+ * (head h reads k/v head h / (H / Hkv)), a mask broadcast to [B, H, S, T]
+ * (mkind 1: bool/u8, zero excludes the key; 2: added to the score), and
+ * dropout on the probabilities (the u8 keep mask is written to dmask; the
+ * element (r, j) of op `key` is kept when its hash >= pd, so a recomputed
+ * mask is bit-identical). lse is of the undropped softmax; a row with no
+ * key left gets out 0 and lse +inf (every probability 0).
+ * T: q, k, v, mask, out, lse, dmask. */
+typedef struct RtAttn {
+	int causal, mkind;
+	double pd;
+	uint64_t key;
+} RtAttn;
+
+/* The score of query row r (b, h, i) and key j, or -inf when excluded. */
+RT_DFN rt_real
+rt_ascore(const RtT *T, RtAttn c, int64_t r, int64_t j)
+{
+	const RtT *Q = &T[0], *K = &T[1], *M = &T[3];
+	int64_t S = Q->shape[2], H = Q->shape[1], Hk = K->shape[1], Tk = K->shape[2];
+	int64_t i = r % S, h = r / S % H, b = r / S / H;
+	int64_t kr = (b * Hk + h / (H / Hk)) * Tk + j;
+	rt_real s;
+	if (c.causal && j > i)
+		return -INFINITY;
+	s = rt_score(Q, K, r, kr, Q->shape[3]);
+	if (c.mkind) {
+		int64_t ix[4] = {b, h, i, j}, f = 0;
+		for (int d = 0; d < M->nd; d++)
+			f = f * M->shape[d] + (M->shape[d] == 1 ? 0 : ix[4 - M->nd + d]);
+		if (c.mkind == 1 && rt_geti(M, f) == 0)
+			return -INFINITY;
+		if (c.mkind == 2)
+			s += rt_get(M, f);
+	}
+	return s;
+}
+
+/* The dropout weight of (r, j): keep / (1 - pd), from dmask when given. */
+RT_DFN rt_real
+rt_akeep(const RtT *D, RtAttn c, int64_t e)
+{
+	if (c.pd == 0)
+		return 1;
+	return rt_get(D, e) != 0 ? 1 / (1 - (rt_real)c.pd) : 0;
+}
+
+RT_K
+k_attn2_f(const RtT *T, int64_t rows, RtAttn c)
+{
+	const RtT *Q = &T[0], *K = &T[1], *V = &T[2];
+	int64_t S = Q->shape[2], H = Q->shape[1], Hk = K->shape[1], Tk = K->shape[2];
+	int64_t Dh = Q->shape[3];
+	RT_FOR(r, rows) {
+		rt_real acc[RT_MAXDH], m = -INFINITY, l = 0;
+		int64_t kb = (r / S / H * Hk + r / S % H / (H / Hk)) * Tk;
+		for (int64_t d = 0; d < Dh; d++)
+			acc[d] = 0;
+		for (int64_t j = 0; j < Tk; j++) {
+			rt_real s = rt_ascore(T, c, r, j), w = 1;
+			if (c.pd != 0) {
+				int keep = rt_unit(c.key, (uint64_t)(r * Tk + j)) >= (rt_real)c.pd;
+				rt_put(&T[6], r * Tk + j, keep);
+				w = keep ? 1 / (1 - (rt_real)c.pd) : 0;
+			}
+			if (s == -INFINITY)
+				continue;
+			if (s > m) {
+				rt_real corr = rt_exp(m - s);
+				l *= corr;
+				for (int64_t d = 0; d < Dh; d++)
+					acc[d] *= corr;
+				m = s;
+			}
+			rt_real p = rt_exp(s - m);
+			l += p;
+			for (int64_t d = 0; d < Dh; d++)
+				acc[d] += p * w * rt_get(V, (kb + j) * Dh + d);
+		}
+		for (int64_t d = 0; d < Dh; d++)
+			rt_put(&T[4], r * Dh + d, l > 0 ? acc[d] / l : 0);
+		rt_put(&T[5], r, l > 0 ? m + rt_log(l) : INFINITY);
+	}
+}
+
+RT_FN void
+rt_f_attn2(RtT q, RtT k, RtT v, RtT mask, RtT y, RtT lse, RtT dmask,
+           int causal, int mkind, double pd, uint64_t key)
+{
+	RtT a[7] = {q, k, v, mask, y, lse, dmask};
+	RtAttn c = {causal, mkind, pd, key};
+	int64_t rows = q.n / q.shape[3];
+	if (q.shape[3] > RT_MAXDH)
+		rt_die("attention head size above RT_MAXDH");
+	RT_GO(k_attn2_f, rows)(rt_args(a, 7), rows, c);
+	rt_after();
+}
+
+/* T: q, k, v, mask, out, lse, dmask, g, dst. slot 0: one thread per query
+ * row (dq); slots 1, 2: one thread per k/v row (dk, dv), summing over the
+ * query heads that share it. */
+RT_K
+k_attn2_b(const RtT *T, int64_t rows, RtAttn c, int slot, int add)
+{
+	const RtT *Q = &T[0], *K = &T[1], *V = &T[2], *O = &T[4], *L = &T[5];
+	const RtT *DM = &T[6], *G = &T[7], *D = &T[8];
+	int64_t S = Q->shape[2], H = Q->shape[1], Hk = K->shape[1], Tk = K->shape[2];
+	int64_t Dh = Q->shape[3], grp = H / Hk;
+	rt_real sc = 1 / rt_sqrt((rt_real)Dh);
+	RT_FOR(r, rows) {
+		rt_real acc[RT_MAXDH];
+		int64_t nq = slot ? grp * S : Tk;
+		for (int64_t d = 0; d < Dh; d++)
+			acc[d] = 0;
+		for (int64_t x = 0; x < nq; x++) {
+			int64_t qi, kr, j;
+			if (slot) {     /* r = (b, hk, j); x = (h in the group, i) */
+				int64_t b = r / Tk / Hk, hk = r / Tk % Hk;
+				j = r % Tk;
+				qi = (b * H + hk * grp + x / S) * S + x % S;
+				kr = r;
+			} else {
+				j = x;
+				qi = r;
+				kr = (r / S / H * Hk + r / S % H / grp) * Tk + j;
+			}
+			rt_real s = rt_ascore(T, c, qi, j);
+			if (s == -INFINITY)
+				continue;
+			rt_real p = rt_exp(s - rt_get(L, qi)), w = rt_akeep(DM, c, qi * Tk + j);
+			if (slot == 2) {
+				for (int64_t d = 0; d < Dh; d++)
+					acc[d] += p * w * rt_get(G, qi * Dh + d);
+				continue;
+			}
+			rt_real ds = p * (w * rt_dot(G, qi, V, kr, Dh) - rt_dot(G, qi, O, qi, Dh)) * sc;
+			for (int64_t d = 0; d < Dh; d++)
+				acc[d] += ds * (slot ? rt_get(Q, qi * Dh + d) : rt_get(K, kr * Dh + d));
+		}
+		for (int64_t d = 0; d < Dh; d++)
+			rt_out(D, r * Dh + d, acc[d], add);
+	}
+}
+
+RT_FN void
+rt_b_attn2(int slot, RtT q, RtT k, RtT v, RtT mask, RtT y, RtT lse, RtT dmask,
+           RtT g, RtT dst, int add, int causal, int mkind, double pd)
+{
+	RtT a[9] = {q, k, v, mask, y, lse, dmask, g, dst};
+	RtAttn c = {causal, mkind, pd, 0};
+	int64_t rows = dst.n / dst.shape[3];
+	RT_GO(k_attn2_b, rows)(rt_args(a, 9), rows, c, slot, add);
+	rt_after();
+}

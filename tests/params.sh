@@ -1,0 +1,39 @@
+#!/bin/sh
+# tests/params.sh -- the parameter counts of the example networks equal the
+# published ones (params.count of the JSON report; for LoRA also the
+# trainable and frozen split). Prints TAP.
+set -u
+: "${REMAT:?}" "${SRCDIR:?}"
+cd "$SRCDIR" || exit 99
+# name  expected  remat arguments   (source of the figure)
+cases='
+resnet50      25557032    examples/resnet50.net                          torchvision resnet50
+mobilenetv2   3504872     examples/mobilenetv2.net                       torchvision mobilenet_v2
+gpt2          124439808   examples/gpt2.net                              Hugging Face gpt2
+bert          110106428   examples/bert.net                              BertForPreTraining, bert-base
+llama2-7b     6738415616  -DD=4096 -DH=32 -DL=32 -DF=11008 examples/llama.net   LLaMA-2-7B
+lora          124734720   examples/lora.net                              PEFT, gpt2 c_attn r=8
+'
+n=$(echo "$cases" | grep -c .)
+echo "1..$((n + 1))"
+i=0
+field() { tr ',' '\n' | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -1; }
+echo "$cases" | grep . | while read -r name want rest; do
+	i=$((i + 1))
+	args=$(echo "$rest" | sed 's/\(\.net\).*/\1/')
+	# shellcheck disable=SC2086
+	got=$("$REMAT" --json $args | field count)
+	if [ "$got" = "$want" ]; then
+		echo "ok $i - $name: $got parameters"
+	else
+		echo "not ok $i - $name: ${got:-?} parameters, expected $want"
+	fi
+done
+i=$((n + 1))
+json=$("$REMAT" --json examples/lora.net)
+tr=$(echo "$json" | field trainable) fr=$(echo "$json" | field frozen)
+if [ "$tr" = 294912 ] && [ "$fr" = 124439808 ]; then
+	echo "ok $i - lora: 294912 trainable, 124439808 frozen"
+else
+	echo "not ok $i - lora: ${tr:-?} trainable, ${fr:-?} frozen"
+fi
