@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dag.h"
+#include "viz.h"
 
 enum { MAX_DEFS = 256 };
 
@@ -25,6 +26,7 @@ typedef struct Options {
 	bool checkmate;
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
 	ReportOptions report;
+	VizOptions viz;         /* --plot, --html, ..., --sweep (viz.c) */
 } Options;
 
 enum {
@@ -52,6 +54,7 @@ static const struct option long_options[] = {
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
+	VIZ_LONG_OPTIONS,
 	{NULL, 0, NULL, 0},
 };
 
@@ -82,6 +85,7 @@ usage(FILE *f)
 	      "  --bytes                print exact byte counts everywhere\n"
 	      "  --stats                print wall time and peak RSS on stderr\n"
 	      "  -o FILE.cu             emit a CUDA C program that runs the schedule\n"
+	      VIZ_USAGE
 	      "  --help, --version\n"
 	      "\n"
 	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
@@ -215,7 +219,9 @@ parse_option(Options *o, int c, char *arg)
 	case OPT_STATS: o->stats = true; break;
 	case OPT_HELP: usage(stdout); exit(0);
 	case OPT_VERSION: puts("remat " PACKAGE_VERSION); exit(0);
-	default: diag_usage("unknown option");
+	default:
+		if (!viz_option(&o->viz, c, arg))
+			diag_usage("unknown option");
 	}
 }
 
@@ -246,6 +252,11 @@ parse_args(Options *o, int argc, char **argv)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
 		o->goal.level = 2;
+	if (o->checkmate && (viz_any_file(&o->viz) || o->viz.sweep))
+		diag_usage("--plot, --html, --trace, --memory-viz, --dot, --csv and --sweep need a .net file");
+	if (o->viz.sweep && (o->json || o->out || (o->max_batch >= 0 && o->goal.budget >= 0) ||
+	                     o->viz.html || o->viz.trace || o->viz.memviz || o->viz.dot || o->viz.csv))
+		diag_usage("--sweep prints a table and takes only --plot of the outputs, and one of --budget and --max-batch");
 }
 
 /* Reads the whole file (or stdin for "-"); exits 1 with a message. */
@@ -280,28 +291,13 @@ read_source(const char *path, Arena *a)
 	return src;
 }
 
-/* Writes the generated program to path through a temporary file, so that a
- * failure leaves no partial output. */
+/* -o: the generated program (written through out_write, viz.h). */
 static int
-emit_file(const Analysis *an, const char *path, Arena *a)
+write_cuda(FILE *f, const void *ctx)
 {
-	char *tmp = ar_printf(a, "%s.tmp%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	int bad;
+	const Analysis *an = ctx;
 
-	if (!f) {
-		fprintf(stderr, "remat: cannot write '%s': %s\n", path, strerror(errno));
-		return 1;
-	}
-	bad = cg_emit(&an->g, &an->d, &an->plan.sched, &an->ev, an->arena_bytes, f);
-	bad |= ferror(f);
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path)) {
-		fprintf(stderr, "remat: cannot write '%s'\n", path);
-		remove(tmp);
-		return 4;
-	}
-	return 0;
+	return cg_emit(&an->g, &an->d, &an->plan.sched, &an->ev, an->arena_bytes, f);
 }
 
 static void
@@ -329,6 +325,7 @@ peak_at(const Program *prog, Options *o, const char *bname, int64_t b)
 	int rc;
 
 	set_batch(&o->net, bname, b);
+	progress_begin("--max-batch: analyzing %s=%lld", bname, (long long)b);
 	ar_init(&a);
 	diag_init(&d, NULL, stderr);
 	d.quiet_warnings = true;
@@ -406,7 +403,13 @@ compile(Options *o, const Source *src, Arena *a)
 		ir_dump(&an.g, stdout);
 		return 0;
 	}
+	if (o->viz.sweep)
+		return sweep_run(&(SweepArgs){prog, src->name, &o->net, &o->goal,
+		                 o->goal.budget >= 0 ? o->goal.budget : o->max_batch,
+		                 o->goal.budget >= 0, o->viz.sweep, o->viz.plot}, stdout);
+	progress_begin("planning");
 	rc = analyze(prog, src->name, &o->net, &o->goal, o->verify, &an, a, &d);
+	progress_end();
 	if (rc == 1 || rc == 4)
 		return rc;
 	if (rc == 3) {
@@ -414,9 +417,14 @@ compile(Options *o, const Source *src, Arena *a)
 		        (long long)o->goal.budget, (long long)an.plan.peak);
 		return 3;
 	}
-	if (o->max_batch >= 0)
-		return max_batch(prog, o, &an);
-	if (o->out && (rc = emit_file(&an, o->out, a)))
+	if (o->max_batch >= 0) {
+		rc = max_batch(prog, o, &an);
+		progress_end();
+		return rc;
+	}
+	if (o->out && (rc = out_write(o->out, write_cuda, &an)))
+		return rc;
+	if ((rc = viz_write_files(&o->viz, &an)))
 		return rc;
 	if (o->json)
 		report_json(&an, stdout);
