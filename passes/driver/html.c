@@ -149,7 +149,8 @@ static const char script[] =
 	"var cx=x0+(p[2]+0.5)/n*(x1-x0);cur.setAttribute('x1',cx);cur.setAttribute('x2',cx);"
 	"cur.setAttribute('visibility','visible');});"
 	"svg.addEventListener('mouseleave',function(){tip.hidden=true;"
-	"cur.setAttribute('visibility','hidden');});})();\n";
+	"cur.setAttribute('visibility','hidden');});"
+	"document.body.setAttribute('data-ready','1');})();\n";
 
 static void
 timeline(const Analysis *an, FILE *f, Arena *a)

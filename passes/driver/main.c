@@ -368,6 +368,7 @@ max_batch(const Program *prog, Options *o, const Analysis *an)
 		else
 			hi = mid;
 	}
+	progress_end();          /* before printing on the same terminal */
 	if (lo == 0) {
 		printf("no batch fits in %s (%lld bytes): batch %lld needs %lld bytes\n",
 		       report_size(o->max_batch, buf), (long long)o->max_batch,

@@ -1,11 +1,13 @@
 /* passes/driver/progress.c -- the progress line of long runs (planning,
  * --max-batch and --sweep probes) on stderr, only when stderr is a
- * terminal. A timer signal redraws "remat: LABEL... 2.3 s" twice a second
- * once the work has run for a second, so the planners need no hooks; the
+ * terminal. A timer signal redraws "remat: LABEL... 2.3 s" four times a
+ * second once the work has run for a second (REMAT_PROGRESS_DELAY seconds,
+ * for tests), so the planners need no hooks; the
  * handler only formats into a static buffer and calls write(2), both
  * async-signal-safe. The label is swapped with the signal blocked. */
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -17,6 +19,7 @@ static char label[160];
 static volatile sig_atomic_t drawn;     /* a line is on the screen */
 static struct timespec t0;
 static bool active;
+static long delay_ds = 10;              /* tenths of a second before drawing */
 
 /* Appends the decimal digits of v to p; returns the new end. */
 static char *
@@ -44,7 +47,7 @@ on_tick(int sig)
 	(void)sig;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	ds = (now.tv_sec - t0.tv_sec) * 10 + (now.tv_nsec - t0.tv_nsec) / 100000000;
-	if (ds < 10)
+	if (ds < delay_ds)
 		return;
 	memcpy(p, "\r\033[Kremat: ", 11);
 	p += 11;
@@ -88,8 +91,10 @@ progress_begin(const char *fmt, ...)
 		sa.sa_handler = on_tick;
 		sa.sa_flags = SA_RESTART;
 		sigaction(SIGALRM, &sa, NULL);
+		const char *e = getenv("REMAT_PROGRESS_DELAY");        /* for tests */
+		delay_ds = e && *e ? (long)(strtod(e, NULL) * 10) : 10;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		set_timer(500000);
+		set_timer(250000);
 		active = true;
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);

@@ -21,7 +21,7 @@ int out_write(const char *path, OutWriter fn, const void *ctx);
 
 /* ---------------------------------------------------------------- progress.c */
 /* A progress line on stderr, only when stderr is a terminal: after a phase
- * has run for a second, "remat: LABEL... 2.3 s" is redrawn twice a second
+ * has run for a second, "remat: LABEL... 2.3 s" is redrawn 4 times a second
  * (from a timer signal, so the planners need no hooks) until the label
  * changes or progress_end() erases it. */
 void progress_begin(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
