@@ -299,6 +299,18 @@ layers(const Analysis *an, FILE *f, Arena *a)
 		fprintf(f, "<td class=\"n\">%d</td><td class=\"n\">%d</td></tr>\n", l[i].nkept, l[i].nrec);
 	}
 	fputs("</table></section>\n", f);
+	/* each layer's Dag tensors, in order, as linked lists */
+	int *head = ar_alloc(a, sizeof *head * (size_t)(nl + 1));
+	int *next = ar_alloc(a, sizeof *next * (size_t)(an->d.nt + 1));
+	for (int i = 0; i < nl; i++)
+		head[i] = -1;
+	for (int t = an->d.nt - 1; t >= 0; t--) {
+		int ir = an->d.t[t].ir_tensor;
+		if (ir >= 0 && layer_of[ir] >= 0) {
+			next[t] = head[layer_of[ir]];
+			head[layer_of[ir]] = t;
+		}
+	}
 	fputs("<section id=\"plan\"><h2>Plan</h2>", f);
 	if (!plan)
 		fputs("<p>-O0: no plan; every activation is kept from the forward pass for backward "
@@ -312,9 +324,8 @@ layers(const Analysis *an, FILE *f, Arena *a)
 		for (int want = VIZ_KEPT; want <= VIZ_RECOMPUTED; want <<= 1) {
 			int n = 0;
 			fputs("</td><td class=\"names\">", f);
-			for (int t = 0; t < an->d.nt; t++) {
-				int ir = an->d.t[t].ir_tensor;
-				if (ir < 0 || layer_of[ir] != i || !(st[t] & want))
+			for (int t = head[i]; t >= 0; t = next[t]) {
+				if (!(st[t] & want))
 					continue;
 				if (n++ < LIST_MAX) {
 					fputs(n > 1 ? ", " : "", f);

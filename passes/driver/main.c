@@ -368,14 +368,14 @@ max_batch(const Program *prog, Options *o, const Analysis *an)
 		else
 			hi = mid;
 	}
+	p = peak_at(prog, o, bname, lo ? lo : step);
 	progress_end();          /* before printing on the same terminal */
 	if (lo == 0) {
 		printf("no batch fits in %s (%lld bytes): batch %lld needs %lld bytes\n",
 		       report_size(o->max_batch, buf), (long long)o->max_batch,
-		       (long long)step, (long long)peak_at(prog, o, bname, step));
+		       (long long)step, (long long)p);
 		return 3;
 	}
-	p = peak_at(prog, o, bname, lo);
 	printf("max batch %s = %lld: peak %s (%lld bytes) fits in %lld bytes\n",
 	       bname, (long long)lo, report_size(p, buf), (long long)p,
 	       (long long)o->max_batch);
