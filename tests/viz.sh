@@ -161,8 +161,17 @@ if [ -n "$chrome" ]; then
 			'class=\"recompute\"' 'data-ready=\"1\"'; do
 			grep -q \"\$want\" '$out/gpt2.dom' || { echo \"missing \$want\"; exit 1; }
 		done"
+	# hover: a synthetic mouse move over the chart fills the tooltip
+	sed 's|</body>|<script>var r=document.querySelector("#chart svg").getBoundingClientRect();document.querySelector("#chart svg").dispatchEvent(new MouseEvent("mousemove",{clientX:r.left+r.width*0.4,clientY:r.top+r.height/2}));</script></body>|' \
+		"$out/gpt2.html" >"$out/hover.html"
+	timeout 60 $chrome --headless --no-sandbox --disable-gpu --dump-dom "file://$out/hover.html" >"$out/hover.dom" 2>/dev/null
+	check "Chromium: hovering the chart shows the step, its op and line, the live tensors" sh -c "
+		grep -o '<div id=\"tip\"[^>]*>.*' '$out/hover.dom' >'$out/tip.txt' &&
+		! grep -q 'id=\"tip\" hidden' '$out/tip.txt' && grep -q '<b>step [0-9]' '$out/tip.txt' &&
+		grep -q ', line [0-9]' '$out/tip.txt' && grep -q 'largest live tensors' '$out/tip.txt'"
 else
 	skip "Chromium runs the page" "no chromium"
+	skip "Chromium: hovering the chart" "no chromium"
 fi
 
 # sweeps

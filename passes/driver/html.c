@@ -16,7 +16,7 @@ enum { MAXPTS = 800, HOVER_TOP = 8, PEAK_ROWS = 25, LIST_MAX = 40 };
 
 static const char css[] =
 	"body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}"
-	"h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}"
+	"h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:14px}"
 	"table{border-collapse:collapse;font-size:13px}"
 	"td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:left}"
 	"td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
