@@ -262,15 +262,13 @@ layer_name(FILE *f, const Layer *l)
 		fprintf(f, "%.*s", (int)l->len - 1, l->name);
 }
 
+/* Bytes live at the peak, and the activations kept and recomputed, per
+ * layer; head/next list each layer's Dag tensors in order. */
 static void
-layers(const Analysis *an, FILE *f, Arena *a)
+layer_stats(const Analysis *an, Layer *l, int nl, const int *layer_of,
+            const unsigned char *st, int *head, int *next)
 {
 	const MemEval *ev = &an->ev;
-	Layer *l = ar_alloc(a, sizeof *l * (size_t)(an->g.nt + 1));
-	int *layer_of = ar_alloc(a, sizeof *layer_of * (size_t)(an->g.nt + 1));
-	unsigned char *st = viz_tensor_status(an, a);
-	int nl = find_layers(an, l, layer_of);
-	bool plan = an->goal.level > 0 || an->goal.budget >= 0;
 
 	for (int k = 0; k < ev->ninst; k++) {
 		const Instance *in = &ev->inst[k];
@@ -278,15 +276,34 @@ layers(const Analysis *an, FILE *f, Arena *a)
 		if (ir >= 0 && layer_of[ir] >= 0 && in->start <= ev->peak_step && ev->peak_step <= in->end)
 			l[layer_of[ir]].at_peak += in->owned;
 	}
-	for (int t = 0; t < an->d.nt; t++) {
+	for (int i = 0; i < nl; i++)
+		head[i] = -1;
+	for (int t = an->d.nt - 1; t >= 0; t--) {
 		int ir = an->d.t[t].ir_tensor;
 		if (ir < 0 || layer_of[ir] < 0)
 			continue;
+		Layer *y = &l[layer_of[ir]];
+		next[t] = head[layer_of[ir]];
+		head[layer_of[ir]] = t;
 		if (st[t] & VIZ_KEPT)
-			l[layer_of[ir]].kept += an->d.t[t].bytes, l[layer_of[ir]].nkept++;
+			y->kept += an->d.t[t].bytes, y->nkept++;
 		if (st[t] & VIZ_RECOMPUTED)
-			l[layer_of[ir]].recomputed += an->d.t[t].bytes, l[layer_of[ir]].nrec++;
+			y->recomputed += an->d.t[t].bytes, y->nrec++;
 	}
+}
+
+static void
+count_td(FILE *f, int n, int64_t bytes)
+{
+	char b[32];
+
+	fprintf(f, "<td class=\"n\">%d%s%s%s</td>", n, n ? " (" : "", n ? report_size(bytes, b) : "",
+	        n ? ")" : "");
+}
+
+static void
+layer_table(const Layer *l, int nl, FILE *f)
+{
 	fputs("<section id=\"layers\"><h2>Activations per layer</h2><table><tr><th>layer</th>"
 	      "<th class=\"n\">saved for backward</th><th class=\"n\">live at the peak</th>"
 	      "<th class=\"n\">kept</th><th class=\"n\">recomputed</th></tr>\n", f);
@@ -296,48 +313,66 @@ layers(const Analysis *an, FILE *f, Arena *a)
 		fputs("</td>", f);
 		size_td(f, l[i].saved);
 		size_td(f, l[i].at_peak);
-		fprintf(f, "<td class=\"n\">%d</td><td class=\"n\">%d</td></tr>\n", l[i].nkept, l[i].nrec);
+		count_td(f, l[i].nkept, l[i].kept);
+		count_td(f, l[i].nrec, l[i].recomputed);
+		fputs("</tr>\n", f);
 	}
 	fputs("</table></section>\n", f);
-	/* each layer's Dag tensors, in order, as linked lists */
-	int *head = ar_alloc(a, sizeof *head * (size_t)(nl + 1));
-	int *next = ar_alloc(a, sizeof *next * (size_t)(an->d.nt + 1));
-	for (int i = 0; i < nl; i++)
-		head[i] = -1;
-	for (int t = an->d.nt - 1; t >= 0; t--) {
-		int ir = an->d.t[t].ir_tensor;
-		if (ir >= 0 && layer_of[ir] >= 0) {
-			next[t] = head[layer_of[ir]];
-			head[layer_of[ir]] = t;
-		}
+}
+
+/* The names in one layer's list with status want, up to LIST_MAX. */
+static void
+names(const Analysis *an, int t, const int *next, const unsigned char *st, int want, FILE *f)
+{
+	int n = 0;
+
+	for (; t >= 0; t = next[t]) {
+		if (!(st[t] & want) || n++ >= LIST_MAX)
+			continue;
+		fputs(n > 1 ? ", " : "", f);
+		viz_xml(f, an->d.t[t].name);
 	}
+	if (n > LIST_MAX)
+		fprintf(f, " ... (%d in all)", n);
+}
+
+static void
+plan_table(const Analysis *an, const Layer *l, int nl, const int *head, const int *next,
+           const unsigned char *st, FILE *f)
+{
 	fputs("<section id=\"plan\"><h2>Plan</h2>", f);
-	if (!plan)
+	if (an->goal.level == 0 && an->goal.budget < 0) {
 		fputs("<p>-O0: no plan; every activation is kept from the forward pass for backward "
-		      "(try -O2 or --budget).</p>", f);
-	else
-		fputs("<table><tr><th>layer</th><th>kept from the forward pass</th><th>recomputed"
-		      "</th></tr>\n", f);
-	for (int i = 0; plan && i < nl; i++) {
+		      "(try -O2 or --budget).</p></section>\n", f);
+		return;
+	}
+	fputs("<table><tr><th>layer</th><th>kept from the forward pass</th><th>recomputed"
+	      "</th></tr>\n", f);
+	for (int i = 0; i < nl; i++) {
 		fputs("<tr><td>", f);
 		layer_name(f, &l[i]);
-		for (int want = VIZ_KEPT; want <= VIZ_RECOMPUTED; want <<= 1) {
-			int n = 0;
-			fputs("</td><td class=\"names\">", f);
-			for (int t = head[i]; t >= 0; t = next[t]) {
-				if (!(st[t] & want))
-					continue;
-				if (n++ < LIST_MAX) {
-					fputs(n > 1 ? ", " : "", f);
-					viz_xml(f, an->d.t[t].name);
-				}
-			}
-			if (n > LIST_MAX)
-				fprintf(f, " ... (%d in all)", n);
-		}
+		fputs("</td><td class=\"names\">", f);
+		names(an, head[i], next, st, VIZ_KEPT, f);
+		fputs("</td><td class=\"names\">", f);
+		names(an, head[i], next, st, VIZ_RECOMPUTED, f);
 		fputs("</td></tr>\n", f);
 	}
-	fputs(plan ? "</table></section>\n" : "</section>\n", f);
+	fputs("</table></section>\n", f);
+}
+
+static void
+layers(const Analysis *an, FILE *f, Arena *a)
+{
+	Layer *l = ar_alloc(a, sizeof *l * (size_t)(an->g.nt + 1));
+	int *layer_of = ar_alloc(a, sizeof *layer_of * (size_t)(an->g.nt + 1));
+	int *next = ar_alloc(a, sizeof *next * (size_t)(an->d.nt + 1));
+	unsigned char *st = viz_tensor_status(an, a);
+	int nl = find_layers(an, l, layer_of);
+	int *head = ar_alloc(a, sizeof *head * (size_t)(nl + 1));
+
+	layer_stats(an, l, nl, layer_of, st, head, next);
+	layer_table(l, nl, f);
+	plan_table(an, l, nl, head, next, st, f);
 }
 
 static void
