@@ -204,6 +204,8 @@ check "a failed write (file size limit): exit 4, no file, no temporary" sh -c \
 check "the pictures need a .net file: usage error" sh -c "[ $? -eq 2 ] && [ ! -e '$out/x.svg' ]"
 "$REMAT" examples/tiny.net --sweep B=8 --json >/dev/null 2>&1
 check "--sweep with --json: usage error" test $? -eq 2
+"$REMAT" examples/tiny.net --max-batch 1GiB --plot "$out/mb.svg" >/dev/null 2>&1
+check "--max-batch with a file output: usage error" sh -c "[ $? -eq 2 ] && [ ! -e '$out/mb.svg' ]"
 "$REMAT" examples/tiny.net --budget 100 --plot "$out/unmet.svg" >/dev/null 2>&1
 check "budget unmet: exit 3 and no picture" sh -c "[ $? -eq 3 ] && [ ! -e '$out/unmet.svg' ]"
 

@@ -257,6 +257,8 @@ parse_args(Options *o, int argc, char **argv)
 	if (o->viz.sweep && (o->json || o->out || (o->max_batch >= 0 && o->goal.budget >= 0) ||
 	                     o->viz.html || o->viz.trace || o->viz.memviz || o->viz.dot || o->viz.csv))
 		diag_usage("--sweep prints a table and takes only --plot of the outputs, and one of --budget and --max-batch");
+	if (o->max_batch >= 0 && !o->viz.sweep && viz_any_file(&o->viz))
+		diag_usage("--max-batch prints one line and writes no file (--sweep charts the batch)");
 }
 
 /* Reads the whole file (or stdin for "-"); exits 1 with a message. */
@@ -418,11 +420,8 @@ compile(Options *o, const Source *src, Arena *a)
 		        (long long)o->goal.budget, (long long)an.plan.peak);
 		return 3;
 	}
-	if (o->max_batch >= 0) {
-		rc = max_batch(prog, o, &an);
-		progress_end();
-		return rc;
-	}
+	if (o->max_batch >= 0)
+		return max_batch(prog, o, &an);
 	if (o->out && (rc = out_write(o->out, write_cuda, &an)))
 		return rc;
 	if ((rc = viz_write_files(&o->viz, &an)))
