@@ -33,6 +33,7 @@ typedef struct Options {
 	ReportOptions report;
 	/* flags given, for the no-effect warnings of warn_no_effect() */
 	bool max_recompute_set, top_set;
+	VizOptions viz;         /* --plot, --html, ..., --sweep (viz.c) */
 } Options;
 
 enum {
@@ -77,6 +78,7 @@ static const struct option long_options[] = {
 	{"gpu", required_argument, NULL, OPT_GPU},
 	{"reserve", required_argument, NULL, OPT_RESERVE},
 	{"emit-torch", required_argument, NULL, OPT_EMIT_TORCH},
+	VIZ_LONG_OPTIONS,
 	{NULL, 0, NULL, 0},
 };
 
@@ -132,6 +134,7 @@ usage(FILE *f)
 	      "  --reserve SIZE         memory the card keeps for the CUDA context and\n"
 	      "                         workspaces (default 1GiB)\n"
 	      "  --emit-torch FILE.py   write the plan as torch.utils.checkpoint wrapping\n"
+	      VIZ_USAGE
 	      "  --help, --version\n"
 	      "\n"
 	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
@@ -383,7 +386,9 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_HELP: usage(stdout); exit(0);
 	case OPT_VERSION: puts("remat " PACKAGE_VERSION); exit(0);
-	default: diag_usage("unknown option");
+	default:
+		if (!viz_option(&o->viz, c, arg))
+			diag_usage("unknown option");
 	}
 }
 
@@ -491,6 +496,13 @@ parse_args(Options *o, int argc, char **argv)
 		           o->gpu.preset->name);
 	if (o->net.pytorch && o->out)
 		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
+	if (o->checkmate && (viz_any_file(&o->viz) || o->viz.sweep))
+		diag_usage("--plot, --html, --trace, --memory-viz, --dot, --csv and --sweep need a .net file");
+	if (o->viz.sweep && (o->json || o->out || (o->max_batch >= 0 && o->goal.budget >= 0) ||
+	                     o->viz.html || o->viz.trace || o->viz.memviz || o->viz.dot || o->viz.csv))
+		diag_usage("--sweep prints a table and takes only --plot of the outputs, and one of --budget and --max-batch");
+	if (o->max_batch >= 0 && !o->viz.sweep && viz_any_file(&o->viz))
+		diag_usage("--max-batch prints one line and writes no file (--sweep charts the batch)");
 	warn_no_effect(o);
 }
 
@@ -526,28 +538,13 @@ read_source(const char *path, Arena *a)
 	return src;
 }
 
-/* Writes the generated program to path through a temporary file, so that a
- * failure leaves no partial output. */
+/* -o: the generated program (written through out_write, viz.h). */
 static int
-emit_file(const Analysis *an, const char *path, Arena *a)
+write_cuda(FILE *f, const void *ctx)
 {
-	char *tmp = ar_printf(a, "%s.tmp%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	int bad;
+	const Analysis *an = ctx;
 
-	if (!f) {
-		fprintf(stderr, "remat: cannot write '%s': %s\n", path, strerror(errno));
-		return 1;
-	}
-	bad = cg_emit(&an->g, &an->d, &an->plan.sched, &an->ev, an->arena_bytes, f);
-	bad |= ferror(f);
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path)) {
-		fprintf(stderr, "remat: cannot write '%s'\n", path);
-		remove(tmp);
-		return 4;
-	}
-	return 0;
+	return cg_emit(&an->g, &an->d, &an->plan.sched, &an->ev, an->arena_bytes, f);
 }
 
 static void
@@ -575,6 +572,7 @@ peak_at(const Program *prog, Options *o, const char *bname, int64_t b)
 	int rc;
 
 	set_batch(&o->net, bname, b);
+	progress_begin("--max-batch: analyzing %s=%lld", bname, (long long)b);
 	ar_init(&a);
 	diag_init(&d, NULL, stderr);
 	d.quiet_warnings = true;
@@ -618,13 +616,14 @@ max_batch(const Program *prog, Options *o, const Analysis *an)
 		else
 			hi = mid;
 	}
+	p = peak_at(prog, o, bname, lo ? lo : step);
+	progress_end();          /* before printing on the same terminal */
 	if (lo == 0) {
 		printf("no batch fits in %s (%lld bytes): batch %lld needs %lld bytes\n",
 		       report_size(o->max_batch, buf), (long long)o->max_batch,
-		       (long long)step, (long long)peak_at(prog, o, bname, step));
+		       (long long)step, (long long)p);
 		return 3;
 	}
-	p = peak_at(prog, o, bname, lo);
 	printf("max batch %s = %lld: peak %s (%lld bytes) fits in %lld bytes\n",
 	       bname, (long long)lo, report_size(p, buf), (long long)p,
 	       (long long)o->max_batch);
@@ -656,7 +655,13 @@ compile(Options *o, const Source *src, Arena *a)
 			ir_dump(&an.g, stdout);
 		return 0;
 	}
+	if (o->viz.sweep)
+		return sweep_run(&(SweepArgs){prog, src->name, &o->net, &o->goal,
+		                 o->goal.budget >= 0 ? o->goal.budget : o->max_batch,
+		                 o->goal.budget >= 0, o->viz.sweep, o->viz.plot}, stdout);
+	progress_begin("planning");
 	rc = analyze_stages(prog, src->name, &o->net, &o->goal, o->verify, &an, a, &d, &o->passes);
+	progress_end();
 	if (rc == 1 || rc == 4)
 		return rc;
 	if (rc == 3) {
@@ -673,7 +678,9 @@ compile(Options *o, const Source *src, Arena *a)
 		return max_batch(prog, o, &an);
 	if (o->gpu.preset)
 		an.gpu = &o->gpu;
-	if (o->out && (rc = emit_file(&an, o->out, a)))
+	if (o->out && (rc = out_write(o->out, write_cuda, &an)))
+		return rc;
+	if ((rc = viz_write_files(&o->viz, &an)))
 		return rc;
 	if (o->json)
 		report_json(&an, stdout);
