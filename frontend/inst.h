@@ -78,6 +78,8 @@ typedef struct Inst {
 	int nscopes;
 	int max_tensors;
 	bool too_big;           /* the tensor cap was hit: stop everything */
+	Loc at;                 /* the statement being run, for the cap's error */
+	int outcap;             /* capacity of Graph.outputs */
 } Inst;
 
 int *map_find(const Map *m, const char *name, int scope);
@@ -96,5 +98,9 @@ bool dim_eval(Inst *in, const Expr *e, int64_t *out, IsTensorFn is_tensor,
 void inst_defs(Inst *in);
 void inst_dims_and_settings(Inst *in);
 void inst_customs(Inst *in);
+
+/* frontend/bound.c: false (reported, too_big set) when expanding the
+ * program would pass the limit in docs/limits.md. */
+bool inst_bound(Inst *in);
 
 #endif

@@ -317,4 +317,20 @@ void report_json(const Analysis *an, FILE *out);
  * characters escaped. */
 void json_put_str(FILE *out, const char *s);
 
+/* ---------------------------------------------------------------- passes/driver/outfile.c */
+/* harden (issue 15): -o written safely (temporary file + rename for
+ * regular files, in place for devices and pipes, "-" for stdout). Every
+ * function prints the reason of a failure and returns 1. */
+typedef struct OutFile {
+	FILE *f;
+	const char *path;       /* as given */
+	char *target;           /* the real file renamed onto, or NULL */
+	char *tmp;              /* the temporary file, or NULL */
+} OutFile;
+
+bool out_is_input(const char *out, const char *in); /* same inode */
+int out_open(OutFile *o, const char *path);
+int out_commit(OutFile *o);
+void out_abort(OutFile *o);     /* removes the temporary file */
+
 #endif

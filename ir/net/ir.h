@@ -18,6 +18,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* harden (issue 15): checked arithmetic for every module; the lead folds
+ * it into util.h. */
+#include "checked.h"
+
 #define IR_MAXDIM 8       /* most axes a tensor may have */
 #define IR_MAXEXTRA 2     /* most extra outputs an op makes (mean, rstd) */
 
@@ -81,6 +85,7 @@ typedef struct Diag {
 	FILE *out;              /* stderr, or a memstream in tests */
 	int nerrors, nwarnings;
 	bool quiet_warnings;
+	bool silent;            /* count only: print nothing (dry evaluations) */
 } Diag;
 
 void diag_init(Diag *d, const Source *src, FILE *out);
@@ -419,6 +424,9 @@ int shape_infer_op(Graph *g, int o, Diag *d);  /* one op; 0 on success */
  * Tensor.saved), its FLOPs, and creates grad(t) tensors (Tensor.grad).
  * Warns about grad-needing outputs that cannot reach the loss. */
 int autodiff(Graph *g, Diag *d);
+/* harden (issue 15): the training-output checks alone (one output, a
+ * float scalar that depends on a param), for --dump-ir; errors reported. */
+int autodiff_check_loss(const Graph *g, Diag *d);
 
 /* ---------------------------------------------------------------- ir/dump.c */
 

@@ -24,6 +24,7 @@ typedef struct Options {
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
+	bool top_set, bytes_set;
 	ReportOptions report;
 } Options;
 
@@ -100,12 +101,16 @@ parse_size(const char *s)
 		{"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
 		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
 	};
+	size_t digits = strspn(s, "0123456789.");
 	char *end;
 	double v;
 
+	/* plain decimal digits only: no sign, hex, exponent, inf or nan */
+	if (!digits || strchr(s, '.') != strrchr(s, '.') || !strchr("0123456789", s[0]))
+		return -1;
 	errno = 0;
 	v = strtod(s, &end);
-	if (end == s || errno || !(v >= 0) || isinf(v))
+	if (end != s + digits || errno || !(v >= 0) || isinf(v))
 		return -1;
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
 		if (strcmp(end, units[i].suffix))
@@ -116,16 +121,18 @@ parse_size(const char *s)
 	return -1;
 }
 
+/* A decimal integer in [min, max]: digits only (no sign, no spaces). */
 static int64_t
-parse_count(const char *opt, const char *s, int64_t min)
+parse_count(const char *opt, const char *s, int64_t min, int64_t max)
 {
 	char *end;
 	long long v;
 
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (end == s || *end || errno || v < min)
-		diag_usage("%s: expected an integer >= %lld, got '%s'", opt, (long long)min, s);
+	if (!strchr("0123456789", s[0]) || !s[0] || *end || errno || v < min || v > max)
+		diag_usage("%s: expected an integer from %lld to %lld, got '%s'", opt,
+		           (long long)min, (long long)max, s);
 	return v;
 }
 
@@ -139,7 +146,7 @@ parse_define(Options *o, char *arg)
 		diag_usage("-D expects NAME=VALUE, got '%s'", arg);
 	errno = 0;
 	v = strtoll(eq + 1, &end, 10);
-	if (end == eq + 1 || *end || errno || v <= 0)
+	if (!eq[1] || !strchr("0123456789", eq[1]) || *end || errno || v <= 0)
 		diag_usage("-D %s: the value must be a positive integer", arg);
 	if (o->net.ndefs == MAX_DEFS)
 		diag_usage("too many -D options (at most %d)", MAX_DEFS);
@@ -178,10 +185,11 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_ACCUMULATE:
 		o->net.accumulate_set = true;
-		o->net.accumulate = parse_count("--accumulate", arg, 1);
+		o->net.accumulate = parse_count("--accumulate", arg, 1, INT64_MAX);
 		break;
 	case OPT_DUMP_IR: o->dump_ir = true; break;
 	case OPT_JSON: o->json = true; break;
+	case OPT_BYTES: o->report.exact_bytes = o->bytes_set = true; break;
 	case OPT_MAX_RECOMPUTE: {
 		char *end;
 		if (!strcmp(arg, "inf")) {
@@ -190,7 +198,8 @@ parse_option(Options *o, int c, char *arg)
 		}
 		errno = 0;
 		o->goal.max_recompute = strtod(arg, &end);
-		if (end == arg || *end || errno || !(o->goal.max_recompute >= 0) ||
+		if (!arg[0] || !strchr("0123456789.", arg[0]) || strpbrk(arg, "xXnN") ||
+		    *end || errno || !(o->goal.max_recompute >= 0) ||
 		    isinf(o->goal.max_recompute))
 			diag_usage("--max-recompute expects a ratio >= 0 or 'inf', not '%s'", arg);
 		break;
@@ -210,13 +219,54 @@ parse_option(Options *o, int c, char *arg)
 			diag_usage("--import: unknown format '%s' (only 'checkmate')", arg);
 		o->checkmate = true;
 		break;
-	case OPT_TOP: o->report.top = (int)parse_count("--top", arg, 0); break;
-	case OPT_BYTES: o->report.exact_bytes = true; break;
+	case OPT_TOP:
+		o->report.top = (int)parse_count("--top", arg, 0, 1 << 20);
+		o->top_set = true;
+		break;
 	case OPT_STATS: o->stats = true; break;
 	case OPT_HELP: usage(stdout); exit(0);
 	case OPT_VERSION: puts("remat " PACKAGE_VERSION); exit(0);
 	default: diag_usage("unknown option");
 	}
+}
+
+/* A flag that has no effect in the chosen mode is a usage error, never
+ * silently ignored (docs/limits.md). */
+static void
+check_modes(const Options *o)
+{
+	const char *mode = o->checkmate ? "--import" : o->dump_ir ? "--dump-ir"
+	                   : o->max_batch >= 0 ? "--max-batch" : NULL;
+
+	if (o->out && mode)
+		diag_usage("-o has no effect with %s", mode);
+	if (o->checkmate) {
+		const char *flag = o->net.ndefs ? "-D" : o->net.infer_set ? "--infer"
+		                   : o->net.optimizer_set ? "--optimizer"
+		                   : o->net.precision_set ? "--precision"
+		                   : o->net.accumulate_set ? "--accumulate"
+		                   : o->top_set ? "--top" : o->bytes_set ? "--bytes"
+		                   : o->dump_ir ? "--dump-ir" : o->max_batch >= 0 ? "--max-batch"
+		                   : NULL;
+		if (flag)
+			diag_usage("%s has no effect with --import checkmate", flag);
+	}
+	if (o->dump_ir) {
+		const char *flag = o->json ? "--json" : o->level_set ? "-O"
+		                   : o->goal.budget >= 0 ? "--budget" : o->goal.exact ? "--exact"
+		                   : o->verify ? "--verify" : o->max_batch >= 0 ? "--max-batch"
+		                   : o->top_set ? "--top" : o->bytes_set ? "--bytes" : NULL;
+		if (flag)
+			diag_usage("%s has no effect with --dump-ir", flag);
+	}
+	if (o->max_batch >= 0) {
+		const char *flag = o->json ? "--json" : o->top_set ? "--top"
+		                   : o->bytes_set ? "--bytes" : NULL;
+		if (flag)
+			diag_usage("%s has no effect with --max-batch", flag);
+	}
+	if (o->out && out_is_input(o->out, o->file))
+		diag_usage("-o '%s' is the input file; refusing to overwrite it", o->out);
 }
 
 static void
@@ -242,6 +292,7 @@ parse_args(Options *o, int argc, char **argv)
 	if (optind != argc - 1)
 		diag_usage(optind == argc ? "no input file" : "exactly one input file expected");
 	o->file = argv[optind];
+	check_modes(o);
 	if (o->goal.budget >= 0 && o->goal.level < 2)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
@@ -280,28 +331,21 @@ read_source(const char *path, Arena *a)
 	return src;
 }
 
-/* Writes the generated program to path through a temporary file, so that a
- * failure leaves no partial output. */
+/* Writes the generated program to path (passes/driver/outfile.c: no
+ * partial file on failure, devices and pipes written in place). */
 static int
-emit_file(const Analysis *an, const char *path, Arena *a)
+emit_file(const Analysis *an, const char *path)
 {
-	char *tmp = ar_printf(a, "%s.tmp%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	int bad;
+	OutFile of;
 
-	if (!f) {
-		fprintf(stderr, "remat: cannot write '%s': %s\n", path, strerror(errno));
+	if (out_open(&of, path))
 		return 1;
-	}
-	bad = cg_emit(&an->g, &an->d, &an->plan.sched, &an->ev, an->arena_bytes, f);
-	bad |= ferror(f);
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path)) {
-		fprintf(stderr, "remat: cannot write '%s'\n", path);
-		remove(tmp);
+	if (cg_emit(&an->g, &an->d, &an->plan.sched, &an->ev, an->arena_bytes, of.f)) {
+		fprintf(stderr, "remat: cannot generate '%s'\n", path);
+		out_abort(&of);
 		return 4;
 	}
-	return 0;
+	return out_commit(&of);
 }
 
 static void
@@ -318,69 +362,103 @@ set_batch(NetOptions *net, const char *name, int64_t value)
 	net->defs[net->ndefs++].value = value;
 }
 
-/* Peak at batch b, or -1 when the analysis fails at that batch. */
+/* Peak at batch b, or -1 when the analysis fails at that batch; then why[]
+ * holds its first diagnostic line (the messages are not printed). */
 static int64_t
-peak_at(const Program *prog, Options *o, const char *bname, int64_t b)
+peak_at(const Program *prog, Options *o, const char *bname, int64_t b, char *why,
+        size_t nwhy)
 {
 	Arena a;
 	Analysis an;
 	Diag d;
 	int64_t peak;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
 	int rc;
 
 	set_batch(&o->net, bname, b);
 	ar_init(&a);
-	diag_init(&d, NULL, stderr);
+	diag_init(&d, NULL, mem ? mem : stderr);
 	d.quiet_warnings = true;
 	PlanGoal goal = o->goal;
 	goal.budget = -1;
 	rc = analyze(prog, o->file, &o->net, &goal, false, &an, &a, &d);
 	peak = rc == 0 ? an.ev.peak : -1;
 	ar_free(&a);
+	if (mem)
+		fclose(mem);
+	snprintf(why, nwhy, "%.*s", text ? (int)strcspn(text, "\n") : 0, text ? text : "");
+	if (!why[0] && rc)
+		snprintf(why, nwhy, "the analysis fails (status %d)", rc);
+	free(text);
 	return peak;
 }
 
 /* --max-batch: the largest batch (a multiple of the accumulation steps)
  * whose peak fits, by doubling then bisection. The peak grows with the
- * batch in every graph we know; probes that contradict it are reported. */
+ * batch in every graph we know; probes that contradict it are reported. A
+ * batch the analysis rejects (sizes past 2^62 bytes, FLOPs past 2^63)
+ * bounds the search: the answer states it as an upper limit. */
 static int
 max_batch(const Program *prog, Options *o, const Analysis *an)
 {
 	const char *bname = an->g.batch_dim;
-	int64_t step = an->g.settings.accumulate, lo = 0, hi, p, last = -1;
+	int64_t step = an->g.settings.accumulate, lo = 0, hi, p, last = -1, failed = -1;
 	bool monotone = true;
-	char buf[32];
+	char buf[32], why[512], firstwhy[512] = "";
 
 	if (!bname) {
 		fprintf(stderr, "remat: --max-batch: %s declares no `batch` dimension\n", o->file);
 		return 1;
 	}
-	for (hi = step; (p = peak_at(prog, o, bname, hi)) >= 0 && p <= o->max_batch; hi *= 2) {
+	for (hi = step;; ) {
+		p = peak_at(prog, o, bname, hi, why, sizeof why);
+		if (p < 0 && failed < 0) {
+			failed = hi;
+			snprintf(firstwhy, sizeof firstwhy, "%s", why);
+		}
+		if (p < 0 || p > o->max_batch)
+			break;
 		if (p < last)
 			monotone = false;
 		last = p;
 		lo = hi;
-		if (hi > ((int64_t)1 << 40))
+		if (!ck_mul(hi, 2, &hi)) {
+			hi = lo;        /* every batch up to 2^63 fits */
 			break;
+		}
 	}
 	while (hi - lo > step) {
 		int64_t mid = lo + (hi - lo) / step / 2 * step;
-		p = peak_at(prog, o, bname, mid);
+		p = peak_at(prog, o, bname, mid, why, sizeof why);
+		if (p < 0 && (failed < 0 || mid < failed)) {
+			failed = mid;
+			snprintf(firstwhy, sizeof firstwhy, "%s", why);
+		}
 		if (p >= 0 && p <= o->max_batch)
 			lo = mid;
 		else
 			hi = mid;
 	}
 	if (lo == 0) {
+		if (failed == step) {   /* the analysis fails at the smallest batch */
+			fprintf(stderr, "remat: --max-batch: batch %lld cannot be analyzed: %s\n",
+			        (long long)step, firstwhy);
+			return 1;
+		}
 		printf("no batch fits in %s (%lld bytes): batch %lld needs %lld bytes\n",
 		       report_size(o->max_batch, buf), (long long)o->max_batch,
-		       (long long)step, (long long)peak_at(prog, o, bname, step));
+		       (long long)step, (long long)peak_at(prog, o, bname, step, why, sizeof why));
 		return 3;
 	}
-	p = peak_at(prog, o, bname, lo);
+	p = peak_at(prog, o, bname, lo, why, sizeof why);
 	printf("max batch %s = %lld: peak %s (%lld bytes) fits in %lld bytes\n",
 	       bname, (long long)lo, report_size(p, buf), (long long)p,
 	       (long long)o->max_batch);
+	if (failed >= 0 && failed == hi)
+		printf("note: an upper limit: batch %lld cannot be analyzed (%s)\n",
+		       (long long)failed, firstwhy);
 	if (!monotone)
 		printf("note: the peak was not monotone in the batch at the probed sizes\n");
 	return 0;
@@ -401,7 +479,8 @@ compile(Options *o, const Source *src, Arena *a)
 		return 1;
 	if (o->dump_ir) {
 		ir_graph_init(&an.g, a, src->name);
-		if (net_instantiate(prog, &o->net, &an.g, &d) || shape_infer(&an.g, &d))
+		if (net_instantiate(prog, &o->net, &an.g, &d) || shape_infer(&an.g, &d) ||
+		    autodiff_check_loss(&an.g, &d))
 			return 1;
 		ir_dump(&an.g, stdout);
 		return 0;
@@ -416,12 +495,14 @@ compile(Options *o, const Source *src, Arena *a)
 	}
 	if (o->max_batch >= 0)
 		return max_batch(prog, o, &an);
-	if (o->out && (rc = emit_file(&an, o->out, a)))
+	if (o->out && (rc = emit_file(&an, o->out)))
 		return rc;
+	/* with -o - the program is on stdout: the report goes to stderr */
+	FILE *rep = o->out && !strcmp(o->out, "-") ? stderr : stdout;
 	if (o->json)
-		report_json(&an, stdout);
+		report_json(&an, rep);
 	else
-		report_human(&an, &o->report, stdout);
+		report_human(&an, &o->report, rep);
 	return 0;
 }
 
