@@ -317,6 +317,15 @@ void report_json(const Analysis *an, FILE *out);
  * characters escaped. */
 void json_put_str(FILE *out, const char *s);
 
+/* ---------------------------------------------------------------- ir/dag/dag.c (harden) */
+/* The cap on a Dag's byte total and cost total (docs/limits.md): 2^60. */
+#define DAG_LIMIT ((int64_t)1 << 60)
+typedef struct DagExcess {
+	const char *what;       /* "bytes" or "FLOPs" */
+	int tensor, node;       /* where the total passes; both -1: persistent */
+} DagExcess;
+bool dag_excess(const Dag *d, DagExcess *x);    /* true when past DAG_LIMIT */
+
 /* ---------------------------------------------------------------- passes/driver/outfile.c */
 /* harden (issue 15): -o written safely (temporary file + rename for
  * regular files, in place for devices and pipes, "-" for stdout). Every

@@ -11,6 +11,7 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 {
 	double t0 = dag_now();
 	Schedule base;
+	DagExcess x;
 	int rc;
 
 	memset(an, 0, sizeof *an);
@@ -21,6 +22,17 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	if (an->g.train && autodiff(&an->g, d))
 		return 1;
 	lower_graph(&an->g, &an->d, a);
+	if (dag_excess(&an->d, &x)) {
+		const Dag *dg = &an->d;
+		Loc at = x.tensor >= 0 && dg->t[x.tensor].ir_tensor >= 0
+		         ? an->g.t[dg->t[x.tensor].ir_tensor].loc
+		         : x.node >= 0 && dg->node[x.node].ir_op >= 0
+		         ? an->g.op[dg->node[x.node].ir_op].loc : (Loc){file, 0, 0};
+		diag_error(d, at, "network too large: the total of its %s passes 2^60 at '%s' (see "
+		           "docs/limits.md)", x.what, x.tensor >= 0 ? dg->t[x.tensor].name
+		           : x.node >= 0 ? dg->node[x.node].name : "the parameters");
+		return 1;
+	}
 	base = dag_base_schedule(&an->d, a);
 	if ((rc = vf_evaluate(&an->d, &base, &an->base, verify, a)))
 		return rc;

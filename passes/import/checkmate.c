@@ -35,6 +35,7 @@ typedef struct Cm {
 	const char **key;       /* [n] node id as "i:123" or "s:text" */
 	int *sorted;            /* [n] node indices sorted by key */
 	int n;
+	const JrValue *at;      /* the value being read: errors give its line:col */
 } Cm;
 
 static int
@@ -49,7 +50,10 @@ cm_fail(Cm *c, const char *fmt, ...)
 
 	if (!c->errn)
 		return -1;
-	k = snprintf(c->err, c->errn, "%s: ", c->path);
+	if (c->at)
+		k = snprintf(c->err, c->errn, "%s:%d:%d: ", c->path, c->at->line, c->at->col);
+	else
+		k = snprintf(c->err, c->errn, "%s: ", c->path);
 	if (k >= 0 && (size_t)k < c->errn) {
 		va_start(ap, fmt);
 		vsnprintf(c->err + k, c->errn - (size_t)k, fmt, ap);
@@ -172,6 +176,7 @@ read_node(Cm *c, const JrValue *node, int i, Dag *d)
 	DagNode *n = &d->node[i];
 	DagTensor *t = &d->t[i];
 
+	c->at = node;
 	if (node->type != JR_OBJ)
 		return cm_fail(c, "node %d is not an object", i);
 	if (!id)
@@ -267,6 +272,7 @@ read_links(Cm *c, const JrValue *links, Edge *e)
 
 	for (int j = 0; j < links->n; j++) {
 		const JrValue *l = links->item[j];
+		c->at = l;
 		if (l->type != JR_OBJ)
 			return cm_fail(c, "link %d is not an object", j);
 		if ((e[j].u = link_end(c, l, j, 0)) < 0 || (e[j].v = link_end(c, l, j, 1)) < 0)
@@ -347,6 +353,7 @@ given_order(Cm *c, Dag *d, const JrValue *order, const Edge *e, int m)
 {
 	int n = d->nnode, *pos;
 
+	c->at = order;
 	if (order->type != JR_ARR)
 		return cm_fail(c, "'graph.order' must be an array");
 	if (order->n != n)
@@ -357,7 +364,7 @@ given_order(Cm *c, Dag *d, const JrValue *order, const Edge *e, int m)
 	for (int v = 0; v < n; v++)
 		pos[v] = -1;
 	for (int i = 0; i < n; i++) {
-		int v = find_node(c, order->item[i]);
+		int v = find_node(c, c->at = order->item[i]);
 		if (v < 0)
 			return cm_fail(c, "'graph.order' entry %d is not a node id", i);
 		if (pos[v] >= 0)
@@ -377,9 +384,11 @@ static int
 build(Cm *c, const JrValue *doc, Dag *d, CmGraph *g)
 {
 	const JrValue *graph, *links, *order, *nm, *dir;
+	DagExcess x;
 	Edge *e;
 	int m;
 
+	c->at = doc;
 	if (doc->type != JR_OBJ)
 		return cm_fail(c, "the document is not a JSON object");
 	if ((dir = jr_get(doc, "directed")) && !(dir->type == JR_BOOL && dir->b))
@@ -397,6 +406,7 @@ build(Cm *c, const JrValue *doc, Dag *d, CmGraph *g)
 	e = ar_alloc(c->a, sizeof *e * (size_t)(links->n + 1));
 	if ((m = read_links(c, links, e)) < 0)
 		return -1;
+	c->at = NULL;
 	set_inputs(c, d, e, m);
 	order = jr_get(graph, "order");
 	if (order ? given_order(c, d, order, e, m) : kahn_order(c, d, e, m))
@@ -405,6 +415,13 @@ build(Cm *c, const JrValue *doc, Dag *d, CmGraph *g)
 	g->name = nm && nm->type == JR_STR ? nm->str : c->path;
 	g->nedges = m;
 	dag_finish(d);
+	if (dag_excess(d, &x)) {        /* every later sum stays far from 2^63 */
+		int k = x.tensor >= 0 ? x.tensor : x.node;
+		c->at = k >= 0 ? jr_get(doc, "nodes")->item[k] : NULL;
+		return cm_fail(c, "node %d ('%s'): the total of the graph's %s passes 2^60 "
+		               "(see docs/limits.md)", k, k >= 0 ? d->node[k].name : "?",
+		               x.what[0] == 'b' ? "cost_ram" : "cost");
+	}
 	return 0;
 }
 
@@ -412,7 +429,7 @@ build(Cm *c, const JrValue *doc, Dag *d, CmGraph *g)
 static int
 cm_load(const char *path, Dag *d, Arena *a, char *err, size_t errn, CmGraph *g)
 {
-	Cm c = {a, err, errn, path, NULL, NULL, 0};
+	Cm c = {a, err, errn, path, NULL, NULL, 0, NULL};
 	char jerr[200];
 	const JrValue *doc;
 	size_t len;
@@ -460,24 +477,37 @@ tdi_percent(const Dag *d, int64_t recompute)
 	return d->total_cost ? 100.0 * (double)recompute / (double)d->total_cost : 0.0;
 }
 
+/* "12.5% of the reference"; a zero reference (every cost_ram 0) has no
+ * percentage, never a nan. */
+static const char *
+of_ref(int64_t v, int64_t ref, char *buf, size_t n)
+{
+	if (ref > 0)
+		snprintf(buf, n, "%.1f%% of the reference", 100.0 * (double)v / (double)ref);
+	else
+		snprintf(buf, n, "the reference is 0 bytes");
+	return buf;
+}
+
 static void
 print_human(const CmReport *r, FILE *out)
 {
 	const Dag *d = r->d;
+	char pct[64];
 
 	fprintf(out, "graph: %s (%s)\n", r->g.name, r->path);
 	fprintf(out, "nodes: %d, edges: %d\n", d->nnode, r->g.nedges);
 	fprintf(out, "reference peak: %" PRId64 " bytes\n", r->ref_peak);
 	if (r->goal->budget >= 0)
-		fprintf(out, "budget: %" PRId64 " bytes (%.1f%% of the reference)\n",
-		        r->goal->budget, 100.0 * (double)r->goal->budget / (double)r->ref_peak);
+		fprintf(out, "budget: %" PRId64 " bytes (%s)\n", r->goal->budget,
+		        of_ref(r->goal->budget, r->ref_peak, pct, sizeof pct));
 	else if (r->goal->max_recompute < 0)
 		fprintf(out, "budget: none (minimize the peak, any recompute)\n");
 	else
 		fprintf(out, "budget: none (minimize the peak, recompute <= %g x forward cost)\n",
 		        r->goal->max_recompute);
-	fprintf(out, "planned peak: %" PRId64 " bytes (%.1f%% of the reference)\n",
-	        r->ev.peak, 100.0 * (double)r->ev.peak / (double)r->ref_peak);
+	fprintf(out, "planned peak: %" PRId64 " bytes (%s)\n", r->ev.peak,
+	        of_ref(r->ev.peak, r->ref_peak, pct, sizeof pct));
 	fprintf(out, "recompute cost: %" PRId64 "\n", r->ev.recompute_cost);
 	fprintf(out, "base cost: %" PRId64 "\n", d->total_cost);
 	fprintf(out, "TDI: %.2f%%\n", tdi_percent(d, r->ev.recompute_cost));
