@@ -340,7 +340,8 @@ emit_file(const Analysis *an, const char *path)
 
 	if (out_open(&of, path))
 		return 1;
-	if (cg_emit(&an->g, &an->d, &an->plan.sched, &an->ev, an->arena_bytes, of.f)) {
+	if (cg_emit(&an->g, &an->d, &an->plan.sched, &an->ev, an->arena_bytes, of.f) &&
+	    !ferror(of.f)) {    /* a write error is reported by out_commit */
 		fprintf(stderr, "remat: cannot generate '%s'\n", path);
 		out_abort(&of);
 		return 4;

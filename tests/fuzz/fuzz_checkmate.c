@@ -2,8 +2,8 @@
  * Checkmate / random-layered JSON graph through `remat --import
  * checkmate -O2 --verify --json` (importer, planner, verifier, report).
  * The bytes go to a per-process temporary file, as the importer reads a
- * path; graphs over 400 nodes are imported but not planned, to keep each
- * run short. Also linked into tests/fuzz/replay_checkmate. */
+ * path; graphs over 64 nodes are imported but not planned, to keep each
+ * run short (the published graphs take seconds under the sanitizers). Also linked into tests/fuzz/replay_checkmate. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,10 +32,8 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 	fwrite(data, 1, n, f);
 	fclose(f);
 	ar_init(&a);
-	if (cm_import(path, &d, &a, err, sizeof err) == 0 && d.nnode <= 400) {
-		cm_run(path, &goal, true, true, sink);
-		cm_run(path, &goal, false, false, sink);
-	}
+	if (cm_import(path, &d, &a, err, sizeof err) == 0 && d.nnode <= 64)
+		cm_run(path, &goal, n % 2 == 0, true, sink);
 	ar_free(&a);
 	return 0;
 }
