@@ -23,7 +23,7 @@ expect() {
 	if [ "$rc" = "$want" ]; then ok "$name"
 	else notok "$name: exit $rc, expected $want"; sed 's/^/# /' "$out/last.err" | head -5; fi
 }
-echo "1..27"
+echo "1..30"
 
 cp "$tiny" "$out/m.net"
 expect 2 "-o onto the input file is refused" "$REMAT" -o "$out/m.net" "$out/m.net"
@@ -94,5 +94,21 @@ expect 2 "-D B=-0" "$REMAT" -DB=-0 "$tiny"
 expect 0 "--max-batch 9e18 answers" "$REMAT" --max-batch 9000000000000000000 "$tiny"
 if grep -q "upper limit" "$out/last.out"; then ok "... and states its upper limit"
 else notok "no upper limit stated"; sed 's/^/# /' "$out/last.out"; fi
+# Large inputs stay linear: many outputs, many warnings, a wide concat.
+{ echo 'input x : f32[4];'; k=0; while [ $k -lt 20000 ]; do echo 'output x;'; k=$((k + 1)); done; } \
+	>"$out/outs.net"
+expect 0 "20000 outputs" timeout 60 "$REMAT" --infer "$out/outs.net"
+{ echo 'param w : f32[4];'; echo 'input x : f32[4];'
+  k=0; while [ $k -lt 3000 ]; do echo "v$k = x * w;"; k=$((k + 1)); done
+  echo 'l = sum(x * w);'; echo 'output l;'; } >"$out/warn.net"
+timeout 60 "$REMAT" "$out/warn.net" >/dev/null 2>"$out/warn.err"
+if [ "$(grep -c ': warning:' "$out/warn.err")" = 20 ] &&
+   grep -q "further warnings are not shown" "$out/warn.err"; then
+	ok "3000 warnings: 20 shown, then one line"
+else notok "warnings not capped"; fi
+{ echo 'input x : f32[4];'; printf 'y = concat('
+  k=0; while [ $k -lt 20000 ]; do printf 'x, '; k=$((k + 1)); done
+  echo 'x, axis=0);'; echo 'output y;'; } >"$out/cat.net"
+expect 0 "a concat of 20001 inputs emits" timeout 60 "$REMAT" --infer -o "$out/cat.cu" "$out/cat.net"
 [ $failed = 0 ] && rm -rf "$out"
 exit 0
