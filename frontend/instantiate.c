@@ -39,7 +39,9 @@
  * - A repeat whose count is bad (error reported) runs its body once, to
  *   report errors in it and to bind its names; unrolling stops at the first
  *   iteration that reports an error. Def calls nest at most 256 deep, and
- *   the graph holds at most 2^24 tensors (NetOptions.max_tensors).
+ *   the graph holds at most 2^24 tensors (NetOptions.max_tensors); the
+ *   whole expansion is counted before it starts (frontend/bound.c,
+ *   docs/limits.md).
  */
 #include <string.h>
 
