@@ -23,7 +23,7 @@ expect() {
 	if [ "$rc" = "$want" ]; then ok "$name"
 	else notok "$name: exit $rc, expected $want"; sed 's/^/# /' "$out/last.err" | head -5; fi
 }
-echo "1..30"
+echo "1..32"
 
 cp "$tiny" "$out/m.net"
 expect 2 "-o onto the input file is refused" "$REMAT" -o "$out/m.net" "$out/m.net"
@@ -94,6 +94,13 @@ expect 2 "-D B=-0" "$REMAT" -DB=-0 "$tiny"
 expect 0 "--max-batch 9e18 answers" "$REMAT" --max-batch 9000000000000000000 "$tiny"
 if grep -q "upper limit" "$out/last.out"; then ok "... and states its upper limit"
 else notok "no upper limit stated"; sed 's/^/# /' "$out/last.out"; fi
+# --dump-ir runs the training-output checks too.
+expect 1 "--dump-ir with a non-scalar training output" "$REMAT" --dump-ir \
+	"$SRCDIR/tests/bad/train-output-not-scalar.net"
+if grep -q "must be a scalar" "$out/last.err" && [ ! -s "$out/last.out" ]; then
+	ok "... says so and dumps nothing"
+else notok "--dump-ir: no scalar check"; fi
+
 # Large inputs stay linear: many outputs, many warnings, a wide concat.
 { echo 'input x : f32[4];'; k=0; while [ $k -lt 20000 ]; do echo 'output x;'; k=$((k + 1)); done; } \
 	>"$out/outs.net"
