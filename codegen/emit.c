@@ -40,7 +40,7 @@
  *   recomputed mask is bit-identical to the original.
  * - Accumulation: a contribution to a gradient that already has an instance
  *   is computed into a temporary of the gradient's size (in the step's
- *   block) and added; the loss op's backward reads a constant 1 (RT_ONE),
+ *   block) and added; the loss op's backward reads a constant 1 (RT_DT_ONE),
  *   held in no buffer. No optimizer update is applied: master and optimizer
  *   state are allocated and counted only; the program prints checksums of
  *   every param gradient (infer mode: every output) and the loss.
@@ -58,6 +58,7 @@
  *   -O0, -O1, -O2 and a --budget, both modes, bit-identical checksums).
  */
 #include <math.h>
+#include <ctype.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -85,9 +86,14 @@ typedef struct Em {
 	int64_t *range;         /* IR tensor -> integer init range */
 	const DagNode *node;    /* the step being emitted */
 	int step;
-	char buf[8][96];        /* rotating buffers for references */
-	int nbuf;
+	int64_t *cstart;        /* this step's concat starts, or NULL */
+	int *qhead;             /* IR tensor -> its first argument slot in the
+	                           step's op, or -1 (emit_backward) */
+	Arena refs;             /* this step's reference strings: any number
+	                           of them, freed when the step is emitted */
 } Em;
+
+enum { CG_REFLEN = 256 };       /* a reference: rt_ones of 8 dims fits */
 
 static void
 out(Em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -101,10 +107,63 @@ out(Em *e, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A fresh buffer for one reference string, alive until the step ends (a
+ * rotating set would let a call with many operands overwrite its own). */
 static char *
 nextbuf(Em *e)
 {
-	return e->buf[e->nbuf++ % 8];
+	return ar_alloc(&e->refs, CG_REFLEN);
+}
+
+/* Runtime dtype names, not numbers: "RT_DT_" and the dtype's name. */
+static const char *
+dt_enum(Em *e, Dtype dt)
+{
+	char *b = nextbuf(e);
+	int n = snprintf(b, CG_REFLEN, "RT_DT_%s", dtype_name(dt));
+
+	for (int i = 6; i < n; i++)
+		b[i] = (char)toupper((unsigned char)b[i]);
+	return b;
+}
+
+/* s made safe inside a C comment: control and non-ASCII bytes become '?',
+ * and "*" never meets "/" (a path may hold "*" "/" or a newline). */
+static const char *
+cmt(Em *e, const char *s)
+{
+	size_t n = strlen(s);
+	char *b = ar_alloc(&e->refs, 2 * n + 1), *q = b;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		*q++ = c < ' ' || c >= 127 ? '?' : (char)c;
+		if (c == '*' && s[i + 1] == '/')
+			*q++ = ' ';
+	}
+	*q = 0;
+	return b;
+}
+
+/* s as the body of a C string literal (quotes, backslashes and
+ * non-printable bytes escaped in octal). */
+static const char *
+str(Em *e, const char *s)
+{
+	size_t n = strlen(s);
+	char *b = ar_alloc(&e->refs, 4 * n + 1), *q = b;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			q += sprintf(q, "\\%c", c);
+		else if (c < ' ' || c >= 127 || c == '?')
+			q += sprintf(q, "\\%03o", c);
+		else
+			*q++ = (char)c;
+	}
+	*q = 0;
+	return b;
 }
 
 static const Tensor *
@@ -137,7 +196,7 @@ ref(Em *e, int t)
 	if (t < 0) {
 		strcpy(b, "rt_none()");
 	} else if (e->param_of[t] >= 0) {
-		snprintf(b, 96, "P[%d]", e->param_of[t]);
+		snprintf(b, CG_REFLEN, "P[%d]", e->param_of[t]);
 	} else {
 		int dt = e->dag_of[t], k = dt >= 0 ? e->cur[dt] : -1;
 		bool used = !e->node->is_backward;
@@ -146,7 +205,7 @@ ref(Em *e, int t)
 		if (k < 0 || !used)
 			strcpy(b, "rt_none()");
 		else
-			snprintf(b, 96, "D[%d]", k);
+			snprintf(b, CG_REFLEN, "D[%d]", k);
 	}
 	return b;
 }
@@ -164,7 +223,7 @@ perm8(Em *e, const Op *o, const Tensor *x)
 	char *b = nextbuf(e);
 	int n = 0;
 	for (int d = 0; d < IR_MAXDIM; d++)
-		n += snprintf(b + n, 96 - (size_t)n, "%s%d", d ? ", " : "",
+		n += snprintf(b + n, CG_REFLEN - (size_t)n, "%s%d", d ? ", " : "",
 		              d < o->p->nlist ? axis_of(x, o->p->list[d]) : 0);
 	return b;
 }
@@ -223,14 +282,17 @@ pool_stride(const Op *o)
 	return ir_attr_given(o->kind, o->p, "stride") ? o->p->stride : o->p->k;
 }
 
-/* Where input q of a concat starts along the axis. */
+/* Where input q of a concat starts along the axis: prefix sums made once
+ * per step (e->cstart), so a wide concat costs linear time. */
 static int64_t
 concat_start(Em *e, const Op *o, int q, int ax)
 {
-	int64_t st = 0;
-	for (int i = 0; i < q; i++)
-		st += ten(e, o->in[i])->shape[ax];
-	return st;
+	if (!e->cstart) {
+		e->cstart = ar_alloc(&e->refs, sizeof(int64_t) * ((size_t)o->nin + 1));
+		for (int i = 0; i < o->nin; i++)
+			e->cstart[i + 1] = e->cstart[i] + ten(e, o->in[i])->shape[ax];
+	}
+	return e->cstart[q];
 }
 
 /* ---- the ops added by issue 13 (kernels in codegen/runtime_ops.h) */
@@ -366,11 +428,15 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 	case OP_EMBEDDING:
 		out(e, "\trt_f_embedding(%s, %s, %s);\n", x, x1, y);
 		break;
-	case OP_CONCAT:
-		for (int q = 0; q < o->nin; q++)
-			out(e, "\trt_copy(%s, rt_narrow(%s, %d, %lld, %lld), 0);\n", ref(e, o->in[q]), y, ax,
-			    (long long)concat_start(e, o, q, ax), (long long)ten(e, o->in[q])->shape[ax]);
+	case OP_CONCAT: {
+		int64_t st = 0;         /* a running start: linear in the inputs */
+		for (int q = 0; q < o->nin; q++) {
+			out(e, "\trt_copy(%s, rt_narrow(%s, %d, %lld, %lld), 0);\n", ref(e, o->in[q]),
+			    y, ax, (long long)st, (long long)ten(e, o->in[q])->shape[ax]);
+			st += ten(e, o->in[q])->shape[ax];
+		}
 		break;
+	}
 	case OP_CUSTOM: {
 		int first = 1;
 		for (int q = 0; q < o->nin; q++)
@@ -550,10 +616,10 @@ grads_in(Em *e, const Op *o, const char **g)
 		int gt = y->grad;
 		if (o->out[i] == e->g->loss || gt < 0) {
 			char *b = nextbuf(e);
-			int n = snprintf(b, 96, "rt_ones(%d", y->ndim);
+			int n = snprintf(b, CG_REFLEN, "rt_ones(%d", y->ndim);
 			for (int dd = 0; dd < IR_MAXDIM; dd++)
-				n += snprintf(b + n, 96 - (size_t)n, ", %lld", dd < y->ndim ? (long long)y->shape[dd] : 0LL);
-			snprintf(b + n, 96 - (size_t)n, ")");
+				n += snprintf(b + n, CG_REFLEN - (size_t)n, ", %lld", dd < y->ndim ? (long long)y->shape[dd] : 0LL);
+			snprintf(b + n, CG_REFLEN - (size_t)n, ")");
 			g[i] = o->out[i] == e->g->loss ? ar_strdup(&e->a, b) : "rt_none()";
 		} else {
 			g[i] = ar_strdup(&e->a, ref(e, gt));   /* outlives the ref ring */
@@ -567,15 +633,21 @@ emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
 {
 	const DagNode *nd = e->node;
 	const char *g[64];
+	int *qnext = ar_alloc(&e->refs, sizeof(int) * ((size_t)o->nin + 1));
 	ir_assert(o->nout <= 64);
 	grads_in(e, o, g);
+	/* each input's argument slots, in order: linear in the op's arity */
+	for (int q = o->nin - 1; q >= 0; q--) {
+		qnext[q] = e->qhead[o->in[q]];
+		e->qhead[o->in[q]] = q;
+	}
 	for (int j = 0; j < nd->nacc; j++) {
 		const DagAcc *ac = &nd->acc[j];
 		int a = ten(e, e->d->t[ac->tensor].ir_tensor)->grad_of, k = -1, first = 1;
 		char dst[96];
 		if (toff[j] >= 0) {
-			snprintf(dst, sizeof dst, "rt_tmp(D[%d], %d, %lld)", e->cur[ac->tensor],
-			         inst_dtype(e, ac->tensor), (long long)toff[j]);
+			snprintf(dst, sizeof dst, "rt_tmp(D[%d], %s, %lld)", e->cur[ac->tensor],
+			         dt_enum(e, inst_dtype(e, ac->tensor)), (long long)toff[j]);
 			out(e, "\t{ RtT t%d = %s;\n", j, dst);
 			snprintf(dst, sizeof dst, "t%d", j);
 		} else {
@@ -589,16 +661,17 @@ emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
 			out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, e->d->t[ac->tensor].name);
 			snprintf(dst, sizeof dst, "D[%d]", k);
 		}
-		for (int q = 0; q < o->nin; q++)
-			if (o->in[q] == a) {
-				emit_contrib(e, o, q, g, dst, !first);
-				first = 0;
-			}
+		for (int q = e->qhead[a]; q >= 0; q = qnext[q]) {
+			emit_contrib(e, o, q, g, dst, !first);
+			first = 0;
+		}
 		if (k < 0)
 			out(e, "\trt_copy(t%d, D[%d], 1); }\n", j, e->cur[ac->tensor]);
 		else
 			e->cur[ac->tensor] = k;
 	}
+	for (int q = 0; q < o->nin; q++)
+		e->qhead[o->in[q]] = -1;
 }
 
 /* Step i: allocations, kernels, the memory check, the frees. */
@@ -647,6 +720,9 @@ emit_step(Em *e, int i)
 	out(e, "\trt_end(%lld);\n", (long long)e->ev->live_bytes[i]);
 	for (int k = e->drop[i]; k >= 0; k = e->dnext[k])
 		out(e, "\trt_drop(D[%d], &rt_inst[%d]);\n", k, k);
+	ar_free(&e->refs);
+	ar_init(&e->refs);
+	e->cstart = NULL;
 }
 
 /* Integer inputs get the smallest range every consumer accepts. */
@@ -740,6 +816,9 @@ setup(Em *e)
 	e->param_of = ar_alloc(&e->a, sizeof(int) * (size_t)(g->nt + 1));
 	e->params = ar_alloc(&e->a, sizeof(int) * (size_t)(g->nt + 1));
 	e->range = ar_alloc(&e->a, sizeof(int64_t) * (size_t)(g->nt + 1));
+	e->qhead = ar_alloc(&e->a, sizeof(int) * (size_t)(g->nt + 1));
+	for (int t = 0; t < g->nt; t++)
+		e->qhead[t] = -1;
 	e->cur = ar_alloc(&e->a, sizeof(int) * (size_t)(d->nt + 1));
 	e->end = ar_alloc(&e->a, sizeof(int) * (size_t)(e->ev->ninst + 1));
 	e->dnext = ar_alloc(&e->a, sizeof(int) * (size_t)(e->ev->ninst + 1));
@@ -763,9 +842,9 @@ setup(Em *e)
 }
 
 static void
-emit_shape(Em *e, int dt, const Tensor *t)
+emit_shape(Em *e, Dtype dt, const Tensor *t)
 {
-	out(e, "{%d, %d, {", dt, t->ndim);
+	out(e, "{%s, %d, {", dt_enum(e, dt), t->ndim);
 	for (int i = 0; i < t->ndim; i++)
 		out(e, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
 	out(e, "}");
@@ -808,7 +887,7 @@ emit_prologue(Em *e)
 		int p = e->param_of[d->persistent_ir[i]];
 		if (d->persistent_cat[i] == CAT_PARAMS) {
 			out(e, "\tP[%d] = rt_make(&rt_par[%d]);\n", p, p);
-			out(e, "\trt_param(P[%d], rt_key(\"%s\"));\n", p, t->id);
+			out(e, "\trt_param(P[%d], rt_key(\"%s\"));\n", p, str(e, t->id));
 		} else {
 			out(e, "\trt_alloc(%lld, %lld);  /* %s of %s */\n",
 			    (long long)d->persistent_buf[i], (long long)e->ev->persistent_offset[i],
@@ -824,7 +903,7 @@ emit_prologue(Em *e)
 			continue;       /* serves no step: occupies no memory */
 		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);\n", k, k);
 		if (dt->cat == CAT_INPUTS)
-			out(e, "\trt_init(D[%d], rt_key(\"%s\"), %lld);\n", k, dt->name,
+			out(e, "\trt_init(D[%d], rt_key(\"%s\"), %lld);\n", k, str(e, dt->name),
 			    (long long)e->range[dt->ir_tensor]);
 		else
 			out(e, "\trt_fill(D[%d], 0);  /* %s */\n", k, dt->name);
@@ -843,13 +922,14 @@ emit_epilogue(Em *e)
 			int dt = gt >= 0 ? e->dag_of[gt] : -1;
 			if (dt >= 0 && e->cur[dt] >= 0)
 				out(e, "\trt_cksum(\"%s\", D[%d]);\n\trt_dirgrad(D[%d], rt_key(\"%s\"));\n",
-				    e->d->t[dt].name, e->cur[dt], e->cur[dt], ten(e, e->params[p])->id);
+				    str(e, e->d->t[dt].name), e->cur[dt], e->cur[dt],
+				    str(e, ten(e, e->params[p])->id));
 		}
 	}
 	for (int i = 0; i < g->noutputs; i++) {
 		int dt = e->dag_of[g->outputs[i]];
 		if (!g->train && dt >= 0 && e->cur[dt] >= 0)
-			out(e, "\trt_cksum(\"%s\", D[%d]);\n", e->d->t[dt].name, e->cur[dt]);
+			out(e, "\trt_cksum(\"%s\", D[%d]);\n", str(e, e->d->t[dt].name), e->cur[dt]);
 	}
 	out(e, "}\n");
 }
@@ -868,10 +948,12 @@ cg_emit(const Graph *g, const Dag *d, const Schedule *s, const MemEval *ev,
         int64_t arena_bytes, FILE *f)
 {
 	Em e = {.g = g, .d = d, .s = s, .ev = ev, .out = f};
+	ar_init(&e.refs);
 	setup(&e);
 	out(&e, "/* %s -- generated by remat: %d steps, %d instances.\n"
 	    " * Build: nvcc -fmad=false -x cu FILE, or cc -x c -std=c11 -O1 -DREMAT_HOST FILE -lm.\n"
-	    " * Run: ./a.out [--tracked | --arena] */\n", g->file ? g->file : "-", ev->nsteps, ev->ninst);
+	    " * Run: ./a.out [--tracked | --arena] */\n", cmt(&e, g->file ? g->file : "-"),
+	    ev->nsteps, ev->ninst);
 	if (has_f64(g))
 		out(&e, "#define RT_F64 1\n");
 	fputs(cg_runtime_src, f);
@@ -891,5 +973,6 @@ cg_emit(const Graph *g, const Dag *d, const Schedule *s, const MemEval *ev,
 	out(&e, "\trt_epilogue();\n\treturn rt_finish(%lldLL, %lldLL);\n}\n", (long long)ev->peak,
 	    (long long)arena_bytes);
 	ar_free(&e.a);
+	ar_free(&e.refs);
 	return ferror(f) ? 1 : 0;
 }

@@ -15,6 +15,17 @@
  * Values are loaded into rt_real (double when the network has f64 tensors,
  * else float) and stored back converted; f16, bf16 and f8 are raw bits with
  * software conversion (round to nearest even; f8e4m3 saturates at +-448).
+ *
+ * Sections, in order, each opening with a "------ name" comment line:
+ * storage (dtype loads and stores), descriptors (RtT, views), launching,
+ * elementwise, binary, matmul, conv2d, attention, norms, softmax, pooling,
+ * reductions, losses, embedding, custom ops, init and checks, memory
+ * (allocation registry, tracked and arena modes, steps, checksums,
+ * rt_finish).
+ *
+ * Everything the program allocates is registered (rt_raw_alloc) and freed
+ * by rt_finish, which also flushes stdout before the program exits, so a
+ * leak checker (-fsanitize=address) sees no leak and loses no output.
  */
 #include <math.h>
 #include <stdint.h>
@@ -55,8 +66,11 @@ typedef float rt_real;
 #endif
 
 enum { RT_MAXDIM = 8, RT_MAXMAP = 4, RT_MAXDH = 256, RT_MAXARGS = 12 };
-enum { RT_F64_, RT_F32, RT_BF16, RT_F16, RT_F8E4M3, RT_F8E5M2,
-       RT_I64, RT_I32, RT_I8, RT_U8, RT_BOOL, RT_ONE };
+/* Storage dtypes. The generated tables name them (emit.c writes
+ * RT_DT_<dtype name in capitals>, never a number), so this order is free;
+ * RT_DT_ONE is the constant-1 gradient of the loss, held in no buffer. */
+enum { RT_DT_F64, RT_DT_F32, RT_DT_BF16, RT_DT_F16, RT_DT_F8E4M3, RT_DT_F8E5M2,
+       RT_DT_I64, RT_DT_I32, RT_DT_I8, RT_DT_U8, RT_DT_BOOL, RT_DT_ONE };
 enum { RT_RELU, RT_GELU, RT_SILU, RT_SIGMOID, RT_TANH, RT_EXP, RT_LOG,
        RT_SQRT, RT_NEG, RT_SCALE, RT_CAST };
 enum { RT_ADD, RT_SUB, RT_MUL, RT_DIV };
@@ -166,19 +180,19 @@ rt_phys(const RtT *t, int64_t i)
 RT_DFN rt_real
 rt_get(const RtT *t, int64_t i)
 {
-	if (t->dt == RT_ONE)
+	if (t->dt == RT_DT_ONE)
 		return 1;
 	int64_t j = rt_phys(t, i);
 	switch (t->dt) {
-	case RT_F64_: return (rt_real)((const double *)t->p)[j];
-	case RT_F32: return ((const float *)t->p)[j];
-	case RT_BF16: return rt_small2f(((const uint16_t *)t->p)[j], 8, 7, 0);
-	case RT_F16: return rt_small2f(((const uint16_t *)t->p)[j], 5, 10, 0);
-	case RT_F8E4M3: return rt_small2f(((const uint8_t *)t->p)[j], 4, 3, 1);
-	case RT_F8E5M2: return rt_small2f(((const uint8_t *)t->p)[j], 5, 2, 0);
-	case RT_I64: return (rt_real)((const int64_t *)t->p)[j];
-	case RT_I32: return (rt_real)((const int32_t *)t->p)[j];
-	case RT_I8: return ((const int8_t *)t->p)[j];
+	case RT_DT_F64: return (rt_real)((const double *)t->p)[j];
+	case RT_DT_F32: return ((const float *)t->p)[j];
+	case RT_DT_BF16: return rt_small2f(((const uint16_t *)t->p)[j], 8, 7, 0);
+	case RT_DT_F16: return rt_small2f(((const uint16_t *)t->p)[j], 5, 10, 0);
+	case RT_DT_F8E4M3: return rt_small2f(((const uint8_t *)t->p)[j], 4, 3, 1);
+	case RT_DT_F8E5M2: return rt_small2f(((const uint8_t *)t->p)[j], 5, 2, 0);
+	case RT_DT_I64: return (rt_real)((const int64_t *)t->p)[j];
+	case RT_DT_I32: return (rt_real)((const int32_t *)t->p)[j];
+	case RT_DT_I8: return ((const int8_t *)t->p)[j];
 	default: return ((const uint8_t *)t->p)[j];
 	}
 }
@@ -188,10 +202,10 @@ rt_geti(const RtT *t, int64_t i)
 {
 	int64_t j = rt_phys(t, i);
 	switch (t->dt) {
-	case RT_I64: return ((const int64_t *)t->p)[j];
-	case RT_I32: return ((const int32_t *)t->p)[j];
-	case RT_I8: return ((const int8_t *)t->p)[j];
-	case RT_U8: case RT_BOOL: return ((const uint8_t *)t->p)[j];
+	case RT_DT_I64: return ((const int64_t *)t->p)[j];
+	case RT_DT_I32: return ((const int32_t *)t->p)[j];
+	case RT_DT_I8: return ((const int8_t *)t->p)[j];
+	case RT_DT_U8: case RT_DT_BOOL: return ((const uint8_t *)t->p)[j];
 	default: return (int64_t)rt_get(t, i);
 	}
 }
@@ -201,16 +215,16 @@ rt_put(const RtT *t, int64_t i, rt_real v)
 {
 	int64_t j = rt_phys(t, i);
 	switch (t->dt) {
-	case RT_F64_: ((double *)t->p)[j] = v; break;
-	case RT_F32: ((float *)t->p)[j] = (float)v; break;
-	case RT_BF16: ((uint16_t *)t->p)[j] = (uint16_t)rt_f2small((float)v, 8, 7, 0); break;
-	case RT_F16: ((uint16_t *)t->p)[j] = (uint16_t)rt_f2small((float)v, 5, 10, 0); break;
-	case RT_F8E4M3: ((uint8_t *)t->p)[j] = (uint8_t)rt_f2small((float)v, 4, 3, 1); break;
-	case RT_F8E5M2: ((uint8_t *)t->p)[j] = (uint8_t)rt_f2small((float)v, 5, 2, 0); break;
-	case RT_I64: ((int64_t *)t->p)[j] = (int64_t)v; break;
-	case RT_I32: ((int32_t *)t->p)[j] = (int32_t)v; break;
-	case RT_I8: ((int8_t *)t->p)[j] = (int8_t)v; break;
-	case RT_U8: ((uint8_t *)t->p)[j] = (uint8_t)v; break;
+	case RT_DT_F64: ((double *)t->p)[j] = v; break;
+	case RT_DT_F32: ((float *)t->p)[j] = (float)v; break;
+	case RT_DT_BF16: ((uint16_t *)t->p)[j] = (uint16_t)rt_f2small((float)v, 8, 7, 0); break;
+	case RT_DT_F16: ((uint16_t *)t->p)[j] = (uint16_t)rt_f2small((float)v, 5, 10, 0); break;
+	case RT_DT_F8E4M3: ((uint8_t *)t->p)[j] = (uint8_t)rt_f2small((float)v, 4, 3, 1); break;
+	case RT_DT_F8E5M2: ((uint8_t *)t->p)[j] = (uint8_t)rt_f2small((float)v, 5, 2, 0); break;
+	case RT_DT_I64: ((int64_t *)t->p)[j] = (int64_t)v; break;
+	case RT_DT_I32: ((int32_t *)t->p)[j] = (int32_t)v; break;
+	case RT_DT_I8: ((int8_t *)t->p)[j] = (int8_t)v; break;
+	case RT_DT_U8: ((uint8_t *)t->p)[j] = (uint8_t)v; break;
 	default: ((uint8_t *)t->p)[j] = v != 0; break;
 	}
 }
@@ -491,7 +505,7 @@ k_unary_b(const RtT *T, int64_t n, int op, double c, int add)
 {
 	RT_FOR(i, n) {
 		rt_real s = T[0].p ? rt_get(&T[0], i) : 0;
-		rt_real g = rt_get(&T[1], T[1].dt == RT_ONE ? 0 : i);
+		rt_real g = rt_get(&T[1], T[1].dt == RT_DT_ONE ? 0 : i);
 		rt_out(&T[2], i, rt_unary_b(op, s, g, (rt_real)c), add);
 	}
 }
@@ -525,7 +539,7 @@ rt_none(void)
 RT_K
 k_copy(const RtT *T, int64_t n, int add)
 {
-	RT_FOR(i, n) rt_out(&T[1], i, rt_get(&T[0], T[0].dt == RT_ONE ? 0 : i), add);
+	RT_FOR(i, n) rt_out(&T[1], i, rt_get(&T[0], T[0].dt == RT_DT_ONE ? 0 : i), add);
 }
 
 RT_FN void
@@ -571,7 +585,7 @@ rt_f_dropout(RtT x, RtT y, RtT mask, double p, uint64_t key)
 RT_K
 k_dropout_b(const RtT *T, int64_t n, double p, int add)
 {
-	RT_FOR(i, n) rt_out(&T[2], i, rt_get(&T[1], T[1].dt == RT_ONE ? 0 : i) *
+	RT_FOR(i, n) rt_out(&T[2], i, rt_get(&T[1], T[1].dt == RT_DT_ONE ? 0 : i) *
 	                    rt_get(&T[0], i) / (1 - (rt_real)p), add);
 }
 
@@ -652,7 +666,7 @@ k_binary_b(const RtT *T, int64_t n, int op, int slot, int add)
 				oi += id * mul;
 				mul *= G->shape[d];
 			}
-			rt_real g = rt_get(G, G->dt == RT_ONE ? 0 : oi), v;
+			rt_real g = rt_get(G, G->dt == RT_DT_ONE ? 0 : oi), v;
 			if (op == RT_ADD)
 				v = g;
 			else if (op == RT_SUB)
@@ -1297,7 +1311,7 @@ RT_K
 k_gap_b(const RtT *T, int64_t n, int add)
 {
 	int64_t hw = n / T[0].n;
-	RT_FOR(i, n) rt_out(&T[1], i, rt_get(&T[0], T[0].dt == RT_ONE ? 0 : i / hw) / (rt_real)hw, add);
+	RT_FOR(i, n) rt_out(&T[1], i, rt_get(&T[0], T[0].dt == RT_DT_ONE ? 0 : i / hw) / (rt_real)hw, add);
 }
 
 RT_FN void
@@ -1376,7 +1390,7 @@ k_sum_b(const RtT *T, int64_t n, RtAxis a, int mean, int add)
 {
 	RT_FOR(i, n) {
 		int64_t r = i / (a.L * a.inner) * a.inner + i % a.inner;
-		rt_real g = rt_get(&T[0], T[0].dt == RT_ONE ? 0 : r);
+		rt_real g = rt_get(&T[0], T[0].dt == RT_DT_ONE ? 0 : r);
 		rt_out(&T[1], i, mean ? g / (rt_real)a.L : g, add);
 	}
 }
@@ -1570,7 +1584,7 @@ rt_f_custom(RtT x, RtT y, int first)
 RT_K
 k_custom_b(const RtT *T, int64_t n, int add)
 {
-	int64_t ny = T[0].dt == RT_ONE ? 1 : T[0].n;
+	int64_t ny = T[0].dt == RT_DT_ONE ? 1 : T[0].n;
 	RT_FOR(j, n) {
 		rt_real s = 0;
 		for (int64_t i = j; i < ny; i += n)
@@ -1668,6 +1682,59 @@ static double rt_fd_eps, rt_dirsum;
 static unsigned char *rt_tblock;
 static int64_t rt_tbytes, rt_toff;
 
+/* The registry of live raw allocations: an open-addressing set of
+ * pointers (deleted slots hold RT_GONE), so that rt_finish can free what
+ * the program still holds (params, persistent buffers, outputs). */
+#define RT_GONE ((void *)&rt_reg_n)
+static void **rt_reg;
+static int64_t rt_reg_cap, rt_reg_n, rt_reg_used;
+
+RT_FN int64_t
+rt_reg_slot(void *p)
+{
+	uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+	return (int64_t)(h >> 20) & (rt_reg_cap - 1);
+}
+
+RT_FN void
+rt_reg_put(void *p)
+{
+	if (2 * (rt_reg_used + 1) > rt_reg_cap) {       /* rebuild, twice as large */
+		void **old = rt_reg;
+		int64_t oldcap = rt_reg_cap;
+		rt_reg_cap = rt_reg_cap ? 2 * rt_reg_cap : 64;
+		while (4 * rt_reg_n > rt_reg_cap)
+			rt_reg_cap *= 2;
+		rt_reg = (void **)calloc((size_t)rt_reg_cap, sizeof *rt_reg);
+		if (!rt_reg)
+			rt_die("out of memory");
+		rt_reg_n = rt_reg_used = 0;
+		for (int64_t i = 0; i < oldcap; i++)
+			if (old[i] && old[i] != RT_GONE)
+				rt_reg_put(old[i]);
+		free(old);
+	}
+	int64_t i = rt_reg_slot(p);
+	while (rt_reg[i])
+		i = (i + 1) & (rt_reg_cap - 1);
+	rt_reg[i] = p;
+	rt_reg_n++;
+	rt_reg_used++;
+}
+
+RT_FN void
+rt_reg_del(void *p)
+{
+	int64_t i = rt_reg_slot(p);
+	while (rt_reg[i] != p) {
+		if (!rt_reg[i])
+			rt_die("freeing a buffer that is not allocated");
+		i = (i + 1) & (rt_reg_cap - 1);
+	}
+	rt_reg[i] = RT_GONE;
+	rt_reg_n--;
+}
+
 RT_FN void *
 rt_raw_alloc(int64_t bytes)
 {
@@ -1679,16 +1746,38 @@ rt_raw_alloc(int64_t bytes)
 	if (!p)
 		rt_die("out of memory");
 #endif
+	rt_reg_put(p);
 	return p;
 }
 
 RT_FN void
 rt_raw_free(void *p)
 {
+	rt_reg_del(p);
 #ifdef RT_GPU
 	rt_cuda(cudaFree(p), "cudaFree");
 #else
 	free(p);
+#endif
+}
+
+/* Frees every registered allocation (and the registry). */
+RT_FN void
+rt_free_all(void)
+{
+	for (int64_t i = 0; i < rt_reg_cap; i++)
+		if (rt_reg[i] && rt_reg[i] != RT_GONE) {
+#ifdef RT_GPU
+			cudaFree(rt_reg[i]);
+#else
+			free(rt_reg[i]);
+#endif
+		}
+	free(rt_reg);
+	rt_reg = NULL;
+	rt_reg_cap = rt_reg_n = rt_reg_used = 0;
+#ifdef RT_GPU
+	cudaFree(rt_dargs);
 #endif
 }
 
@@ -1780,7 +1869,7 @@ rt_ones(int nd, int64_t s0, int64_t s1, int64_t s2, int64_t s3, int64_t s4,
         int64_t s5, int64_t s6, int64_t s7)
 {
 	int64_t s[RT_MAXDIM] = {s0, s1, s2, s3, s4, s5, s6, s7};
-	return rt_desc(NULL, RT_ONE, nd, s);
+	return rt_desc(NULL, RT_DT_ONE, nd, s);
 }
 
 /* A step begins: its temporary block (planned at toff in the arena). */
@@ -1916,10 +2005,10 @@ rt_finish(int64_t predicted, int64_t arena_bytes)
 #endif
 	printf("loss: %.17g\n", rt_loss_value);
 	printf("dirgrad: %.17g\n", rt_dirsum);
-	if (rt_peak != predicted || rt_bad >= 0) {
-		printf("MISMATCH\n");
+	int bad = rt_peak != predicted || rt_bad >= 0;
+	printf(bad ? "MISMATCH\n" : "OK\n");
+	rt_free_all();
+	if (fflush(stdout))
 		return 1;
-	}
-	printf("OK\n");
-	return 0;
+	return bad;
 }

@@ -44,7 +44,7 @@ RT_K
 k_act_b(const RtT *T, int64_t n, int op, double lo, double hi, int add)
 {
 	RT_FOR(i, n) {
-		rt_real g = rt_get(&T[1], T[1].dt == RT_ONE ? 0 : i);
+		rt_real g = rt_get(&T[1], T[1].dt == RT_DT_ONE ? 0 : i);
 		rt_out(&T[2], i, rt_act_b(op, rt_get(&T[0], i), g, (rt_real)lo, (rt_real)hi), add);
 	}
 }
@@ -108,7 +108,7 @@ k_gather_b(const RtT *T, int64_t n, int ax, int add)
 		for (int64_t p = 0; p < T[0].shape[ax]; p++) {
 			ix[ax] = p;
 			if (rt_geti(&T[0], rt_at(&T[0], ix)) == own)
-				s += rt_get(&T[1], T[1].dt == RT_ONE ? 0 : rt_at(&T[1], ix));
+				s += rt_get(&T[1], T[1].dt == RT_DT_ONE ? 0 : rt_at(&T[1], ix));
 		}
 		rt_out(&T[2], i, s, add);
 	}
@@ -160,7 +160,7 @@ k_isel_b(const RtT *T, int64_t n, int ax, int add)
 			if (rt_geti(&T[0], p) != own)
 				continue;
 			ix[ax] = p;
-			s += rt_get(&T[1], T[1].dt == RT_ONE ? 0 : rt_at(&T[1], ix));
+			s += rt_get(&T[1], T[1].dt == RT_DT_ONE ? 0 : rt_at(&T[1], ix));
 		}
 		rt_out(&T[2], i, s, add);
 	}
@@ -221,7 +221,7 @@ k_scatter_b(const RtT *T, int64_t n, int ax, int add)
 		k = rt_geti(&T[0], rt_bidx(&T[0], ix));
 		if (k >= 0 && k < T[1].shape[ax]) {
 			ix[ax] = k;
-			v = rt_get(&T[1], T[1].dt == RT_ONE ? 0 : rt_at(&T[1], ix));
+			v = rt_get(&T[1], T[1].dt == RT_DT_ONE ? 0 : rt_at(&T[1], ix));
 		}
 		rt_out(&T[2], i, v, add);
 	}
@@ -286,7 +286,7 @@ k_topk_b(const RtT *T, int64_t n, RtAxis a, int64_t k, int add)
 		rt_real s = 0;
 		for (int64_t t = 0; t < k; t++)
 			if (rt_geti(&T[0], rt_row(o, r, t)) == l)
-				s += rt_get(&T[1], T[1].dt == RT_ONE ? 0 : rt_row(o, r, t));
+				s += rt_get(&T[1], T[1].dt == RT_DT_ONE ? 0 : rt_row(o, r, t));
 		rt_out(&T[2], i, s, add);
 	}
 }

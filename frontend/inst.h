@@ -83,6 +83,8 @@ struct Inst {
 	int nscopes;
 	int max_tensors;
 	bool too_big;           /* the tensor cap was hit: stop everything */
+	Loc at;                 /* the statement being run, for the cap's error */
+	int outcap;             /* capacity of Graph.outputs */
 	/* parameterised defs: (scope instance, name) -> index in ldval */
 	Map localdims;
 	int64_t *ldval;
@@ -117,5 +119,8 @@ const char *inst_hint_op(Inst *in, const char *word, char *buf, size_t n);
 const char *inst_hint_dim(Inst *in, const char *word, char *buf, size_t n);
 const char *inst_hint_word(const char *const *words, int nwords, const char *word,
                            char *buf, size_t n);
+/* frontend/bound.c: false (reported, too_big set) when expanding the
+ * program would pass the limit in docs/limits.md. */
+bool inst_bound(Inst *in);
 
 #endif

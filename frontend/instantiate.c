@@ -40,6 +40,9 @@
  *   report errors in it and to bind its names; unrolling stops at the first
  *   iteration that reports an error. Def calls nest at most 256 deep, and
  *   the graph holds at most 2^24 tensors (NetOptions.max_tensors).
+ *   the graph holds at most 2^24 tensors (NetOptions.max_tensors); the
+ *   whole expansion is counted before it starts (frontend/bound.c,
+ *   docs/limits.md).
  * - A def argument written `dim n` takes a dimension expression of the
  *   caller, evaluated at the call; it is seen by dim_eval in that def
  *   instance only (Inst.localdims), may not take a top-level dim's name,
@@ -187,8 +190,8 @@ room(Inst *in, int more)
 		return false;
 	if (in->g->nt + more <= in->max_tensors)
 		return true;
-	diag_error(in->d, (Loc){in->p->file, 0, 0},
-	           "network too large: more than %d tensors", in->max_tensors);
+	diag_error(in->d, in->at, "network too large: more than %d tensors (see "
+	           "docs/limits.md)", in->max_tensors);
 	in->too_big = true;
 	return false;
 }
@@ -782,10 +785,14 @@ output(Inst *in, Scope *sc, const Stmt *s, int *nstmts, Loc *second)
 		*second = s->loc;
 	if (v.kind != VK_ONE)
 		return;
-	g->outputs = ar_grow(g->arena, g->outputs, sizeof(int) * (size_t)g->noutputs,
-	                     sizeof(int) * ((size_t)g->noutputs + 1));
-	g->output_loc = ar_grow(g->arena, g->output_loc, sizeof(Loc) * (size_t)g->noutputs,
-	                        sizeof(Loc) * ((size_t)g->noutputs + 1));
+	if (g->noutputs == in->outcap) {        /* doubling: linear in the outputs */
+		int cap = in->outcap ? in->outcap * 2 : 4;
+		g->outputs = ar_grow(g->arena, g->outputs, sizeof(int) * (size_t)g->noutputs,
+		                     sizeof(int) * (size_t)cap);
+		g->output_loc = ar_grow(g->arena, g->output_loc, sizeof(Loc) * (size_t)g->noutputs,
+		                        sizeof(Loc) * (size_t)cap);
+		in->outcap = cap;
+	}
 	g->output_loc[g->noutputs] = s->loc;
 	g->outputs[g->noutputs++] = v.t;
 }
@@ -795,6 +802,7 @@ exec_stmts(Inst *in, Scope *sc, const StmtList *l)
 {
 	for (int i = 0; i < l->n && !in->too_big && !diag_full(in->d); i++) {
 		const Stmt *s = l->v[i];
+		in->at = s->loc;
 		switch (s->kind) {
 		case ST_ASSIGN: assign(in, sc, s); break;
 		case ST_INPUT:
@@ -890,11 +898,15 @@ net_instantiate(const Program *p, const NetOptions *o, Graph *g, Diag *d)
 	in.max_tensors = o->max_tensors > 0 ? o->max_tensors : INST_MAXTENSORS;
 	if (!g->file)
 		g->file = p->file;
+	if (!p->stmts->n)       /* no line to point at: the whole file is empty */
+		diag_error(d, (Loc){p->file, 0, 0}, "no statements (the file is empty or "
+		           "only comments)");
 	check_placement(&in, p->stmts, true, false);
 	inst_defs(&in);
 	inst_dims_and_settings(&in);
 	inst_customs(&in);
-	top_level(&in);
+	if (inst_bound(&in))
+		top_level(&in);
 	ar_free(&in.tmp);
 	return d->nerrors - before;
 }

@@ -39,11 +39,52 @@ dag_finish(Dag *d)
 {
 	d->forward_cost = 0;
 	d->total_cost = 0;
-	for (int i = 0; i < d->nnode; i++) {
-		d->total_cost += d->node[i].cost;
+	for (int i = 0; i < d->nnode; i++) {   /* saturating: dag_excess() reports */
+		d->total_cost = ck_sat_add(d->total_cost, d->node[i].cost);
 		if (!d->node[i].once)
-			d->forward_cost += d->node[i].cost;
+			d->forward_cost = ck_sat_add(d->forward_cost, d->node[i].cost);
 	}
+}
+
+/* Running totals of every byte the Dag can hold at once (persistent
+ * buffers, every tensor, every node's workspace and accumulation
+ * temporaries) and of every node's cost; the first place either passes
+ * DAG_LIMIT. Below it, every sum the evaluators and planners form over a
+ * schedule's steps stays far from 2^63. */
+bool
+dag_excess(const Dag *d, DagExcess *x)
+{
+	int64_t bytes = 0, cost = 0;
+
+	*x = (DagExcess){NULL, -1, -1};
+	for (int c = 0; c < CAT_COUNT; c++)
+		if (!ck_add(bytes, d->persistent[c], &bytes) || bytes > DAG_LIMIT) {
+			x->what = "bytes";
+			return true;
+		}
+	for (int t = 0; t < d->nt; t++)
+		if (!ck_add(bytes, d->t[t].bytes, &bytes) || bytes > DAG_LIMIT) {
+			x->what = "bytes";
+			x->tensor = t;
+			return true;
+		}
+	for (int v = 0; v < d->nnode; v++) {
+		const DagNode *n = &d->node[v];
+		bool ok = ck_add(bytes, n->workspace, &bytes);
+		for (int j = 0; j < n->nacc; j++)
+			ok &= ck_add(bytes, d->t[n->acc[j].tensor].bytes, &bytes);
+		x->node = v;
+		if (!ok || bytes > DAG_LIMIT) {
+			x->what = "bytes";
+			return true;
+		}
+		if (!ck_add(cost, n->cost, &cost) || cost > DAG_LIMIT) {
+			x->what = "FLOPs";
+			return true;
+		}
+	}
+	x->node = -1;
+	return false;
 }
 
 Schedule

@@ -215,4 +215,14 @@ void dag_dump(const Dag *d, FILE *out);
 void schedule_dump(const Dag *d, const Schedule *s, Arena *scratch, FILE *out);
 void eval_dump(const Dag *d, const MemEval *ev, bool offsets, FILE *out);
 
+/* ---------------------------------------------------------------- ir/dag/dag.c */
+/* The cap on a Dag's byte total and cost total (docs/limits.md): 2^60. */
+#define DAG_LIMIT ((int64_t)1 << 60)
+typedef struct DagExcess {
+	const char *what;       /* "bytes" or "FLOPs" */
+	int tensor, node;       /* where the total passes; both -1: persistent */
+} DagExcess;
+bool dag_excess(const Dag *d, DagExcess *x);    /* true when past DAG_LIMIT */
+
+
 #endif

@@ -1,5 +1,6 @@
 /* ir/util/diag.c -- user diagnostics: "file:line:col: error: msg", the source
- * line and a caret, collected in order up to DIAG_MAX_ERRORS. */
+ * line and a caret, collected in order up to DIAG_MAX_ERRORS (warnings up
+ * to DIAG_MAX_WARNINGS). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,43 +15,103 @@ diag_init(Diag *d, const Source *src, FILE *out)
 	d->out = out ? out : stderr;
 }
 
-/* Prints the source line `line` and a caret under byte column `col`,
- * keeping tabs so the caret lines up. */
+/* Echoes are bounded (docs/limits.md): a message prints at most
+ * DIAG_MSG_MAX bytes and a source line at most DIAG_LINE_MAX characters
+ * around the caret; what is cut is marked with "...". */
+enum { DIAG_MSG_MAX = 400, DIAG_LINE_MAX = 160, DIAG_MAX_WARNINGS = 20 };
+
+/* A line ends at "\n", "\r\n" or a lone "\r", as the scanner counts. */
+static const char *
+line_end(const char *p, const char *end)
+{
+	while (p < end && *p != '\n' && *p != '\r')
+		p++;
+	return p;
+}
+
+static const char *
+next_line(const char *p, const char *end)
+{
+	p = line_end(p, end);
+	if (p < end && *p++ == '\r' && p < end && *p == '\n')
+		p++;
+	return p;
+}
+
+/* A UTF-8 continuation byte does not start a character (column). */
+static bool
+starts_char(unsigned char c)
+{
+	return (c & 0xc0) != 0x80;
+}
+
+/* Prints [p, q) with control bytes shown as '?', so that NULs and stray
+ * bytes neither cut nor garble the echo. */
+static void
+put_text(FILE *f, const char *p, const char *q)
+{
+	for (; p < q; p++)
+		fputc((unsigned char)*p < ' ' && *p != '\t' ? '?' : *p, f);
+}
+
+/* Prints the source line `line` and a caret under character column `col`
+ * (columns count characters, not bytes), keeping tabs so the caret lines
+ * up; a long line is cut to a window around the caret. */
 static void
 show_line(Diag *d, Loc loc)
 {
-	const char *p, *end, *text;
-	int line = 1, i;
+	const char *p, *end, *text, *eol, *from, *to, *at;
+	int line = 1, c;
 
 	if (!d->src || !d->src->text || loc.line < 1)
 		return;
 	text = d->src->text;
 	end = text + d->src->len;
-	for (p = text; p < end && line < loc.line; p++)
-		if (*p == '\n')
-			line++;
+	for (p = text; p < end && line < loc.line; line++)
+		p = next_line(p, end);
 	if (line != loc.line || p >= end)
 		return;         /* past the last line (end of file): no text to show */
-	const char *eol = memchr(p, '\n', (size_t)(end - p));
-	if (!eol)
-		eol = end;
-	fprintf(d->out, "%.*s\n", (int)(eol - p), p);
-	for (i = 1; i < loc.col && p + i - 1 < eol; i++)
-		fputc(p[i - 1] == '\t' ? '\t' : ' ', d->out);
+	eol = line_end(p, end);
+	/* at: the caret's byte; from/to: the window shown */
+	for (at = p, c = 1; at < eol && c < loc.col; c++)
+		do
+			at++;
+		while (at < eol && !starts_char((unsigned char)*at));
+	from = p;
+	for (c = 0; from < at && c < (loc.col - 1) - DIAG_LINE_MAX / 2; from++)
+		c += starts_char((unsigned char)*from);
+	while (from < at && !starts_char((unsigned char)*from))
+		from++;
+	for (to = from, c = 0; to < eol && c < DIAG_LINE_MAX; to++)
+		c += starts_char((unsigned char)*to);
+	while (to < eol && !starts_char((unsigned char)*to))
+		to++;
+	fputs(from > p ? "..." : "", d->out);
+	put_text(d->out, from, to);
+	fputs(to < eol ? "...\n" : "\n", d->out);
+	if (from > p)
+		fputs("   ", d->out);
+	for (const char *q = from; q < at; q++)
+		if (starts_char((unsigned char)*q))
+			fputc(*q == '\t' ? '\t' : ' ', d->out);
 	fputs("^\n", d->out);
 }
 
 static void
 report(Diag *d, Loc loc, const char *what, const char *fmt, va_list ap)
 {
+	char msg[DIAG_MSG_MAX + 1];
+	int n;
+
 	if (loc.file && loc.line > 0)
 		fprintf(d->out, "%s:%d:%d: %s: ", loc.file, loc.line, loc.col, what);
 	else if (loc.file)
 		fprintf(d->out, "%s: %s: ", loc.file, what);
 	else
 		fprintf(d->out, "remat: %s: ", what);
-	vfprintf(d->out, fmt, ap);
-	fputc('\n', d->out);
+	n = vsnprintf(msg, sizeof msg, fmt, ap);
+	put_text(d->out, msg, msg + strlen(msg));
+	fputs(n > DIAG_MSG_MAX ? "...\n" : "\n", d->out);
 	show_line(d, loc);
 }
 
@@ -59,7 +120,7 @@ diag_error(Diag *d, Loc loc, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (d->nerrors++ >= DIAG_MAX_ERRORS)
+	if (d->nerrors++ >= DIAG_MAX_ERRORS || d->silent)
 		return;
 	va_start(ap, fmt);
 	report(d, loc, "error", fmt, ap);
@@ -74,11 +135,14 @@ diag_warning(Diag *d, Loc loc, const char *fmt, ...)
 	va_list ap;
 
 	d->nwarnings++;
-	if (d->quiet_warnings || d->nerrors >= DIAG_MAX_ERRORS)
+	if (d->quiet_warnings || d->silent || d->nerrors >= DIAG_MAX_ERRORS ||
+	    d->nwarnings > DIAG_MAX_WARNINGS)
 		return;
 	va_start(ap, fmt);
 	report(d, loc, "warning", fmt, ap);
 	va_end(ap);
+	if (d->nwarnings == DIAG_MAX_WARNINGS)
+		fprintf(d->out, "remat: too many warnings; further warnings are not shown\n");
 }
 
 bool

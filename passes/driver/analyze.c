@@ -143,6 +143,7 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	PassOptions defaults = {0, NULL, pass_checks_default()};
 	double t0 = util_now();
 	Schedule base;
+	DagExcess x;
 	int rc;
 
 	if (!po)
@@ -164,6 +165,17 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	if ((rc = after_pass(an, PASS_AUTODIFF, NULL, po, a)))
 		return rc;
 	lower_graph(&an->g, &an->d, a);
+	if (dag_excess(&an->d, &x)) {
+		const Dag *dg = &an->d;
+		Loc at = x.tensor >= 0 && dg->t[x.tensor].ir_tensor >= 0
+		         ? an->g.t[dg->t[x.tensor].ir_tensor].loc
+		         : x.node >= 0 && dg->node[x.node].ir_op >= 0
+		         ? an->g.op[dg->node[x.node].ir_op].loc : (Loc){file, 0, 0};
+		diag_error(d, at, "network too large: the total of its %s passes 2^60 at '%s' (see "
+		           "docs/limits.md)", x.what, x.tensor >= 0 ? dg->t[x.tensor].name
+		           : x.node >= 0 ? dg->node[x.node].name : "the parameters");
+		return 1;
+	}
 	if (an->g.settings.pipe.stages > 1 && (rc = check_stages(&an->g, &an->d)))
 		return rc;
 	if (an->g.settings.pipe.stages > 1)

@@ -25,24 +25,37 @@ tdi_percent(const Dag *d, int64_t recompute)
 	return d->total_cost ? 100.0 * (double)recompute / (double)d->total_cost : 0.0;
 }
 
+/* "12.5% of the reference"; a zero reference (every cost_ram 0) has no
+ * percentage, never a nan. */
+static const char *
+of_ref(int64_t v, int64_t ref, char *buf, size_t n)
+{
+	if (ref > 0)
+		snprintf(buf, n, "%.1f%% of the reference", 100.0 * (double)v / (double)ref);
+	else
+		snprintf(buf, n, "the reference is 0 bytes");
+	return buf;
+}
+
 static void
 print_human(const CmReport *r, FILE *out)
 {
 	const Dag *d = r->d;
+	char pct[64];
 
 	fprintf(out, "graph: %s (%s)\n", r->g.name, r->path);
 	fprintf(out, "nodes: %d, edges: %d\n", d->nnode, r->g.nedges);
 	fprintf(out, "reference peak: %" PRId64 " bytes\n", r->ref_peak);
 	if (r->goal->budget >= 0)
-		fprintf(out, "budget: %" PRId64 " bytes (%.1f%% of the reference)\n",
-		        r->goal->budget, 100.0 * (double)r->goal->budget / (double)r->ref_peak);
+		fprintf(out, "budget: %" PRId64 " bytes (%s)\n", r->goal->budget,
+		        of_ref(r->goal->budget, r->ref_peak, pct, sizeof pct));
 	else if (r->goal->max_recompute < 0)
 		fprintf(out, "budget: none (minimize the peak, any recompute)\n");
 	else
 		fprintf(out, "budget: none (minimize the peak, recompute <= %g x forward cost)\n",
 		        r->goal->max_recompute);
-	fprintf(out, "planned peak: %" PRId64 " bytes (%.1f%% of the reference)\n",
-	        r->ev.peak, 100.0 * (double)r->ev.peak / (double)r->ref_peak);
+	fprintf(out, "planned peak: %" PRId64 " bytes (%s)\n", r->ev.peak,
+	        of_ref(r->ev.peak, r->ref_peak, pct, sizeof pct));
 	fprintf(out, "recompute cost: %" PRId64 "\n", r->ev.recompute_cost);
 	fprintf(out, "base cost: %" PRId64 "\n", d->total_cost);
 	fprintf(out, "TDI: %.2f%%\n", tdi_percent(d, r->ev.recompute_cost));

@@ -163,10 +163,25 @@ int cm_run(const char *path, const PlanGoal *goal, bool json, bool verify,
  * file). docs/visualize.md is the user's guide. */
 
 /* ---------------------------------------------------------------- passes/driver/outfile.c */
+/* Output files written safely (temporary file + rename for
+ * regular files, in place for devices and pipes, "-" for stdout). Every
+ * function prints the reason of a failure and returns 1. */
+typedef struct OutFile {
+	FILE *f;
+	const char *path;       /* as given */
+	char *target;           /* the real file renamed onto, or NULL */
+	char *tmp;              /* the temporary file, or NULL */
+} OutFile;
+
+bool out_is_input(const char *out, const char *in); /* same inode */
+int out_open(OutFile *o, const char *path);
+int out_commit(OutFile *o);
+void out_abort(OutFile *o);     /* removes the temporary file */
+
 /* Writes path through a temporary file beside it: fn writes the contents
  * to f and returns non-zero on failure; the file appears (rename) only when
  * fn, the writes and the close all succeeded. Reports on stderr. Returns 0,
- * 1 when the file cannot be created, 4 when writing it failed. */
+ * or 1 (the file cannot be created or written; the reason is printed). */
 typedef int (*OutWriter)(FILE *f, const void *ctx);
 int out_write(const char *path, OutWriter fn, const void *ctx);
 

@@ -30,9 +30,10 @@ typedef struct Options {
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
+	bool top_set, bytes_set;
 	ReportOptions report;
 	/* flags given, for the no-effect warnings of warn_no_effect() */
-	bool max_recompute_set, top_set;
+	bool max_recompute_set;
 	VizOptions viz;         /* --plot, --html, ..., --sweep (viz.c) */
 } Options;
 
@@ -155,12 +156,16 @@ parse_size_unit(const char *s, bool *unit)
 		{"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
 		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
 	};
+	size_t digits = strspn(s, "0123456789.");
 	char *end;
 	double v;
 
+	/* plain decimal digits only: no sign, hex, exponent, inf or nan */
+	if (!digits || strchr(s, '.') != strrchr(s, '.') || !strchr("0123456789", s[0]))
+		return -1;
 	errno = 0;
 	v = strtod(s, &end);
-	if (end == s || errno || !(v >= 0) || isinf(v))
+	if (end != s + digits || errno || !(v >= 0) || isinf(v))
 		return -1;
 	*unit = *end != 0;
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
@@ -188,16 +193,18 @@ parse_size(const char *opt, const char *s, const char *example)
 	return v;
 }
 
+/* A decimal integer in [min, max]: digits only (no sign, no spaces). */
 static int64_t
-parse_count(const char *opt, const char *s, int64_t min)
+parse_count(const char *opt, const char *s, int64_t min, int64_t max)
 {
 	char *end;
 	long long v;
 
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (end == s || *end || errno || v < min)
-		diag_usage("%s: expected an integer >= %lld, got '%s'", opt, (long long)min, s);
+	if (!strchr("0123456789", s[0]) || !s[0] || *end || errno || v < min || v > max)
+		diag_usage("%s: expected an integer from %lld to %lld, got '%s'", opt,
+		           (long long)min, (long long)max, s);
 	return v;
 }
 
@@ -211,7 +218,7 @@ parse_define(Options *o, char *arg)
 		diag_usage("-D expects NAME=VALUE, got '%s'", arg);
 	errno = 0;
 	v = strtoll(eq + 1, &end, 10);
-	if (end == eq + 1 || *end || errno || v <= 0)
+	if (!eq[1] || !strchr("0123456789", eq[1]) || *end || errno || v <= 0)
 		diag_usage("-D %s: the value must be a positive integer", arg);
 	if (o->net.ndefs == MAX_DEFS)
 		diag_usage("too many -D options (at most %d)", MAX_DEFS);
@@ -231,7 +238,7 @@ parse_stage_blocks(Options *o, char *arg)
 	for (char *w = strtok(arg, ","); w; w = strtok(NULL, ",")) {
 		if (p->nsplit == PIPE_MAXSTAGES)
 			diag_usage("--stage-blocks: at most %d stages", PIPE_MAXSTAGES);
-		p->split[p->nsplit++] = (int)parse_count("--stage-blocks", w, 1);
+		p->split[p->nsplit++] = (int)parse_count("--stage-blocks", w, 1, 1 << 20);
 	}
 }
 
@@ -265,7 +272,6 @@ parse_dumps(Options *o, char *arg)
 static void
 parse_option(Options *o, int c, char *arg)
 {
-	int64_t k64;
 	int k;
 
 	switch (c) {
@@ -299,36 +305,22 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_ACCUMULATE:
 		o->net.accumulate_set = true;
-		o->net.accumulate = parse_count("--accumulate", arg, 1);
+		o->net.accumulate = parse_count("--accumulate", arg, 1, INT64_MAX);
 		break;
 	case OPT_DUMP_IR: o->dump_ir = true; break;
 	case 'd': parse_dumps(o, arg); break;
 	case OPT_CHECK: o->passes.check = true; break;
-	case OPT_RANKS:
-		if ((k64 = parse_count("--ranks", arg, 1)) > 1 << 20)
-			diag_usage("--ranks: at most %d", 1 << 20);
-		o->net.dist.ranks = (int)k64;
-		break;
-	case OPT_ZERO:
-		if ((k64 = parse_count("--zero", arg, 0)) > 3)
-			diag_usage("--zero: the stage is 0, 1, 2 or 3, got '%s'", arg);
-		o->net.dist.zero = (int)k64;
-		break;
+	case OPT_RANKS: o->net.dist.ranks = (int)parse_count("--ranks", arg, 1, 1 << 20); break;
+	case OPT_ZERO: o->net.dist.zero = (int)parse_count("--zero", arg, 0, 3); break;
 	case OPT_BUCKET:
 		if ((o->net.dist.bucket = parse_size("--bucket", arg, "25MiB")) <= 0)
 			diag_usage("--bucket: must be at least one byte");
 		break;
 	case OPT_OFFLOAD: parse_offload(o, arg); break;
 	case OPT_ZERO_TABLE: o->zero_table = true; break;
-	case OPT_STAGES:
-		if ((k64 = parse_count("--stages", arg, 1)) > PIPE_MAXSTAGES)
-			diag_usage("--stages: at most %d", PIPE_MAXSTAGES);
-		o->net.pipe.stages = (int)k64;
-		break;
+	case OPT_STAGES: o->net.pipe.stages = (int)parse_count("--stages", arg, 1, PIPE_MAXSTAGES); break;
 	case OPT_MICRO_BATCHES:
-		if ((k64 = parse_count("--micro-batches", arg, 1)) > 1 << 16)
-			diag_usage("--micro-batches: at most %d", 1 << 16);
-		o->net.pipe.micro_batches = (int)k64;
+		o->net.pipe.micro_batches = (int)parse_count("--micro-batches", arg, 1, 1 << 16);
 		break;
 	case OPT_SCHEDULE:
 		if (strcmp(arg, "1f1b") && strcmp(arg, "gpipe"))
@@ -337,6 +329,7 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_STAGE_BLOCKS: parse_stage_blocks(o, arg); break;
 	case OPT_JSON: o->json = true; break;
+	case OPT_BYTES: o->report.exact_bytes = o->bytes_set = true; break;
 	case OPT_MAX_RECOMPUTE: {
 		char *end;
 		o->max_recompute_set = true;
@@ -346,7 +339,8 @@ parse_option(Options *o, int c, char *arg)
 		}
 		errno = 0;
 		o->goal.max_recompute = strtod(arg, &end);
-		if (end == arg || *end || errno || !(o->goal.max_recompute >= 0) ||
+		if (!arg[0] || !strchr("0123456789.", arg[0]) || strpbrk(arg, "xXnN") ||
+		    *end || errno || !(o->goal.max_recompute >= 0) ||
 		    isinf(o->goal.max_recompute))
 			diag_usage("--max-recompute expects a ratio >= 0 or 'inf', not '%s'", arg);
 		break;
@@ -365,10 +359,9 @@ parse_option(Options *o, int c, char *arg)
 		o->checkmate = true;
 		break;
 	case OPT_TOP:
-		o->report.top = (int)parse_count("--top", arg, 0);
+		o->report.top = (int)parse_count("--top", arg, 0, 1 << 20);
 		o->top_set = true;
 		break;
-	case OPT_BYTES: o->report.exact_bytes = true; break;
 	case OPT_STATS: o->stats = true; break;
 	case OPT_RUNTIME:
 		if (strcmp(arg, "remat") && strcmp(arg, "pytorch"))
@@ -413,24 +406,55 @@ unknown_option(const char *arg)
 static void
 warn_no_effect(const Options *o)
 {
-	const char *out = o->json ? "--json" : o->dump_ir ? "--dump-ir"
-	                  : o->max_batch >= 0 ? "--max-batch" : NULL;
-
 	if (o->max_recompute_set && o->goal.budget >= 0)
 		fprintf(stderr, "remat: warning: --max-recompute has no effect with "
 		        "--budget (a budget has no recompute cap)\n");
 	else if (o->max_recompute_set && o->goal.level < 2)
 		fprintf(stderr, "remat: warning: --max-recompute has no effect at -O%d "
 		        "(it caps -O2 and -O3)\n", o->goal.level);
-	if (out && (o->top_set || o->report.exact_bytes))
-		fprintf(stderr, "remat: warning: %s has no effect with %s (it shapes "
-		        "the human report)\n", o->top_set ? "--top" : "--bytes", out);
-	if (o->verify && o->dump_ir)
-		fprintf(stderr, "remat: warning: --verify has no effect with --dump-ir "
-		        "(nothing is scheduled)\n");
-	if (o->out && (o->dump_ir || o->max_batch >= 0))
-		fprintf(stderr, "remat: warning: -o has no effect with %s (no program "
-		        "is generated)\n", o->dump_ir ? "--dump-ir" : "--max-batch");
+	/* with --dump-ir and --max-batch these are usage errors (check_modes) */
+	if (o->json && (o->top_set || o->report.exact_bytes))
+		fprintf(stderr, "remat: warning: %s has no effect with --json (it shapes "
+		        "the human report)\n", o->top_set ? "--top" : "--bytes");
+}
+
+/* A flag that has no effect in the chosen mode is a usage error, never
+ * silently ignored (docs/limits.md). */
+static void
+check_modes(const Options *o)
+{
+	const char *mode = o->checkmate ? "--import" : o->dump_ir ? "--dump-ir"
+	                   : o->max_batch >= 0 ? "--max-batch" : NULL;
+
+	if (o->out && mode)
+		diag_usage("-o has no effect with %s", mode);
+	if (o->checkmate) {
+		const char *flag = o->net.ndefs ? "-D" : o->net.infer_set ? "--infer"
+		                   : o->net.optimizer_set ? "--optimizer"
+		                   : o->net.precision_set ? "--precision"
+		                   : o->net.accumulate_set ? "--accumulate"
+		                   : o->top_set ? "--top" : o->bytes_set ? "--bytes"
+		                   : o->dump_ir ? "--dump-ir" : o->max_batch >= 0 ? "--max-batch"
+		                   : NULL;
+		if (flag)
+			diag_usage("%s has no effect with --import checkmate", flag);
+	}
+	if (o->dump_ir) {
+		const char *flag = o->json ? "--json" : o->level_set ? "-O"
+		                   : o->goal.budget >= 0 ? "--budget" : o->goal.exact ? "--exact"
+		                   : o->verify ? "--verify" : o->max_batch >= 0 ? "--max-batch"
+		                   : o->top_set ? "--top" : o->bytes_set ? "--bytes" : NULL;
+		if (flag)
+			diag_usage("%s has no effect with --dump-ir", flag);
+	}
+	if (o->max_batch >= 0) {
+		const char *flag = o->json ? "--json" : o->top_set ? "--top"
+		                   : o->bytes_set ? "--bytes" : NULL;
+		if (flag)
+			diag_usage("%s has no effect with --max-batch", flag);
+	}
+	if (o->out && out_is_input(o->out, o->file))
+		diag_usage("-o '%s' is the input file; refusing to overwrite it", o->out);
 }
 
 static void
@@ -458,6 +482,7 @@ parse_args(Options *o, int argc, char **argv)
 	if (optind != argc - 1)
 		diag_usage(optind == argc ? "no input file" : "exactly one input file expected");
 	o->file = argv[optind];
+	check_modes(o);
 	if (o->goal.budget >= 0 && o->goal.level < 2)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
@@ -561,20 +586,25 @@ set_batch(NetOptions *net, const char *name, int64_t value)
 	net->defs[net->ndefs++].value = value;
 }
 
-/* Peak at batch b, or -1 when the analysis fails at that batch. */
+/* Peak at batch b, or -1 when the analysis fails at that batch; then why[]
+ * holds its first diagnostic line (the messages are not printed). */
 static int64_t
-peak_at(const Program *prog, Options *o, const char *bname, int64_t b)
+peak_at(const Program *prog, Options *o, const char *bname, int64_t b, char *why,
+        size_t nwhy)
 {
 	Arena a;
 	Analysis an;
 	Diag d;
 	int64_t peak;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
 	int rc;
 
 	set_batch(&o->net, bname, b);
 	progress_begin("--max-batch: analyzing %s=%lld", bname, (long long)b);
 	ar_init(&a);
-	diag_init(&d, NULL, stderr);
+	diag_init(&d, NULL, mem ? mem : stderr);
 	d.quiet_warnings = true;
 	PlanGoal goal = o->goal;
 	goal.budget = -1;
@@ -582,43 +612,69 @@ peak_at(const Program *prog, Options *o, const char *bname, int64_t b)
 	             &(PassOptions){0, NULL, o->passes.check});
 	peak = rc == 0 ? an.ev.peak : -1;
 	ar_free(&a);
+	if (mem)
+		fclose(mem);
+	snprintf(why, nwhy, "%.*s", text ? (int)strcspn(text, "\n") : 0, text ? text : "");
+	if (!why[0] && rc)
+		snprintf(why, nwhy, "the analysis fails (status %d)", rc);
+	free(text);
 	return peak;
 }
 
 /* --max-batch: the largest batch (a multiple of the accumulation steps)
  * whose peak fits, by doubling then bisection. The peak grows with the
- * batch in every graph we know; probes that contradict it are reported. */
+ * batch in every graph we know; probes that contradict it are reported. A
+ * batch the analysis rejects (sizes past 2^62 bytes, FLOPs past 2^63)
+ * bounds the search: the answer states it as an upper limit. */
 static int
 max_batch(const Program *prog, Options *o, const Analysis *an)
 {
 	const char *bname = an->g.batch_dim;
-	int64_t step = an->g.settings.accumulate, lo = 0, hi, p, last = -1;
+	int64_t step = an->g.settings.accumulate, lo = 0, hi, p, last = -1, failed = -1;
 	bool monotone = true;
-	char buf[32];
+	char buf[32], why[512], firstwhy[512] = "";
 
 	if (!bname) {
 		fprintf(stderr, "remat: --max-batch: %s declares no `batch` dimension\n", o->file);
 		return 1;
 	}
-	for (hi = step; (p = peak_at(prog, o, bname, hi)) >= 0 && p <= o->max_batch; hi *= 2) {
+	for (hi = step;; ) {
+		p = peak_at(prog, o, bname, hi, why, sizeof why);
+		if (p < 0 && failed < 0) {
+			failed = hi;
+			snprintf(firstwhy, sizeof firstwhy, "%s", why);
+		}
+		if (p < 0 || p > o->max_batch)
+			break;
 		if (p < last)
 			monotone = false;
 		last = p;
 		lo = hi;
-		if (hi > ((int64_t)1 << 40))
+		if (!ck_mul(hi, 2, &hi)) {
+			hi = lo;        /* every batch up to 2^63 fits */
 			break;
+		}
 	}
 	while (hi - lo > step) {
 		int64_t mid = lo + (hi - lo) / step / 2 * step;
-		p = peak_at(prog, o, bname, mid);
+		p = peak_at(prog, o, bname, mid, why, sizeof why);
+		if (p < 0 && (failed < 0 || mid < failed)) {
+			failed = mid;
+			snprintf(firstwhy, sizeof firstwhy, "%s", why);
+		}
 		if (p >= 0 && p <= o->max_batch)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	p = peak_at(prog, o, bname, lo ? lo : step);
+	p = peak_at(prog, o, bname, lo ? lo : step, why, sizeof why);
 	progress_end();          /* before printing on the same terminal */
 	if (lo == 0) {
+		if (failed == step) {   /* the analysis fails at the smallest batch */
+			fprintf(stderr, "remat: --max-batch: batch %lld cannot be analyzed: %s\n",
+			        (long long)step, firstwhy);
+			return 1;
+		}
 		printf("no batch fits in %s (%lld bytes): batch %lld needs %lld bytes\n",
 		       report_size(o->max_batch, buf), (long long)o->max_batch,
 		       (long long)step, (long long)p);
@@ -627,6 +683,9 @@ max_batch(const Program *prog, Options *o, const Analysis *an)
 	printf("max batch %s = %lld: peak %s (%lld bytes) fits in %lld bytes\n",
 	       bname, (long long)lo, report_size(p, buf), (long long)p,
 	       (long long)o->max_batch);
+	if (failed >= 0 && failed == hi)
+		printf("note: an upper limit: batch %lld cannot be analyzed (%s)\n",
+		       (long long)failed, firstwhy);
 	if (!monotone)
 		printf("note: the peak was not monotone in the batch at the probed sizes\n");
 	return 0;
@@ -647,7 +706,8 @@ compile(Options *o, const Source *src, Arena *a)
 		return 1;
 	if (o->dump_ir || o->graph_json) {
 		ir_graph_init(&an.g, a, src->name);
-		if (net_instantiate(prog, &o->net, &an.g, &d) || shape_infer(&an.g, &d))
+		if (net_instantiate(prog, &o->net, &an.g, &d) || shape_infer(&an.g, &d) ||
+		    autodiff_check_loss(&an.g, &d))
 			return 1;
 		if (o->graph_json)
 			graph_json(&an.g, stdout);
@@ -682,12 +742,14 @@ compile(Options *o, const Source *src, Arena *a)
 		return rc;
 	if ((rc = viz_write_files(&o->viz, &an)))
 		return rc;
+	/* with -o - the program is on stdout: the report goes to stderr */
+	FILE *rep = o->out && !strcmp(o->out, "-") ? stderr : stdout;
 	if (o->json)
-		report_json(&an, stdout);
+		report_json(&an, rep);
 	else
-		report_human(&an, &o->report, stdout);
+		report_human(&an, &o->report, rep);
 	if (o->emit_torch || (o->net.pytorch && an.goal.level > 0 && an.g.train && !o->json))
-		return emit_torch(&an, o->emit_torch, o->json ? NULL : stdout, a);
+		return emit_torch(&an, o->emit_torch, o->json ? NULL : rep, a);
 	return 0;
 }
 

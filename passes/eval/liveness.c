@@ -130,7 +130,7 @@ lv_step(Lv *L, int i, int v)
 			        i, n->name, L->d->t[t].name, L->readat[t]);
 		ev->inst[L->cur[t]].end = i;
 		if (!ac->out_of_place || ac->view_src < 0)
-			temp += L->d->t[t].bytes;
+			temp = ck_sat_add(temp, L->d->t[t].bytes);  /* lv_sum checks */
 		if (ac->out_of_place) {
 			L->pend[np++] = -3;     /* the sum: a new owning instance */
 			L->roots[L->nroots++] = -1 - ev->inst[L->cur[t]].base;
@@ -182,7 +182,7 @@ lv_check_step(Lv *L, int i)
 	}
 	L->ev->kind[i] = dag_step_kind(d, L->s, i, L->seen);
 	if (L->ev->kind[i] == STEP_RECOMPUTE)
-		L->ev->recompute_cost += d->node[v].cost;
+		L->ev->recompute_cost = ck_sat_add(L->ev->recompute_cost, d->node[v].cost);
 	L->seen[v] = true;
 	return true;
 }
@@ -253,26 +253,38 @@ lv_sum(Lv *L)
 	int n = ev->nsteps;
 	int64_t *diff = ar_alloc(&L->scratch, sizeof *diff * (size_t)(n + 1));
 	int64_t pers = 0, run = 0;
+	bool ok = ev->recompute_cost < INT64_MAX;
 
+	/* checked: a Dag within DAG_LIMIT never overflows, any other is
+	 * refused rather than given a wrapped peak */
 	for (int c = 0; c < CAT_COUNT; c++)
-		pers += L->d->persistent[c];
+		ok &= ck_add(pers, L->d->persistent[c], &pers);
 	for (int k = 0; k < ev->ninst; k++) {
 		Instance *in = &ev->inst[k];
 		int lo = in->start < 0 ? 0 : in->start;
 		if (in->owned == 0 || in->end < lo)
 			continue;
-		diff[lo] += in->owned;
-		diff[in->end + 1] -= in->owned;
+		ok &= ck_add(diff[lo], in->owned, &diff[lo]);
+		ok &= ck_sub(diff[in->end + 1], in->owned, &diff[in->end + 1]);
 	}
 	ev->peak = pers;
 	ev->peak_step = 0;
-	for (int i = 0; i < n; i++) {
-		run += diff[i];
-		ev->live_bytes[i] = lv_sum_phase(L, i, pers + run + ev->temp_bytes[i]);
+	for (int i = 0; i < n && ok; i++) {
+		int64_t sum;
+		ok &= ck_add(run, diff[i], &run);
+		ok &= ck_add(pers, run, &sum);
+		ok &= ck_add(sum, ev->temp_bytes[i], &sum);
+		ev->live_bytes[i] = lv_sum_phase(L, i, sum);
 		if (ev->live_bytes[i] > ev->peak || i == 0) {
 			ev->peak = ev->live_bytes[i];
 			ev->peak_step = i;
 		}
+	}
+	if (!ok) {
+		lv_fail(L, "memory or recompute cost passes 2^63 (see docs/limits.md)");
+		ev->peak = 0;
+		ev->peak_step = 0;
+		return;
 	}
 	for (int c = 0; c < CAT_COUNT; c++)
 		ev->breakdown[c] = L->d->persistent[c];

@@ -31,7 +31,7 @@ loss_loc(const Graph *g)
 
 /* Checks the training output; 0 when backward can start from it. */
 static int
-check_loss(Graph *g, Diag *d)
+check_loss(const Graph *g, Diag *d)
 {
 	const Tensor *t;
 	char buf[IR_MAXDIM * 24 + 4];
@@ -256,4 +256,10 @@ autodiff(Graph *g, Diag *d)
 			diag_error(d, g->t[t].loc, "grad('%s') is larger than 2^62 bytes",
 			           g->t[t].id);
 	return d->nerrors - before;
+}
+
+int
+autodiff_check_loss(const Graph *g, Diag *d)
+{
+	return g->train ? check_loss(g, d) : 0;
 }

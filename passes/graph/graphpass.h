@@ -25,6 +25,9 @@ int shape_infer_op(Graph *g, int o, Diag *d);  /* one op; 0 on success */
  * Tensor.saved), its FLOPs, and creates grad(t) tensors (Tensor.grad).
  * Warns about grad-needing outputs that cannot reach the loss. */
 int autodiff(Graph *g, Diag *d);
+/* The training-output checks alone (one output, a float scalar that depends
+ * on a param), for --dump-ir; errors reported. */
+int autodiff_check_loss(const Graph *g, Diag *d);
 
 /* ---------------------------------------------------------------- passes/graph/lower.c */
 /* Builds the Dag of g's training step (or inference pass), per the

@@ -28,6 +28,7 @@ typedef struct Cm {
 	const char **key;       /* [n] node id as "i:123" or "s:text" */
 	int *sorted;            /* [n] node indices sorted by key */
 	int n;
+	const JrValue *at;      /* the value being read: errors give its line:col */
 } Cm;
 
 static int
@@ -42,7 +43,10 @@ cm_fail(Cm *c, const char *fmt, ...)
 
 	if (!c->errn)
 		return -1;
-	k = snprintf(c->err, c->errn, "%s: ", c->path);
+	if (c->at)
+		k = snprintf(c->err, c->errn, "%s:%d:%d: ", c->path, c->at->line, c->at->col);
+	else
+		k = snprintf(c->err, c->errn, "%s: ", c->path);
 	if (k >= 0 && (size_t)k < c->errn) {
 		va_start(ap, fmt);
 		vsnprintf(c->err + k, c->errn - (size_t)k, fmt, ap);
@@ -165,6 +169,7 @@ read_node(Cm *c, const JrValue *node, int i, Dag *d)
 	DagNode *n = &d->node[i];
 	DagTensor *t = &d->t[i];
 
+	c->at = node;
 	if (node->type != JR_OBJ)
 		return cm_fail(c, "node %d is not an object", i);
 	if (!id)
@@ -260,6 +265,7 @@ read_links(Cm *c, const JrValue *links, Edge *e)
 
 	for (int j = 0; j < links->n; j++) {
 		const JrValue *l = links->item[j];
+		c->at = l;
 		if (l->type != JR_OBJ)
 			return cm_fail(c, "link %d is not an object", j);
 		if ((e[j].u = link_end(c, l, j, 0)) < 0 || (e[j].v = link_end(c, l, j, 1)) < 0)
@@ -340,6 +346,7 @@ given_order(Cm *c, Dag *d, const JrValue *order, const Edge *e, int m)
 {
 	int n = d->nnode, *pos;
 
+	c->at = order;
 	if (order->type != JR_ARR)
 		return cm_fail(c, "'graph.order' must be an array");
 	if (order->n != n)
@@ -350,7 +357,7 @@ given_order(Cm *c, Dag *d, const JrValue *order, const Edge *e, int m)
 	for (int v = 0; v < n; v++)
 		pos[v] = -1;
 	for (int i = 0; i < n; i++) {
-		int v = find_node(c, order->item[i]);
+		int v = find_node(c, c->at = order->item[i]);
 		if (v < 0)
 			return cm_fail(c, "'graph.order' entry %d is not a node id", i);
 		if (pos[v] >= 0)
@@ -370,9 +377,11 @@ static int
 build(Cm *c, const JrValue *doc, Dag *d, CmInfo *g)
 {
 	const JrValue *graph, *links, *order, *nm, *dir;
+	DagExcess x;
 	Edge *e;
 	int m;
 
+	c->at = doc;
 	if (doc->type != JR_OBJ)
 		return cm_fail(c, "the document is not a JSON object");
 	if ((dir = jr_get(doc, "directed")) && !(dir->type == JR_BOOL && dir->b))
@@ -390,6 +399,7 @@ build(Cm *c, const JrValue *doc, Dag *d, CmInfo *g)
 	e = ar_alloc(c->a, sizeof *e * (size_t)(links->n + 1));
 	if ((m = read_links(c, links, e)) < 0)
 		return -1;
+	c->at = NULL;
 	set_inputs(c, d, e, m);
 	order = jr_get(graph, "order");
 	if (order ? given_order(c, d, order, e, m) : kahn_order(c, d, e, m))
@@ -398,13 +408,20 @@ build(Cm *c, const JrValue *doc, Dag *d, CmInfo *g)
 	g->name = nm && nm->type == JR_STR ? nm->str : c->path;
 	g->nedges = m;
 	dag_finish(d);
+	if (dag_excess(d, &x)) {        /* every later sum stays far from 2^63 */
+		int k = x.tensor >= 0 ? x.tensor : x.node;
+		c->at = k >= 0 ? jr_get(doc, "nodes")->item[k] : NULL;
+		return cm_fail(c, "node %d ('%s'): the total of the graph's %s passes 2^60 "
+		               "(see docs/limits.md)", k, k >= 0 ? d->node[k].name : "?",
+		               x.what[0] == 'b' ? "cost_ram" : "cost");
+	}
 	return 0;
 }
 
 int
 cm_import_info(const char *path, Dag *d, Arena *a, char *err, size_t errn, CmInfo *g)
 {
-	Cm c = {a, err, errn, path, NULL, NULL, 0};
+	Cm c = {a, err, errn, path, NULL, NULL, 0, NULL};
 	char jerr[200];
 	const JrValue *doc;
 	size_t len;

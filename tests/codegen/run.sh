@@ -7,7 +7,9 @@
 # Each program is compiled in host mode (-Wall -Werror) and run in tracked
 # and arena modes; a run passes when the measured peak equals the prediction
 # (exit 0), the arena holds the peak, and its loss, dirgrad and gradient
-# checksums are bit-identical to the -O0 tracked run. Further tests: the
+# checksums are bit-identical to the -O0 tracked run. Every -O2 program
+# also runs under -fsanitize=address,undefined with leak checking, output
+# compared (skipped where $CC lacks them). Further tests: the
 # predicted peak of tiny.net equals the JSON report's peak_bytes and its
 # arena_bytes; some schedules really recompute; and, when $NVCC is set, each
 # example's -O2 program compiles as CUDA (compile only, one level per
@@ -40,7 +42,7 @@ tiny_flags() {
 
 nets=$(cd "$SRCDIR/examples" && ls *.net)
 nnets=$(echo "$nets" | wc -w)
-echo "1..$((nnets * 5 + 2))"
+echo "1..$((nnets * 6 + 6))"
 i=0
 nrec=0
 
@@ -136,6 +138,13 @@ for net in $nets; do
 		"$SRCDIR/examples/$net"
 done
 
+# Wide calls (tests/codegen/wide.net): a concat of 8 inputs, a custom op of
+# 10 arguments, at -O0 and -O2 with the same results.
+ref=
+run_one "wide.net -O0" "$out/wide-O0" -O0 "$SRCDIR/tests/codegen/wide.net" &&
+	ref="$out/wide-O0.tracked"
+run_one "wide.net -O2" "$out/wide-O2" -O2 "$SRCDIR/tests/codegen/wide.net"
+
 # The program predicts exactly what the JSON report says.
 t="$out/tiny-json"
 if "$REMAT" --json "$SRCDIR/examples/tiny.net" -o "$t.cu" >"$t.json" 2>"$t.err" &&
@@ -156,6 +165,53 @@ if [ $nrec -gt 0 ]; then
 	ok "recomputation exercised: $nrec schedules with recompute steps"
 else
 	notok "no schedule recomputes anything: the tiny sizes test nothing"
+fi
+
+# Every example's -O2 program under AddressSanitizer, UBSan and the leak
+# checker, in both modes: no report, no leak, and the full output (flushed
+# before exit) equal to the plain build's. Skipped where $CC lacks them.
+san="-fsanitize=address,undefined -fno-sanitize-recover=all"
+if printf 'int main(void){return 0;}\n' >"$out/san.c" &&
+   $CC $san "$out/san.c" -o "$out/san" 2>/dev/null && "$out/san" 2>/dev/null; then
+	have_san=yes
+else
+	have_san=no
+fi
+for net in $nets wide.net; do
+	ex=${net%.net} stem="$out/${net%.net}-O2"
+	if [ $have_san = no ]; then
+		ok "$ex -O2 under ASan+UBSan+LSan # SKIP $CC lacks the sanitizers"
+		continue
+	fi
+	# shellcheck disable=SC2086
+	if ! $CC -x c -std=c11 -O1 -g -Wall -Werror -DREMAT_HOST $san "$stem.cu" -o "$stem-san" \
+	     -lm 2>"$stem-san.err"; then
+		notok "$ex -O2: sanitized compile failed"; sed 's/^/# /' "$stem-san.err" | head -10
+		continue
+	fi
+	bad=
+	for m in tracked arena; do
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+			"$stem-san" --$m >"$stem-san.$m" 2>>"$stem-san.err" || bad="$bad $m:exit"
+		cmp -s "$stem-san.$m" "$stem.$m" || bad="$bad $m:output"
+	done
+	if [ -z "$bad" ]; then
+		ok "$ex -O2 under ASan+UBSan+LSan: clean, no leak, same output"
+	else
+		notok "$ex -O2 under ASan+UBSan+LSan:$bad"; sed 's/^/# /' "$stem-san.err" | head -20
+	fi
+done
+
+# A source path with "*/", a quote and a newline is embedded safely.
+odd="$out/we*/ird \"dir
+"
+mkdir -p "$odd" && cp "$SRCDIR/examples/tiny.net" "$odd/t.net"
+if "$REMAT" -o "$out/odd.cu" "$odd/t.net" >/dev/null 2>"$out/odd.err" &&
+   $CC -x c -std=c11 -O1 -Wall -Werror -DREMAT_HOST "$out/odd.cu" -o "$out/odd" -lm \
+	2>>"$out/odd.err" && "$out/odd" >/dev/null 2>>"$out/odd.err"; then
+	ok "a path with '*/', a quote and a newline: the program compiles and runs"
+else
+	notok "a path with '*/', a quote and a newline"; sed 's/^/# /' "$out/odd.err" | head -10
 fi
 
 [ -n "$NVCC" ] && wait "$nvpid"

@@ -1,6 +1,9 @@
-/* tests/fuzz/replay.c -- a check test: replays every file of
- * tests/fuzz/regress/ and tests/bad/ through the fuzz target (parse,
- * instantiate, shape inference), printing TAP. A crash fails the run. */
+/* tests/fuzz/replay.c -- a check test: replays every kept input through a
+ * fuzz target, printing TAP. Linked once per target: with fuzz_frontend.c
+ * (parse, instantiate, shapes) and fuzz_pipeline.c (the whole pipeline)
+ * over tests/fuzz/regress/, tests/bad/, the corpus and the examples; with
+ * fuzz_checkmate.c over tests/fuzz/regress-checkmate/ and its corpus. A
+ * crash, a sanitizer report or a leak fails the run. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +22,7 @@ replay_dir(const char *dir, int *k)
 	if (!dp)
 		return 0;
 	while ((de = readdir(dp))) {
-		char path[4096];
+		char path[4096 + 512];
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -40,6 +43,16 @@ replay_dir(const char *dir, int *k)
 	return 0;
 }
 
+/* Which inputs each target replays (REPLAY_CHECKMATE: the JSON importer's). */
+static const char *const dirs[] = {
+#ifdef REPLAY_CHECKMATE
+	"tests/fuzz/regress-checkmate", "tests/fuzz/corpus-checkmate",
+#else
+	"tests/fuzz/regress", "tests/bad", "tests/fuzz/corpus", "examples",
+#endif
+	NULL
+};
+
 int
 main(void)
 {
@@ -49,12 +62,10 @@ main(void)
 
 	if (!src)
 		src = ".";
-	snprintf(dir, sizeof dir, "%s/tests/fuzz/regress", src);
-	replay_dir(dir, &k);
-	snprintf(dir, sizeof dir, "%s/tests/bad", src);
-	replay_dir(dir, &k);
-	snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus", src);
-	replay_dir(dir, &k);
+	for (const char *const *d = dirs; *d; d++) {
+		snprintf(dir, sizeof dir, "%s/%s", src, *d);
+		replay_dir(dir, &k);
+	}
 	printf("1..%d\n", k);
 	return 0;
 }

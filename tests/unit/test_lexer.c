@@ -119,8 +119,8 @@ test_bad_characters(void **state)
 	assert_int_equal(n, 4);         /* a b c EOF */
 	assert_string_equal(err,
 		"m.net:1:3: error: stray '$' in program\na $ b\n  ^\n"
-		"m.net:2:1: error: stray byte 0x01 in program\n\x01 \n^\n"
-		"m.net:2:3: error: stray byte 0x00 in program\n\x01 \n  ^\n");
+		"m.net:2:1: error: stray byte 0x01 in program\n? ?c\n^\n"
+		"m.net:2:3: error: stray byte 0x00 in program\n? ?c\n  ^\n");
 	free(err);
 }
 

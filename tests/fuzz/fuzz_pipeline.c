@@ -1,0 +1,49 @@
+/* tests/fuzz/fuzz_pipeline.c -- libFuzzer target: any bytes through the
+ * whole pipeline, as `remat -O2 -o` runs it: parse, instantiate, shapes,
+ * autodiff, lower, -O2 planning, liveness, memory plan, reports and the
+ * generated program, with small resource limits (a 20000-tensor cap, so
+ * at most 5000 expansion units; -O2 on Dags of at most 100 nodes) so that
+ * each input runs in milliseconds.
+ * Errors are expected and go to a sink. Also linked into
+ * tests/fuzz/replay_pipeline, which replays the kept inputs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t n);
+
+int
+LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
+{
+	static FILE *sink;
+	char *text = xmalloc(n + 1);
+	Source src = {"fuzz.net", text, n};
+	NetOptions o = {.max_tensors = 20000};
+	PlanGoal goal = {2, 1.0, -1, false}, base = {0, 1.0, -1, false};
+	ReportOptions ro = {10, false};
+	PassOptions po = {0, NULL, true};  /* the invariant checks too */
+	Analysis an;
+	Arena a;
+	Diag d;
+	Program *p;
+
+	if (!sink)
+		sink = fopen("/dev/null", "w");
+	memcpy(text, data, n);
+	text[n] = 0;
+	ar_init(&a);
+	diag_init(&d, &src, sink);
+	p = net_parse(&src, &a, &d);
+	/* -O2 only on graphs small enough to plan in milliseconds (the real
+	 * examples take seconds under the sanitizers): the rest at -O0 */
+	if (p && !d.nerrors && analyze(p, src.name, &o, &base, true, &an, &a, &d, &po) == 0 &&
+	    (an.d.nnode > 100 || analyze(p, src.name, &o, &goal, true, &an, &a, &d, &po) == 0)) {
+		report_human(&an, &ro, sink);
+		report_json(&an, sink);
+		cg_emit(&an.g, &an.d, &an.plan.sched, &an.ev, an.arena_bytes, sink);
+	}
+	ar_free(&a);
+	free(text);
+	return 0;
+}
