@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dag.h"
+#include "onnx.h"
 
 enum { MAX_DEFS = 256 };
 
@@ -23,6 +24,8 @@ typedef struct Options {
 	bool dump_ir, json, verify;
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
+	bool onnx;              /* --import onnx: frontend/onnx */
+	OnnxOptions onnx_opt;   /* --params, --loss, --emit-net */
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
 	ReportOptions report;
 } Options;
@@ -31,7 +34,7 @@ enum {
 	OPT_INFER = 256, OPT_OPTIMIZER, OPT_PRECISION, OPT_ACCUMULATE,
 	OPT_DUMP_IR, OPT_JSON, OPT_MAX_RECOMPUTE, OPT_BUDGET, OPT_EXACT,
 	OPT_VERIFY, OPT_MAX_BATCH, OPT_IMPORT, OPT_TOP, OPT_BYTES, OPT_STATS, OPT_HELP,
-	OPT_VERSION
+	OPT_VERSION, OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET
 };
 
 static const struct option long_options[] = {
@@ -52,6 +55,9 @@ static const struct option long_options[] = {
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
+	{"params", required_argument, NULL, OPT_PARAMS},
+	{"loss", required_argument, NULL, OPT_LOSS},
+	{"emit-net", required_argument, NULL, OPT_EMIT_NET},
 	{NULL, 0, NULL, 0},
 };
 
@@ -60,6 +66,7 @@ usage(FILE *f)
 {
 	fputs("usage: remat [options] FILE.net        (FILE '-' reads stdin)\n"
 	      "       remat --import checkmate [options] FILE.json\n"
+	      "       remat --import onnx [--loss KIND[:OUT]] [--params RE] [--emit-net F.net] [options] MODEL.onnx\n"
 	      "\n"
 	      "Analyzes the training memory of a network and plans rematerialization.\n"
 	      "\n"
@@ -206,10 +213,14 @@ parse_option(Options *o, int c, char *arg)
 			diag_usage("--max-batch: cannot read size '%s' (e.g. 80GiB)", arg);
 		break;
 	case OPT_IMPORT:
-		if (strcmp(arg, "checkmate"))
-			diag_usage("--import: unknown format '%s' (only 'checkmate')", arg);
-		o->checkmate = true;
+		if (strcmp(arg, "checkmate") && strcmp(arg, "onnx"))
+			diag_usage("--import: unknown format '%s' (checkmate or onnx)", arg);
+		o->checkmate = !strcmp(arg, "checkmate");
+		o->onnx = !o->checkmate;
 		break;
+	case OPT_PARAMS: o->onnx_opt.params = arg; break;
+	case OPT_LOSS: o->onnx_opt.loss = arg; break;
+	case OPT_EMIT_NET: o->onnx_opt.emit_net = arg; break;
 	case OPT_TOP: o->report.top = (int)parse_count("--top", arg, 0); break;
 	case OPT_BYTES: o->report.exact_bytes = true; break;
 	case OPT_STATS: o->stats = true; break;
@@ -433,8 +444,12 @@ run_net(Options *o)
 	int rc;
 
 	ar_init(&a);
-	src = read_source(o->file, &a);
-	rc = compile(o, &src, &a);
+	if (o->onnx)
+		rc = onnx_import(o->file, &o->onnx_opt, &o->net, &a, &src);
+	else
+		src = read_source(o->file, &a), rc = 0;
+	if (rc == 0)
+		rc = compile(o, &src, &a);
 	ar_free(&a);
 	if (fflush(stdout) && rc == 0)
 		rc = 4;
