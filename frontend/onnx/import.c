@@ -222,6 +222,35 @@ dim_override(Imp *I, const char *name)
 	return -1;
 }
 
+/* The .net dim for symbolic dim `name` (value from -D), declared on first
+ * use: `batch` when it is a data input's first axis. The -D entry is renamed
+ * to the .net name, so that instantiation applies it too. */
+static const char *
+symbol(Imp *I, const char *name, int64_t value, bool first_axis)
+{
+	const char *net;
+
+	for (int i = 0; i < I->nsym; i++)
+		if (!strcmp(I->sym[i].onnx, name))
+			return I->sym[i].net;
+	if (I->nsym == OX_MAXSYM)
+		ox_fail(I, "more than %d symbolic dimensions", OX_MAXSYM);
+	net = ox_netname(I, name);
+	I->sym[I->nsym].onnx = name;
+	I->sym[I->nsym++].net = net;
+	ox_printf(&I->head, "%s %s = %lld;   # ONNX dim_param '%s'\n",
+	          first_axis && !I->has_batch ? "batch" : "dim", net, (long long)value, name);
+	if (first_axis && !I->has_batch) {
+		I->has_batch = true;
+		I->batch_sym = I->nsym - 1;
+		I->batch_value = value;
+	}
+	for (int i = 0; i < I->net->ndefs; i++)
+		if (!strcmp(I->net->defs[i].name, name))
+			I->net->defs[i].name = net;
+	return net;
+}
+
 /* Fills v's dtype and shape from a graph input or output's type. */
 static void
 read_type(Imp *I, Val *v, const Onnx__ValueInfoProto *vi)
@@ -244,10 +273,12 @@ read_type(Imp *I, Val *v, const Onnx__ValueInfoProto *vi)
 		const Onnx__TensorShapeProto__Dimension *d = s->dim[i];
 		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
 			v->dim[i] = d->dim_value;
-		else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-		         (v->dim[i] = dim_override(I, d->dim_param)) < 0)
-			ox_fail(I, "input '%s' has symbolic dimension '%s': give its "
-			        "value with -D%s=N", vi->name, d->dim_param, d->dim_param);
+		else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+			if ((v->dim[i] = dim_override(I, d->dim_param)) < 0)
+				ox_fail(I, "input '%s' has symbolic dimension '%s': give its "
+				        "value with -D%s=N", vi->name, d->dim_param, d->dim_param);
+			v->sym[i] = symbol(I, d->dim_param, v->dim[i], i == 0);
+		}
 		else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE__NOT_SET)
 			ox_fail(I, "input '%s' has an unknown dimension %zu", vi->name, i);
 		if (v->dim[i] <= 0 || v->dim[i] > ((int64_t)1 << 40))
@@ -295,26 +326,35 @@ classify(Imp *I, regex_t *re)
 	}
 }
 
+static void
+declare(Imp *I, Val *v)
+{
+	if (v->kind == V_BUFFER) {
+		I->buffer_bytes += ox_numel(v) * (v->dt == 11 ? 8 : v->dt == 1 ? 4 : 2);
+		return;
+	}
+	if (!v->nuse || v->net || v->kind == V_CONST)
+		return;
+	v->net = ox_netname(I, v->name);
+	ox_printf(&I->head, "%s %s : %s", v->kind == V_PARAM ? "param" : "input",
+	          v->net, ox_dtype(I, v->dt));
+	ox_printf(&I->head, "[");
+	for (int i = 0; i < v->rank; i++)
+		ox_printf(&I->head, "%s%s", i ? ", " : "", v->sym[i] ? v->sym[i]
+		          : ar_printf(I->a, "%lld", (long long)v->dim[i]));
+	ox_printf(&I->head, "];\n");
+}
+
 /* Declares every graph input and initializer in the header. */
 static void
 declare_inputs(Imp *I)
 {
 	Onnx__GraphProto *g = I->g;
 
-	for (size_t i = 0; i < g->n_input; i++) {
-		Val *v = ox_lookup(I, g->input[i]->name);
-		if (v->kind == V_BUFFER) {
-			I->buffer_bytes += ox_numel(v) * (v->dt == 11 ? 8 : v->dt == 1 ? 4 : 2);
-			continue;
-		}
-		if (!v->nuse)
-			continue;
-		v->net = ox_netname(I, v->name);
-		ox_printf(&I->head, "%s %s : %s", v->kind == V_PARAM ? "param" : "input",
-		          v->net, ox_dtype(I, v->dt));
-		ox_shape(&I->head, v);
-		ox_printf(&I->head, ";\n");
-	}
+	for (size_t i = 0; i < g->n_input; i++)
+		declare(I, ox_lookup(I, g->input[i]->name));
+	for (size_t i = 0; i < g->n_initializer; i++)
+		declare(I, ox_lookup(I, g->initializer[i]->name ? g->initializer[i]->name : ""));
 }
 
 /* Adds the initializers as parameters (their data is never read). */
@@ -326,11 +366,8 @@ read_initializers(Imp *I)
 	for (size_t i = 0; i < g->n_initializer; i++) {
 		Onnx__TensorProto *t = g->initializer[i];
 		Val *v = ox_lookup(I, t->name ? t->name : "");
-		if (!v) {
+		if (!v)
 			v = ox_new(I, t->name ? t->name : "");
-			Onnx__ValueInfoProto vi = ONNX__VALUE_INFO_PROTO__INIT;
-			(void)vi;
-		}
 		if (t->n_dims > OX_MAXRANK)
 			ox_fail(I, "initializer '%s' has %zu axes", v->name, t->n_dims);
 		v->rank = (int)t->n_dims;
@@ -341,6 +378,8 @@ read_initializers(Imp *I)
 				ox_fail(I, "initializer '%s' has dimension %lld out of range",
 				        v->name, (long long)v->dim[k]);
 		v->kind = is_float(v->dt) ? V_PARAM : V_DATA;
+		if (!is_float(v->dt) && (t->raw_data.len || t->n_int64_data || t->n_int32_data))
+			ox_const_tensor(I, v, t);   /* shape data: folded like a Constant */
 	}
 }
 
@@ -393,6 +432,20 @@ check_order(Imp *I)
 			ox_lookup(I, g->output[i]->name)->nuse++;
 }
 
+/* The labels' shape: out's first rank axes; the first is the batch dim
+ * when the model declares one of that size (it scales with -D). */
+static void
+labels_shape(Imp *I, const Val *out, int rank)
+{
+	ox_printf(&I->head, "[");
+	for (int i = 0; i < rank; i++)
+		if (i == 0 && I->has_batch && out->dim[0] == I->batch_value)
+			ox_printf(&I->head, "%s", I->sym[I->batch_sym].net);
+		else
+			ox_printf(&I->head, "%s%lld", i ? ", " : "", (long long)out->dim[i]);
+	ox_printf(&I->head, "];\n");
+}
+
 /* The loss named by --loss, or the outputs in inference. */
 static void
 add_outputs(Imp *I)
@@ -432,17 +485,13 @@ add_outputs(Imp *I)
 		ox_fail(I, "--loss: no tensor output '%s'", colon ? colon + 1 : "");
 	if (!strcmp(k, "mse")) {
 		ox_printf(&I->head, "input labels : %s", ox_dtype(I, out->dt));
-		ox_shape(&I->head, out);
-		ox_printf(&I->head, ";\n");
+		labels_shape(I, out, out->rank);
 		ox_printf(&I->body, "loss = mse_loss(%s, labels);\n", out->net);
 	} else {
-		Val lab = *out;
 		if (out->rank < 1 || !is_float(out->dt))
 			ox_fail(I, "--loss cross_entropy needs float logits [..., C]");
-		lab.rank--;
 		ox_printf(&I->head, "input labels : i64");
-		ox_shape(&I->head, &lab);
-		ox_printf(&I->head, ";\n");
+		labels_shape(I, out, out->rank - 1);
 		ox_printf(&I->body, "loss = cross_entropy(%s, labels);\n", out->net);
 	}
 	ox_printf(&I->body, "output loss;\n");
@@ -516,7 +565,7 @@ note_inference(Imp *I)
 
 int
 onnx_translate(const char *name, const uint8_t *data, size_t len,
-               const OnnxOptions *o, const NetOptions *net, Arena *a,
+               const OnnxOptions *o, NetOptions *net, Arena *a,
                Source *out)
 {
 	Onnx__ModelProto *volatile m;
@@ -550,7 +599,9 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	add_outputs(&I);
 	note_inference(&I);
 	assemble(&I, m, &text);
-	out->name = ar_printf(a, "%s.net", name);
+	/* named as --emit-net's file, so that reports on the import and on
+	 * that file are the same bytes */
+	out->name = o->emit_net ? o->emit_net : ar_printf(a, "%s.net", name);
 	out->text = ar_strndup(a, text.s, text.n);
 	out->len = text.n;
 	onnx__model_proto__free_unpacked(m, NULL);
@@ -581,7 +632,7 @@ write_net(const char *path, const Source *s, Arena *a)
 }
 
 int
-onnx_import(const char *path, const OnnxOptions *o, const NetOptions *net,
+onnx_import(const char *path, const OnnxOptions *o, NetOptions *net,
             Arena *a, Source *out)
 {
 	FILE *f = fopen(path, "rb");

@@ -3,7 +3,7 @@
 #include "onnx.h"
 
 int
-onnx_import(const char *path, const OnnxOptions *o, const NetOptions *net,
+onnx_import(const char *path, const OnnxOptions *o, NetOptions *net,
             Arena *a, Source *out)
 {
 	(void)path, (void)o, (void)net, (void)a, (void)out;

@@ -22,13 +22,14 @@ typedef struct OnnxOptions {
 /* Translates the model at path into .net text in *out (name "path"), using
  * net's -D values for symbolic dims and its infer flag. Writes --emit-net.
  * On a bad model prints "remat: path: ..." to stderr and returns 1; returns
- * 0 on success. Without protobuf-c (none.c) it says so and returns 1. */
-int onnx_import(const char *path, const OnnxOptions *o, const NetOptions *net,
+ * 0 on success. A -D naming a symbolic dim is renamed to its .net dim.
+ * Without protobuf-c (none.c) it says so and returns 1. */
+int onnx_import(const char *path, const OnnxOptions *o, NetOptions *net,
                 Arena *a, Source *out);
 
 /* Translates an in-memory model; what onnx_import and the fuzzer call. */
 int onnx_translate(const char *name, const uint8_t *data, size_t len,
-                   const OnnxOptions *o, const NetOptions *net, Arena *a,
+                   const OnnxOptions *o, NetOptions *net, Arena *a,
                    Source *out);
 
 #endif

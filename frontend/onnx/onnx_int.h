@@ -9,6 +9,7 @@
 #include "onnx_subset.pb-c.h"
 
 #define OX_MAXRANK IR_MAXDIM
+#define OX_MAXSYM 16
 #define OX_MAXFOLD (1 << 20)    /* most elements a folded constant may hold */
 
 typedef Onnx__NodeProto Node;
@@ -26,6 +27,7 @@ typedef struct Val {
 	const char *net;        /* .net name once it has one */
 	int nuse;               /* consumers, for the pattern matchers */
 	const Node *producer;
+	const char *sym[OX_MAXRANK];    /* graph inputs: .net dim of a dim_param */
 } Val;
 
 /* A growable text buffer. */
@@ -38,7 +40,12 @@ typedef struct Imp {
 	const char *file;
 	Arena *a;
 	const OnnxOptions *opt;
-	const NetOptions *net;
+	NetOptions *net;
+	struct { const char *onnx, *net; } sym[OX_MAXSYM];
+	int nsym;
+	bool has_batch;         /* a dim_param became the `batch` dim */
+	int batch_sym;
+	int64_t batch_value;
 	jmp_buf fail;
 	Onnx__GraphProto *g;
 	Val **tab;              /* open hashing on the ONNX name */
@@ -67,5 +74,6 @@ void ox_shape(Buf *b, const Val *v);
 
 /* ops.c */
 void ox_node(Imp *I, int i);
+void ox_const_tensor(Imp *I, Val *v, const Onnx__TensorProto *t);
 
 #endif

@@ -135,8 +135,8 @@ kalloc(Imp *I, int64_t n)
 }
 
 /* Reads a TensorProto's values; dims and data must agree. */
-static void
-read_tensor(Imp *I, Val *o, const Onnx__TensorProto *t)
+void
+ox_const_tensor(Imp *I, Val *o, const Onnx__TensorProto *t)
 {
 	int64_t n = 1, have;
 	size_t es;
@@ -486,7 +486,7 @@ op_conv(Imp *I, const Node *n)
 		 * more buffer of the output's size (docs/onnx.md) */
 		Val *c = ar_alloc(I->a, sizeof *c);
 		*c = *o;
-		c->name = ar_printf(I->a, "%s_nobias", o->name);
+		c->name = ar_printf(I->a, "%s_nobias", n->name);
 		bind(I, c);
 		ox_printf(&I->body, "conv2d(%s, %s, stride=%lld, padding=%lld, "
 		          "dilation=%lld, groups=%lld);\n", rx, rw, (long long)s,
@@ -769,7 +769,7 @@ static void
 op_transpose(Imp *I, const Node *n)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
-	int64_t p[OX_MAXRANK], dim[OX_MAXRANK];
+	int64_t p[OX_MAXRANK] = {0}, dim[OX_MAXRANK] = {0};
 	int np = attr_ints(I, n, "perm", p, OX_MAXRANK), moved = 0, a = -1, b = -1;
 	const char *r;
 
@@ -1016,7 +1016,7 @@ op_constant_of_shape(Imp *I, const Node *n)
 		ox_fail(I, "the shape must fold to a constant");
 	if (v && v->t) {
 		Val tmp = {.name = o->name};
-		read_tensor(I, &tmp, v->t);
+		ox_const_tensor(I, &tmp, v->t);
 		fill = ox_numel(&tmp) ? tmp.k[0] : 0;
 		dt = tmp.dt;
 	}
@@ -1211,7 +1211,7 @@ op_constant(Imp *I, const Node *n)
 	if (!at)
 		ox_fail(I, "Constant has no value");
 	if (at->t)
-		read_tensor(I, o, at->t);
+		ox_const_tensor(I, o, at->t);
 	else if (!strcmp(at->name, "value_float") || !strcmp(at->name, "value_int")) {
 		double *k = kalloc(I, 1);
 		k[0] = at->name[6] == 'f' ? at->f : (double)at->i;
@@ -1289,6 +1289,34 @@ match_gelu(Imp *I, int i)
 	return true;
 }
 
+/* SiLU as exported: Sigmoid(x) -> Mul(x, s). F.silu saves only x; the
+ * decomposed pair would also keep s, so it becomes silu(x) when s has no
+ * other consumer. */
+static bool
+match_silu(Imp *I, int i)
+{
+	const Node *sg = I->g->node[i], *mn;
+	Val *x, *s, *o;
+	int im;
+	const char *r;
+
+	if (!is_op(I, i, "Sigmoid") || !(x = in(I, sg, 0)) || x->kind == V_CONST)
+		return false;
+	s = out(I, sg, 0);
+	if (!is_op(I, im = only_user(I, s, i + 1), "Mul"))
+		return false;
+	mn = I->g->node[im];
+	if (mn->n_input != 2 || strcmp(mn->input[!strcmp(mn->input[0], s->name)], x->name))
+		return false;
+	o = out(I, mn, 0);
+	r = ref(I, x);
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	bind(I, o);
+	ox_printf(&I->body, "silu(%s);\n", r);
+	I->skip[im] = true;
+	return true;
+}
+
 void
 ox_node(Imp *I, int i)
 {
@@ -1304,7 +1332,7 @@ ox_node(Imp *I, int i)
 			ox_fail(I, "output '%s' unknown (internal)", n->output[k]);
 	if (n->n_output == 0)
 		ox_fail(I, "node has no outputs");
-	if (match_gelu(I, i))
+	if (match_gelu(I, i) || match_silu(I, i))
 		return;
 	if (!strcmp(t, "Add") || !strcmp(t, "Sub") || !strcmp(t, "Mul") ||
 	    !strcmp(t, "Div") || !strcmp(t, "Pow") || !strcmp(t, "Equal") ||

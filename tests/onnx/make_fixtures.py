@@ -136,13 +136,37 @@ class Llama(nn.Module):
         return self.out(self.norm(x))
 
 
-def export(name, model, args, in_names):
+class ConvBN(nn.Module):
+    """A small convnet with BatchNorm, for the inference-export fixture."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8 * 16 * 16, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        return self.fc(x.flatten(1))
+
+
+def export(name, model, args, in_names, eval_mode=False, dynamic=None):
+    """Training-mode export without weights; eval_mode: an inference export
+    with weights as initializers and BatchNorm folded into the convolution."""
     path = os.path.join(HERE, name + ".onnx")
-    model.train()
-    torch.onnx.export(model, args, path, export_params=False,
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=17,
-                      input_names=in_names, output_names=["out"])
+    if eval_mode:
+        model.eval()
+        torch.onnx.export(model, args, path, export_params=True,
+                          training=torch.onnx.TrainingMode.EVAL,
+                          do_constant_folding=True, opset_version=17,
+                          input_names=in_names, output_names=["out"])
+    else:
+        model.train()
+        torch.onnx.export(model, args, path, export_params=False,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=17,
+                          input_names=in_names, output_names=["out"],
+                          dynamic_axes=dynamic)
     n = sum(p.numel() for p in model.parameters())
     print(f"{name} {n} {os.path.getsize(path)} bytes", file=sys.stderr)
     return f"{name} {n}\n"
@@ -167,10 +191,30 @@ def main():
     for name, make, args, in_names in jobs:
         if not only or name in only:
             lines.append(export(name, make(), args, in_names))
-    if not only:
-        with open(os.path.join(HERE, "params.txt"), "w") as f:
-            f.write("# fixture  parameters (sum of numel over module.parameters())\n")
-            f.writelines(lines)
+    # a symbolic batch dimension (-Dbatch=N) and an inference export
+    mlp = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    extra = [
+        ("mlp_dynbatch", lambda: export("mlp_dynbatch", mlp, (torch.randn(4, 64),),
+                                        ["x"], dynamic={"x": {0: "batch"}})),
+        ("convbn_eval", lambda: export("convbn_eval", ConvBN(),
+                                       (torch.randn(2, 3, 32, 32),), ["images"],
+                                       eval_mode=True)),
+    ]
+    for name, run in extra:
+        if not only or name in only:
+            lines.append(run())
+    # params.txt keeps the entries of fixtures not rebuilt this time
+    path = os.path.join(HERE, "params.txt")
+    counts = {}
+    if os.path.exists(path):
+        for line in open(path):
+            if not line.startswith("#") and line.split():
+                counts[line.split()[0]] = line
+    for line in lines:
+        counts[line.split()[0]] = line
+    with open(path, "w") as f:
+        f.write("# fixture  parameters (sum of numel over module.parameters())\n")
+        f.writelines(counts[k] for k in sorted(counts))
 
 
 if __name__ == "__main__":
