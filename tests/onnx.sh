@@ -22,10 +22,10 @@ fi
 rm -rf "$out"
 mkdir -p "$out" || exit 99
 
-fixtures="resnet18 resnet50 mobilenet_v2 vit_b_16 gpt2_tiny bert_tiny llama_tiny convbn_eval mlp_dynbatch"
+fixtures="resnet18 resnet50 mobilenet_v2 vit_b_16 gpt2_tiny gpt2_tiny_opset14 bert_tiny llama_tiny convbn_eval mlp_dynbatch"
 small="gpt2_tiny bert_tiny llama_tiny convbn_eval mlp_dynbatch"
 bad=$(cd "$dir/bad" && ls *.onnx | sed 's/\.onnx$//')
-echo "1..$((9 * 4 + 5 * 2 + $(echo $bad | wc -w) + 9))"
+echo "1..$((10 * 4 + 5 * 2 + $(echo $bad | wc -w) + 10))"
 i=0
 failed=0
 ok() { i=$((i + 1)); echo "ok $i - $*"; }
@@ -100,6 +100,15 @@ if [ -n "$a" ] && [ "$a" = "$b" ]; then
 	ok "resnet50: -O0 peak $b bytes = examples/resnet50.net -DB=2"
 else
 	notok "resnet50: -O0 peak ${b:-?} bytes, examples/resnet50.net ${a:-?}"
+fi
+
+# GPT-2 exported at opset 14 (LayerNorm decomposed, matched back to
+# layernorm) has the same peak as at opset 17 (one LayerNormalization).
+a=$(peak "$out/gpt2_tiny-O0.report") b=$(peak "$out/gpt2_tiny_opset14-O0.report")
+if [ -n "$a" ] && [ "$a" = "$b" ]; then
+	ok "gpt2_tiny: opset 14 (decomposed LayerNorm) peak = opset 17 peak ($a bytes)"
+else
+	notok "gpt2_tiny: opset 14 peak ${b:-?} bytes, opset 17 ${a:-?}"
 fi
 
 # expect_fail NAME PATTERN remat-args...: exit 1, message matching PATTERN

@@ -1289,6 +1289,91 @@ match_gelu(Imp *I, int i)
 	return true;
 }
 
+/* The first node from `from` on that reads v and has op type op, or -1. */
+static int
+find_user(Imp *I, const Val *v, int from, const char *op)
+{
+	for (size_t i = (size_t)from; i < I->g->n_node; i++)
+		if (!strcmp(I->g->node[i]->op_type, op))
+			for (size_t k = 0; k < I->g->node[i]->n_input; k++)
+				if (!strcmp(I->g->node[i]->input[k], v->name))
+					return (int)i;
+	return -1;
+}
+
+/* Is node i a ReduceMean of its input 0 over the last axis, keeping it? */
+static bool
+mean_last(Imp *I, int i, const Val *x)
+{
+	const Node *n = I->g->node[i];
+	int64_t ax[OX_MAXRANK];
+	Val *in0 = in(I, n, 0);
+
+	return in0 == x && attr_i(n, "keepdims", 1) && axes_of(I, n, 1, ax) == 1 &&
+	       (ax[0] == -1 || ax[0] == x->rank - 1);
+}
+
+/* The other input of binary node i (not v): a parameter of shape [D]? */
+static Val *
+vec_param(Imp *I, int i, const Val *v, int64_t d)
+{
+	const Node *n = I->g->node[i];
+	Val *a = in(I, n, 0), *b = in(I, n, 1);
+	Val *p = a == v ? b : a;
+
+	if (n->n_input != 2 || (a != v && b != v) || !p || p->kind != V_PARAM ||
+	    p->rank != 1 || p->dim[0] != d)
+		return NULL;
+	return p;
+}
+
+/* LayerNorm as exported before opset 17: m = ReduceMean(x); d = x - m;
+ * v = ReduceMean(d^2); y = d / Sqrt(v + eps) * g + b. The model ran one
+ * layer_norm (which saves x, mean and rstd), so it becomes layernorm(x, g,
+ * b) when each intermediate has only the consumers the pattern names. */
+static bool
+match_layernorm(Imp *I, int i)
+{
+	Val *x = in(I, I->g->node[i], 0), *d, *g, *b, *o;
+	int is, ip, iv, ia, iq, id, im, ib;
+	const char *r;
+
+	if (!is_op(I, i, "ReduceMean") || !x || x->kind == V_CONST || x->rank < 1 ||
+	    !mean_last(I, i, x))
+		return false;
+	if (!is_op(I, is = only_user(I, out(I, I->g->node[i], 0), i + 1), "Sub") ||
+	    in(I, I->g->node[is], 0) != x)
+		return false;
+	d = out(I, I->g->node[is], 0);
+	if (d->nuse != 2 || (ip = find_user(I, d, is + 1, "Pow")) < 0 ||
+	    (id = find_user(I, d, is + 1, "Div")) < 0)
+		return false;
+	Val *two = in(I, I->g->node[ip], 1);
+	if (in(I, I->g->node[ip], 0) != d || !is_const(two) || two->k[0] != 2 ||
+	    !is_op(I, iv = only_user(I, out(I, I->g->node[ip], 0), ip + 1), "ReduceMean") ||
+	    !mean_last(I, iv, out(I, I->g->node[ip], 0)))
+		return false;
+	if (!is_op(I, ia = only_user(I, out(I, I->g->node[iv], 0), iv + 1), "Add") ||
+	    !is_op(I, iq = only_user(I, out(I, I->g->node[ia], 0), ia + 1), "Sqrt") ||
+	    only_user(I, out(I, I->g->node[iq], 0), iq + 1) != id ||
+	    in(I, I->g->node[id], 0) != d)
+		return false;
+	if (!is_op(I, im = only_user(I, out(I, I->g->node[id], 0), id + 1), "Mul") ||
+	    !(g = vec_param(I, im, out(I, I->g->node[id], 0), x->dim[x->rank - 1])) ||
+	    !is_op(I, ib = only_user(I, out(I, I->g->node[im], 0), im + 1), "Add") ||
+	    !(b = vec_param(I, ib, out(I, I->g->node[im], 0), x->dim[x->rank - 1])))
+		return false;
+	o = out(I, I->g->node[ib], 0);
+	r = ref(I, x);
+	const char *rg = ref(I, g), *rb = ref(I, b);
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	bind(I, o);
+	ox_printf(&I->body, "layernorm(%s, %s, %s);\n", r, rg, rb);
+	I->skip[is] = I->skip[ip] = I->skip[iv] = I->skip[ia] = I->skip[iq] = true;
+	I->skip[id] = I->skip[im] = I->skip[ib] = true;
+	return true;
+}
+
 /* SiLU as exported: Sigmoid(x) -> Mul(x, s). F.silu saves only x; the
  * decomposed pair would also keep s, so it becomes silu(x) when s has no
  * other consumer. */
@@ -1332,7 +1417,7 @@ ox_node(Imp *I, int i)
 			ox_fail(I, "output '%s' unknown (internal)", n->output[k]);
 	if (n->n_output == 0)
 		ox_fail(I, "node has no outputs");
-	if (match_gelu(I, i) || match_silu(I, i))
+	if (match_gelu(I, i) || match_silu(I, i) || match_layernorm(I, i))
 		return;
 	if (!strcmp(t, "Add") || !strcmp(t, "Sub") || !strcmp(t, "Mul") ||
 	    !strcmp(t, "Div") || !strcmp(t, "Pow") || !strcmp(t, "Equal") ||

@@ -150,7 +150,7 @@ class ConvBN(nn.Module):
         return self.fc(x.flatten(1))
 
 
-def export(name, model, args, in_names, eval_mode=False, dynamic=None):
+def export(name, model, args, in_names, eval_mode=False, dynamic=None, opset=17):
     """Training-mode export without weights; eval_mode: an inference export
     with weights as initializers and BatchNorm folded into the convolution."""
     path = os.path.join(HERE, name + ".onnx")
@@ -164,7 +164,7 @@ def export(name, model, args, in_names, eval_mode=False, dynamic=None):
         model.train()
         torch.onnx.export(model, args, path, export_params=False,
                           training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=17,
+                          do_constant_folding=False, opset_version=opset,
                           input_names=in_names, output_names=["out"],
                           dynamic_axes=dynamic)
     n = sum(p.numel() for p in model.parameters())
@@ -191,7 +191,8 @@ def main():
     for name, make, args, in_names in jobs:
         if not only or name in only:
             lines.append(export(name, make(), args, in_names))
-    # a symbolic batch dimension (-Dbatch=N) and an inference export
+    # a symbolic batch dimension (-Dbatch=N), an inference export, and
+    # GPT-2 at opset 14, where LayerNorm is exported decomposed
     mlp = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     extra = [
         ("mlp_dynbatch", lambda: export("mlp_dynbatch", mlp, (torch.randn(4, 64),),
@@ -199,6 +200,8 @@ def main():
         ("convbn_eval", lambda: export("convbn_eval", ConvBN(),
                                        (torch.randn(2, 3, 32, 32),), ["images"],
                                        eval_mode=True)),
+        ("gpt2_tiny_opset14", lambda: export("gpt2_tiny_opset14", GPT2(), (tok, pos),
+                                             ["tokens", "pos"], opset=14)),
     ]
     for name, run in extra:
         if not only or name in only:
