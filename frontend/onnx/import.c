@@ -36,6 +36,8 @@ ox_printf(Buf *b, const char *fmt, ...)
 	va_list ap;
 	int n;
 
+	if (!b->s)
+		b->s = xmalloc(b->cap = 4096);
 	for (;;) {
 		va_start(ap, fmt);
 		n = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
@@ -194,6 +196,18 @@ ox_dtype(Imp *I, int dt)
 	        "i64 i32 i8 u8 bool)", dt);
 }
 
+/* Fails when v's dims multiply past 2^50 elements. */
+static void
+check_size(Imp *I, const Val *v)
+{
+	int64_t n = 1;
+	for (int i = 0; i < v->rank; i++) {
+		if (v->dim[i] && n > ((int64_t)1 << 50) / v->dim[i])
+			ox_fail(I, "'%s' has more than 2^50 elements", v->name);
+		n *= v->dim[i];
+	}
+}
+
 int64_t
 ox_numel(const Val *v)
 {
@@ -285,6 +299,7 @@ read_type(Imp *I, Val *v, const Onnx__ValueInfoProto *vi)
 			ox_fail(I, "input '%s' has dimension %lld out of range", vi->name,
 			        (long long)v->dim[i]);
 	}
+	check_size(I, v);
 }
 
 static bool
@@ -377,6 +392,7 @@ read_initializers(Imp *I)
 			if ((v->dim[k] = t->dims[k]) <= 0 || v->dim[k] > ((int64_t)1 << 40))
 				ox_fail(I, "initializer '%s' has dimension %lld out of range",
 				        v->name, (long long)v->dim[k]);
+		check_size(I, v);
 		v->kind = is_float(v->dt) ? V_PARAM : V_DATA;
 		if (!is_float(v->dt) && (t->raw_data.len || t->n_int64_data || t->n_int32_data))
 			ox_const_tensor(I, v, t);   /* shape data: folded like a Constant */
@@ -389,17 +405,12 @@ static void
 check_order(Imp *I)
 {
 	Onnx__GraphProto *g = I->g;
-	Val **tmp;
 
 	for (size_t i = 0; i < g->n_node; i++) {
 		Node *n = g->node[i];
 		if (!n->op_type || !*n->op_type)
 			ox_fail(I, "node %zu has no op type", i);
-		if (!n->name || !*n->name)
-			n->name = ar_printf(I->a, "%s_%zu", n->op_type, i);
 	}
-	tmp = ar_alloc(I->a, (g->n_node + 1) * sizeof *tmp);
-	(void)tmp;
 	for (size_t i = 0; i < g->n_node; i++) {
 		Node *n = g->node[i];
 		I->cur = n;
@@ -414,7 +425,7 @@ check_order(Imp *I)
 							ox_fail(I, "input '%s' is made by a later node '%s': "
 							        "the graph has a cycle or is not in "
 							        "topological order", n->input[k],
-							        g->node[j]->name);
+							        g->node[j]->name ? g->node[j]->name : "");
 				ox_fail(I, "input '%s' is not defined (not a graph input, "
 				        "initializer or node output)", n->input[k]);
 			}
@@ -517,6 +528,15 @@ setup(Imp *I, Onnx__ModelProto *m)
 			        (long long)m->opset_import[i]->version);
 	}
 	I->g = g;
+	for (size_t i = 0; i < g->n_input; i++)
+		if (!g->input[i]->name || !*g->input[i]->name)
+			ox_fail(I, "graph input %zu has no name", i);
+	for (size_t i = 0; i < g->n_output; i++)
+		if (!g->output[i]->name || !*g->output[i]->name)
+			ox_fail(I, "graph output %zu has no name", i);
+	for (size_t i = 0; i < g->n_initializer; i++)
+		if (!g->initializer[i]->name || !*g->initializer[i]->name)
+			ox_fail(I, "initializer %zu has no name", i);
 	for (size_t i = 0; i < g->n_input; i++)
 		read_type(I, ox_new(I, g->input[i]->name ? g->input[i]->name : ""), g->input[i]);
 	read_initializers(I);

@@ -111,11 +111,16 @@ is_const(const Val *v)
 	return v && v->kind == V_CONST && v->k;
 }
 
-/* A constant's values as int64s (a shape list, axes...). */
+/* A constant's values as int64s (a shape list, axes...), clamped to
+ * +-2^41: no valid size or index is larger, and INT64_MAX "to the end"
+ * slice bounds still clamp to the axis. */
 static int64_t
 kint(const Val *v, int64_t i)
 {
-	return (int64_t)v->k[i];
+	double x = v->k[i];
+	const double lim = (double)((int64_t)1 << 41);
+
+	return x != x ? 0 : x > lim ? (int64_t)lim : x < -lim ? -(int64_t)lim : (int64_t)x;
 }
 
 static void
@@ -486,7 +491,7 @@ op_conv(Imp *I, const Node *n)
 		 * more buffer of the output's size (docs/onnx.md) */
 		Val *c = ar_alloc(I->a, sizeof *c);
 		*c = *o;
-		c->name = ar_printf(I->a, "%s_nobias", n->name);
+		c->name = ar_printf(I->a, "%s_nobias", n->name ? n->name : o->name);
 		bind(I, c);
 		ox_printf(&I->body, "conv2d(%s, %s, stride=%lld, padding=%lld, "
 		          "dilation=%lld, groups=%lld);\n", rx, rw, (long long)s,
@@ -727,10 +732,14 @@ op_reshape(Imp *I, const Node *n)
 		dim[i] = kint(s, i);
 		if (dim[i] == 0 && !attr_i(n, "allowzero", 0))
 			dim[i] = i < x->rank ? x->dim[i] : 0;
+		if (dim[i] < -1 || dim[i] > ((int64_t)1 << 40))
+			ox_fail(I, "target dimension %lld is out of range", (long long)dim[i]);
 		if (dim[i] == -1) {
 			if (minus >= 0)
 				ox_fail(I, "two -1 in the target shape");
 			minus = i;
+		} else if (dim[i] && known > ((int64_t)1 << 50) / dim[i]) {
+			ox_fail(I, "the target shape is too large");
 		} else {
 			known *= dim[i];
 		}
@@ -1041,9 +1050,10 @@ op_range(Imp *I, const Node *n)
 
 	if (!is_const(s) || !is_const(l) || !is_const(d) || d->k[0] == 0)
 		ox_fail(I, "Range needs constant start, limit and a nonzero delta");
-	cnt = (int64_t)ceil((l->k[0] - s->k[0]) / d->k[0]);
-	if (cnt < 0)
-		cnt = 0;
+	double c = ceil((l->k[0] - s->k[0]) / d->k[0]);
+	if (!(c <= OX_MAXFOLD))
+		ox_fail(I, "Range of more than %d elements", OX_MAXFOLD);
+	cnt = c > 0 ? (int64_t)c : 0;
 	k = kalloc(I, cnt);
 	for (int64_t i = 0; i < cnt; i++)
 		k[i] = s->k[0] + (double)i * d->k[0];
@@ -1208,7 +1218,7 @@ op_constant(Imp *I, const Node *n)
 	Val *o = out(I, n, 0);
 	Onnx__AttributeProto *at = n->n_attribute ? n->attribute[0] : NULL;
 
-	if (!at)
+	if (!at || !at->name)
 		ox_fail(I, "Constant has no value");
 	if (at->t)
 		ox_const_tensor(I, o, at->t);

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t n);
 int
 LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 {
-	static DimOverride defs[2] = {{"batch", 2}, {"seq", 8}};
+	DimOverride defs[2] = {{"batch", 2}, {"seq", 8}};   /* renamed by the import */
 	NetOptions net = {.defs = defs, .ndefs = 2, .infer = true, .infer_set = true};
 	OnnxOptions o = {0};
 	Source out;
