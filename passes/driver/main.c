@@ -253,6 +253,8 @@ parse_args(Options *o, int argc, char **argv)
 	if (optind != argc - 1)
 		diag_usage(optind == argc ? "no input file" : "exactly one input file expected");
 	o->file = argv[optind];
+	if (!o->onnx && (o->onnx_opt.params || o->onnx_opt.loss || o->onnx_opt.emit_net))
+		diag_usage("--params, --loss and --emit-net need --import onnx");
 	if (o->goal.budget >= 0 && o->goal.level < 2)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
