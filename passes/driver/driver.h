@@ -14,6 +14,7 @@
 #include "plan.h"
 #include "import.h"
 #include "codegen.h"
+#include "onnx.h"
 
 /* ---------------------------------------------------------------- passes/driver/analyze.c */
 /* --stages: one pipeline stage's figures, for the stage table. */

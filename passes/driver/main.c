@@ -29,6 +29,8 @@ typedef struct Options {
 	const char *emit_torch; /* --emit-torch FILE.py */
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
+	bool onnx;              /* --import onnx: frontend/onnx */
+	OnnxOptions onnx_opt;   /* --params, --loss, --emit-net */
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
 	bool top_set, bytes_set;
 	ReportOptions report;
@@ -43,7 +45,8 @@ enum {
 	OPT_VERIFY, OPT_MAX_BATCH, OPT_IMPORT, OPT_TOP, OPT_BYTES, OPT_STATS, OPT_HELP,
 	OPT_VERSION, OPT_CHECK, OPT_RANKS, OPT_ZERO, OPT_BUCKET, OPT_OFFLOAD, OPT_ZERO_TABLE,
 	OPT_STAGES, OPT_MICRO_BATCHES, OPT_SCHEDULE, OPT_STAGE_BLOCKS,
-	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH
+	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH,
+	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET
 };
 
 static const struct option long_options[] = {
@@ -80,6 +83,9 @@ static const struct option long_options[] = {
 	{"reserve", required_argument, NULL, OPT_RESERVE},
 	{"emit-torch", required_argument, NULL, OPT_EMIT_TORCH},
 	VIZ_LONG_OPTIONS,
+	{"params", required_argument, NULL, OPT_PARAMS},
+	{"loss", required_argument, NULL, OPT_LOSS},
+	{"emit-net", required_argument, NULL, OPT_EMIT_NET},
 	{NULL, 0, NULL, 0},
 };
 
@@ -88,6 +94,7 @@ usage(FILE *f)
 {
 	fputs("usage: remat [options] FILE.net        (FILE '-' reads stdin)\n"
 	      "       remat --import checkmate [options] FILE.json\n"
+	      "       remat --import onnx [--loss KIND[:OUT]] [--params RE] [--emit-net F.net] [options] MODEL.onnx\n"
 	      "\n"
 	      "Analyzes the training memory of a network and plans rematerialization.\n"
 	      "\n"
@@ -125,6 +132,9 @@ usage(FILE *f)
 	      "  --top N                tensors listed at the peak (default 10)\n"
 	      "  --bytes                print exact byte counts everywhere\n"
 	      "  --stats                print wall time and peak RSS on stderr\n"
+	      "  --loss KIND[:OUT]      ONNX: add a cross_entropy or mse loss on output OUT\n"
+	      "  --params REGEX         ONNX: graph inputs that are parameters (docs/onnx.md)\n"
+	      "  --emit-net FILE.net    ONNX: also write the imported model as .net\n"
 	      "  -o FILE.cu             emit a CUDA C program that runs the schedule\n"
 	      "  --runtime R            remat | pytorch: whose allocations to count\n"
 	      "                         (default remat; docs/runtime-pytorch.md)\n"
@@ -354,10 +364,14 @@ parse_option(Options *o, int c, char *arg)
 		o->max_batch = parse_size("--max-batch", arg, "80GiB");
 		break;
 	case OPT_IMPORT:
-		if (strcmp(arg, "checkmate"))
-			diag_usage("--import: unknown format '%s' (only 'checkmate')", arg);
-		o->checkmate = true;
+		if (strcmp(arg, "checkmate") && strcmp(arg, "onnx"))
+			diag_usage("--import: unknown format '%s' (checkmate or onnx)", arg);
+		o->checkmate = !strcmp(arg, "checkmate");
+		o->onnx = !o->checkmate;
 		break;
+	case OPT_PARAMS: o->onnx_opt.params = arg; break;
+	case OPT_LOSS: o->onnx_opt.loss = arg; break;
+	case OPT_EMIT_NET: o->onnx_opt.emit_net = arg; break;
 	case OPT_TOP:
 		o->report.top = (int)parse_count("--top", arg, 0, 1 << 20);
 		o->top_set = true;
@@ -483,6 +497,8 @@ parse_args(Options *o, int argc, char **argv)
 		diag_usage(optind == argc ? "no input file" : "exactly one input file expected");
 	o->file = argv[optind];
 	check_modes(o);
+	if (!o->onnx && (o->onnx_opt.params || o->onnx_opt.loss || o->onnx_opt.emit_net))
+		diag_usage("--params, --loss and --emit-net need --import onnx");
 	if (o->goal.budget >= 0 && o->goal.level < 2)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
@@ -761,8 +777,12 @@ run_net(Options *o)
 	int rc;
 
 	ar_init(&a);
-	src = read_source(o->file, &a);
-	rc = compile(o, &src, &a);
+	if (o->onnx)
+		rc = onnx_import(o->file, &o->onnx_opt, &o->net, &a, &src);
+	else
+		src = read_source(o->file, &a), rc = 0;
+	if (rc == 0)
+		rc = compile(o, &src, &a);
 	ar_free(&a);
 	if (fflush(stdout) && rc == 0)
 		rc = 4;

@@ -1,0 +1,683 @@
+/* frontend/onnx/import.c -- reads an ONNX model and writes it as .net text.
+ *
+ * The model is unpacked by protobuf-c (onnx_subset.proto), checked (types,
+ * node order, every input defined), its graph inputs are sorted into data
+ * inputs, parameters and BatchNorm buffers, each node is translated by
+ * ops.c, and the training loss is added. The text is the .net program the
+ * rest of remat analyzes; --emit-net writes it as is. */
+#include <errno.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "onnx_int.h"
+
+_Noreturn void
+ox_fail(Imp *I, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "remat: %s: ", I->file);
+	if (I->cur)
+		fprintf(stderr, "node '%s' (%s): ", I->cur->name ? I->cur->name : "",
+		        I->cur->op_type ? I->cur->op_type : "?");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	longjmp(I->fail, 1);
+}
+
+void
+ox_printf(Buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!b->s)
+		b->s = xmalloc(b->cap = 4096);
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+		va_end(ap);
+		if ((size_t)n < b->cap - b->n)
+			break;
+		b->cap = 2 * b->cap + (size_t)n + 256;
+		b->s = xrealloc(b->s, b->cap);
+	}
+	b->n += (size_t)n;
+}
+
+static size_t
+hash(const char *s)
+{
+	size_t h = 5381;
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h;
+}
+
+Val *
+ox_lookup(Imp *I, const char *name)
+{
+	if (!I->cap)
+		return NULL;
+	for (size_t h = hash(name) & (I->cap - 1); I->tab[h]; h = (h + 1) & (I->cap - 1))
+		if (!strcmp(I->tab[h]->name, name))
+			return I->tab[h];
+	return NULL;
+}
+
+/* A new value named name; a name defined twice is an error. */
+Val *
+ox_new(Imp *I, const char *name)
+{
+	size_t h;
+	Val *v;
+
+	if (!*name)
+		ox_fail(I, "a value has an empty name");
+	if (ox_lookup(I, name))
+		ox_fail(I, "value '%s' is defined twice", name);
+	if (2 * (I->n + 1) > I->cap) {
+		Val **old = I->tab;
+		size_t oc = I->cap;
+		I->cap = oc ? 2 * oc : 1024;
+		I->tab = ar_alloc(I->a, I->cap * sizeof *I->tab);
+		for (size_t i = 0; i < oc; i++)
+			if (old[i]) {
+				for (h = hash(old[i]->name) & (I->cap - 1); I->tab[h]; h = (h + 1) & (I->cap - 1))
+					;
+				I->tab[h] = old[i];
+			}
+	}
+	v = ar_alloc(I->a, sizeof *v);
+	v->name = name;
+	v->dt = 1;
+	for (h = hash(name) & (I->cap - 1); I->tab[h]; h = (h + 1) & (I->cap - 1))
+		;
+	I->tab[h] = v;
+	I->n++;
+	return v;
+}
+
+static bool
+taken(Imp *I, const char *s)
+{
+	static const char *const reserved[] = {"batch", "dim", "input", "param",
+		"def", "return", "repeat", "op", "train", "output", "grad", "f64",
+		"f32", "bf16", "f16", "f8e4m3", "f8e5m2", "i64", "i32", "i8", "u8",
+		"bool", "true", "false", NULL};
+	for (int i = 0; reserved[i]; i++)
+		if (!strcmp(s, reserved[i]))
+			return true;
+	if (I->ucap)
+		for (size_t h = hash(s) & (I->ucap - 1); I->used[h]; h = (h + 1) & (I->ucap - 1))
+			if (!strcmp(I->used[h], s))
+				return true;
+	return false;
+}
+
+static void
+take(Imp *I, const char *s)
+{
+	size_t h;
+
+	if (2 * (I->un + 1) > I->ucap) {
+		const char **old = I->used;
+		size_t oc = I->ucap;
+		I->ucap = oc ? 2 * oc : 1024;
+		I->used = ar_alloc(I->a, I->ucap * sizeof *I->used);
+		for (size_t i = 0; i < oc; i++)
+			if (old[i]) {
+				for (h = hash(old[i]) & (I->ucap - 1); I->used[h]; h = (h + 1) & (I->ucap - 1))
+					;
+				I->used[h] = old[i];
+			}
+	}
+	for (h = hash(s) & (I->ucap - 1); I->used[h]; h = (h + 1) & (I->ucap - 1))
+		;
+	I->used[h] = s;
+	I->un++;
+}
+
+/* A fresh .net identifier made from an ONNX name: "/layer1/layer1.0/conv1/
+ * Conv_output_0" -> "layer1_layer1_0_conv1_Conv"; "_2", "_3" on clashes. */
+const char *
+ox_netname(Imp *I, const char *want)
+{
+	size_t n = strlen(want), j = 0;
+	char *s = ar_alloc(I->a, n + 24);
+	const char *t;
+
+	if (n > 9 && !strcmp(want + n - 9, "_output_0"))
+		n -= 9;
+	for (size_t i = 0; i < n; i++) {
+		char c = want[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		          (c >= '0' && c <= '9') || c == '_';
+		if (!ok)
+			c = '_';
+		if (c == '_' && (j == 0 || s[j - 1] == '_'))
+			continue;
+		s[j++] = c;
+	}
+	while (j && s[j - 1] == '_')
+		j--;
+	if (j == 0 || (s[0] >= '0' && s[0] <= '9')) {
+		memmove(s + 1, s, j++);
+		s[0] = 't';
+	}
+	s[j] = 0;
+	t = s;
+	for (int k = 2; taken(I, t); k++)
+		t = ar_printf(I->a, "%s_%d", s, k);
+	take(I, t);
+	return t;
+}
+
+const char *
+ox_dtype(Imp *I, int dt)
+{
+	switch (dt) {
+	case 1: return "f32";
+	case 2: return "u8";
+	case 3: return "i8";
+	case 6: return "i32";
+	case 7: return "i64";
+	case 9: return "bool";
+	case 10: return "f16";
+	case 11: return "f64";
+	case 16: return "bf16";
+	}
+	ox_fail(I, "data type %d is not supported (remat has f64 f32 bf16 f16 "
+	        "i64 i32 i8 u8 bool)", dt);
+}
+
+/* Fails when v's dims multiply past 2^50 elements. */
+static void
+check_size(Imp *I, const Val *v)
+{
+	int64_t n = 1;
+	for (int i = 0; i < v->rank; i++) {
+		if (v->dim[i] && n > ((int64_t)1 << 50) / v->dim[i])
+			ox_fail(I, "'%s' has more than 2^50 elements", v->name);
+		n *= v->dim[i];
+	}
+}
+
+int64_t
+ox_numel(const Val *v)
+{
+	int64_t n = 1;
+	for (int i = 0; i < v->rank; i++)
+		n *= v->dim[i];
+	return n;
+}
+
+void
+ox_shape(Buf *b, const Val *v)
+{
+	ox_printf(b, "[");
+	for (int i = 0; i < v->rank; i++)
+		ox_printf(b, "%s%lld", i ? ", " : "", (long long)v->dim[i]);
+	ox_printf(b, "]");
+}
+
+/* A -D value for the symbolic dim name, or -1. */
+static int64_t
+dim_override(Imp *I, const char *name)
+{
+	for (int i = 0; i < I->net->ndefs; i++)
+		if (!strcmp(I->net->defs[i].name, name))
+			return I->net->defs[i].value;
+	return -1;
+}
+
+/* The .net dim for symbolic dim `name` (value from -D), declared on first
+ * use: `batch` when it is a data input's first axis. The -D entry is renamed
+ * to the .net name, so that instantiation applies it too. */
+static const char *
+symbol(Imp *I, const char *name, int64_t value, bool first_axis)
+{
+	const char *net;
+
+	for (int i = 0; i < I->nsym; i++)
+		if (!strcmp(I->sym[i].onnx, name))
+			return I->sym[i].net;
+	if (I->nsym == OX_MAXSYM)
+		ox_fail(I, "more than %d symbolic dimensions", OX_MAXSYM);
+	net = ox_netname(I, name);
+	I->sym[I->nsym].onnx = name;
+	I->sym[I->nsym++].net = net;
+	ox_printf(&I->head, "%s %s = %lld;   # ONNX dim_param '%s'\n",
+	          first_axis && !I->has_batch ? "batch" : "dim", net, (long long)value, name);
+	if (first_axis && !I->has_batch) {
+		I->has_batch = true;
+		I->batch_sym = I->nsym - 1;
+		I->batch_value = value;
+	}
+	for (int i = 0; i < I->net->ndefs; i++)
+		if (!strcmp(I->net->defs[i].name, name))
+			I->net->defs[i].name = net;
+	return net;
+}
+
+/* Fills v's dtype and shape from a graph input or output's type. */
+static void
+read_type(Imp *I, Val *v, const Onnx__ValueInfoProto *vi)
+{
+	const Onnx__TypeProto__Tensor *t;
+	const Onnx__TensorShapeProto *s;
+
+	if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+		ox_fail(I, "graph value '%s' is not a tensor", vi->name);
+	t = vi->type->tensor_type;
+	v->dt = t->has_elem_type ? t->elem_type : 0;
+	ox_dtype(I, v->dt);
+	if (!(s = t->shape))
+		ox_fail(I, "graph value '%s' has no shape", vi->name);
+	if (s->n_dim > OX_MAXRANK)
+		ox_fail(I, "graph value '%s' has %zu axes (at most %d)", vi->name,
+		        s->n_dim, OX_MAXRANK);
+	v->rank = (int)s->n_dim;
+	for (size_t i = 0; i < s->n_dim; i++) {
+		const Onnx__TensorShapeProto__Dimension *d = s->dim[i];
+		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+			v->dim[i] = d->dim_value;
+		else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+			if ((v->dim[i] = dim_override(I, d->dim_param)) < 0)
+				ox_fail(I, "input '%s' has symbolic dimension '%s': give its "
+				        "value with -D%s=N", vi->name, d->dim_param, d->dim_param);
+			v->sym[i] = symbol(I, d->dim_param, v->dim[i], i == 0);
+		}
+		else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE__NOT_SET)
+			ox_fail(I, "input '%s' has an unknown dimension %zu", vi->name, i);
+		if (v->dim[i] <= 0 || v->dim[i] > ((int64_t)1 << 40))
+			ox_fail(I, "input '%s' has dimension %lld out of range", vi->name,
+			        (long long)v->dim[i]);
+	}
+	check_size(I, v);
+}
+
+static bool
+is_float(int dt)
+{
+	return dt == 1 || dt == 10 || dt == 11 || dt == 16;
+}
+
+/* Which role each graph input plays: BatchNorm running statistics are
+ * buffers; initializers and inputs matching --params are parameters;
+ * without --params, the first input and every non-float input are data and
+ * the other float inputs are parameters (PyTorch lists the model's
+ * arguments first, then its parameters). */
+static void
+classify(Imp *I, regex_t *re)
+{
+	Onnx__GraphProto *g = I->g;
+
+	for (size_t i = 0; i < g->n_node; i++) {
+		Node *n = g->node[i];
+		if (n->op_type && !strcmp(n->op_type, "BatchNormalization"))
+			for (size_t k = 3; k < n->n_input && k < 5; k++) {
+				Val *v = ox_lookup(I, n->input[k]);
+				if (v && (v->kind == V_DATA || v->kind == V_PARAM))
+					v->kind = V_BUFFER;
+			}
+	}
+	for (size_t i = 0; i < g->n_input; i++) {
+		Val *v = ox_lookup(I, g->input[i]->name);
+		if (v->kind == V_BUFFER || v->kind == V_PARAM)
+			continue;
+		if (re)
+			v->kind = regexec(re, v->name, 0, NULL, 0) ? V_DATA : V_PARAM;
+		else
+			v->kind = i > 0 && is_float(v->dt) ? V_PARAM : V_DATA;
+		if (v->kind == V_PARAM && !is_float(v->dt))
+			ox_fail(I, "parameter '%s' is %s: parameters must be floating "
+			        "point (check --params)", v->name, ox_dtype(I, v->dt));
+	}
+}
+
+static void
+declare(Imp *I, Val *v)
+{
+	if (v->kind == V_BUFFER) {
+		I->buffer_bytes += ox_numel(v) * (v->dt == 11 ? 8 : v->dt == 1 ? 4 : 2);
+		return;
+	}
+	if (!v->nuse || v->net || v->kind == V_CONST)
+		return;
+	v->net = ox_netname(I, v->name);
+	ox_printf(&I->head, "%s %s : %s", v->kind == V_PARAM ? "param" : "input",
+	          v->net, ox_dtype(I, v->dt));
+	ox_printf(&I->head, "[");
+	for (int i = 0; i < v->rank; i++)
+		ox_printf(&I->head, "%s%s", i ? ", " : "", v->sym[i] ? v->sym[i]
+		          : ar_printf(I->a, "%lld", (long long)v->dim[i]));
+	ox_printf(&I->head, "];\n");
+}
+
+/* Declares every graph input and initializer in the header. */
+static void
+declare_inputs(Imp *I)
+{
+	Onnx__GraphProto *g = I->g;
+
+	for (size_t i = 0; i < g->n_input; i++)
+		declare(I, ox_lookup(I, g->input[i]->name));
+	for (size_t i = 0; i < g->n_initializer; i++)
+		declare(I, ox_lookup(I, g->initializer[i]->name ? g->initializer[i]->name : ""));
+}
+
+/* Adds the initializers as parameters (their data is never read). */
+static void
+read_initializers(Imp *I)
+{
+	Onnx__GraphProto *g = I->g;
+
+	for (size_t i = 0; i < g->n_initializer; i++) {
+		Onnx__TensorProto *t = g->initializer[i];
+		Val *v = ox_lookup(I, t->name ? t->name : "");
+		if (!v)
+			v = ox_new(I, t->name ? t->name : "");
+		if (t->n_dims > OX_MAXRANK)
+			ox_fail(I, "initializer '%s' has %zu axes", v->name, t->n_dims);
+		v->rank = (int)t->n_dims;
+		v->dt = t->data_type;
+		ox_dtype(I, v->dt);
+		for (size_t k = 0; k < t->n_dims; k++)
+			if ((v->dim[k] = t->dims[k]) <= 0 || v->dim[k] > ((int64_t)1 << 40))
+				ox_fail(I, "initializer '%s' has dimension %lld out of range",
+				        v->name, (long long)v->dim[k]);
+		check_size(I, v);
+		v->kind = is_float(v->dt) ? V_PARAM : V_DATA;
+		if (!is_float(v->dt) && (t->raw_data.len || t->n_int64_data || t->n_int32_data))
+			ox_const_tensor(I, v, t);   /* shape data: folded like a Constant */
+	}
+}
+
+/* Checks that every node input is defined before the node, counting uses;
+ * a value defined later means a cycle (or an unsorted graph). */
+static void
+check_order(Imp *I)
+{
+	Onnx__GraphProto *g = I->g;
+
+	for (size_t i = 0; i < g->n_node; i++) {
+		Node *n = g->node[i];
+		if (!n->op_type || !*n->op_type)
+			ox_fail(I, "node %zu has no op type", i);
+	}
+	for (size_t i = 0; i < g->n_node; i++) {
+		Node *n = g->node[i];
+		I->cur = n;
+		for (size_t k = 0; k < n->n_input; k++) {
+			Val *v;
+			if (!*n->input[k])
+				continue;
+			if (!(v = ox_lookup(I, n->input[k]))) {
+				for (size_t j = i + 1; j < g->n_node; j++)
+					for (size_t o = 0; o < g->node[j]->n_output; o++)
+						if (!strcmp(g->node[j]->output[o], n->input[k]))
+							ox_fail(I, "input '%s' is made by a later node '%s': "
+							        "the graph has a cycle or is not in "
+							        "topological order", n->input[k],
+							        g->node[j]->name ? g->node[j]->name : "");
+				ox_fail(I, "input '%s' is not defined (not a graph input, "
+				        "initializer or node output)", n->input[k]);
+			}
+			v->nuse++;
+		}
+		for (size_t o = 0; o < n->n_output; o++)
+			if (*n->output[o])
+				ox_new(I, n->output[o])->producer = n;
+	}
+	I->cur = NULL;
+	for (size_t i = 0; i < g->n_output; i++)
+		if (!ox_lookup(I, g->output[i]->name))
+			ox_fail(I, "graph output '%s' is not defined", g->output[i]->name);
+		else
+			ox_lookup(I, g->output[i]->name)->nuse++;
+}
+
+/* The labels' shape: out's first rank axes; the first is the batch dim
+ * when the model declares one of that size (it scales with -D). */
+static void
+labels_shape(Imp *I, const Val *out, int rank)
+{
+	ox_printf(&I->head, "[");
+	for (int i = 0; i < rank; i++)
+		if (i == 0 && I->has_batch && out->dim[0] == I->batch_value)
+			ox_printf(&I->head, "%s", I->sym[I->batch_sym].net);
+		else
+			ox_printf(&I->head, "%s%lld", i ? ", " : "", (long long)out->dim[i]);
+	ox_printf(&I->head, "];\n");
+}
+
+/* The loss named by --loss, or the outputs in inference. */
+static void
+add_outputs(Imp *I)
+{
+	Onnx__GraphProto *g = I->g;
+	const char *kind = I->opt->loss, *colon;
+	char *k;
+	Val *out = NULL;
+
+	if (I->net->infer || !kind) {
+		if (!I->net->infer) {
+			Val *v = ox_lookup(I, g->output[0]->name);
+			if (v->rank != 0)
+				ox_fail(I, "output '%s' is not a scalar loss: add one with "
+				        "--loss cross_entropy or --loss mse, or analyze "
+				        "inference with --infer", v->name);
+		}
+		for (size_t i = 0; i < g->n_output; i++) {
+			Val *v = ox_lookup(I, g->output[i]->name);
+			if (v->kind != V_CONST && v->net)
+				ox_printf(&I->body, "output %s;\n", v->net);
+		}
+		return;
+	}
+	colon = strchr(kind, ':');
+	k = ar_strndup(I->a, kind, colon ? (size_t)(colon - kind) : strlen(kind));
+	if (strcmp(k, "cross_entropy") && strcmp(k, "mse"))
+		ox_fail(I, "--loss: unknown kind '%s' (cross_entropy or mse)", k);
+	if (colon)
+		out = ox_lookup(I, colon + 1);
+	else if (g->n_output == 1)
+		out = ox_lookup(I, g->output[0]->name);
+	else
+		ox_fail(I, "the model has %zu outputs: name one with --loss %s:OUTPUT",
+		        g->n_output, k);
+	if (!out || !out->net)
+		ox_fail(I, "--loss: no tensor output '%s'", colon ? colon + 1 : "");
+	if (!strcmp(k, "mse")) {
+		ox_printf(&I->head, "input labels : %s", ox_dtype(I, out->dt));
+		labels_shape(I, out, out->rank);
+		ox_printf(&I->body, "loss = mse_loss(%s, labels);\n", out->net);
+	} else {
+		if (out->rank < 1 || !is_float(out->dt))
+			ox_fail(I, "--loss cross_entropy needs float logits [..., C]");
+		ox_printf(&I->head, "input labels : i64");
+		labels_shape(I, out, out->rank - 1);
+		ox_printf(&I->body, "loss = cross_entropy(%s, labels);\n", out->net);
+	}
+	ox_printf(&I->body, "output loss;\n");
+}
+
+static void
+setup(Imp *I, Onnx__ModelProto *m)
+{
+	Onnx__GraphProto *g = m->graph;
+	regex_t re;
+	int rc;
+
+	if (!g)
+		ox_fail(I, "the model has no graph");
+	if (g->n_output == 0)
+		ox_fail(I, "the graph has no outputs");
+	for (size_t i = 0; i < m->n_opset_import; i++) {
+		const char *dom = m->opset_import[i]->domain;
+		if (dom && *dom && strcmp(dom, "ai.onnx"))
+			continue;
+		if (m->opset_import[i]->version < 7)
+			ox_fail(I, "opset %lld is too old (7 or later)",
+			        (long long)m->opset_import[i]->version);
+	}
+	I->g = g;
+	for (size_t i = 0; i < g->n_input; i++)
+		if (!g->input[i]->name || !*g->input[i]->name)
+			ox_fail(I, "graph input %zu has no name", i);
+	for (size_t i = 0; i < g->n_output; i++)
+		if (!g->output[i]->name || !*g->output[i]->name)
+			ox_fail(I, "graph output %zu has no name", i);
+	for (size_t i = 0; i < g->n_initializer; i++)
+		if (!g->initializer[i]->name || !*g->initializer[i]->name)
+			ox_fail(I, "initializer %zu has no name", i);
+	for (size_t i = 0; i < g->n_input; i++)
+		read_type(I, ox_new(I, g->input[i]->name ? g->input[i]->name : ""), g->input[i]);
+	read_initializers(I);
+	check_order(I);
+	if (I->opt->params && (rc = regcomp(&re, I->opt->params, REG_EXTENDED | REG_NOSUB))) {
+		char msg[128];
+		regerror(rc, &re, msg, sizeof msg);
+		ox_fail(I, "--params: bad regular expression '%s': %s", I->opt->params, msg);
+	}
+	classify(I, I->opt->params ? &re : NULL);
+	if (I->opt->params)
+		regfree(&re);
+	declare_inputs(I);
+}
+
+/* The finished program: header comment, declarations, custom ops, body. */
+static void
+assemble(Imp *I, Onnx__ModelProto *m, Buf *out)
+{
+	ox_printf(out, "# %s -- imported from ONNX by remat", I->file);
+	if (m->producer_name)
+		ox_printf(out, " (producer %s %s)", m->producer_name,
+		          m->producer_version ? m->producer_version : "");
+	ox_printf(out, "\n# %zu nodes; %d BatchNorm in training mode, %d in "
+	          "inference mode; %d Dropout.\n", I->g->n_node, I->nbn_train,
+	          I->nbn_infer, I->ndropout);
+	if (I->buffer_bytes)
+		ox_printf(out, "# BatchNorm running statistics (persistent buffers, no "
+		          "grad, not parameters): %lld bytes, not counted below.\n",
+		          (long long)I->buffer_bytes);
+	ox_printf(out, "\n%.*s\n%.*s%s%.*s", (int)I->head.n, I->head.s,
+	          (int)I->ops.n, I->ops.s, I->ops.n ? "\n" : "", (int)I->body.n,
+	          I->body.s);
+}
+
+static void
+note_inference(Imp *I)
+{
+	if (I->nbn_infer || (!I->nbn_train && !I->ndropout && I->g->n_initializer))
+		fprintf(stderr, "remat: note: %s looks like an inference export (%s); "
+		        "export with training=torch.onnx.TrainingMode.TRAINING to "
+		        "keep BatchNorm and Dropout as trained\n", I->file,
+		        I->nbn_infer ? "BatchNorm in inference mode"
+		                     : "weights as initializers, no BatchNorm or Dropout");
+}
+
+int
+onnx_translate(const char *name, const uint8_t *data, size_t len,
+               const OnnxOptions *o, NetOptions *net, Arena *a,
+               Source *out)
+{
+	Onnx__ModelProto *volatile m;
+	Imp I = {.file = name, .a = a, .opt = o, .net = net};
+	Buf text = {0};
+
+	m = onnx__model_proto__unpack(NULL, len, data);
+	if (!m) {
+		fprintf(stderr, "remat: %s: not a valid ONNX model (the protobuf "
+		        "data is truncated or malformed)\n", name);
+		return 1;
+	}
+	if (setjmp(I.fail)) {
+		onnx__model_proto__free_unpacked(m, NULL);
+		free(I.head.s), free(I.ops.s), free(I.body.s), free(text.s);
+		return 1;
+	}
+	setup(&I, m);
+	I.skip = ar_alloc(a, I.g->n_node + 1);
+	/* Constants first: they depend on nothing, and the pattern matchers
+	 * look at constants that the exporter placed after their first use */
+	for (size_t i = 0; i < I.g->n_node; i++)
+		if (!strcmp(I.g->node[i]->op_type, "Constant")) {
+			ox_node(&I, (int)i);
+			I.skip[i] = true;
+		}
+	for (size_t i = 0; i < I.g->n_node; i++)
+		if (!I.skip[i])
+			ox_node(&I, (int)i);
+	I.cur = NULL;
+	add_outputs(&I);
+	note_inference(&I);
+	assemble(&I, m, &text);
+	/* named as --emit-net's file, so that reports on the import and on
+	 * that file are the same bytes */
+	out->name = o->emit_net ? o->emit_net : ar_printf(a, "%s.net", name);
+	out->text = ar_strndup(a, text.s, text.n);
+	out->len = text.n;
+	onnx__model_proto__free_unpacked(m, NULL);
+	free(I.head.s), free(I.ops.s), free(I.body.s), free(text.s);
+	return 0;
+}
+
+/* Writes text to path through a temporary file: no partial output. */
+static int
+write_net(const char *path, const Source *s, Arena *a)
+{
+	char *tmp = ar_printf(a, "%s.tmp%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	bool bad;
+
+	if (!f) {
+		fprintf(stderr, "remat: cannot write '%s': %s\n", path, strerror(errno));
+		return 1;
+	}
+	bad = fwrite(s->text, 1, s->len, f) != s->len;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path)) {
+		fprintf(stderr, "remat: cannot write '%s'\n", path);
+		remove(tmp);
+		return 1;
+	}
+	return 0;
+}
+
+int
+onnx_import(const char *path, const OnnxOptions *o, NetOptions *net,
+            Arena *a, Source *out)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 1 << 16, len = 0, n;
+	uint8_t *buf;
+	int rc;
+
+	if (!f) {
+		fprintf(stderr, "remat: cannot open '%s': %s\n", path, strerror(errno));
+		return 1;
+	}
+	buf = xmalloc(cap);
+	while ((n = fread(buf + len, 1, cap - len, f)) > 0)
+		if ((len += n) == cap)
+			buf = xrealloc(buf, cap *= 2);
+	if (ferror(f)) {
+		fprintf(stderr, "remat: cannot read '%s': %s\n", path, strerror(errno));
+		fclose(f);
+		free(buf);
+		return 1;
+	}
+	fclose(f);
+	rc = onnx_translate(path, buf, len, o, net, a, out);
+	free(buf);
+	if (rc == 0 && o->emit_net)
+		rc = write_net(o->emit_net, out, a);
+	return rc;
+}

@@ -1,0 +1,1486 @@
+/* frontend/onnx/ops.c -- one ONNX node to .net: shapes, folding, ops.
+ *
+ * Each node's outputs get a dtype and shape (the importer's own shape
+ * inference, so that Shape and Reshape can be folded); a node whose inputs
+ * are all constants is evaluated here (the exporter's shape arithmetic);
+ * every other node becomes one or more .net statements on the op table's
+ * ops, or a custom op declared for it where the table has no such op
+ * (Where, Expand, Pad, Clip...). docs/onnx.md lists the mapping. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_int.h"
+
+/* ------------------------------------------------------------ attributes */
+
+static Onnx__AttributeProto *
+attr(const Node *n, const char *name)
+{
+	for (size_t i = 0; i < n->n_attribute; i++)
+		if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name))
+			return n->attribute[i];
+	return NULL;
+}
+
+static int64_t
+attr_i(const Node *n, const char *name, int64_t def)
+{
+	Onnx__AttributeProto *at = attr(n, name);
+	return at && at->has_i ? at->i : def;
+}
+
+static double
+attr_f(const Node *n, const char *name, double def)
+{
+	Onnx__AttributeProto *at = attr(n, name);
+	return at && at->has_f ? at->f : def;
+}
+
+/* An INTS attribute into v[] (at most max); its length, or -1 if absent. */
+static int
+attr_ints(Imp *I, const Node *n, const char *name, int64_t *v, int max)
+{
+	Onnx__AttributeProto *at = attr(n, name);
+	if (!at)
+		return -1;
+	if ((int)at->n_ints > max)
+		ox_fail(I, "attribute '%s' has %zu values (at most %d)", name, at->n_ints, max);
+	for (size_t i = 0; i < at->n_ints; i++)
+		v[i] = at->ints[i];
+	return (int)at->n_ints;
+}
+
+/* ------------------------------------------------------------ values */
+
+static Val *
+in(Imp *I, const Node *n, size_t k)
+{
+	if (k >= n->n_input || !*n->input[k])
+		return NULL;
+	return ox_lookup(I, n->input[k]);
+}
+
+static Val *
+need(Imp *I, const Node *n, size_t k)
+{
+	Val *v = in(I, n, k);
+	if (!v)
+		ox_fail(I, "input %zu is missing", k);
+	if (v->kind == V_BUFFER)
+		ox_fail(I, "uses BatchNorm running statistic '%s' outside BatchNorm", v->name);
+	return v;
+}
+
+static Val *
+out(Imp *I, const Node *n, size_t k)
+{
+	if (k >= n->n_output || !*n->output[k])
+		return NULL;
+	return ox_lookup(I, n->output[k]);
+}
+
+static int
+norm_axis(Imp *I, int64_t ax, int rank)
+{
+	if (ax < -rank || ax >= (rank ? rank : 1))
+		ox_fail(I, "axis %lld is out of range for rank %d", (long long)ax, rank);
+	return (int)(ax < 0 ? ax + rank : ax);
+}
+
+static void
+set_shape(Imp *I, Val *o, int dt, int rank, const int64_t *dim)
+{
+	int64_t n = 1;
+	if (rank > OX_MAXRANK || rank < 0)
+		ox_fail(I, "result has %d axes (at most %d)", rank, OX_MAXRANK);
+	o->dt = dt;
+	o->rank = rank;
+	for (int i = 0; i < rank; i++) {
+		if (dim[i] < 0 || dim[i] > ((int64_t)1 << 40) ||
+		    (dim[i] && n > ((int64_t)1 << 50) / dim[i]))
+			ox_fail(I, "result dimension %lld is out of range", (long long)dim[i]);
+		o->dim[i] = dim[i];
+		n *= dim[i] ? dim[i] : 1;
+	}
+}
+
+static bool
+is_const(const Val *v)
+{
+	return v && v->kind == V_CONST && v->k;
+}
+
+/* A constant's values as int64s (a shape list, axes...), clamped to
+ * +-2^41: no valid size or index is larger, and INT64_MAX "to the end"
+ * slice bounds still clamp to the axis. */
+static int64_t
+kint(const Val *v, int64_t i)
+{
+	double x = v->k[i];
+	const double lim = (double)((int64_t)1 << 41);
+
+	return x != x ? 0 : x > lim ? (int64_t)lim : x < -lim ? -(int64_t)lim : (int64_t)x;
+}
+
+static void
+make_const(Imp *I, Val *o, int dt, int rank, const int64_t *dim, double *k)
+{
+	set_shape(I, o, dt, rank, dim);
+	o->kind = V_CONST;
+	o->k = k;
+}
+
+static double *
+kalloc(Imp *I, int64_t n)
+{
+	if (n > OX_MAXFOLD)
+		ox_fail(I, "constant of %lld elements is too large to fold", (long long)n);
+	return ar_alloc(I->a, (size_t)(n ? n : 1) * sizeof(double));
+}
+
+/* Reads a TensorProto's values; dims and data must agree. */
+void
+ox_const_tensor(Imp *I, Val *o, const Onnx__TensorProto *t)
+{
+	int64_t n = 1, have;
+	size_t es;
+	double *k;
+
+	if (t->n_dims > OX_MAXRANK)
+		ox_fail(I, "constant has %zu axes", t->n_dims);
+	for (size_t i = 0; i < t->n_dims; i++) {
+		if (t->dims[i] < 0 || (t->dims[i] && n > ((int64_t)1 << 50) / t->dims[i]))
+			ox_fail(I, "constant dimension %lld is out of range", (long long)t->dims[i]);
+		n *= t->dims[i];
+	}
+	switch (t->data_type) {
+	case 1: case 6: es = 4; break;
+	case 7: case 11: es = 8; break;
+	case 2: case 3: case 9: es = 1; break;
+	case 10: case 16: es = 2; break;
+	default: ox_dtype(I, t->data_type); es = 1;
+	}
+	have = t->raw_data.len ? (int64_t)(t->raw_data.len / es)
+	     : t->n_float_data ? (int64_t)t->n_float_data
+	     : t->n_int32_data ? (int64_t)t->n_int32_data
+	     : t->n_int64_data ? (int64_t)t->n_int64_data : (int64_t)t->n_double_data;
+	if (have != n || (t->raw_data.len && t->raw_data.len % es))
+		ox_fail(I, "constant declares %lld elements (%lld bytes) but holds %lld",
+		        (long long)n, (long long)(n * (int64_t)es), (long long)have);
+	k = kalloc(I, n);
+	for (int64_t i = 0; i < n; i++) {
+		const uint8_t *p = t->raw_data.data + i * (int64_t)es;
+		if (!t->raw_data.len)
+			k[i] = t->n_float_data ? t->float_data[i] : t->n_int32_data ? t->int32_data[i]
+			     : t->n_int64_data ? (double)t->int64_data[i] : t->double_data[i];
+		else if (t->data_type == 1) { float f; memcpy(&f, p, 4); k[i] = f; }
+		else if (t->data_type == 11) memcpy(&k[i], p, 8);
+		else if (t->data_type == 7) { int64_t x; memcpy(&x, p, 8); k[i] = (double)x; }
+		else if (t->data_type == 6) { int32_t x; memcpy(&x, p, 4); k[i] = x; }
+		else if (t->data_type == 3) k[i] = (int8_t)p[0];
+		else if (es == 1) k[i] = p[0];
+		else k[i] = 0;     /* f16/bf16 values are never needed for shapes */
+	}
+	int64_t dim[OX_MAXRANK];
+	for (size_t i = 0; i < t->n_dims; i++)
+		dim[i] = t->dims[i];
+	make_const(I, o, t->data_type, (int)t->n_dims, dim, k);
+}
+
+/* The .net name of v, declaring a constant as an input on first use. */
+static const char *
+ref(Imp *I, Val *v)
+{
+	if (v->net)
+		return v->net;
+	if (v->kind != V_CONST)
+		ox_fail(I, "value '%s' has no tensor (internal)", v->name);
+	v->net = ox_netname(I, v->name);
+	ox_printf(&I->head, "input %s : %s", v->net, ox_dtype(I, v->dt));
+	ox_shape(&I->head, v);
+	ox_printf(&I->head, ";   # a constant of the model\n");
+	return v->net;
+}
+
+/* Starts the statement that makes o: "name = ". */
+static void
+bind(Imp *I, Val *o)
+{
+	o->net = ox_netname(I, o->name);
+	o->kind = V_ACT;
+	ox_printf(&I->body, "%s = ", o->net);
+}
+
+static void
+alias(Val *o, Val *v)
+{
+	if (!o)
+		return;
+	*o = (Val){.name = o->name, .dt = v->dt, .rank = v->rank, .kind = v->kind,
+	           .k = v->k, .net = v->net, .nuse = o->nuse, .producer = o->producer};
+	memcpy(o->dim, v->dim, sizeof o->dim);
+}
+
+static void
+list(Imp *I, const int64_t *v, int n)
+{
+	ox_printf(&I->body, "[");
+	for (int i = 0; i < n; i++)
+		ox_printf(&I->body, "%s%lld", i ? ", " : "", (long long)v[i]);
+	ox_printf(&I->body, "]");
+}
+
+/* o = reshape(v, o's shape), or o is v when the shapes agree. */
+static void
+reshape_to(Imp *I, Val *o, Val *v)
+{
+	if (o->rank == v->rank && !memcmp(o->dim, v->dim, sizeof(int64_t) * (size_t)v->rank)) {
+		const char *nm = ref(I, v);
+		alias(o, v);
+		o->net = nm;
+		return;
+	}
+	const char *src = ref(I, v);
+	bind(I, o);
+	ox_printf(&I->body, "reshape(%s, ", src);
+	list(I, o->dim, o->rank);
+	ox_printf(&I->body, ");\n");
+}
+
+/* A custom op for one use: declared with o's type, `flops` forward and
+ * backward, saving `saves` (an argument name, or NULL). */
+static void
+custom(Imp *I, Val *o, const char *kind, Val **args, int nargs, int64_t flops,
+       int saves)
+{
+	const char *name = ox_netname(I, ar_printf(I->a, "%s_%d", kind, I->ncustom++));
+	const char *refs[4];
+
+	for (int i = 0; i < nargs; i++)
+		refs[i] = ref(I, args[i]);
+	ox_printf(&I->ops, "op %s(", name);
+	for (int i = 0; i < nargs; i++)
+		ox_printf(&I->ops, "%sa%d", i ? ", " : "", i);
+	ox_printf(&I->ops, ") -> %s", ox_dtype(I, o->dt));
+	ox_shape(&I->ops, o);
+	ox_printf(&I->ops, " { flops = %lld; backward_flops = %lld;",
+	          (long long)flops, (long long)flops);
+	if (saves >= 0)
+		ox_printf(&I->ops, " saves = (a%d);", saves);
+	ox_printf(&I->ops, " }   # ONNX %s\n", I->cur->op_type);
+	bind(I, o);
+	ox_printf(&I->body, "%s(", name);
+	for (int i = 0; i < nargs; i++)
+		ox_printf(&I->body, "%s%s", i ? ", " : "", refs[i]);
+	ox_printf(&I->body, ");\n");
+}
+
+/* ------------------------------------------------------------ shapes */
+
+static void
+broadcast(Imp *I, const Val *a, const Val *b, int *rank, int64_t *dim)
+{
+	*rank = a->rank > b->rank ? a->rank : b->rank;
+	for (int i = 0; i < *rank; i++) {
+		int ia = i - (*rank - a->rank), ib = i - (*rank - b->rank);
+		int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
+		if (da != db && da != 1 && db != 1)
+			ox_fail(I, "cannot broadcast axis %d: %lld against %lld", i,
+			        (long long)da, (long long)db);
+		dim[i] = da == 1 ? db : da;
+	}
+}
+
+/* Index of element `flat` of the broadcast result in v. */
+static int64_t
+bidx(const Val *v, int rank, const int64_t *dim, int64_t flat)
+{
+	int64_t idx = 0, stride = 1;
+	for (int i = rank - 1; i >= 0; i--) {
+		int64_t c = flat % dim[i];
+		int iv = i - (rank - v->rank);
+		flat /= dim[i];
+		if (iv >= 0) {
+			if (v->dim[iv] != 1)
+				idx += c * stride;
+			stride *= v->dim[iv];
+		}
+	}
+	return idx;
+}
+
+static double
+apply(Imp *I, const char *op, double x, double y)
+{
+	if (!strcmp(op, "Add")) return x + y;
+	if (!strcmp(op, "Sub")) return x - y;
+	if (!strcmp(op, "Mul")) return x * y;
+	if (!strcmp(op, "Equal")) return x == y;
+	if (!strcmp(op, "Less")) return x < y;
+	if (!strcmp(op, "Greater")) return x > y;
+	if (!strcmp(op, "And")) return x && y;
+	if (!strcmp(op, "Or")) return x || y;
+	if (!strcmp(op, "Pow")) return pow(x, y);
+	if (!strcmp(op, "Max")) return x > y ? x : y;
+	if (!strcmp(op, "Min")) return x < y ? x : y;
+	if (y == 0)
+		ox_fail(I, "constant division by zero");
+	return trunc(x / y) == x / y || fabs(x) > 1e15 ? x / y : x / y;
+}
+
+static void
+fold_binary(Imp *I, const Node *n, Val *a, Val *b, Val *o)
+{
+	int rank, dt = a->dt;
+	int64_t dim[OX_MAXRANK], nel = 1;
+	double *k;
+
+	broadcast(I, a, b, &rank, dim);
+	for (int i = 0; i < rank; i++)
+		nel *= dim[i];
+	k = kalloc(I, nel);
+	for (int64_t i = 0; i < nel; i++) {
+		k[i] = apply(I, n->op_type, a->k[bidx(a, rank, dim, i)], b->k[bidx(b, rank, dim, i)]);
+		if (!strcmp(n->op_type, "Div") && dt != 1 && dt != 10 && dt != 11 && dt != 16)
+			k[i] = trunc(k[i]);
+	}
+	if (strstr("Equal Less Greater And Or", n->op_type))
+		dt = 9;
+	make_const(I, o, dt, rank, dim, k);
+}
+
+/* ------------------------------------------------------------ ops */
+
+static void
+op_binary(Imp *I, const Node *n)
+{
+	Val *a = need(I, n, 0), *b = need(I, n, 1), *o = out(I, n, 0);
+	const char *op = n->op_type, *ra, *rb;
+	int rank;
+	int64_t dim[OX_MAXRANK];
+
+	if (is_const(a) && is_const(b)) {
+		fold_binary(I, n, a, b, o);
+		return;
+	}
+	broadcast(I, a, b, &rank, dim);
+	set_shape(I, o, a->kind == V_CONST ? b->dt : a->dt, rank, dim);
+	/* x * c and x / c with a scalar constant c: scale, which saves nothing
+	 * (the backward needs only c) */
+	if ((!strcmp(op, "Mul") || !strcmp(op, "Div")) && is_const(b) && ox_numel(b) == 1 &&
+	    rank == a->rank) {
+		double c = !strcmp(op, "Mul") ? b->k[0] : 1.0 / b->k[0];
+		ra = ref(I, a);
+		bind(I, o);
+		ox_printf(&I->body, "scale(%s, c=%.17g);\n", ra, c);
+		return;
+	}
+	if (!strcmp(op, "Mul") && is_const(a) && ox_numel(a) == 1 && rank == b->rank) {
+		rb = ref(I, b);
+		bind(I, o);
+		ox_printf(&I->body, "scale(%s, c=%.17g);\n", rb, a->k[0]);
+		return;
+	}
+	if (!strcmp(op, "Pow")) {
+		if (!is_const(b) || ox_numel(b) != 1 || (b->k[0] != 2 && b->k[0] != 0.5))
+			ox_fail(I, "Pow is supported with a constant exponent 2 or 0.5 "
+			        "(declare a custom op in the emitted .net for others)");
+		ra = ref(I, a);
+		bind(I, o);
+		if (b->k[0] == 2)
+			ox_printf(&I->body, "%s * %s;\n", ra, ra);
+		else
+			ox_printf(&I->body, "sqrt(%s);\n", ra);
+		return;
+	}
+	if (a->dt != b->dt)
+		ox_fail(I, "operands are %s and %s", ox_dtype(I, a->dt), ox_dtype(I, b->dt));
+	ra = ref(I, a);
+	rb = ref(I, b);
+	bind(I, o);
+	ox_printf(&I->body, "%s(%s, %s);\n", !strcmp(op, "Add") ? "add" :
+	          !strcmp(op, "Sub") ? "sub" : !strcmp(op, "Mul") ? "mul" : "div", ra, rb);
+}
+
+static void
+op_unary(Imp *I, const Node *n, const char *netop)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	const char *r;
+
+	if (is_const(x) && !strcmp(n->op_type, "Not")) {
+		double *k = kalloc(I, ox_numel(x));
+		for (int64_t i = 0; i < ox_numel(x); i++)
+			k[i] = !x->k[i];
+		make_const(I, o, 9, x->rank, x->dim, k);
+		return;
+	}
+	if (!netop)
+		ox_fail(I, "%s on a tensor is not supported", n->op_type);
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	r = ref(I, x);
+	bind(I, o);
+	ox_printf(&I->body, "%s(%s);\n", netop, r);
+}
+
+static void
+op_softmax(Imp *I, const Node *n, const char *netop)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int ax = norm_axis(I, attr_i(n, "axis", -1), x->rank);
+	const char *r = ref(I, x);
+
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	bind(I, o);
+	ox_printf(&I->body, "%s(%s, axis=%d);\n", netop, r, ax - x->rank);
+}
+
+/* Symmetric pads [a, b, a, b] -> a; anything else is an error. */
+static int64_t
+sym_pad(Imp *I, const Node *n)
+{
+	int64_t p[8] = {0};
+	int np = attr_ints(I, n, "pads", p, 8);
+	Onnx__AttributeProto *ap = attr(n, "auto_pad");
+	if (ap && ap->s.len && strncmp((const char *)ap->s.data, "NOTSET", ap->s.len))
+		ox_fail(I, "auto_pad is not supported (export with explicit pads)");
+	if (np > 0 && (np != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3]))
+		ox_fail(I, "only equal padding on every side is supported");
+	return np > 0 ? p[0] : 0;
+}
+
+static int64_t
+square(Imp *I, const Node *n, const char *name, int64_t def)
+{
+	int64_t v[2] = {def, def};
+	int k = attr_ints(I, n, name, v, 2);
+	if (k == 2 && v[0] != v[1])
+		ox_fail(I, "'%s' differs between height and width", name);
+	return v[0];
+}
+
+static int64_t
+conv_out(Imp *I, int64_t h, int64_t k, int64_t s, int64_t p, int64_t d)
+{
+	int64_t o = (h + 2 * p - d * (k - 1) - 1);
+	if (o < 0 || s <= 0)
+		ox_fail(I, "the window does not fit the input");
+	return o / s + 1;
+}
+
+static void
+op_conv(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *w = need(I, n, 1), *b = in(I, n, 2), *o = out(I, n, 0);
+	int64_t s = square(I, n, "strides", 1), d = square(I, n, "dilations", 1);
+	int64_t p = sym_pad(I, n), g = attr_i(n, "group", 1), dim[4];
+	const char *rx, *rw;
+
+	if (x->rank != 4 || w->rank != 4)
+		ox_fail(I, "only 2-D convolutions are supported");
+	dim[0] = x->dim[0];
+	dim[1] = w->dim[0];
+	dim[2] = conv_out(I, x->dim[2], w->dim[2], s, p, d);
+	dim[3] = conv_out(I, x->dim[3], w->dim[3], s, p, d);
+	set_shape(I, o, x->dt, 4, dim);
+	rx = ref(I, x);
+	rw = ref(I, w);
+	if (b) {
+		/* conv2d has no bias: the bias is a broadcast add, which makes one
+		 * more buffer of the output's size (docs/onnx.md) */
+		Val *c = ar_alloc(I->a, sizeof *c);
+		*c = *o;
+		c->name = ar_printf(I->a, "%s_nobias", n->name ? n->name : o->name);
+		bind(I, c);
+		ox_printf(&I->body, "conv2d(%s, %s, stride=%lld, padding=%lld, "
+		          "dilation=%lld, groups=%lld);\n", rx, rw, (long long)s,
+		          (long long)p, (long long)d, (long long)g);
+		const char *rb = ref(I, b);
+		bind(I, o);
+		ox_printf(&I->body, "%s + reshape(%s, [%lld, 1, 1]);\n", c->net, rb,
+		          (long long)dim[1]);
+		return;
+	}
+	bind(I, o);
+	ox_printf(&I->body, "conv2d(%s, %s, stride=%lld, padding=%lld, "
+	          "dilation=%lld, groups=%lld);\n", rx, rw, (long long)s, (long long)p,
+	          (long long)d, (long long)g);
+}
+
+static void
+op_pool(Imp *I, const Node *n, const char *netop)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int64_t k = square(I, n, "kernel_shape", 0), s = square(I, n, "strides", 1);
+	int64_t p = sym_pad(I, n), dim[4];
+	const char *r;
+
+	if (x->rank != 4 || k <= 0)
+		ox_fail(I, "only 2-D pooling with a kernel_shape is supported");
+	if (attr_i(n, "ceil_mode", 0))
+		ox_fail(I, "ceil_mode=1 is not supported");
+	dim[0] = x->dim[0];
+	dim[1] = x->dim[1];
+	dim[2] = conv_out(I, x->dim[2], k, s, p, 1);
+	dim[3] = conv_out(I, x->dim[3], k, s, p, 1);
+	set_shape(I, o, x->dt, 4, dim);
+	r = ref(I, x);
+	bind(I, o);
+	ox_printf(&I->body, "%s(%s, k=%lld, stride=%lld, padding=%lld);\n", netop, r,
+	          (long long)k, (long long)s, (long long)p);
+}
+
+static void
+op_global_pool(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int64_t dim[4] = {x->dim[0], x->dim[1], 1, 1};
+	Val *t = ar_alloc(I->a, sizeof *t);
+	const char *r = ref(I, x);
+
+	if (x->rank != 4)
+		ox_fail(I, "GlobalAveragePool needs a 4-D input");
+	t->name = ar_printf(I->a, "%s_2d", o->name);
+	set_shape(I, t, x->dt, 2, dim);
+	bind(I, t);
+	ox_printf(&I->body, "global_avgpool(%s);\n", r);
+	set_shape(I, o, x->dt, 4, dim);
+	reshape_to(I, o, t);
+}
+
+static void
+op_matmul(Imp *I, const Node *n)
+{
+	Val *a = need(I, n, 0), *b = need(I, n, 1), *o = out(I, n, 0);
+	int64_t dim[OX_MAXRANK];
+	int rank;
+	Val ba = *a, bb = *b;
+	const char *ra, *rb;
+
+	if (a->rank < 2 || b->rank < 2)
+		ox_fail(I, "MatMul of 1-D tensors is not supported");
+	if (a->dim[a->rank - 1] != b->dim[b->rank - 2])
+		ox_fail(I, "inner dimensions %lld and %lld differ",
+		        (long long)a->dim[a->rank - 1], (long long)b->dim[b->rank - 2]);
+	ba.rank -= 2;
+	bb.rank -= 2;
+	broadcast(I, &ba, &bb, &rank, dim);
+	dim[rank] = a->dim[a->rank - 2];
+	dim[rank + 1] = b->dim[b->rank - 1];
+	set_shape(I, o, a->dt, rank + 2, dim);
+	ra = ref(I, a);
+	rb = ref(I, b);
+	bind(I, o);
+	ox_printf(&I->body, "%s @ %s;\n", ra, rb);
+}
+
+static void
+op_gemm(Imp *I, const Node *n)
+{
+	Val *a = need(I, n, 0), *b = need(I, n, 1), *c = in(I, n, 2), *o = out(I, n, 0);
+	bool ta = attr_i(n, "transA", 0), tb = attr_i(n, "transB", 0);
+	int64_t dim[2];
+	const char *ra, *rb, *rc = NULL;
+
+	if (a->rank != 2 || b->rank != 2)
+		ox_fail(I, "Gemm needs 2-D operands");
+	if (attr_f(n, "alpha", 1) != 1 || (c && attr_f(n, "beta", 1) != 1))
+		ox_fail(I, "Gemm with alpha or beta other than 1 is not supported");
+	dim[0] = a->dim[ta ? 1 : 0];
+	dim[1] = b->dim[tb ? 0 : 1];
+	if (a->dim[ta ? 0 : 1] != b->dim[tb ? 1 : 0])
+		ox_fail(I, "inner dimensions differ");
+	set_shape(I, o, a->dt, 2, dim);
+	ra = ref(I, a);
+	rb = ref(I, b);
+	if (c)
+		rc = ref(I, c);
+	bind(I, o);
+	ox_printf(&I->body, ta ? "transpose(%s, 0, 1) @ " : "%s @ ", ra);
+	ox_printf(&I->body, tb ? "transpose(%s, 0, 1)" : "%s", rb);
+	if (c)
+		ox_printf(&I->body, " + %s", rc);
+	ox_printf(&I->body, ";\n");
+}
+
+static void
+op_norm(Imp *I, const Node *n, bool batch)
+{
+	Val *x = need(I, n, 0), *g = need(I, n, 1), *b = need(I, n, 2), *o = out(I, n, 0);
+	const char *rx, *rg, *rb;
+
+	if (batch) {
+		if (attr_i(n, "training_mode", n->n_output > 1))
+			I->nbn_train++;
+		else
+			I->nbn_infer++;
+		if (x->rank != 4)
+			ox_fail(I, "BatchNormalization needs a 4-D input");
+	} else if (norm_axis(I, attr_i(n, "axis", -1), x->rank) != x->rank - 1) {
+		ox_fail(I, "LayerNormalization over axes other than the last is not supported");
+	}
+	if (g->kind != V_PARAM || b->kind != V_PARAM)
+		ox_fail(I, "scale and bias must be parameters (see --params)");
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	rx = ref(I, x);
+	rg = ref(I, g);
+	rb = ref(I, b);
+	bind(I, o);
+	ox_printf(&I->body, "%s(%s, %s, %s);\n", batch ? "batchnorm" : "layernorm", rx, rg, rb);
+}
+
+static void
+op_dropout(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *r = in(I, n, 1), *t = in(I, n, 2), *o = out(I, n, 0);
+	double p = r ? (is_const(r) ? r->k[0] : -1) : attr_f(n, "ratio", 0.5);
+	bool train = t && is_const(t) && t->k[0] != 0;
+	const char *rx;
+
+	if (t && !is_const(t))
+		ox_fail(I, "Dropout's training_mode must be a constant");
+	if (!train || p == 0) {
+		alias(o, x);
+		return;
+	}
+	if (p < 0)
+		ox_fail(I, "Dropout's ratio must be a constant");
+	I->ndropout++;
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	rx = ref(I, x);
+	bind(I, o);
+	ox_printf(&I->body, "dropout(%s, p=%.17g);\n", rx, p);
+}
+
+static void
+op_cast(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int to = (int)attr_i(n, "to", 0);
+	const char *r;
+
+	ox_dtype(I, to);
+	if (is_const(x) || to == x->dt) {
+		alias(o, x);
+		o->dt = to;
+		if (x->net && to != x->dt)
+			ox_fail(I, "internal: cast of a named constant");
+		return;
+	}
+	set_shape(I, o, to, x->rank, x->dim);
+	r = ref(I, x);
+	bind(I, o);
+	ox_printf(&I->body, "cast(%s, dtype=%s);\n", r, ox_dtype(I, to));
+}
+
+/* The axes of Squeeze/Unsqueeze/ReduceMean: input 1 (opset 13+) or attr. */
+static int
+axes_of(Imp *I, const Node *n, size_t k, int64_t *ax)
+{
+	Val *a = in(I, n, k);
+	if (a) {
+		if (!is_const(a) || ox_numel(a) > OX_MAXRANK)
+			ox_fail(I, "axes must be a constant");
+		for (int64_t i = 0; i < ox_numel(a); i++)
+			ax[i] = kint(a, i);
+		return (int)ox_numel(a);
+	}
+	return attr_ints(I, n, "axes", ax, OX_MAXRANK);
+}
+
+static void
+op_squeeze(Imp *I, const Node *n, bool un)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int64_t ax[OX_MAXRANK], dim[OX_MAXRANK];
+	int na = axes_of(I, n, 1, ax), rank = un ? x->rank + na : 0;
+	bool mark[OX_MAXRANK + 1] = {0};
+
+	if (un) {
+		if (rank > OX_MAXRANK || na < 0)
+			ox_fail(I, "Unsqueeze needs axes and at most %d axes", OX_MAXRANK);
+		for (int i = 0; i < na; i++)
+			mark[norm_axis(I, ax[i], rank)] = true;
+		for (int i = 0, j = 0; i < rank; i++)
+			dim[i] = mark[i] ? 1 : x->dim[j++];
+	} else {
+		for (int i = 0; i < na; i++)
+			mark[norm_axis(I, ax[i], x->rank)] = true;
+		for (int i = 0; i < x->rank; i++)
+			if (na < 0 ? x->dim[i] != 1 : !mark[i])
+				dim[rank++] = x->dim[i];
+	}
+	if (is_const(x)) {
+		make_const(I, o, x->dt, rank, dim, x->k);
+		return;
+	}
+	set_shape(I, o, x->dt, rank, dim);
+	reshape_to(I, o, x);
+}
+
+static void
+op_reshape(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *s = need(I, n, 1), *o = out(I, n, 0);
+	int64_t dim[OX_MAXRANK], known = 1;
+	int rank = (int)ox_numel(s), minus = -1;
+
+	if (!is_const(s) || rank > OX_MAXRANK)
+		ox_fail(I, "the target shape must fold to a constant of at most %d values", OX_MAXRANK);
+	for (int i = 0; i < rank; i++) {
+		dim[i] = kint(s, i);
+		if (dim[i] == 0 && !attr_i(n, "allowzero", 0))
+			dim[i] = i < x->rank ? x->dim[i] : 0;
+		if (dim[i] < -1 || dim[i] > ((int64_t)1 << 40))
+			ox_fail(I, "target dimension %lld is out of range", (long long)dim[i]);
+		if (dim[i] == -1) {
+			if (minus >= 0)
+				ox_fail(I, "two -1 in the target shape");
+			minus = i;
+		} else if (dim[i] && known > ((int64_t)1 << 50) / dim[i]) {
+			ox_fail(I, "the target shape is too large");
+		} else {
+			known *= dim[i];
+		}
+	}
+	if (minus >= 0) {
+		if (known == 0 || ox_numel(x) % known)
+			ox_fail(I, "cannot infer the -1 in the target shape");
+		dim[minus] = ox_numel(x) / known;
+	}
+	set_shape(I, o, x->dt, rank, dim);
+	if (ox_numel(o) != ox_numel(x))
+		ox_fail(I, "reshape of %lld elements to %lld", (long long)ox_numel(x),
+		        (long long)ox_numel(o));
+	if (is_const(x)) {
+		o->kind = V_CONST;
+		o->k = x->k;
+		return;
+	}
+	reshape_to(I, o, x);
+}
+
+static void
+op_flatten(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int ax = norm_axis(I, attr_i(n, "axis", 1), x->rank + 1);
+	int64_t dim[2] = {1, 1};
+
+	for (int i = 0; i < x->rank; i++)
+		dim[i >= ax] *= x->dim[i];
+	set_shape(I, o, x->dt, 2, dim);
+	reshape_to(I, o, x);
+}
+
+static void
+op_transpose(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int64_t p[OX_MAXRANK] = {0}, dim[OX_MAXRANK] = {0};
+	int np = attr_ints(I, n, "perm", p, OX_MAXRANK), moved = 0, a = -1, b = -1;
+	const char *r;
+
+	if (np < 0)
+		for (np = 0; np < x->rank; np++)
+			p[np] = x->rank - 1 - np;
+	if (np != x->rank)
+		ox_fail(I, "perm has %d entries for rank %d", np, x->rank);
+	for (int i = 0; i < np; i++) {
+		if (p[i] < 0 || p[i] >= x->rank)
+			ox_fail(I, "perm entry %lld is out of range", (long long)p[i]);
+		dim[i] = x->dim[p[i]];
+		if (p[i] != i) {
+			moved++;
+			b = i;
+			if (a < 0)
+				a = i;
+		}
+	}
+	set_shape(I, o, x->dt, np, dim);
+	if (!moved) {
+		alias(o, x);
+		return;
+	}
+	r = ref(I, x);
+	bind(I, o);
+	if (moved == 2 && p[a] == b)
+		ox_printf(&I->body, "transpose(%s, %d, %d);\n", r, a, b);
+	else {
+		ox_printf(&I->body, "permute(%s, ", r);
+		list(I, p, np);
+		ox_printf(&I->body, ");\n");
+	}
+}
+
+static void
+op_concat(Imp *I, const Node *n)
+{
+	Val *o = out(I, n, 0), *x0 = need(I, n, 0);
+	int ax = norm_axis(I, attr_i(n, "axis", 0), x0->rank);
+	int64_t dim[OX_MAXRANK];
+	bool all = true;
+
+	memcpy(dim, x0->dim, sizeof dim);
+	dim[ax] = 0;
+	for (size_t i = 0; i < n->n_input; i++) {
+		Val *v = need(I, n, i);
+		if (v->rank != x0->rank)
+			ox_fail(I, "inputs of different ranks");
+		dim[ax] += v->dim[ax];
+		all &= is_const(v);
+	}
+	if (all && x0->rank == 1) {
+		double *k = kalloc(I, dim[0]);
+		int64_t j = 0;
+		for (size_t i = 0; i < n->n_input; i++) {
+			Val *v = need(I, n, i);
+			for (int64_t e = 0; e < v->dim[0]; e++)
+				k[j++] = v->k[e];
+		}
+		make_const(I, o, x0->dt, 1, dim, k);
+		return;
+	}
+	set_shape(I, o, x0->dt, x0->rank, dim);
+	const char **r = ar_alloc(I->a, n->n_input * sizeof *r);
+	for (size_t i = 0; i < n->n_input; i++)
+		r[i] = ref(I, need(I, n, i));
+	bind(I, o);
+	ox_printf(&I->body, "concat(");
+	for (size_t i = 0; i < n->n_input; i++)
+		ox_printf(&I->body, "%s, ", r[i]);
+	ox_printf(&I->body, "axis=%d);\n", ax);
+}
+
+/* o = x[start:end] on axis ax, a view. */
+static void
+slice1(Imp *I, Val *o, Val *x, int ax, int64_t start, int64_t end)
+{
+	int64_t dim[OX_MAXRANK];
+	const char *r = ref(I, x);
+
+	memcpy(dim, x->dim, sizeof dim);
+	dim[ax] = end - start;
+	set_shape(I, o, x->dt, x->rank, dim);
+	if (start == 0 && end == x->dim[ax]) {
+		alias(o, x);
+		return;
+	}
+	bind(I, o);
+	ox_printf(&I->body, "slice(%s, axis=%d, start=%lld, end=%lld);\n", r, ax,
+	          (long long)start, (long long)end);
+}
+
+static void
+op_split(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *s = in(I, n, 1);
+	int ax = norm_axis(I, attr_i(n, "axis", 0), x->rank);
+	int64_t sz[64], at = 0, no = (int64_t)n->n_output;
+	bool equal = true;
+
+	if (no > 64)
+		ox_fail(I, "too many outputs");
+	for (int64_t i = 0; i < no; i++) {
+		if (s && (!is_const(s) || ox_numel(s) != no))
+			ox_fail(I, "split sizes must be a constant with one size per output");
+		sz[i] = s ? kint(s, i) : x->dim[ax] / no;
+		equal &= sz[i] == sz[0];
+		at += sz[i];
+	}
+	if (at != x->dim[ax] || (!s && x->dim[ax] % no))
+		ox_fail(I, "the split sizes do not add up to the axis (%lld)", (long long)x->dim[ax]);
+	if (equal && no > 1) {
+		const char *r = ref(I, x);
+		for (int64_t i = 0; i < no; i++) {
+			Val *o = out(I, n, (size_t)i);
+			int64_t dim[OX_MAXRANK];
+			memcpy(dim, x->dim, sizeof dim);
+			dim[ax] = sz[0];
+			set_shape(I, o, x->dt, x->rank, dim);
+			o->net = ox_netname(I, o->name);
+			o->kind = V_ACT;
+			ox_printf(&I->body, "%s%s", i ? ", " : "", o->net);
+		}
+		ox_printf(&I->body, " = split(%s, %lld, axis=%d);\n", r, (long long)no, ax);
+		return;
+	}
+	at = 0;
+	for (int64_t i = 0; i < no; i++) {
+		slice1(I, out(I, n, (size_t)i), x, ax, at, at + sz[i]);
+		at += sz[i];
+	}
+}
+
+static int64_t
+clampi(int64_t v, int64_t d)
+{
+	if (v < 0)
+		v += d;
+	return v < 0 ? 0 : v > d ? d : v;
+}
+
+static void
+op_slice(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *st = need(I, n, 1), *en = need(I, n, 2);
+	Val *axv = in(I, n, 3), *stp = in(I, n, 4), *o = out(I, n, 0), *cur = x;
+	int64_t na = ox_numel(st);
+
+	if (!is_const(st) || !is_const(en) || (axv && !is_const(axv)) ||
+	    (stp && !is_const(stp)) || ox_numel(en) != na)
+		ox_fail(I, "starts, ends, axes and steps must be constants");
+	if (is_const(x) && x->rank == 1 && na == 1 && (!stp || kint(stp, 0) == 1)) {
+		int64_t s = clampi(kint(st, 0), x->dim[0]), e = clampi(kint(en, 0), x->dim[0]);
+		int64_t d = e > s ? e - s : 0;
+		make_const(I, o, x->dt, 1, &d, x->k + s);
+		return;
+	}
+	for (int64_t i = 0; i < na; i++) {
+		int ax = norm_axis(I, axv ? kint(axv, i) : i, x->rank);
+		int64_t s = clampi(kint(st, i), cur->dim[ax]), e = clampi(kint(en, i), cur->dim[ax]);
+		Val *t = i == na - 1 ? o : ar_alloc(I->a, sizeof *t);
+		if (stp && kint(stp, i) != 1)
+			ox_fail(I, "slices with a step other than 1 are not supported");
+		if (e < s)
+			e = s;
+		if (t != o)
+			t->name = ar_printf(I->a, "%s_%lld", o->name, (long long)i);
+		slice1(I, t, cur, ax, s, e);
+		cur = t;
+	}
+}
+
+static void
+op_gather(Imp *I, const Node *n)
+{
+	Val *d = need(I, n, 0), *ix = need(I, n, 1), *o = out(I, n, 0);
+	int ax = norm_axis(I, attr_i(n, "axis", 0), d->rank);
+	int64_t dim[OX_MAXRANK];
+	int rank = 0;
+
+	for (int i = 0; i < d->rank; i++)
+		if (i == ax)
+			for (int j = 0; j < ix->rank; j++)
+				dim[rank++] = ix->dim[j];
+		else
+			dim[rank++] = d->dim[i];
+	if (is_const(d) && is_const(ix) && d->rank == 1) {
+		double *k = kalloc(I, ox_numel(ix));
+		for (int64_t i = 0; i < ox_numel(ix); i++)
+			k[i] = d->k[clampi(kint(ix, i), d->dim[0]) % (d->dim[0] ? d->dim[0] : 1)];
+		make_const(I, o, d->dt, rank, dim, k);
+		return;
+	}
+	if (is_const(ix) && ox_numel(ix) == 1) {
+		/* x[..., i, ...]: a one-element slice, then the axis dropped */
+		Val *t = ar_alloc(I->a, sizeof *t);
+		int64_t i0 = kint(ix, 0) < 0 ? kint(ix, 0) + d->dim[ax] : kint(ix, 0);
+		t->name = ar_printf(I->a, "%s_slice", o->name);
+		if (i0 < 0 || i0 >= d->dim[ax])
+			ox_fail(I, "index %lld is out of range", (long long)kint(ix, 0));
+		slice1(I, t, d, ax, i0, i0 + 1);
+		set_shape(I, o, d->dt, rank, dim);
+		reshape_to(I, o, t);
+		return;
+	}
+	if (ax != 0 || d->rank != 2 || (ix->dt != 7 && ix->dt != 6))
+		ox_fail(I, "only embedding lookups (Gather of a 2-D table on axis 0 "
+		        "with integer indices) are supported");
+	set_shape(I, o, d->dt, rank, dim);
+	const char *ri = ref(I, ix), *rd = ref(I, d);
+	bind(I, o);
+	ox_printf(&I->body, "embedding(%s, %s);\n", ri, rd);
+}
+
+static void
+op_shape(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int64_t r = x->rank, s = attr_i(n, "start", 0), e = attr_i(n, "end", r);
+	double *k;
+
+	s = clampi(s, r);
+	e = clampi(e, r);
+	if (e < s)
+		e = s;
+	k = kalloc(I, e - s);
+	for (int64_t i = s; i < e; i++)
+		k[i - s] = (double)x->dim[i];
+	int64_t d = e - s;
+	make_const(I, o, 7, 1, &d, k);
+}
+
+static void
+op_constant_of_shape(Imp *I, const Node *n)
+{
+	Val *s = need(I, n, 0), *o = out(I, n, 0);
+	Onnx__AttributeProto *v = attr(n, "value");
+	int64_t dim[OX_MAXRANK], nel = 1;
+	double fill = 0, *k;
+	int dt = 1;
+
+	if (!is_const(s) || ox_numel(s) > OX_MAXRANK)
+		ox_fail(I, "the shape must fold to a constant");
+	if (v && v->t) {
+		Val tmp = {.name = o->name};
+		ox_const_tensor(I, &tmp, v->t);
+		fill = ox_numel(&tmp) ? tmp.k[0] : 0;
+		dt = tmp.dt;
+	}
+	for (int64_t i = 0; i < ox_numel(s); i++) {
+		dim[i] = kint(s, i);
+		if (dim[i] < 0 || dim[i] > OX_MAXFOLD)
+			ox_fail(I, "dimension %lld is out of range", (long long)dim[i]);
+		nel *= dim[i];
+	}
+	k = kalloc(I, nel);
+	for (int64_t i = 0; i < nel; i++)
+		k[i] = fill;
+	make_const(I, o, dt, (int)ox_numel(s), dim, k);
+}
+
+static void
+op_range(Imp *I, const Node *n)
+{
+	Val *s = need(I, n, 0), *l = need(I, n, 1), *d = need(I, n, 2), *o = out(I, n, 0);
+	int64_t cnt;
+	double *k;
+
+	if (!is_const(s) || !is_const(l) || !is_const(d) || d->k[0] == 0)
+		ox_fail(I, "Range needs constant start, limit and a nonzero delta");
+	double c = ceil((l->k[0] - s->k[0]) / d->k[0]);
+	if (!(c <= OX_MAXFOLD))
+		ox_fail(I, "Range of more than %d elements", OX_MAXFOLD);
+	cnt = c > 0 ? (int64_t)c : 0;
+	k = kalloc(I, cnt);
+	for (int64_t i = 0; i < cnt; i++)
+		k[i] = s->k[0] + (double)i * d->k[0];
+	make_const(I, o, s->dt, 1, &cnt, k);
+}
+
+static void
+op_trilu(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *kv = in(I, n, 1), *o = out(I, n, 0);
+	int64_t kk = kv && is_const(kv) ? kint(kv, 0) : 0, r, c;
+	bool upper = attr_i(n, "upper", 1);
+	double *k;
+
+	if (!is_const(x) || x->rank < 2)
+		ox_fail(I, "Trilu is supported on constants only");
+	r = x->dim[x->rank - 2];
+	c = x->dim[x->rank - 1];
+	k = kalloc(I, ox_numel(x));
+	for (int64_t i = 0; i < ox_numel(x); i++) {
+		int64_t row = i / c % r, col = i % c;
+		bool keep = upper ? col - row >= kk : col - row <= kk;
+		k[i] = keep ? x->k[i] : 0;
+	}
+	make_const(I, o, x->dt, x->rank, x->dim, k);
+}
+
+static void
+op_where(Imp *I, const Node *n)
+{
+	Val *c = need(I, n, 0), *x = need(I, n, 1), *y = need(I, n, 2), *o = out(I, n, 0);
+	int rank, r2;
+	int64_t dim[OX_MAXRANK], d2[OX_MAXRANK];
+	Val t;
+
+	broadcast(I, x, y, &rank, dim);
+	t = *x;
+	t.rank = rank;
+	memcpy(t.dim, dim, sizeof dim);
+	broadcast(I, c, &t, &r2, d2);
+	if (is_const(c) && is_const(x) && is_const(y)) {
+		int64_t nel = 1;
+		for (int i = 0; i < r2; i++)
+			nel *= d2[i];
+		double *k = kalloc(I, nel);
+		for (int64_t i = 0; i < nel; i++)
+			k[i] = c->k[bidx(c, r2, d2, i)] ? x->k[bidx(x, r2, d2, i)] : y->k[bidx(y, r2, d2, i)];
+		make_const(I, o, x->dt, r2, d2, k);
+		return;
+	}
+	set_shape(I, o, x->kind == V_CONST ? y->dt : x->dt, r2, d2);
+	/* masked_fill with a constant mask and fill: the mask stays with the
+	 * model, so the op reads one activation and saves nothing of it */
+	if (c->kind == V_CONST && (x->kind == V_CONST) != (y->kind == V_CONST)) {
+		Val *a = x->kind == V_CONST ? y : x;
+		if (a->rank == r2 && !memcmp(a->dim, d2, sizeof(int64_t) * (size_t)r2)) {
+			custom(I, o, "masked_fill", &a, 1, ox_numel(o), -1);
+			return;
+		}
+	}
+	Val *args[3] = {c, x, y};
+	custom(I, o, "where", args, 3, ox_numel(o), 0);
+}
+
+static void
+op_expand(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *s = need(I, n, 1), *o = out(I, n, 0);
+	Val t = {.rank = (int)ox_numel(s)};
+	int rank;
+	int64_t dim[OX_MAXRANK];
+
+	if (!is_const(s) || t.rank > OX_MAXRANK)
+		ox_fail(I, "the target shape must fold to a constant");
+	for (int i = 0; i < t.rank; i++)
+		t.dim[i] = kint(s, i);
+	broadcast(I, x, &t, &rank, dim);
+	if (is_const(x)) {
+		int64_t nel = 1;
+		for (int i = 0; i < rank; i++)
+			nel *= dim[i];
+		double *k = kalloc(I, nel);
+		for (int64_t i = 0; i < nel; i++)
+			k[i] = x->k[bidx(x, rank, dim, i)];
+		make_const(I, o, x->dt, rank, dim, k);
+		return;
+	}
+	set_shape(I, o, x->dt, rank, dim);
+	if (ox_numel(o) == ox_numel(x)) {
+		reshape_to(I, o, x);
+		return;
+	}
+	custom(I, o, "expand", &x, 1, ox_numel(o), -1);
+}
+
+static void
+op_pad(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *p = in(I, n, 1), *o = out(I, n, 0);
+	int64_t dim[OX_MAXRANK];
+
+	if (!p || !is_const(p) || ox_numel(p) != 2 * x->rank)
+		ox_fail(I, "pads must be a constant with two values per axis");
+	for (int i = 0; i < x->rank; i++)
+		if ((dim[i] = x->dim[i] + kint(p, i) + kint(p, i + x->rank)) < 0)
+			ox_fail(I, "negative padded size");
+	set_shape(I, o, x->dt, x->rank, dim);
+	custom(I, o, "pad", &x, 1, ox_numel(o), -1);
+}
+
+static void
+op_clip(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	/* relu6 and friends: the backward masks by the input, which it saves */
+	custom(I, o, "clip", &x, 1, ox_numel(o), 0);
+}
+
+static void
+op_erf(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	custom(I, o, "erf", &x, 1, 4 * ox_numel(o), 0);
+}
+
+static void
+op_reduce_mean(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int64_t ax[OX_MAXRANK], dim[OX_MAXRANK];
+	int na = axes_of(I, n, 1, ax), a;
+	bool keep = attr_i(n, "keepdims", 1);
+	Val *t = ar_alloc(I->a, sizeof *t);
+	const char *r;
+
+	if (na != 1)
+		ox_fail(I, "ReduceMean over exactly one axis is supported");
+	a = norm_axis(I, ax[0], x->rank);
+	for (int i = 0, j = 0; i < x->rank; i++)
+		if (i != a)
+			dim[j++] = x->dim[i];
+	t->name = keep ? ar_printf(I->a, "%s_r", o->name) : o->name;
+	set_shape(I, keep ? t : o, x->dt, x->rank - 1, dim);
+	r = ref(I, x);
+	bind(I, keep ? t : o);
+	ox_printf(&I->body, "mean(%s, axis=%d);\n", r, a - x->rank);
+	if (keep) {
+		memcpy(dim, x->dim, sizeof dim);
+		dim[a] = 1;
+		set_shape(I, o, x->dt, x->rank, dim);
+		reshape_to(I, o, t);
+	}
+}
+
+static void
+op_constant(Imp *I, const Node *n)
+{
+	Val *o = out(I, n, 0);
+	Onnx__AttributeProto *at = n->n_attribute ? n->attribute[0] : NULL;
+
+	if (!at || !at->name)
+		ox_fail(I, "Constant has no value");
+	if (at->t)
+		ox_const_tensor(I, o, at->t);
+	else if (!strcmp(at->name, "value_float") || !strcmp(at->name, "value_int")) {
+		double *k = kalloc(I, 1);
+		k[0] = at->name[6] == 'f' ? at->f : (double)at->i;
+		make_const(I, o, at->name[6] == 'f' ? 1 : 7, 0, NULL, k);
+	} else if (!strcmp(at->name, "value_ints") || !strcmp(at->name, "value_floats")) {
+		int64_t d = at->name[6] == 'f' ? (int64_t)at->n_floats : (int64_t)at->n_ints;
+		double *k = kalloc(I, d);
+		for (int64_t i = 0; i < d; i++)
+			k[i] = at->name[6] == 'f' ? at->floats[i] : (double)at->ints[i];
+		make_const(I, o, at->name[6] == 'f' ? 1 : 7, 1, &d, k);
+	} else
+		ox_fail(I, "Constant with attribute '%s' is not supported", at->name);
+}
+
+/* The consumer of v when it has exactly one; NULL otherwise. */
+static int
+only_user(Imp *I, const Val *v, int from)
+{
+	if (v->nuse != 1)
+		return -1;
+	for (size_t i = (size_t)from; i < I->g->n_node; i++)
+		for (size_t k = 0; k < I->g->node[i]->n_input; k++)
+			if (!strcmp(I->g->node[i]->input[k], v->name))
+				return (int)i;
+	return -1;
+}
+
+static bool
+is_op(Imp *I, int i, const char *op)
+{
+	return i >= 0 && !strcmp(I->g->node[i]->op_type, op);
+}
+
+/* GELU as exported before opset 20: y = (x * 0.5?) * (1 + erf(x / sqrt 2)),
+ * as Div -> Erf -> Add(1) -> Mul(x) -> Mul(0.5). The model ran one gelu
+ * (PyTorch's F.gelu saves x), so it becomes gelu(x) when every
+ * intermediate has the one consumer the pattern names. */
+static bool
+match_gelu(Imp *I, int i)
+{
+	const Node *dv = I->g->node[i], *mn;
+	Val *x, *c, *e, *p, *m, *half, *o;
+	int ie, ia, im, im2;
+	const char *r;
+
+	if (!is_op(I, i, "Div") || !(x = in(I, dv, 0)) || !(c = in(I, dv, 1)) ||
+	    !is_const(c) || fabs(c->k[0] - sqrt(2.0)) > 1e-3 || x->kind == V_CONST)
+		return false;
+	if (!is_op(I, ie = only_user(I, ox_lookup(I, dv->output[0]), i + 1), "Erf"))
+		return false;
+	e = out(I, I->g->node[ie], 0);
+	if (!is_op(I, ia = only_user(I, e, ie + 1), "Add"))
+		return false;
+	p = out(I, I->g->node[ia], 0);
+	if (!is_op(I, im = only_user(I, p, ia + 1), "Mul"))
+		return false;
+	m = out(I, I->g->node[im], 0);
+	mn = I->g->node[im];
+	if (mn->n_input != 2 || (strcmp(mn->input[0], x->name) && strcmp(mn->input[1], x->name)))
+		return false;
+	if (!is_op(I, im2 = only_user(I, m, im + 1), "Mul") || I->g->node[im2]->n_input != 2)
+		return false;
+	half = in(I, I->g->node[im2], 1);
+	if (!half || !is_const(half) || ox_numel(half) != 1 || half->k[0] != 0.5) {
+		half = in(I, I->g->node[im2], 0);
+		if (!half || !is_const(half) || ox_numel(half) != 1 || half->k[0] != 0.5)
+			return false;
+	}
+	o = out(I, I->g->node[im2], 0);
+	r = ref(I, x);
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	bind(I, o);
+	ox_printf(&I->body, "gelu(%s);\n", r);
+	I->skip[ie] = I->skip[ia] = I->skip[im] = I->skip[im2] = true;
+	return true;
+}
+
+/* The first node from `from` on that reads v and has op type op, or -1. */
+static int
+find_user(Imp *I, const Val *v, int from, const char *op)
+{
+	for (size_t i = (size_t)from; i < I->g->n_node; i++)
+		if (!strcmp(I->g->node[i]->op_type, op))
+			for (size_t k = 0; k < I->g->node[i]->n_input; k++)
+				if (!strcmp(I->g->node[i]->input[k], v->name))
+					return (int)i;
+	return -1;
+}
+
+/* Is node i a ReduceMean of its input 0 over the last axis, keeping it? */
+static bool
+mean_last(Imp *I, int i, const Val *x)
+{
+	const Node *n = I->g->node[i];
+	int64_t ax[OX_MAXRANK];
+	Val *in0 = in(I, n, 0);
+
+	return in0 == x && attr_i(n, "keepdims", 1) && axes_of(I, n, 1, ax) == 1 &&
+	       (ax[0] == -1 || ax[0] == x->rank - 1);
+}
+
+/* The other input of binary node i (not v): a parameter of shape [D]? */
+static Val *
+vec_param(Imp *I, int i, const Val *v, int64_t d)
+{
+	const Node *n = I->g->node[i];
+	Val *a = in(I, n, 0), *b = in(I, n, 1);
+	Val *p = a == v ? b : a;
+
+	if (n->n_input != 2 || (a != v && b != v) || !p || p->kind != V_PARAM ||
+	    p->rank != 1 || p->dim[0] != d)
+		return NULL;
+	return p;
+}
+
+/* LayerNorm as exported before opset 17: m = ReduceMean(x); d = x - m;
+ * v = ReduceMean(d^2); y = d / Sqrt(v + eps) * g + b. The model ran one
+ * layer_norm (which saves x, mean and rstd), so it becomes layernorm(x, g,
+ * b) when each intermediate has only the consumers the pattern names. */
+static bool
+match_layernorm(Imp *I, int i)
+{
+	Val *x = in(I, I->g->node[i], 0), *d, *g, *b, *o;
+	int is, ip, iv, ia, iq, id, im, ib;
+	const char *r;
+
+	if (!is_op(I, i, "ReduceMean") || !x || x->kind == V_CONST || x->rank < 1 ||
+	    !mean_last(I, i, x))
+		return false;
+	if (!is_op(I, is = only_user(I, out(I, I->g->node[i], 0), i + 1), "Sub") ||
+	    in(I, I->g->node[is], 0) != x)
+		return false;
+	d = out(I, I->g->node[is], 0);
+	if (d->nuse != 2 || (ip = find_user(I, d, is + 1, "Pow")) < 0 ||
+	    (id = find_user(I, d, is + 1, "Div")) < 0)
+		return false;
+	Val *two = in(I, I->g->node[ip], 1);
+	if (in(I, I->g->node[ip], 0) != d || !is_const(two) || two->k[0] != 2 ||
+	    !is_op(I, iv = only_user(I, out(I, I->g->node[ip], 0), ip + 1), "ReduceMean") ||
+	    !mean_last(I, iv, out(I, I->g->node[ip], 0)))
+		return false;
+	if (!is_op(I, ia = only_user(I, out(I, I->g->node[iv], 0), iv + 1), "Add") ||
+	    !is_op(I, iq = only_user(I, out(I, I->g->node[ia], 0), ia + 1), "Sqrt") ||
+	    only_user(I, out(I, I->g->node[iq], 0), iq + 1) != id ||
+	    in(I, I->g->node[id], 0) != d)
+		return false;
+	if (!is_op(I, im = only_user(I, out(I, I->g->node[id], 0), id + 1), "Mul") ||
+	    !(g = vec_param(I, im, out(I, I->g->node[id], 0), x->dim[x->rank - 1])) ||
+	    !is_op(I, ib = only_user(I, out(I, I->g->node[im], 0), im + 1), "Add") ||
+	    !(b = vec_param(I, ib, out(I, I->g->node[im], 0), x->dim[x->rank - 1])))
+		return false;
+	o = out(I, I->g->node[ib], 0);
+	r = ref(I, x);
+	const char *rg = ref(I, g), *rb = ref(I, b);
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	bind(I, o);
+	ox_printf(&I->body, "layernorm(%s, %s, %s);\n", r, rg, rb);
+	I->skip[is] = I->skip[ip] = I->skip[iv] = I->skip[ia] = I->skip[iq] = true;
+	I->skip[id] = I->skip[im] = I->skip[ib] = true;
+	return true;
+}
+
+/* SiLU as exported: Sigmoid(x) -> Mul(x, s). F.silu saves only x; the
+ * decomposed pair would also keep s, so it becomes silu(x) when s has no
+ * other consumer. */
+static bool
+match_silu(Imp *I, int i)
+{
+	const Node *sg = I->g->node[i], *mn;
+	Val *x, *s, *o;
+	int im;
+	const char *r;
+
+	if (!is_op(I, i, "Sigmoid") || !(x = in(I, sg, 0)) || x->kind == V_CONST)
+		return false;
+	s = out(I, sg, 0);
+	if (!is_op(I, im = only_user(I, s, i + 1), "Mul"))
+		return false;
+	mn = I->g->node[im];
+	if (mn->n_input != 2 || strcmp(mn->input[!strcmp(mn->input[0], s->name)], x->name))
+		return false;
+	o = out(I, mn, 0);
+	r = ref(I, x);
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	bind(I, o);
+	ox_printf(&I->body, "silu(%s);\n", r);
+	I->skip[im] = true;
+	return true;
+}
+
+void
+ox_node(Imp *I, int i)
+{
+	const Node *n = I->g->node[i];
+	const char *t = n->op_type;
+
+	I->cur = n;
+	if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
+		ox_fail(I, "operator domain '%s' is not supported; declare a custom "
+		        "op for it in the emitted .net", n->domain);
+	for (size_t k = 0; k < n->n_output; k++)
+		if (*n->output[k] && !ox_lookup(I, n->output[k]))
+			ox_fail(I, "output '%s' unknown (internal)", n->output[k]);
+	if (n->n_output == 0)
+		ox_fail(I, "node has no outputs");
+	if (match_gelu(I, i) || match_silu(I, i) || match_layernorm(I, i))
+		return;
+	if (!strcmp(t, "Add") || !strcmp(t, "Sub") || !strcmp(t, "Mul") ||
+	    !strcmp(t, "Div") || !strcmp(t, "Pow") || !strcmp(t, "Equal") ||
+	    !strcmp(t, "Less") || !strcmp(t, "Greater") || !strcmp(t, "And") ||
+	    !strcmp(t, "Or") || !strcmp(t, "Max") || !strcmp(t, "Min")) {
+		if (strstr("Equal Less Greater And Or Max Min", t) && !(is_const(need(I, n, 0)) && is_const(need(I, n, 1))))
+			ox_fail(I, "%s is supported on constants only (declare a custom op)", t);
+		op_binary(I, n);
+	}
+	else if (!strcmp(t, "Relu")) op_unary(I, n, "relu");
+	else if (!strcmp(t, "Sigmoid")) op_unary(I, n, "sigmoid");
+	else if (!strcmp(t, "Tanh")) op_unary(I, n, "tanh");
+	else if (!strcmp(t, "Sqrt")) op_unary(I, n, "sqrt");
+	else if (!strcmp(t, "Exp")) op_unary(I, n, "exp");
+	else if (!strcmp(t, "Log")) op_unary(I, n, "log");
+	else if (!strcmp(t, "Neg")) op_unary(I, n, "neg");
+	else if (!strcmp(t, "Gelu")) op_unary(I, n, "gelu");
+	else if (!strcmp(t, "Not")) op_unary(I, n, NULL);
+	else if (!strcmp(t, "Erf")) op_erf(I, n);
+	else if (!strcmp(t, "Softmax")) op_softmax(I, n, "softmax");
+	else if (!strcmp(t, "LogSoftmax")) op_softmax(I, n, "log_softmax");
+	else if (!strcmp(t, "Conv")) op_conv(I, n);
+	else if (!strcmp(t, "MaxPool")) op_pool(I, n, "maxpool2d");
+	else if (!strcmp(t, "AveragePool")) op_pool(I, n, "avgpool2d");
+	else if (!strcmp(t, "GlobalAveragePool")) op_global_pool(I, n);
+	else if (!strcmp(t, "MatMul")) op_matmul(I, n);
+	else if (!strcmp(t, "Gemm")) op_gemm(I, n);
+	else if (!strcmp(t, "BatchNormalization")) op_norm(I, n, true);
+	else if (!strcmp(t, "LayerNormalization")) op_norm(I, n, false);
+	else if (!strcmp(t, "Dropout")) op_dropout(I, n);
+	else if (!strcmp(t, "Identity")) alias(out(I, n, 0), need(I, n, 0));
+	else if (!strcmp(t, "Cast")) op_cast(I, n);
+	else if (!strcmp(t, "Squeeze")) op_squeeze(I, n, false);
+	else if (!strcmp(t, "Unsqueeze")) op_squeeze(I, n, true);
+	else if (!strcmp(t, "Reshape")) op_reshape(I, n);
+	else if (!strcmp(t, "Flatten")) op_flatten(I, n);
+	else if (!strcmp(t, "Transpose")) op_transpose(I, n);
+	else if (!strcmp(t, "Concat")) op_concat(I, n);
+	else if (!strcmp(t, "Split")) op_split(I, n);
+	else if (!strcmp(t, "Slice")) op_slice(I, n);
+	else if (!strcmp(t, "Gather")) op_gather(I, n);
+	else if (!strcmp(t, "Shape")) op_shape(I, n);
+	else if (!strcmp(t, "Constant")) op_constant(I, n);
+	else if (!strcmp(t, "ConstantOfShape")) op_constant_of_shape(I, n);
+	else if (!strcmp(t, "Range")) op_range(I, n);
+	else if (!strcmp(t, "Trilu")) op_trilu(I, n);
+	else if (!strcmp(t, "Where")) op_where(I, n);
+	else if (!strcmp(t, "Expand")) op_expand(I, n);
+	else if (!strcmp(t, "Pad")) op_pad(I, n);
+	else if (!strcmp(t, "Clip")) op_clip(I, n);
+	else if (!strcmp(t, "ReduceMean")) op_reduce_mean(I, n);
+	else
+		ox_fail(I, "op type '%s' is not supported; hint: write the model in "
+		        ".net and declare it as a custom op (`op name(x) -> T "
+		        "{ flops = ...; saves = (x); }`, see docs/onnx.md)", t);
+}

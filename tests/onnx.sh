@@ -1,0 +1,166 @@
+#!/bin/sh
+# tests/onnx.sh -- the ONNX importer, for make check (TAP). Skips (77) when
+# remat was built without protobuf-c. For every fixture in tests/onnx:
+# imports and analyzes at -O0 and -O2; the parameter count equals the
+# module's own (params.txt); --emit-net writes a .net whose analysis is the
+# same bytes as the import's (report and JSON). The small fixtures also run
+# in host mode (generated program) with measured = predicted at -O0 and -O2;
+# the torchvision ones take minutes there and run in `make bench`
+# (tests/onnx/host.sh). Then: ResNet-50's -O0 peak equals
+# examples/resnet50.net's at the same dims to the byte; symbolic dims need
+# -D; an inference export gets a note; bad files and flags give a clear
+# message and exit 1. Outputs go to $BUILDDIR/tests/out/onnx.
+set -u
+: "${REMAT:?}" "${SRCDIR:?}" "${BUILDDIR:?}"
+CC=${CC:-cc}
+dir="$SRCDIR/tests/onnx"
+out="$BUILDDIR/tests/out/onnx"
+if "$REMAT" --import onnx /dev/null 2>&1 | grep -q 'not built'; then
+	echo "1..0 # SKIP remat was built without protobuf-c"
+	exit 77
+fi
+rm -rf "$out"
+mkdir -p "$out" || exit 99
+
+fixtures="resnet18 resnet50 mobilenet_v2 vit_b_16 gpt2_tiny gpt2_tiny_opset14 bert_tiny llama_tiny convbn_eval mlp_dynbatch"
+small="gpt2_tiny bert_tiny llama_tiny convbn_eval mlp_dynbatch"
+bad=$(cd "$dir/bad" && ls *.onnx | sed 's/\.onnx$//')
+echo "1..$((10 * 4 + 5 * 2 + $(echo $bad | wc -w) + 10))"
+i=0
+failed=0
+ok() { i=$((i + 1)); echo "ok $i - $*"; }
+notok() { i=$((i + 1)); failed=1; echo "not ok $i - $*"; }
+peak() { sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p' "$1"; }
+# remat arguments for fixture $1
+args() {
+	case $1 in
+	mlp_dynbatch) echo "--import onnx --loss cross_entropy -Dbatch=4 $dir/$1.onnx" ;;
+	*) echo "--import onnx --loss cross_entropy $dir/$1.onnx" ;;
+	esac
+}
+
+for f in $fixtures; do
+	o="$out/$f"
+	for lv in 0 2; do
+		if "$REMAT" -O$lv --bytes $(args $f) >"$o-O$lv.report" 2>"$o-O$lv.err" &&
+		   [ -n "$(peak "$o-O$lv.report")" ]; then
+			ok "$f: imports and analyzes at -O$lv (peak $(peak "$o-O$lv.report") bytes)"
+		else
+			notok "$f: -O$lv failed"; sed 's/^/# /' "$o-O$lv.err" | head -5
+		fi
+	done
+	want=$(sed -n "s/^$f \([0-9]*\)$/\1/p" "$dir/params.txt")
+	# convbn_eval is an inference export: BatchNorm (2 x 8 params) is
+	# folded into the convolution, which gains a bias (8)
+	[ "$f" = convbn_eval ] && want=$((want - 8))
+	got=$(sed -n 's/^parameters: \([0-9]*\) elements.*/\1/p' "$o-O0.report")
+	if [ -n "$want" ] && [ "$got" = "$want" ]; then
+		ok "$f: $got parameters, as the module counts"
+	else
+		notok "$f: $got parameters, the module has ${want:-?}"
+	fi
+	if "$REMAT" -O2 $(args $f) --emit-net "$o.net" --json >"$o.imp.json" 2>/dev/null &&
+	   "$REMAT" -O2 $(echo $(args $f) | sed 's/.*--loss cross_entropy//; s/-D[^ ]*//; s/[^ ]*\.onnx$//') \
+	       "$o.net" --json >"$o.net.json" 2>"$o.net.err" &&
+	   cmp -s "$o.imp.json" "$o.net.json"; then
+		ok "$f: --emit-net round trip gives the same bytes"
+	else
+		notok "$f: --emit-net round trip differs"; sed 's/^/# /' "$o.net.err" | head -5
+	fi
+done
+
+# Host mode: the generated program measures the peak that remat predicts.
+for f in $small; do
+	for lv in 0 2; do
+		s="$out/$f-host-O$lv"
+		if "$REMAT" -O$lv $(args $f) -o "$s.cu" >/dev/null 2>"$s.err" &&
+		   $CC -x c -std=c11 -O1 -Wall -Werror -DREMAT_HOST "$s.cu" -o "$s" -lm 2>>"$s.err" &&
+		   "$s" --tracked >"$s.out" 2>>"$s.err"; then
+			ok "$f: host run at -O$lv, measured = predicted"
+		else
+			notok "$f: host run at -O$lv"; sed 's/^/# /' "$s.err" "$s.out" 2>/dev/null | head -10
+		fi
+	done
+done
+
+for b in $bad; do
+	if "$REMAT" --import onnx --infer "$dir/bad/$b.onnx" >"$out/$b.out" 2>"$out/$b.err"; then
+		notok "bad/$b: accepted"
+	elif [ $? -eq 1 ] && grep -q "^remat: .*$b.onnx: " "$out/$b.err" && [ ! -s "$out/$b.out" ]; then
+		ok "bad/$b: $(head -1 "$out/$b.err" | cut -c1-150)"
+	else
+		notok "bad/$b: no clear error"; sed 's/^/# /' "$out/$b.err" | head -3
+	fi
+done
+
+# ResNet-50: the same peak as the hand-written example (same optimizer).
+a=$("$REMAT" --bytes -DB=2 "$SRCDIR/examples/resnet50.net" | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p')
+b=$("$REMAT" --bytes --optimizer momentum $(args resnet50) | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p')
+if [ -n "$a" ] && [ "$a" = "$b" ]; then
+	ok "resnet50: -O0 peak $b bytes = examples/resnet50.net -DB=2"
+else
+	notok "resnet50: -O0 peak ${b:-?} bytes, examples/resnet50.net ${a:-?}"
+fi
+
+# GPT-2 exported at opset 14 (LayerNorm decomposed, matched back to
+# layernorm) has the same peak as at opset 17 (one LayerNormalization).
+a=$(peak "$out/gpt2_tiny-O0.report") b=$(peak "$out/gpt2_tiny_opset14-O0.report")
+if [ -n "$a" ] && [ "$a" = "$b" ]; then
+	ok "gpt2_tiny: opset 14 (decomposed LayerNorm) peak = opset 17 peak ($a bytes)"
+else
+	notok "gpt2_tiny: opset 14 peak ${b:-?} bytes, opset 17 ${a:-?}"
+fi
+
+# expect_fail NAME PATTERN remat-args...: exit 1, message matching PATTERN
+expect_fail() {
+	name=$1 pat=$2
+	shift 2
+	"$REMAT" "$@" >"$out/x.out" 2>"$out/x.err"
+	rc=$?
+	if [ $rc -eq 1 ] && grep -q -- "$pat" "$out/x.err" && [ ! -s "$out/x.out" ]; then
+		ok "$name"
+	else
+		notok "$name (exit $rc)"; sed 's/^/# /' "$out/x.err" | head -3
+	fi
+}
+expect_fail "a symbolic dim without -D is an error" "give its value with -Dbatch=N" \
+	--import onnx --loss cross_entropy "$dir/mlp_dynbatch.onnx"
+expect_fail "training without --loss asks for one" "not a scalar loss" \
+	--import onnx "$dir/gpt2_tiny.onnx"
+expect_fail "--loss with an unknown kind" "unknown kind 'hinge'" \
+	--import onnx --loss hinge "$dir/gpt2_tiny.onnx"
+expect_fail "--params with a bad regex" "bad regular expression" \
+	--import onnx --loss mse --params '(' "$dir/gpt2_tiny.onnx"
+expect_fail "--params making an integer input a parameter" "must be floating point" \
+	--import onnx --loss mse --params 'tok' "$dir/gpt2_tiny.onnx"
+
+# -D scales a symbolic batch, and --accumulate divides it.
+p4=$("$REMAT" --bytes $(args mlp_dynbatch) | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p')
+p64=$("$REMAT" --bytes --import onnx --loss cross_entropy -Dbatch=64 "$dir/mlp_dynbatch.onnx" |
+      sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p')
+if [ -n "$p4" ] && [ -n "$p64" ] && [ "$p64" -gt "$p4" ] &&
+   "$REMAT" --import onnx --loss cross_entropy -Dbatch=64 --accumulate 4 \
+       "$dir/mlp_dynbatch.onnx" >/dev/null 2>"$out/acc.err"; then
+	ok "-Dbatch: peak $p4 bytes at 4, $p64 at 64; --accumulate 4 runs"
+else
+	notok "-Dbatch / --accumulate"; sed 's/^/# /' "$out/acc.err" | head -3
+fi
+
+# An inference export imports, with a note.
+if "$REMAT" $(args convbn_eval) 2>&1 >/dev/null | grep -q "looks like an inference export" &&
+   ! "$REMAT" $(args resnet18) 2>&1 >/dev/null | grep -q "inference export"; then
+	ok "an inference export gets a note; a training export does not"
+else
+	notok "the inference-export note"
+fi
+
+# BatchNorm running statistics are buffers: no grad, not parameters.
+if "$REMAT" --import onnx --loss cross_entropy --emit-net "$out/r18.net" "$dir/resnet18.onnx" >/dev/null &&
+   ! grep -q running_mean "$out/r18.net" && grep -q "running statistics" "$out/r18.net"; then
+	ok "BatchNorm running statistics are not parameters"
+else
+	notok "BatchNorm running statistics"
+fi
+
+[ $failed -eq 0 ] && rm -rf "$out"
+exit $failed
