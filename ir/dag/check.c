@@ -5,20 +5,8 @@
  * after their forward steps. Linear in the DAG's size. They find bugs in
  * remat; the user's input is checked before. Reads a Dag and a Schedule;
  * writes nothing. */
-#include <stdarg.h>
-
 #include "dag.h"
 
-static bool
-fail(char *why, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, n, fmt, ap);
-	va_end(ap);
-	return false;
-}
 
 static bool
 check_tensors(const Dag *d, char *why, size_t n)
@@ -26,10 +14,10 @@ check_tensors(const Dag *d, char *why, size_t n)
 	for (int t = 0; t < d->nt; t++) {
 		const DagTensor *x = &d->t[t];
 		if (x->bytes < 0 || x->cat < 0 || x->cat >= CAT_COUNT)
-			return fail(why, n, "tensor %s: %lld bytes, category %d", x->name,
+			return why_fail(why, n, "tensor %s: %lld bytes, category %d", x->name,
 			            (long long)x->bytes, (int)x->cat);
 		if (x->view_src < -1 || x->view_src >= d->nt || x->view_src == t)
-			return fail(why, n, "tensor %s is a view of %d", x->name, x->view_src);
+			return why_fail(why, n, "tensor %s is a view of %d", x->name, x->view_src);
 	}
 	return true;
 }
@@ -44,23 +32,23 @@ check_nodes(const Dag *d, int *producer, char *why, size_t n)
 	for (int v = 0; v < d->nnode; v++) {
 		const DagNode *nd = &d->node[v];
 		if (nd->cost < 0 || nd->workspace < 0 || nd->nin < 0 || nd->nout < 0 || nd->nacc < 0)
-			return fail(why, n, "node %s has negative counts", nd->name);
+			return why_fail(why, n, "node %s has negative counts", nd->name);
 		if (nd->fwd_plus1 < 0 || nd->fwd_plus1 > d->nnode || nd->fwd_plus1 == v + 1)
-			return fail(why, n, "node %s follows node %d", nd->name, nd->fwd_plus1 - 1);
+			return why_fail(why, n, "node %s follows node %d", nd->name, nd->fwd_plus1 - 1);
 		for (int i = 0; i < nd->nin; i++)
 			if (nd->in[i] < 0 || nd->in[i] >= d->nt)
-				return fail(why, n, "node %s uses tensor %d", nd->name, nd->in[i]);
+				return why_fail(why, n, "node %s uses tensor %d", nd->name, nd->in[i]);
 		for (int i = 0; i < nd->nacc; i++)
 			if (nd->acc[i].tensor < 0 || nd->acc[i].tensor >= d->nt
 			    || nd->acc[i].view_src < -1 || nd->acc[i].view_src >= d->nt)
-				return fail(why, n, "node %s contributes to tensor %d", nd->name,
+				return why_fail(why, n, "node %s contributes to tensor %d", nd->name,
 				            nd->acc[i].tensor);
 		for (int i = 0; i < nd->nout; i++) {
 			int t = nd->out[i];
 			if (t < 0 || t >= d->nt)
-				return fail(why, n, "node %s makes tensor %d", nd->name, t);
+				return why_fail(why, n, "node %s makes tensor %d", nd->name, t);
 			if (producer[t] >= 0 || d->t[t].from_start)
-				return fail(why, n, "tensor %s has two producers", d->t[t].name);
+				return why_fail(why, n, "tensor %s has two producers", d->t[t].name);
 			producer[t] = v;
 		}
 	}
@@ -81,11 +69,11 @@ dag_check(const Dag *d, Arena *scratch, char *why, size_t n)
 			fwd += d->node[v].cost;
 	}
 	if (fwd != d->forward_cost || total != d->total_cost)
-		return fail(why, n, "cost totals %lld/%lld, nodes sum to %lld/%lld",
+		return why_fail(why, n, "cost totals %lld/%lld, nodes sum to %lld/%lld",
 		            (long long)d->forward_cost, (long long)d->total_cost,
 		            (long long)fwd, (long long)total);
 	if (d->nbase != d->nnode)
-		return fail(why, n, "the base order has %d steps for %d nodes", d->nbase, d->nnode);
+		return why_fail(why, n, "the base order has %d steps for %d nodes", d->nbase, d->nnode);
 	return dag_check_schedule(d, &(Schedule){d->nbase, d->base_order}, scratch, why, n);
 }
 
@@ -104,15 +92,15 @@ dag_check_schedule(const Dag *d, const Schedule *s, Arena *scratch, char *why, s
 		int v = s->step[i];
 		const DagNode *nd;
 		if (v < 0 || v >= d->nnode)
-			return fail(why, n, "step %d runs node %d of %d", i, v, d->nnode);
+			return why_fail(why, n, "step %d runs node %d of %d", i, v, d->nnode);
 		nd = &d->node[v];
 		if (nd->once && runs[v])
-			return fail(why, n, "step %d runs %s a second time", i, nd->name);
+			return why_fail(why, n, "step %d runs %s a second time", i, nd->name);
 		if (nd->fwd_plus1 && !runs[nd->fwd_plus1 - 1])
-			return fail(why, n, "step %d runs backward %s before its forward", i, nd->name);
+			return why_fail(why, n, "step %d runs backward %s before its forward", i, nd->name);
 		for (int k = 0; k < nd->nin; k++)
 			if (!made[nd->in[k]])
-				return fail(why, n, "step %d (%s) uses %s before it is made", i,
+				return why_fail(why, n, "step %d (%s) uses %s before it is made", i,
 				            nd->name, d->t[nd->in[k]].name);
 		for (int k = 0; k < nd->nout; k++)
 			made[nd->out[k]] = true;
@@ -122,6 +110,6 @@ dag_check_schedule(const Dag *d, const Schedule *s, Arena *scratch, char *why, s
 	}
 	for (int v = 0; v < d->nnode; v++)
 		if (!runs[v])
-			return fail(why, n, "node %s never runs", d->node[v].name);
+			return why_fail(why, n, "node %s never runs", d->node[v].name);
 	return true;
 }

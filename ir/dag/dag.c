@@ -110,3 +110,38 @@ dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen)
 		return STEP_RECOMPUTE;
 	return d->node[v].is_backward ? STEP_BACKWARD : STEP_FORWARD;
 }
+
+/* Both pushes grow their array by doubling (never below 64 entries) in the
+ * arena; *cap is the array's capacity, kept by the caller. */
+DagTensor *
+dag_push_tensor(Dag *d, int *cap, Arena *a)
+{
+	DagTensor *t;
+
+	if (d->nt == *cap) {
+		int n = *cap < 32 ? 64 : 2 * *cap;
+		d->t = ar_grow(a, d->t, sizeof *d->t * (size_t)*cap, sizeof *d->t * (size_t)n);
+		*cap = n;
+	}
+	t = &d->t[d->nt++];
+	memset(t, 0, sizeof *t);
+	t->view_src = -1;
+	t->ir_tensor = -1;
+	return t;
+}
+
+DagNode *
+dag_push_node(Dag *d, int *cap, Arena *a)
+{
+	DagNode *n;
+
+	if (d->nnode == *cap) {
+		int k = *cap < 32 ? 64 : 2 * *cap;
+		d->node = ar_grow(a, d->node, sizeof *d->node * (size_t)*cap, sizeof *d->node * (size_t)k);
+		*cap = k;
+	}
+	n = &d->node[d->nnode++];
+	memset(n, 0, sizeof *n);
+	n->ir_op = -1;
+	return n;
+}

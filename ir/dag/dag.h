@@ -198,6 +198,11 @@ void dag_finish(Dag *d);                /* computes forward_cost, total_cost */
 Schedule dag_base_schedule(const Dag *d, Arena *a);
 StepKind dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen);
 
+/* Appends a zeroed tensor (view_src and ir_tensor -1) or node (ir_op -1)
+ * to d, growing its array in a; *cap is the array's capacity. */
+DagTensor *dag_push_tensor(Dag *d, int *cap, Arena *a);
+DagNode *dag_push_node(Dag *d, int *cap, Arena *a);
+
 /* ---------------------------------------------------------------- ir/dag/check.c */
 /* The DAG's invariants (indices, one producer per tensor, views, cost
  * totals, a base order that is a valid schedule). false + why on the first

@@ -272,3 +272,13 @@ ir_shape_str(const Tensor *t, char *buf, size_t n)
 		snprintf(buf + used, n - used, "]");
 	return buf;
 }
+
+size_t
+ir_outer_scope_len(const char *scope)
+{
+	const char *dot = scope ? strchr(scope, '.') : NULL;
+
+	if (!dot || !(dot = strchr(dot + 1, '.')))
+		return scope ? strlen(scope) : 0;
+	return (size_t)(dot - scope + 1);
+}

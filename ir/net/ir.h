@@ -255,6 +255,10 @@ int64_t ir_numel(const Tensor *t);
 int ir_storage_root(const Graph *g, int t);
 /* Shape as "[8, 1024, 768]" into buf; returns buf. */
 char *ir_shape_str(const Tensor *t, char *buf, size_t n);
+/* Length of the outermost def call instance in a scope: "block.3.attn.0."
+ * -> 8 ("block.3."); 0 at top level. Layers, pipeline and FSDP units and
+ * per-def checkpointing all group by it. */
+size_t ir_outer_scope_len(const char *scope);
 
 /* Appends an optional extra output (role from the op table's extra_role[k],
  * k == op's nextra) to op o: attention's dropout mask. */

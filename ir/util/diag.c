@@ -163,3 +163,14 @@ diag_usage(const char *fmt, ...)
 	fputs("\nTry 'remat --help' for more information.\n", stderr);
 	exit(2);
 }
+
+bool
+why_fail(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+	return false;
+}

@@ -80,6 +80,10 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...)
 void diag_warning(Diag *d, Loc loc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool diag_full(const Diag *d);          /* the error cap was reached */
+/* Writes a message into why[n] and returns false: the invariant checks'
+ * "fail with the first violation". */
+bool why_fail(char *why, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 _Noreturn void diag_usage(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));  /* "remat: msg", exit 2 */
 

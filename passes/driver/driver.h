@@ -89,6 +89,7 @@ void report_human(const Analysis *an, const ReportOptions *ro, FILE *out);
  * reports print them. */
 typedef struct ReportTotals {
 	int64_t params, grad_bytes, forward, backward;
+	int64_t frozen;         /* elements of `frozen` params (part of params) */
 } ReportTotals;
 ReportTotals report_totals(const Analysis *an);
 /* Human size: "1.50 GiB", "512 B". buf needs 32 bytes. */

@@ -219,15 +219,6 @@ typedef struct Layer {
 	int nkept, nrec;
 } Layer;
 
-static size_t
-layer_len(const char *scope)
-{
-	const char *dot = strchr(scope, '.');
-
-	if (!dot || !(dot = strchr(dot + 1, '.')))
-		return strlen(scope);
-	return (size_t)(dot - scope + 1);
-}
 
 static int
 find_layers(const Analysis *an, Layer *l, int *layer_of)
@@ -237,7 +228,7 @@ find_layers(const Analysis *an, Layer *l, int *layer_of)
 
 	for (int i = 0; i < g->nt; i++) {
 		const Tensor *t = &g->t[i];
-		size_t len = layer_len(t->scope);
+		size_t len = ir_outer_scope_len(t->scope);
 		layer_of[i] = -1;
 		if (t->kind != TK_ACT && t->kind != TK_EXTRA)
 			continue;

@@ -40,17 +40,6 @@ header(const Analysis *an, FILE *out)
 		gpu_report_json(an, out);       /* --gpu: passes/driver/gpu.c */
 }
 
-/* Elements of `frozen` params (part of the parameter count). */
-static int64_t
-frozen_params(const Graph *g)
-{
-	int64_t n = 0;
-
-	for (int i = 0; i < g->nt; i++)
-		if (g->t[i].kind == TK_PARAM && g->t[i].frozen)
-			n += g->t[i].numel;
-	return n;
-}
 
 static void
 params_and_flops(const Analysis *an, FILE *out)
@@ -58,7 +47,7 @@ params_and_flops(const Analysis *an, FILE *out)
 	const int64_t *p = an->d.persistent;
 	ReportTotals rt = report_totals(an);
 	int64_t count = rt.params, grads = rt.grad_bytes, fwd = rt.forward, bwd = rt.backward;
-	int64_t frozen = frozen_params(&an->g);
+	int64_t frozen = rt.frozen;
 
 	/* "frozen" only where there are frozen params: older reports keep
 	 * their exact shape */

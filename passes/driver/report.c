@@ -125,11 +125,13 @@ ReportTotals
 report_totals(const Analysis *an)
 {
 	const Graph *g = &an->g;
-	ReportTotals r = {0, 0, 0, 0};
+	ReportTotals r = {0, 0, 0, 0, 0};
 
 	for (int i = 0; i < g->nt; i++) {
 		if (g->t[i].kind == TK_PARAM)
 			r.params += g->t[i].numel;
+		if (g->t[i].kind == TK_PARAM && g->t[i].frozen)
+			r.frozen += g->t[i].numel;
 		if (g->t[i].kind == TK_PARAM_GRAD)
 			r.grad_bytes += g->t[i].bytes;
 	}
@@ -204,17 +206,6 @@ distributed(const Analysis *an, const ReportOptions *ro, FILE *out)
 	fputc('\n', out);
 }
 
-/* Elements of `frozen` params (part of the parameter count). */
-static int64_t
-frozen_params(const Graph *g)
-{
-	int64_t n = 0;
-
-	for (int i = 0; i < g->nt; i++)
-		if (g->t[i].kind == TK_PARAM && g->t[i].frozen)
-			n += g->t[i].numel;
-	return n;
-}
 
 static void
 parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
@@ -224,7 +215,7 @@ parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 	ReportTotals rt = report_totals(an);
 	int64_t count = rt.params, grads = rt.grad_bytes, total;
 
-	int64_t frozen = frozen_params(g);
+	int64_t frozen = rt.frozen;
 
 	total = p[CAT_PARAMS] + p[CAT_MASTER] + grads + p[CAT_OPTIMIZER];
 
@@ -413,16 +404,6 @@ top_tensors(const Analysis *an, const ReportOptions *ro, FILE *out)
 	free(live);
 }
 
-/* The outermost def instance of a scope: "enc.1.conv.0." -> "enc.1.". */
-static size_t
-layer_len(const char *scope)
-{
-	const char *dot = strchr(scope, '.');
-
-	if (!dot || !(dot = strchr(dot + 1, '.')))
-		return strlen(scope);
-	return (size_t)(dot - scope + 1);
-}
 
 typedef struct Layer {
 	const char *name;
@@ -450,7 +431,7 @@ layers(const Analysis *an, const ReportOptions *ro, FILE *out)
 			held[ir_storage_root(g, i)] = 1;
 	for (int i = 0; i < g->nt; i++) {
 		const Tensor *t = &g->t[i];
-		size_t len = layer_len(t->scope);
+		size_t len = ir_outer_scope_len(t->scope);
 		layer_of[i] = -1;
 		if ((t->kind != TK_ACT && t->kind != TK_EXTRA) || !len)
 			continue;

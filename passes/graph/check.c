@@ -3,20 +3,8 @@
  * checked after instantiation, shape inference and autodiff. It finds bugs
  * in remat, not in the user's source, so a failure names the pass and the
  * first broken tensor or op. Reads the whole Graph; writes nothing. */
-#include <stdarg.h>
-
 #include "graphpass.h"
 
-static bool
-fail(char *why, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, n, fmt, ap);
-	va_end(ap);
-	return false;
-}
 
 static bool
 in_range(int i, int n)
@@ -33,34 +21,34 @@ check_structure(const Graph *g, char *why, size_t n)
 	for (int o = 0; o < g->nop; o++) {
 		const Op *op = &g->op[o];
 		if (op->nin < 0 || op->nout < 1 || op->nextra < 0 || op->nextra > IR_MAXEXTRA)
-			return fail(why, n, "op %d has %d inputs, %d outputs, %d extras",
+			return why_fail(why, n, "op %d has %d inputs, %d outputs, %d extras",
 			            o, op->nin, op->nout, op->nextra);
 		for (int i = 0; i < op->nin; i++) {
 			int t = op->in[i];
 			if (!in_range(t, g->nt))
-				return fail(why, n, "op %d reads tensor %d of %d", o, t, g->nt);
+				return why_fail(why, n, "op %d reads tensor %d of %d", o, t, g->nt);
 			if (g->t[t].producer >= o)
-				return fail(why, n, "op %d reads %s before op %d makes it",
+				return why_fail(why, n, "op %d reads %s before op %d makes it",
 				            o, g->t[t].id, g->t[t].producer);
 		}
 		for (int i = 0; i < op->nout + op->nextra; i++) {
 			int t = i < op->nout ? op->out[i] : op->extra[i - op->nout];
 			if (!in_range(t, g->nt) || g->t[t].producer != o)
-				return fail(why, n, "op %d's output %d is not marked as made by it", o, i);
+				return why_fail(why, n, "op %d's output %d is not marked as made by it", o, i);
 		}
 	}
 	for (int t = 0; t < g->nt; t++) {
 		const Tensor *x = &g->t[t];
 		bool made = x->kind == TK_ACT || x->kind == TK_EXTRA;
 		if (made != (x->producer >= 0) || x->producer >= g->nop)
-			return fail(why, n, "tensor %s: kind %s with producer %d",
+			return why_fail(why, n, "tensor %s: kind %s with producer %d",
 			            x->id, ir_kind_name(x->kind), x->producer);
 		if (x->view_of >= t || x->view_of < -1)
-			return fail(why, n, "tensor %s is a view of tensor %d", x->id, x->view_of);
+			return why_fail(why, n, "tensor %s is a view of tensor %d", x->id, x->view_of);
 	}
 	for (int i = 0; i < g->noutputs; i++)
 		if (!in_range(g->outputs[i], g->nt))
-			return fail(why, n, "output %d names tensor %d", i, g->outputs[i]);
+			return why_fail(why, n, "output %d names tensor %d", i, g->outputs[i]);
 	return true;
 }
 
@@ -75,18 +63,18 @@ check_shapes(const Graph *g, char *why, size_t n)
 		if (x->kind == TK_GRAD || x->kind == TK_PARAM_GRAD)
 			continue;
 		if (x->dtype == DT_NONE || x->ndim < 0 || x->ndim > IR_MAXDIM)
-			return fail(why, n, "tensor %s has no dtype or rank", x->id);
+			return why_fail(why, n, "tensor %s has no dtype or rank", x->id);
 		for (int k = 0; k < x->ndim; k++) {
 			if (x->shape[k] < 0 || (x->shape[k] && numel > INT64_MAX / x->shape[k]))
-				return fail(why, n, "tensor %s has axis %d of %lld", x->id, k,
+				return why_fail(why, n, "tensor %s has axis %d of %lld", x->id, k,
 				            (long long)x->shape[k]);
 			numel *= x->shape[k];
 		}
 		if (numel != x->numel || x->bytes != numel * dtype_size(x->dtype))
-			return fail(why, n, "tensor %s: %lld elements, %lld bytes",
+			return why_fail(why, n, "tensor %s: %lld elements, %lld bytes",
 			            x->id, (long long)x->numel, (long long)x->bytes);
 		if (x->view_of >= 0 && g->t[x->view_of].bytes < x->bytes)
-			return fail(why, n, "view %s is larger than its base", x->id);
+			return why_fail(why, n, "view %s is larger than its base", x->id);
 	}
 	return true;
 }
@@ -102,24 +90,24 @@ check_grads(const Graph *g, char *why, size_t n)
 		if (is_grad) {
 			const Tensor *of;
 			if (!in_range(x->grad_of, g->nt))
-				return fail(why, n, "gradient %s is of tensor %d", x->id, x->grad_of);
+				return why_fail(why, n, "gradient %s is of tensor %d", x->id, x->grad_of);
 			of = &g->t[x->grad_of];
 			if (of->grad != t || x->numel != of->numel)
-				return fail(why, n, "gradient %s does not match %s", x->id, of->id);
+				return why_fail(why, n, "gradient %s does not match %s", x->id, of->id);
 			if ((x->kind == TK_PARAM_GRAD) != (of->kind == TK_PARAM))
-				return fail(why, n, "gradient %s has the wrong kind", x->id);
+				return why_fail(why, n, "gradient %s has the wrong kind", x->id);
 		} else if (x->grad >= 0 && (!in_range(x->grad, g->nt) || g->t[x->grad].grad_of != t)) {
-			return fail(why, n, "tensor %s names gradient %d", x->id, x->grad);
+			return why_fail(why, n, "tensor %s names gradient %d", x->id, x->grad);
 		}
 	}
 	for (int o = 0; o < g->nop; o++) {
 		const Op *op = &g->op[o];
 		if (!op->has_backward && (op->nsaves || op->bwd_flops))
-			return fail(why, n, "op %d saves tensors but has no backward", o);
+			return why_fail(why, n, "op %d saves tensors but has no backward", o);
 		for (int i = 0; i < op->nsaves; i++) {
 			int t = op->saves[i];
 			if (!in_range(t, g->nt) || g->t[t].kind == TK_GRAD || g->t[t].kind == TK_PARAM_GRAD)
-				return fail(why, n, "op %d saves tensor %d", o, t);
+				return why_fail(why, n, "op %d saves tensor %d", o, t);
 		}
 	}
 	return true;

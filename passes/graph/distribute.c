@@ -126,43 +126,23 @@ grad_shards(Dist *D)
 static int
 new_tensor(Dist *D, const char *name, int64_t bytes, MemCat cat)
 {
-	Dag *d = D->d;
-	DagTensor *t;
+	DagTensor *t = dag_push_tensor(D->d, &D->cap_t, D->a);
 
-	if (d->nt == D->cap_t) {
-		int cap = 2 * D->cap_t + 16;
-		d->t = ar_grow(D->a, d->t, sizeof *d->t * (size_t)D->cap_t, sizeof *d->t * (size_t)cap);
-		D->cap_t = cap;
-	}
-	t = &d->t[d->nt];
-	memset(t, 0, sizeof *t);
 	t->name = name;
 	t->bytes = bytes;
 	t->cat = cat;
-	t->view_src = -1;
-	t->ir_tensor = -1;
-	return d->nt++;
+	return D->d->nt - 1;
 }
 
 static int
 new_node(Dist *D, const char *name, bool backward)
 {
-	Dag *d = D->d;
-	DagNode *n;
+	DagNode *n = dag_push_node(D->d, &D->cap_n, D->a);
 
-	if (d->nnode == D->cap_n) {
-		int cap = 2 * D->cap_n + 16;
-		d->node = ar_grow(D->a, d->node, sizeof *d->node * (size_t)D->cap_n,
-		                  sizeof *d->node * (size_t)cap);
-		D->cap_n = cap;
-	}
-	n = &d->node[d->nnode];
-	memset(n, 0, sizeof *n);
 	n->name = name;
 	n->once = backward;
 	n->is_backward = backward;
-	n->ir_op = -1;
-	return d->nnode++;
+	return D->d->nnode - 1;
 }
 
 /* Appends tensor t to node v's inputs (a fresh array: the old one is

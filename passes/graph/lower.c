@@ -39,39 +39,21 @@ static int
 add_tensor(Lowering *L, int ir, MemCat cat)
 {
 	const Tensor *t = &L->g->t[ir];
-	DagTensor *dt;
+	DagTensor *dt = dag_push_tensor(L->d, &L->cap_t, L->a);
 
-	if (L->d->nt == L->cap_t) {
-		int cap = L->cap_t ? 2 * L->cap_t : 256;
-		L->d->t = ar_grow(L->a, L->d->t, sizeof *L->d->t * (size_t)L->cap_t,
-		                  sizeof *L->d->t * (size_t)cap);
-		L->cap_t = cap;
-	}
-	dt = &L->d->t[L->d->nt];
-	memset(dt, 0, sizeof *dt);
 	dt->name = t->id;
 	dt->bytes = t->bytes;
-	dt->view_src = -1;
 	dt->cat = cat;
 	dt->ir_tensor = ir;
-	L->dag_of[ir] = L->d->nt;
-	return L->d->nt++;
+	return L->dag_of[ir] = L->d->nt - 1;
 }
 
 static DagNode *
 add_node(Lowering *L, int o, bool backward)
 {
 	const Op *op = &L->g->op[o];
-	DagNode *n;
+	DagNode *n = dag_push_node(L->d, &L->cap_n, L->a);
 
-	if (L->d->nnode == L->cap_n) {
-		int cap = L->cap_n ? 2 * L->cap_n : 256;
-		L->d->node = ar_grow(L->a, L->d->node, sizeof *L->d->node * (size_t)L->cap_n,
-		                     sizeof *L->d->node * (size_t)cap);
-		L->cap_n = cap;
-	}
-	n = &L->d->node[L->d->nnode++];
-	memset(n, 0, sizeof *n);
 	n->name = L->g->t[op->out[0]].id;
 	n->cost = backward ? op->bwd_flops : op->flops;
 	n->workspace = op->workspace;
@@ -175,16 +157,6 @@ grad_tensors(Lowering *L)
 	}
 }
 
-/* Length of the outermost def call in a scope ("block.3.attn.0." ->
- * "block.3."), 0 at top level. */
-static size_t
-outer_call(const char *scope)
-{
-	const char *dot = scope ? strchr(scope, '.') : NULL;
-
-	dot = dot ? strchr(dot + 1, '.') : NULL;
-	return dot ? (size_t)(dot - scope) + 1 : 0;
-}
 
 /* The node's outermost def call instance + 1, or 0. A call's ops are
  * instantiated together, so they are consecutive in program order: a new
@@ -192,7 +164,7 @@ outer_call(const char *scope)
 static int
 block_of(Lowering *L, const Op *op)
 {
-	size_t k = outer_call(op->scope);
+	size_t k = ir_outer_scope_len(op->scope);
 
 	if (k == 0)
 		return 0;

@@ -168,41 +168,26 @@ assign_stages(Pipe *P, const int *first, int K)
 static int
 add_t(Pipe *P, const DagTensor *src, const char *name)
 {
-	Dag *d = P->d;
+	DagTensor *t = dag_push_tensor(P->d, &P->cap_t, P->a);
 
-	if (d->nt == P->cap_t) {
-		int cap = 2 * P->cap_t + 64;
-		d->t = ar_grow(P->a, d->t, sizeof *d->t * (size_t)P->cap_t, sizeof *d->t * (size_t)cap);
-		P->cap_t = cap;
-	}
-	d->t[d->nt] = *src;
-	d->t[d->nt].name = name;
-	d->t[d->nt].view_src = -1;
-	return d->nt++;
+	*t = *src;
+	t->name = name;
+	t->view_src = -1;
+	return P->d->nt - 1;
 }
 
 static int
 add_n(Pipe *P, const char *name, bool backward, int nin, int nout, int nacc)
 {
-	Dag *d = P->d;
-	DagNode *n;
+	DagNode *n = dag_push_node(P->d, &P->cap_n, P->a);
 
-	if (d->nnode == P->cap_n) {
-		int cap = 2 * P->cap_n + 64;
-		d->node = ar_grow(P->a, d->node, sizeof *d->node * (size_t)P->cap_n,
-		                  sizeof *d->node * (size_t)cap);
-		P->cap_n = cap;
-	}
-	n = &d->node[d->nnode];
-	memset(n, 0, sizeof *n);
 	n->name = name;
 	n->once = true;
 	n->is_backward = backward;
-	n->ir_op = -1;
 	n->in = ar_alloc(P->a, sizeof(int) * (size_t)(nin + 1));
 	n->out = ar_alloc(P->a, sizeof(int) * (size_t)(nout + 1));
 	n->acc = ar_alloc(P->a, sizeof(DagAcc) * (size_t)(nacc + 1));
-	return d->nnode++;
+	return P->d->nnode - 1;
 }
 
 static const char *
