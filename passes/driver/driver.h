@@ -140,6 +140,14 @@ int analyze_stages(const Program *p, const char *file, const NetOptions *o,
                    const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
                    const PassOptions *po);
 
+/* Analyzes p again with NAME=value among the -D overrides (none when name
+ * is NULL), warnings quiet and diagnostics to msgs (stderr when NULL), into
+ * an and the arena a, which it initialises and the caller frees. Returns
+ * analyze_stages' status. */
+int analyze_probe(const Program *p, const char *file, const NetOptions *net,
+                  const char *name, int64_t value, const PlanGoal *goal, bool check,
+                  FILE *msgs, Analysis *an, Arena *a);
+
 /* ---------------------------------------------------------------- passes/driver/zero_table.c */
 /* --zero-table: the per-rank peak for ZeRO stages 0-3 and ranks 1, 2, 4,
  * ... up to max(8, --ranks), each a whole analysis at goal's level.

@@ -381,30 +381,32 @@ write_py(FILE *f, const Analysis *an, const TorchPlan *tp, Arena *a)
 	fputs(torch_helper, f);
 }
 
+/* What out_write hands write_file. */
+typedef struct PyFile {
+	const Analysis *an;
+	TorchPlan *tp;
+	Arena *a;
+} PyFile;
+
+static int
+write_file(FILE *f, const void *ctx)
+{
+	const PyFile *py = ctx;
+
+	write_py(f, py->an, py->tp, py->a);
+	return 0;
+}
+
 int
 emit_torch(const Analysis *an, const char *path, FILE *report, Arena *a)
 {
 	TorchPlan tp;
 	char b1[32], b2[32], b3[32];
+	int rc;
 
 	torch_plan(an, &tp, a);
-	if (path) {
-		char *tmp = ar_printf(a, "%s.tmp", path);
-		FILE *f = fopen(tmp, "w");
-		int bad;
-		if (!f) {
-			fprintf(stderr, "remat: cannot write '%s'\n", path);
-			return 1;
-		}
-		write_py(f, an, &tp, a);
-		bad = ferror(f);
-		bad |= fclose(f) != 0;
-		if (bad || rename(tmp, path)) {
-			fprintf(stderr, "remat: cannot write '%s'\n", path);
-			remove(tmp);
-			return 4;
-		}
-	}
+	if (path && (rc = out_write(path, write_file, &(PyFile){an, &tp, a})))
+		return rc;
 	if (report)
 		fprintf(report, "\npytorch: wrap %d of %d def calls in torch.utils.checkpoint: "
 		        "peak %s (remat's schedule %s, every call wrapped %s)\n", tp.nwrapped, tp.ncalls,

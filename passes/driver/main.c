@@ -471,6 +471,65 @@ check_modes(const Options *o)
 		diag_usage("-o '%s' is the input file; refusing to overwrite it", o->out);
 }
 
+/* --ranks, --zero, --offload, --stages and their company. */
+static void
+check_parallel(const Options *o)
+{
+	if (o->net.dist.offload_params && o->net.dist.zero != 3)
+		diag_usage("--offload params needs --zero 3 (the weights must be sharded)");
+	if (o->out && dist_active(&o->net.dist))
+		diag_usage("-o runs one rank: the generated program does not model --ranks, "
+		           "--zero or --offload");
+	if (o->net.pipe.stages > 1) {
+		if (dist_active(&o->net.dist) || o->net.dist.zero)
+			diag_usage("--stages cannot be combined with --ranks, --zero or --offload yet");
+		if (o->net.accumulate_set && o->net.accumulate > 1)
+			diag_usage("--stages: the pipeline's --micro-batches replace --accumulate");
+		if (o->net.pipe.nsplit && o->net.pipe.nsplit != o->net.pipe.stages)
+			diag_usage("--stage-blocks: %d counts for %d stages", o->net.pipe.nsplit,
+			           o->net.pipe.stages);
+		if (o->out || o->checkmate || o->dump_ir || o->zero_table)
+			diag_usage("--stages cannot be combined with -o, --import, --dump-ir or "
+			           "--zero-table");
+	} else if (o->net.pipe.micro_batches || o->net.pipe.gpipe || o->net.pipe.nsplit) {
+		diag_usage("--micro-batches, --schedule and --stage-blocks need --stages K (K > 1)");
+	}
+	if (o->zero_table && (o->checkmate || o->dump_ir || o->json || o->out))
+		diag_usage("--zero-table cannot be combined with --import, --dump-ir, --json or -o");
+	if (o->passes.dump && (o->checkmate || o->dump_ir || o->max_batch >= 0 || o->out))
+		diag_usage("-d cannot be combined with --import, --dump-ir, --max-batch or -o");
+}
+
+/* --runtime, --gpu, --reserve, --emit-torch, --graph-json. */
+static void
+check_pytorch(Options *o)
+{
+	if (o->checkmate && (o->net.pytorch || o->gpu.preset || o->emit_torch || o->graph_json))
+		diag_usage("--runtime, --gpu, --emit-torch and --graph-json need a .net file, not --import");
+	if (o->gpu.reserve >= 0 && !o->gpu.preset)
+		diag_usage("--reserve needs --gpu NAME");
+	if (o->gpu.reserve < 0)
+		o->gpu.reserve = GPU_DEFAULT_RESERVE;
+	if (o->gpu.preset && o->gpu.reserve >= o->gpu.preset->bytes)
+		diag_usage("--reserve: %lld bytes leave nothing of %s", (long long)o->gpu.reserve,
+		           o->gpu.preset->name);
+	if (o->net.pytorch && o->out)
+		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
+}
+
+/* The pictures, --sweep and --max-batch's single line. */
+static void
+check_pictures(const Options *o)
+{
+	if (o->checkmate && (viz_any_file(&o->viz) || o->viz.sweep))
+		diag_usage("--plot, --html, --trace, --memory-viz, --dot, --csv and --sweep need a .net file");
+	if (o->viz.sweep && (o->json || o->out || (o->max_batch >= 0 && o->goal.budget >= 0) ||
+	                     o->viz.html || o->viz.trace || o->viz.memviz || o->viz.dot || o->viz.csv))
+		diag_usage("--sweep prints a table and takes only --plot of the outputs, and one of --budget and --max-batch");
+	if (o->max_batch >= 0 && !o->viz.sweep && viz_any_file(&o->viz))
+		diag_usage("--max-batch prints one line and writes no file (--sweep charts the batch)");
+}
+
 static void
 parse_args(Options *o, int argc, char **argv)
 {
@@ -503,47 +562,9 @@ parse_args(Options *o, int argc, char **argv)
 		o->goal.level = 2;      /* --budget implies -O2 unless higher */
 	if (o->goal.exact && o->goal.level < 2)
 		o->goal.level = 2;
-	if (o->net.dist.offload_params && o->net.dist.zero != 3)
-		diag_usage("--offload params needs --zero 3 (the weights must be sharded)");
-	if (o->out && dist_active(&o->net.dist))
-		diag_usage("-o runs one rank: the generated program does not model --ranks, "
-		           "--zero or --offload");
-	if (o->net.pipe.stages > 1) {
-		if (dist_active(&o->net.dist) || o->net.dist.zero)
-			diag_usage("--stages cannot be combined with --ranks, --zero or --offload yet");
-		if (o->net.accumulate_set && o->net.accumulate > 1)
-			diag_usage("--stages: the pipeline's --micro-batches replace --accumulate");
-		if (o->net.pipe.nsplit && o->net.pipe.nsplit != o->net.pipe.stages)
-			diag_usage("--stage-blocks: %d counts for %d stages", o->net.pipe.nsplit,
-			           o->net.pipe.stages);
-		if (o->out || o->checkmate || o->dump_ir || o->zero_table)
-			diag_usage("--stages cannot be combined with -o, --import, --dump-ir or "
-			           "--zero-table");
-	} else if (o->net.pipe.micro_batches || o->net.pipe.gpipe || o->net.pipe.nsplit) {
-		diag_usage("--micro-batches, --schedule and --stage-blocks need --stages K (K > 1)");
-	}
-	if (o->zero_table && (o->checkmate || o->dump_ir || o->json || o->out))
-		diag_usage("--zero-table cannot be combined with --import, --dump-ir, --json or -o");
-	if (o->passes.dump && (o->checkmate || o->dump_ir || o->max_batch >= 0 || o->out))
-		diag_usage("-d cannot be combined with --import, --dump-ir, --max-batch or -o");
-	if (o->checkmate && (o->net.pytorch || o->gpu.preset || o->emit_torch || o->graph_json))
-		diag_usage("--runtime, --gpu, --emit-torch and --graph-json need a .net file, not --import");
-	if (o->gpu.reserve >= 0 && !o->gpu.preset)
-		diag_usage("--reserve needs --gpu NAME");
-	if (o->gpu.reserve < 0)
-		o->gpu.reserve = GPU_DEFAULT_RESERVE;
-	if (o->gpu.preset && o->gpu.reserve >= o->gpu.preset->bytes)
-		diag_usage("--reserve: %lld bytes leave nothing of %s", (long long)o->gpu.reserve,
-		           o->gpu.preset->name);
-	if (o->net.pytorch && o->out)
-		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
-	if (o->checkmate && (viz_any_file(&o->viz) || o->viz.sweep))
-		diag_usage("--plot, --html, --trace, --memory-viz, --dot, --csv and --sweep need a .net file");
-	if (o->viz.sweep && (o->json || o->out || (o->max_batch >= 0 && o->goal.budget >= 0) ||
-	                     o->viz.html || o->viz.trace || o->viz.memviz || o->viz.dot || o->viz.csv))
-		diag_usage("--sweep prints a table and takes only --plot of the outputs, and one of --budget and --max-batch");
-	if (o->max_batch >= 0 && !o->viz.sweep && viz_any_file(&o->viz))
-		diag_usage("--max-batch prints one line and writes no file (--sweep charts the batch)");
+	check_parallel(o);
+	check_pytorch(o);
+	check_pictures(o);
 	warn_no_effect(o);
 }
 
@@ -588,20 +609,6 @@ write_cuda(FILE *f, const void *ctx)
 	return cg_emit(&an->g, &an->d, &an->plan.sched, &an->ev, an->arena_bytes, f);
 }
 
-static void
-set_batch(NetOptions *net, const char *name, int64_t value)
-{
-	for (int i = 0; i < net->ndefs; i++)
-		if (!strcmp(net->defs[i].name, name)) {
-			net->defs[i].value = value;
-			return;
-		}
-	if (net->ndefs == MAX_DEFS)
-		diag_usage("too many -D options (at most %d)", MAX_DEFS);
-	net->defs[net->ndefs].name = name;
-	net->defs[net->ndefs++].value = value;
-}
-
 /* Peak at batch b, or -1 when the analysis fails at that batch; then why[]
  * holds its first diagnostic line (the messages are not printed). */
 static int64_t
@@ -610,22 +617,17 @@ peak_at(const Program *prog, Options *o, const char *bname, int64_t b, char *why
 {
 	Arena a;
 	Analysis an;
-	Diag d;
+	PlanGoal goal = o->goal;
 	int64_t peak;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&text, &len);
 	int rc;
 
-	set_batch(&o->net, bname, b);
 	progress_begin("--max-batch: analyzing %s=%lld", bname, (long long)b);
-	ar_init(&a);
-	diag_init(&d, NULL, mem ? mem : stderr);
-	d.quiet_warnings = true;
-	PlanGoal goal = o->goal;
 	goal.budget = -1;
-	rc = analyze_stages(prog, o->file, &o->net, &goal, false, &an, &a, &d,
-	             &(PassOptions){0, NULL, o->passes.check});
+	rc = analyze_probe(prog, o->file, &o->net, bname, b, &goal, o->passes.check, mem,
+	                   &an, &a);
 	peak = rc == 0 ? an.ev.peak : -1;
 	ar_free(&a);
 	if (mem)

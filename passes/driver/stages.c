@@ -2,8 +2,10 @@
  * (passes/graph/pipeline.c builds each stage's DAG), a row per stage for the
  * reports, and the full analysis of the stage with the largest peak, which
  * the reports then describe. --budget holds when every stage fits;
- * --max-batch asks for the largest peak of any stage. Reads the Program and
- * options; writes the Analysis and the rows (in the caller's arena). */
+ * --max-batch asks for the largest peak of any stage. analyze_probe is the
+ * one way the driver analyzes the same program again with another setting
+ * (--max-batch, --sweep, --zero-table). Reads the Program and options;
+ * writes the Analysis and the rows (in the caller's arena). */
 #include <string.h>
 
 #include "driver.h"
@@ -73,4 +75,29 @@ analyze_stages(const Program *p, const char *file, const NetOptions *o,
 	an->stage_rows = rows;
 	an->nstage_rows = K;
 	return rc;
+}
+
+int
+analyze_probe(const Program *p, const char *file, const NetOptions *net,
+              const char *name, int64_t value, const PlanGoal *goal, bool check,
+              FILE *msgs, Analysis *an, Arena *a)
+{
+	NetOptions o = *net;
+	DimOverride *defs;
+	Diag d;
+
+	ar_init(a);
+	if (name) {             /* NAME=value replaces or joins the -D overrides */
+		defs = ar_alloc(a, sizeof *defs * (size_t)(o.ndefs + 1));
+		o.ndefs = 0;
+		for (int i = 0; i < net->ndefs; i++)
+			if (strcmp(net->defs[i].name, name))
+				defs[o.ndefs++] = net->defs[i];
+		defs[o.ndefs++] = (DimOverride){name, value};
+		o.defs = defs;
+	}
+	diag_init(&d, NULL, msgs ? msgs : stderr);
+	d.quiet_warnings = true;
+	return analyze_stages(p, file, &o, goal, false, an, a, &d,
+	                      &(PassOptions){0, NULL, check});
 }

@@ -99,24 +99,11 @@ sweep_parse(const char *values, int64_t *out, int max, char *err, size_t n)
 static int
 analyze_at(const SweepArgs *s, const char *name, int64_t value, Row *r)
 {
-	NetOptions net = *s->net;
-	DimOverride *defs = xmalloc(sizeof *defs * (size_t)(net.ndefs + 1));
-	int n = 0, rc;
 	Analysis an;
 	Arena a;
-	Diag d;
+	int rc = analyze_probe(s->prog, s->file, s->net, name, value, s->goal,
+	                       pass_checks_default(), NULL, &an, &a);
 
-	for (int i = 0; i < net.ndefs; i++)
-		if (strcmp(net.defs[i].name, name))
-			defs[n++] = net.defs[i];
-	defs[n].name = name;
-	defs[n++].value = value;
-	net.defs = defs;
-	net.ndefs = n;
-	ar_init(&a);
-	diag_init(&d, NULL, stderr);
-	d.quiet_warnings = true;
-	rc = analyze_stages(s->prog, s->file, &net, s->goal, false, &an, &a, &d, NULL);
 	if (rc == 0 || rc == 3) {
 		*r = (Row){value, an.base.peak, rc == 3 ? an.plan.peak : an.ev.peak,
 		           rc == 3 ? an.plan.recompute_cost : an.ev.recompute_cost,
@@ -126,7 +113,6 @@ analyze_at(const SweepArgs *s, const char *name, int64_t value, Row *r)
 		rc = 0;
 	}
 	ar_free(&a);
-	free(defs);
 	return rc;
 }
 

@@ -16,18 +16,14 @@ cell(const Program *prog, const char *file, NetOptions net, const PlanGoal *goal
 	PlanGoal g = *goal;
 	Analysis an;
 	Arena a;
-	Diag d;
 	int64_t peak;
 
 	net.dist.ranks = ranks;
 	net.dist.zero = zero;
 	net.dist.offload_params = net.dist.offload_params && zero == 3;
 	g.budget = -1;
-	ar_init(&a);
-	diag_init(&d, NULL, stderr);
-	d.quiet_warnings = true;
-	peak = analyze(prog, file, &net, &g, false, &an, &a, &d,
-	               &(PassOptions){0, NULL, check}) == 0 ? an.ev.peak : -1;
+	peak = analyze_probe(prog, file, &net, NULL, 0, &g, check, NULL, &an, &a) == 0
+	       ? an.ev.peak : -1;
 	ar_free(&a);
 	return peak;
 }
