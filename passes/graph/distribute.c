@@ -22,6 +22,11 @@
  *   by its backward nodes. Liveness frees each when its last reader ran.
  *   A recompute of a unit's forward during backward reads the forward
  *   gather, which the planner may recompute (it costs no FLOPs) or keep.
+ *   --prefetch N places the gathers of the next N units ahead, before the
+ *   running unit's first operation;
+ * - a pipeline stage's DAG (pipeline.c) is rewritten the same way, per
+ *   in-flight copy (DagNode.micro_batch): each copy gathers its own units,
+ *   and under ZeRO 2/3 reduces its own full gradients;
  * - offload moves the master copy and optimizer state, from stage 2 the
  *   gradient shard (ZeRO-Offload), and with "params" at stage 3 the weight
  *   shards to host memory: they leave the device's persistent bytes and are
