@@ -244,8 +244,9 @@ gathers(Dist *D, int nfwd)
 	D->gathered_f = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	D->gathered_b = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	for (int u = 0; u < D->nunits; u++) {
-		const char *nm = u ? ar_printf(D->a, "allgather(unit %d)", u)
-		                   : "allgather(root)";
+		const char *nm = !u ? "allgather(root)"
+		               : u <= D->nblocks ? ar_printf(D->a, "allgather(unit %d)", u)
+		               : ar_printf(D->a, "allgather(root, micro-batch %d)", u - D->nblocks);
 		D->gather_f[u] = D->gather_b[u] = -1;
 		if (!D->unit_bytes[u])
 			continue;
