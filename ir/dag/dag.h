@@ -120,6 +120,9 @@ typedef struct DagNode {
 	                           node belongs to + 1 (a backward node: its
 	                           forward node's), for per-def checkpointing;
 	                           0 outside every def (zeroed nodes: none) */
+	int micro_batch;        /* a pipeline stage's in-flight copy the node
+	                           belongs to (0 outside pipelines), so that
+	                           distribute.c gathers and reduces per copy */
 } DagNode;
 
 typedef struct Dag {

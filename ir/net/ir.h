@@ -185,6 +185,8 @@ typedef struct DistOptions {
 	int64_t bucket;         /* gradient bucket bytes (default 25 MB, DDP's) */
 	bool offload_optimizer; /* master copy and optimizer state on the host */
 	bool offload_params;    /* weight shards on the host (stage 3) */
+	int prefetch;           /* stage 3: units gathered ahead of the one
+	                           running (--prefetch), default 0 */
 } DistOptions;
 
 /* Pipeline parallelism (docs/distributed.md): K stages of contiguous

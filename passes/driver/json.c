@@ -319,8 +319,9 @@ distributed(const Analysis *an, FILE *out)
 	fputs("}},\n", out);
 }
 
-/* --stages: "pipeline" and one object per stage; the rest of the report is
- * the stage with the largest peak. */
+/* --stages: "pipeline" and one object per stage (with --ranks, the figures
+ * of one rank of the stage); the rest of the report is the stage with the
+ * largest peak. */
 static void
 stages(const Analysis *an, FILE *out)
 {
@@ -329,8 +330,9 @@ stages(const Analysis *an, FILE *out)
 	if (!an->nstage_rows)
 		return;
 	fprintf(out, "  \"pipeline\": {\"stages\": %d, \"micro_batches\": %d, \"schedule\": "
-	        "\"%s\", \"reported_stage\": %d},\n  \"stages\": [\n", po->stages,
-	        po->micro_batches, po->gpipe ? "gpipe" : "1f1b", an->pipe.stage);
+	        "\"%s\", \"reported_stage\": %d, \"ranks_per_stage\": %d},\n  \"stages\": [\n",
+	        po->stages, po->micro_batches, po->gpipe ? "gpipe" : "1f1b", an->pipe.stage,
+	        an->g.settings.dist.ranks);
 	for (int i = 0; i < an->nstage_rows; i++) {
 		const StageRow *r = &an->stage_rows[i];
 		fprintf(out, "    {\"stage\": %d, \"first_block\": %d, \"last_block\": %d, "

@@ -24,6 +24,7 @@ typedef struct Options {
 	bool dump_ir, json, verify;
 	PassOptions passes;     /* -d PASS, --check */
 	bool zero_table;        /* --zero-table */
+	bool prefetch_set;      /* --prefetch */
 	bool graph_json;        /* --graph-json */
 	GpuCheck gpu;           /* --gpu, --reserve; preset NULL: none */
 	const char *emit_torch; /* --emit-torch FILE.py */
@@ -46,7 +47,7 @@ enum {
 	OPT_VERSION, OPT_CHECK, OPT_RANKS, OPT_ZERO, OPT_BUCKET, OPT_OFFLOAD, OPT_ZERO_TABLE,
 	OPT_STAGES, OPT_MICRO_BATCHES, OPT_SCHEDULE, OPT_STAGE_BLOCKS,
 	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH,
-	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET
+	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET, OPT_PREFETCH
 };
 
 static const struct option long_options[] = {
@@ -73,6 +74,7 @@ static const struct option long_options[] = {
 	{"bucket", required_argument, NULL, OPT_BUCKET},
 	{"offload", required_argument, NULL, OPT_OFFLOAD},
 	{"zero-table", no_argument, NULL, OPT_ZERO_TABLE},
+	{"prefetch", required_argument, NULL, OPT_PREFETCH},
 	{"stages", required_argument, NULL, OPT_STAGES},
 	{"micro-batches", required_argument, NULL, OPT_MICRO_BATCHES},
 	{"schedule", required_argument, NULL, OPT_SCHEDULE},
@@ -123,9 +125,12 @@ usage(FILE *f)
 	      "  --bucket SIZE          gradient bucket size (default 25MiB)\n"
 	      "  --offload WHAT         optimizer | params | optimizer,params: keep them\n"
 	      "                         on the host (params needs --zero 3)\n"
+	      "  --prefetch N           ZeRO 3: gather the next N units' weights ahead\n"
+	      "                         of the running one (default 0)\n"
 	      "  --zero-table           per-rank peak for every ZeRO stage and rank count\n"
 	      "  --stages K             pipeline stages of contiguous outermost def calls;\n"
-	      "                         figures are per stage (the largest one reported)\n"
+	      "                         figures are per stage (the largest one reported);\n"
+	      "                         with --ranks N, per rank of a stage (K x N ranks)\n"
 	      "  --micro-batches M      micro-batches per step in the pipeline (default K)\n"
 	      "  --schedule S           1f1b (default) | gpipe\n"
 	      "  --stage-blocks N,...   def calls per stage (default: balanced by memory)\n"
@@ -328,6 +333,10 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_OFFLOAD: parse_offload(o, arg); break;
 	case OPT_ZERO_TABLE: o->zero_table = true; break;
+	case OPT_PREFETCH:
+		o->prefetch_set = true;
+		o->net.dist.prefetch = (int)parse_count("--prefetch", arg, 0, 1 << 20);
+		break;
 	case OPT_STAGES: o->net.pipe.stages = (int)parse_count("--stages", arg, 1, PIPE_MAXSTAGES); break;
 	case OPT_MICRO_BATCHES:
 		o->net.pipe.micro_batches = (int)parse_count("--micro-batches", arg, 1, 1 << 16);
@@ -480,17 +489,17 @@ check_parallel(const Options *o)
 	if (o->out && dist_active(&o->net.dist))
 		diag_usage("-o runs one rank: the generated program does not model --ranks, "
 		           "--zero or --offload");
+	if (o->prefetch_set && o->net.dist.zero != 3)
+		diag_usage("--prefetch needs --zero 3 (only sharded weights are gathered)");
 	if (o->net.pipe.stages > 1) {
-		if (dist_active(&o->net.dist) || o->net.dist.zero)
-			diag_usage("--stages cannot be combined with --ranks, --zero or --offload yet");
-		if (o->net.accumulate_set && o->net.accumulate > 1)
-			diag_usage("--stages: the pipeline's --micro-batches replace --accumulate");
+		if (o->net.accumulate_set)
+			diag_usage("--stages: the pipeline's --micro-batches replace --accumulate "
+			           "(give the micro-batch count with --micro-batches M)");
 		if (o->net.pipe.nsplit && o->net.pipe.nsplit != o->net.pipe.stages)
 			diag_usage("--stage-blocks: %d counts for %d stages", o->net.pipe.nsplit,
 			           o->net.pipe.stages);
-		if (o->out || o->checkmate || o->dump_ir || o->zero_table)
-			diag_usage("--stages cannot be combined with -o, --import, --dump-ir or "
-			           "--zero-table");
+		if (o->out || o->checkmate || o->dump_ir)
+			diag_usage("--stages cannot be combined with -o, --import or --dump-ir");
 	} else if (o->net.pipe.micro_batches || o->net.pipe.gpipe || o->net.pipe.nsplit) {
 		diag_usage("--micro-batches, --schedule and --stage-blocks need --stages K (K > 1)");
 	}

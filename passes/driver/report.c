@@ -109,10 +109,13 @@ stage_totals(const Analysis *an, ReportTotals *r)
 {
 	const Dag *d = &an->d;
 
-	r->params = r->grad_bytes = 0;
+	r->params = r->frozen = r->grad_bytes = 0;
 	for (int i = 0; i < d->npersistent; i++)
-		if (d->persistent_cat[i] == CAT_PARAMS)
-			r->params += an->g.t[d->persistent_ir[i]].numel;
+		if (d->persistent_cat[i] == CAT_PARAMS) {
+			const Tensor *p = &an->g.t[d->persistent_ir[i]];
+			r->params += p->numel;
+			r->frozen += p->frozen ? p->numel : 0;
+		}
 	for (int t = 0; t < d->nt; t++)
 		if (d->t[t].cat == CAT_PARAM_GRADS)
 			r->grad_bytes += d->t[t].bytes;
@@ -135,8 +138,6 @@ report_totals(const Analysis *an)
 		if (g->t[i].kind == TK_PARAM_GRAD)
 			r.grad_bytes += g->t[i].bytes;
 	}
-	if (dist_active(&g->settings.dist) && g->settings.dist.zero >= 2)
-		r.grad_bytes = an->d.persistent[CAT_PARAM_GRADS];  /* the shard */
 	for (int o = 0; o < g->nop; o++) {
 		r.forward += g->op[o].flops;
 		if (g->op[o].has_backward)
@@ -144,6 +145,8 @@ report_totals(const Analysis *an)
 	}
 	if (g->settings.pipe.stages > 1)        /* the stage's own params */
 		stage_totals(an, &r);
+	if (dist_active(&g->settings.dist) && g->settings.dist.zero >= 2)
+		r.grad_bytes = an->d.persistent[CAT_PARAM_GRADS];  /* the shard */
 	return r;
 }
 
@@ -161,21 +164,28 @@ dist_settings_line(const DistOptions *o, FILE *out)
 	fputs("; every figure is per rank\n", out);
 }
 
-/* --stages: one line per stage. */
+/* --stages: one line per stage; with --ranks, each figure is one rank's of
+ * the stage (every rank of a stage holds the same shards). */
 static void
 stages(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
+	int ranks = an->g.settings.dist.ranks;
+
 	if (!an->nstage_rows)
 		return;
-	fprintf(out, "\npipeline stages (blocks are outermost def calls, 1 = the first):\n");
-	fprintf(out, "  %-6s %-9s %-9s %-22s %s\n", "stage", "blocks", "in flight",
-	        "peak", "sends / receives per micro-batch");
+	fprintf(out, "\npipeline stages (blocks are outermost def calls, 1 = the first)");
+	if (dist_active(&an->g.settings.dist))
+		fprintf(out, "; %d stages x %d rank%s, figures per rank", an->nstage_rows, ranks,
+		        ranks == 1 ? "" : "s");
+	fprintf(out, ":\n  %-6s %-9s %-9s %-22s %-8s %s\n", "stage", "blocks", "in flight",
+	        "peak", "at step", "sends / receives per micro-batch");
 	for (int i = 0; i < an->nstage_rows; i++) {
 		const StageRow *r = &an->stage_rows[i];
 		char blocks[32], buf[32], sb[32], rb[32];
 		snprintf(blocks, sizeof blocks, "%d-%d", r->first_block, r->last_block);
-		fprintf(out, "  %-6d %-9s %-9d %-22s %s / %s\n", r->stage, blocks, r->in_flight,
-		        report_size(r->peak, buf), report_size(r->send_bytes / r->in_flight, sb),
+		fprintf(out, "  %-6d %-9s %-9d %-22s %-8d %s / %s\n", r->stage, blocks, r->in_flight,
+		        report_size(r->peak, buf), r->peak_step,
+		        report_size(r->send_bytes / r->in_flight, sb),
 		        report_size(r->recv_bytes / r->in_flight, rb));
 	}
 	(void)ro;

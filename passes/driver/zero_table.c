@@ -2,7 +2,8 @@
  * for every ZeRO stage and a ladder of rank counts, like DeepSpeed's
  * estimate_zero2/3_model_states_mem_needs tables but with everything the
  * step holds (activations, gradients, buckets, gathers), at the chosen -O
- * level. Each cell is a whole analysis of the same program. Reads the
+ * level. Each cell is a whole analysis of the same program (with --stages,
+ * of every stage, and the cell is the largest stage's). Reads the
  * Program and options; writes the table. */
 #include <inttypes.h>
 
@@ -35,7 +36,11 @@ zero_table(const Program *prog, const char *file, const NetOptions *net,
 	int top = net->dist.ranks > 8 ? net->dist.ranks : 8;
 	char buf[32];
 
-	fprintf(out, "per-rank peak at -O%d (every byte the step holds)\n", goal->level);
+	fprintf(out, "per-rank peak at -O%d (every byte the step holds)", goal->level);
+	if (net->pipe.stages > 1)       /* each cell is analyze_stages' largest */
+		fprintf(out, " of the largest of %d pipeline stages",
+		        net->pipe.stages);
+	fputc('\n', out);
 	fprintf(out, "%8s %14s %14s %14s %14s\n", "ranks", "ZeRO 0", "ZeRO 1", "ZeRO 2", "ZeRO 3");
 	for (int r = 1; r <= top; r = r < top && 2 * r > top ? top : 2 * r) {
 		fprintf(out, "%8d", r);

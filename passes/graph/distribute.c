@@ -22,6 +22,11 @@
  *   by its backward nodes. Liveness frees each when its last reader ran.
  *   A recompute of a unit's forward during backward reads the forward
  *   gather, which the planner may recompute (it costs no FLOPs) or keep.
+ *   --prefetch N places the gathers of the next N units ahead, before the
+ *   running unit's first operation;
+ * - a pipeline stage's DAG (pipeline.c) is rewritten the same way, per
+ *   in-flight copy (DagNode.micro_batch): each copy gathers its own units,
+ *   and under ZeRO 2/3 reduces its own full gradients;
  * - offload moves the master copy and optimizer state, from stage 2 the
  *   gradient shard (ZeRO-Offload), and with "params" at stage 3 the weight
  *   shards to host memory: they leave the device's persistent bytes and are
@@ -42,9 +47,14 @@ typedef struct Dist {
 	Arena *a;
 	const DistOptions *o;
 	DistStats *st;
-	int *unit_of_param;     /* IR tensor -> unit + 1 of its first reader, 0 none */
-	int nunits;             /* units: blocks 1..nblocks, and 0 for the root */
+	int *unit_of_param;     /* [ncopies * IR tensors]: (copy, param) -> unit
+	                           + 1 of its first reader, 0 none */
+	int ncopies;            /* a pipeline stage's in-flight copies, else 1 */
+	int nblocks;            /* the largest block number of any node */
+	int nunits;             /* units: blocks 1..nblocks, 0 for the root of
+	                           copy 0, nblocks + c for the root of copy c */
 	int64_t *unit_bytes;    /* [nunits] full weight bytes each unit gathers */
+	int *unit_copy;         /* [nunits] the copy its nodes belong to */
 	int *gather_f, *gather_b;       /* [nunits] Dag node indices, or -1 */
 	int *gathered_f, *gathered_b;   /* [nunits] their output tensors */
 	int *bucket_after;      /* [nnode] bucket node to run right after, or -1 */
@@ -82,13 +92,15 @@ shard_buffer(Dist *D, int i)
 }
 
 /* Stage 2 and 3 keep a gradient shard of every param for the whole step:
- * appended as persistent buffers (in the param's gradient dtype). */
+ * appended as persistent buffers (in the param's gradient dtype), one per
+ * param however many pipeline copies have a full gradient of it. */
 static void
 grad_shards(Dist *D)
 {
 	Dag *d = D->d;
 	const Graph *g = D->g;
 	int np = d->npersistent, n = np, extra = 0;
+	bool *seen = ar_alloc(D->a, (size_t)g->nt + 1);
 
 	for (int t = 0; t < d->nt; t++)
 		extra += d->t[t].cat == CAT_PARAM_GRADS;
@@ -103,7 +115,13 @@ grad_shards(Dist *D)
 		int64_t elem;
 		if (d->t[t].cat != CAT_PARAM_GRADS)
 			continue;
+		/* the full gradient now lives only until its bucket is reduced */
+		d->t[t].to_end = false;
+		d->t[t].from_start = false;
 		gt = &g->t[d->t[t].ir_tensor];
+		if (seen[gt->grad_of])
+			continue;
+		seen[gt->grad_of] = true;
 		elem = gt->numel ? gt->bytes / gt->numel : 0;
 		d->persistent_buf[n] = shard_elems(gt->numel, D->o->ranks) * elem;
 		d->persistent_cat[n] = CAT_PARAM_GRADS;
@@ -113,9 +131,6 @@ grad_shards(Dist *D)
 			d->persistent_buf[n] = 0;
 		}
 		d->persistent[CAT_PARAM_GRADS] += d->persistent_buf[n];
-		/* the full gradient now lives only until its bucket is reduced */
-		d->t[t].to_end = false;
-		d->t[t].from_start = false;
 		n++;
 	}
 	d->npersistent = n;
@@ -164,28 +179,54 @@ add_input(Dist *D, int v, int t)
 
 /* ---------------------------------------------------------------- stage 3 */
 
-/* Which unit gathers each param: the block of the first forward op that
- * reads it (root unit 0 for ops outside every def); and each unit's bytes. */
+/* The unit node v belongs to: its block, or its copy's root. A pipeline
+ * stage's copies already have blocks of their own (pipeline.c numbers
+ * them per copy); their roots are told apart by DagNode.micro_batch. */
+static int
+unit_of_node(const Dist *D, int v)
+{
+	const DagNode *n = &D->d->node[v];
+
+	return n->block_plus1 ? n->block_plus1 : n->micro_batch ? D->nblocks + n->micro_batch : 0;
+}
+
+/* The slot of param p read by a node of copy c in unit_of_param. */
+static int *
+param_slot(const Dist *D, int c, int p)
+{
+	return &D->unit_of_param[(size_t)c * (size_t)D->g->nt + (size_t)p];
+}
+
+/* Which unit gathers each param in each copy: the unit of the first
+ * forward op of that copy that reads it (the root for ops outside every
+ * def); and each unit's bytes. Boundary nodes (send, recv) read no param. */
 static void
 find_units(Dist *D, int nfwd)
 {
 	const Graph *g = D->g;
 	const Dag *d = D->d;
 
-	D->nunits = 1;
-	for (int v = 0; v < nfwd; v++)
-		if (d->node[v].block_plus1 + 1 > D->nunits)
-			D->nunits = d->node[v].block_plus1 + 1;
-	D->unit_of_param = ar_alloc(D->a, sizeof(int) * (size_t)(g->nt + 1));
+	D->ncopies = 1;
+	for (int v = 0; v < d->nnode; v++) {
+		if (d->node[v].block_plus1 > D->nblocks)
+			D->nblocks = d->node[v].block_plus1;
+		if (d->node[v].micro_batch + 1 > D->ncopies)
+			D->ncopies = d->node[v].micro_batch + 1;
+	}
+	D->nunits = D->nblocks + D->ncopies;
+	D->unit_of_param = ar_alloc(D->a, sizeof(int) * (size_t)D->ncopies * (size_t)(g->nt + 1));
 	D->unit_bytes = ar_alloc(D->a, sizeof(int64_t) * (size_t)D->nunits);
+	D->unit_copy = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+	for (int v = 0; v < d->nnode; v++)
+		D->unit_copy[unit_of_node(D, v)] = d->node[v].micro_batch;
 	for (int v = 0; v < nfwd; v++) {
-		const Op *op = &g->op[d->node[v].ir_op];
-		for (int i = 0; i < op->nin; i++) {
-			int p = op->in[i];
-			if (g->t[p].kind != TK_PARAM || D->unit_of_param[p])
+		const Op *op = d->node[v].ir_op >= 0 ? &g->op[d->node[v].ir_op] : NULL;
+		for (int i = 0; op && i < op->nin; i++) {
+			int *slot = param_slot(D, d->node[v].micro_batch, op->in[i]);
+			if (g->t[op->in[i]].kind != TK_PARAM || *slot)
 				continue;
-			D->unit_of_param[p] = d->node[v].block_plus1 + 1;
-			D->unit_bytes[d->node[v].block_plus1] += g->t[p].bytes;
+			*slot = unit_of_node(D, v) + 1;
+			D->unit_bytes[*slot - 1] += g->t[op->in[i]].bytes;
 		}
 	}
 }
@@ -203,31 +244,36 @@ gathers(Dist *D, int nfwd)
 	D->gathered_f = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	D->gathered_b = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	for (int u = 0; u < D->nunits; u++) {
-		const char *nm = u ? ar_printf(D->a, "allgather(unit %d)", u)
-		                   : "allgather(root)";
+		const char *nm = !u ? "allgather(root)"
+		               : u <= D->nblocks ? ar_printf(D->a, "allgather(unit %d)", u)
+		               : ar_printf(D->a, "allgather(root, micro-batch %d)", u - D->nblocks);
 		D->gather_f[u] = D->gather_b[u] = -1;
 		if (!D->unit_bytes[u])
 			continue;
 		D->gathered_f[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
 		D->gather_f[u] = new_node(D, nm, false);
-		D->d->node[D->gather_f[u]].block_plus1 = u;
 		D->gathered_b[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
 		D->gather_b[u] = new_node(D, nm, true);
-		D->d->node[D->gather_b[u]].block_plus1 = u;
+		for (int k = 0; k < 2; k++) {
+			DagNode *n = &D->d->node[k ? D->gather_b[u] : D->gather_f[u]];
+			n->block_plus1 = u <= D->nblocks ? u : 0;
+			n->micro_batch = D->unit_copy[u];
+		}
 		D->d->node[D->gather_f[u]].out = ar_alloc(D->a, sizeof(int));
 		D->d->node[D->gather_f[u]].out[0] = D->gathered_f[u];
 		D->d->node[D->gather_f[u]].nout = 1;
 		D->d->node[D->gather_b[u]].out = ar_alloc(D->a, sizeof(int));
 		D->d->node[D->gather_b[u]].out[0] = D->gathered_b[u];
 		D->d->node[D->gather_b[u]].nout = 1;
+		D->st->nunits++;
 		if (D->st->max_gather < D->unit_bytes[u])
 			D->st->max_gather = D->unit_bytes[u];
 	}
 	for (int v = 0; v < nold; v++) {
 		const DagNode *n = &D->d->node[v];
-		const Op *op = &g->op[n->ir_op];
-		for (int i = 0; i < op->nin; i++) {
-			int u = D->unit_of_param[op->in[i]] - 1;
+		const Op *op = n->ir_op >= 0 ? &g->op[n->ir_op] : NULL;
+		for (int i = 0; op && i < op->nin; i++) {
+			int u = *param_slot(D, n->micro_batch, op->in[i]) - 1;
 			if (u < 0 || D->gather_f[u] < 0)
 				continue;
 			add_input(D, v, v < nfwd ? D->gathered_f[u] : D->gathered_b[u]);
@@ -239,7 +285,8 @@ gathers(Dist *D, int nfwd)
 
 /* Buckets of param gradients in the order the base schedule completes them
  * (the step of each one's last contribution); a bucket closes once it holds
- * o->bucket bytes, and after the last gradient. */
+ * o->bucket bytes, at the end of a pipeline copy's backward (under ZeRO
+ * 2/3 each copy reduces its own gradients), and after the last gradient. */
 static void
 buckets(Dist *D)
 {
@@ -268,7 +315,8 @@ buckets(Dist *D)
 			members[nm++] = t;
 			bytes += d->t[t].bytes;
 		}
-		if (nm && (bytes >= D->o->bucket || i == d->nbase - 1)) {
+		if (nm && (bytes >= D->o->bucket || i == d->nbase - 1 ||
+		           d->node[d->base_order[i + 1]].micro_batch != n->micro_batch)) {
 			int v = new_node(D, ar_printf(D->a, "%s(bucket %d)",
 			                 reduce_scatter ? "reduce_scatter" : "allreduce", k++), true);
 			d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);
@@ -287,35 +335,81 @@ buckets(Dist *D)
 
 /* ---------------------------------------------------------------- order */
 
-/* The new base order: each unit's forward gather right before the first
- * forward node of the unit (each time the forward enters it), its backward
- * gather before the first backward node of the unit, and each bucket node
- * right after the step that completes its bucket. */
+/* The units with a gather in one direction, in the order the base
+ * schedule enters them (their first operation: boundary nodes, which read
+ * no weight, do not enter a unit), and which of them ran their gather. */
+typedef struct Seq {
+	const int *gather;      /* gather_f or gather_b */
+	int *unit, n;           /* the units in order */
+	int *pos;               /* [nunits] index in unit[], or -1 */
+	bool *done;             /* [nunits] gather placed */
+} Seq;
+
+static Seq
+sequence(const Dist *D, bool bwd)
+{
+	const Dag *d = D->d;
+	Seq q = {bwd ? D->gather_b : D->gather_f,
+	         ar_alloc(D->a, sizeof(int) * (size_t)D->nunits), 0,
+	         ar_alloc(D->a, sizeof(int) * (size_t)D->nunits),
+	         ar_alloc(D->a, (size_t)D->nunits)};
+
+	for (int u = 0; u < D->nunits; u++)
+		q.pos[u] = -1;
+	for (int i = 0; i < d->nbase; i++) {
+		int v = d->base_order[i], u = unit_of_node(D, v);
+		if (d->node[v].is_backward != bwd || d->node[v].ir_op < 0 ||
+		    q.gather[u] < 0 || q.pos[u] >= 0)
+			continue;
+		q.pos[u] = q.n;
+		q.unit[q.n++] = u;
+	}
+	return q;
+}
+
+/* Entering unit u: its gather and, with --prefetch N, those of the next N
+ * units of the sequence, unless they already ran. */
+static void
+enter(const Dist *D, Seq *q, int u, int *order, int *n)
+{
+	for (int i = q->pos[u]; i >= 0 && i < q->n && i <= q->pos[u] + D->o->prefetch; i++)
+		if (!q->done[q->unit[i]]) {
+			q->done[q->unit[i]] = true;
+			order[(*n)++] = q->gather[q->unit[i]];
+		}
+}
+
+/* The new base order: each unit's forward gather right before the unit's
+ * first forward operation (or up to --prefetch units earlier), its
+ * backward gather likewise before its first backward operation, and each
+ * bucket node right after the step that completes its bucket. */
 static void
 base_order(Dist *D, int nold)
 {
 	Dag *d = D->d;
 	int *order = ar_alloc(D->a, sizeof(int) * (size_t)(d->nnode + 1)), n = 0;
-	bool *fdone = ar_alloc(D->a, (size_t)D->nunits + 1);
-	bool *bdone = ar_alloc(D->a, (size_t)D->nunits + 1);
+	Seq f = {0}, b = {0};
 
+	if (D->gather_f) {
+		f = sequence(D, false);
+		b = sequence(D, true);
+	}
 	for (int i = 0; i < d->nbase; i++) {
-		int v = d->base_order[i], u = d->node[v].block_plus1;
-		bool bwd = d->node[v].is_backward;
-		if (D->gather_f && u < D->nunits && !(bwd ? bdone : fdone)[u] &&
-		    (bwd ? D->gather_b : D->gather_f)[u] >= 0) {
-			order[n++] = (bwd ? D->gather_b : D->gather_f)[u];
-			(bwd ? bdone : fdone)[u] = true;
-		}
+		int v = d->base_order[i];
+		if (D->gather_f && d->node[v].ir_op >= 0)
+			enter(D, d->node[v].is_backward ? &b : &f, unit_of_node(D, v), order, &n);
 		order[n++] = v;
 		if (D->bucket_after && D->bucket_after[v] >= 0)
 			order[n++] = D->bucket_after[v];
 	}
-	/* a unit whose weights only its backward reads still needs its forward
-	 * gather to run (the DAG runs every node): right before its backward's */
-	for (int u = 0; D->gather_f && u < D->nunits; u++)
-		if (D->gather_f[u] >= 0 && !fdone[u])
+	/* a gather no operation of its direction entered still runs (the DAG
+	 * runs every node): at the end */
+	for (int u = 0; D->gather_f && u < D->nunits; u++) {
+		if (D->gather_f[u] >= 0 && !f.done[u])
 			order[n++] = D->gather_f[u];
+		if (D->gather_b[u] >= 0 && !b.done[u])
+			order[n++] = D->gather_b[u];
+	}
 	ir_assert(n == d->nnode && nold <= d->nnode);
 	d->base_order = order;
 	d->nbase = n;
@@ -330,7 +424,7 @@ dist_active(const DistOptions *o)
 void
 distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a)
 {
-	Dist D = {g, d, a, o, st, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, d->nt, d->nnode};
+	Dist D = {.g = g, .d = d, .a = a, .o = o, .st = st, .cap_t = d->nt, .cap_n = d->nnode};
 	int nold = d->nnode, nfwd = 0;
 
 	memset(st, 0, sizeof *st);
@@ -353,6 +447,5 @@ distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a
 	if (o->zero >= 2)
 		grad_shards(&D);
 	base_order(&D, nold);
-	st->nunits = o->zero >= 3 ? D.nunits : 0;
 	dag_finish(d);
 }

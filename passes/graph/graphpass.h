@@ -53,7 +53,8 @@ typedef struct DistStats {
 	int64_t host[CAT_COUNT];        /* bytes offloaded to the host, by category */
 	int nbuckets;                   /* gradient buckets */
 	int64_t max_bucket;             /* the largest bucket's bytes */
-	int nunits;                     /* stage 3: units gathered (0 otherwise) */
+	int nunits;                     /* stage 3: units with weights to gather
+	                                   (0 otherwise) */
 	int64_t max_gather;             /* stage 3: the largest unit's full weights */
 } DistStats;
 /* Whether the options ask for anything beyond one plain rank. */

@@ -18,7 +18,9 @@
  * The weights, master copies and optimizer state are those of the params
  * the stage reads (a param read by two stages, like a tied embedding, is
  * held by both); their gradients are shared by the copies and accumulate
- * over the micro-batches, as they do on one GPU.
+ * over the micro-batches, as they do on one GPU (under ZeRO 2/3, each copy
+ * has its own, reduce-scattered by distribute.c). Every node records its
+ * copy in DagNode.micro_batch.
  *
  * Reads the Graph (which params an op reads) and the lowered Dag; writes a
  * new Dag in the arena over *d, and the stage's PipeStats. */
@@ -32,6 +34,9 @@ typedef struct Pipe {
 	Dag *d;                 /* the stage's, being built */
 	Arena *a;
 	int stage, w;
+	int cur;                /* the copy whose nodes are being added */
+	bool grads_per_copy;    /* param gradients reduced per micro-batch */
+	bool grads_from_start;  /* micro-batches beyond those in flight ran */
 	int *stage_of;          /* [full nnode] the stage of each node */
 	int *producer;          /* [full nt] node making the tensor, or -1 */
 	int *copy_t;            /* [w * full nt] stage tensor of (copy, tensor), or -1 */
@@ -187,6 +192,7 @@ add_n(Pipe *P, const char *name, bool backward, int nin, int nout, int nacc)
 	n->in = ar_alloc(P->a, sizeof(int) * (size_t)(nin + 1));
 	n->out = ar_alloc(P->a, sizeof(int) * (size_t)(nout + 1));
 	n->acc = ar_alloc(P->a, sizeof(DagAcc) * (size_t)(nacc + 1));
+	n->micro_batch = P->cur;
 	return P->d->nnode - 1;
 }
 
@@ -203,21 +209,29 @@ local(const Pipe *P, int t)
 	return P->producer[t] >= 0 && P->stage_of[P->producer[t]] == P->stage;
 }
 
-/* The stage tensor of full tensor t in copy c (param gradients are shared
- * by every copy), made on first use. */
+/* The stage tensor of full tensor t in copy c, made on first use. Param
+ * gradients are shared by every copy, as they accumulate over the
+ * micro-batches, unless ZeRO 2/3 reduce-scatters each micro-batch's
+ * gradients into the shard (as --accumulate does). When the stage runs more
+ * micro-batches than it holds in flight (1F1B, M > K - s), earlier
+ * micro-batches' backwards have run before this step's forwards: their
+ * accumulated gradients exist from the start, as under --accumulate. */
 static int
 tensor_of(Pipe *P, int c, int t)
 {
 	const DagTensor *src = &P->full->t[t];
 	int *slot;
 
-	if (src->cat == CAT_PARAM_GRADS)
+	bool shared = src->cat == CAT_PARAM_GRADS && !P->grads_per_copy;
+
+	if (shared)
 		c = 0;
 	slot = &P->copy_t[(size_t)c * (size_t)P->full->nt + (size_t)t];
 	if (*slot < 0) {
-		int x = add_t(P, src, src->cat == CAT_PARAM_GRADS ? src->name
-		                                                  : copy_name(P, c, src->name));
+		int x = add_t(P, src, shared ? src->name : copy_name(P, c, src->name));
 		*slot = x;
+		if (src->cat == CAT_PARAM_GRADS && P->grads_from_start)
+			P->d->t[x].from_start = true;
 		/* a view of a tensor of the stage stays a view of that tensor's
 		 * copy; what arrives from another stage is a buffer of its own */
 		if (src->view_src >= 0 && local(P, t))
@@ -419,7 +433,7 @@ pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage, PipeStat
                Arena *a)
 {
 	Dag full = *d;
-	Pipe P = {g, &full, d, a, stage, 0, NULL, NULL, NULL, NULL, 0, 0, st};
+	Pipe P = {.g = g, .full = &full, .d = d, .a = a, .stage = stage, .st = st};
 	int K = o->stages, nb = pipeline_blocks(&full), *first, *order, n = 0, *grad;
 	bool *sent_later;
 	size_t nct;
@@ -430,6 +444,8 @@ pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage, PipeStat
 	split_blocks(g, &full, o, nb, first, a);
 	P.w = o->gpipe ? o->micro_batches
 	      : (K - stage < o->micro_batches ? K - stage : o->micro_batches);
+	P.grads_per_copy = dist_active(&g->settings.dist) && g->settings.dist.zero >= 2;
+	P.grads_from_start = o->micro_batches > P.w;
 	P.stage_of = ar_alloc(a, sizeof(int) * (size_t)(full.nnode + 1));
 	assign_stages(&P, first, K);
 	P.producer = ar_alloc(a, sizeof(int) * (size_t)(full.nt + 1));
@@ -452,10 +468,10 @@ pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage, PipeStat
 	grad = grads_by_tensor(&P);
 	stage_persistent(&P);
 	order = ar_alloc(a, sizeof(int) * (size_t)(P.w * (full.nnode + 2 * full.nt) + 1));
-	for (int c = 0; c < P.w; c++)
-		forward_copy(&P, c, order, &n, sent_later);
-	for (int c = 0; g->train && c < P.w; c++)
-		backward_copy(&P, c, order, &n, grad, sent_later);
+	for (P.cur = 0; P.cur < P.w; P.cur++)
+		forward_copy(&P, P.cur, order, &n, sent_later);
+	for (P.cur = 0; g->train && P.cur < P.w; P.cur++)
+		backward_copy(&P, P.cur, order, &n, grad, sent_later);
 	ir_assert(n == d->nnode);
 	d->base_order = order;
 	d->nbase = n;

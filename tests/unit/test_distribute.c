@@ -1,6 +1,7 @@
 /* tests/unit/test_distribute.c -- data parallelism (passes/graph/
  * distribute.c): per-rank model states against DeepSpeed's estimator
- * formulas, buckets, stage-3 gathers and their lifetimes, offload. */
+ * formulas, alone and per pipeline stage, buckets, stage-3 gathers, their
+ * lifetimes and prefetching, offload. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,29 +26,68 @@ static const char *net3 =
 	"output loss;\n";
 enum { P = 3 * 64 * 64 };
 
+/* The same layers, four of them: two pipeline stages of P4 / 2 params;
+ * a larger batch, so that activations make the peak at the start of the
+ * backward pass, while weights are gathered. */
+static const char *net4 =
+	"batch B = 256;\n"
+	"dim D = 64;\n"
+	"train { optimizer = adamw; precision = mixed; }\n"
+	"input x : bf16[B, D];\n"
+	"def layer(h) { param w : bf16[D, D]; return relu(h @ w); }\n"
+	"h = x;\n"
+	"repeat 4 { h = layer(h); }\n"
+	"loss = mean(h);\n"
+	"output loss;\n";
+enum { P4 = 4 * 64 * 64 };
+
 typedef struct Run {
 	Arena a;
 	Analysis an;
 } Run;
 
 static void
-run(Run *r, int ranks, int zero, bool off_opt, bool off_par, int64_t bucket)
+run_net(Run *r, const char *net, const NetOptions *o)
 {
-	Source src = {"t.net", net3, strlen(net3)};
+	Source src = {"t.net", net, strlen(net)};
 	PlanGoal goal = {0, 1.0, -1, false};
-	NetOptions o;
 	Program *p;
 	Diag d;
 
-	memset(&o, 0, sizeof o);
-	o.dist = (DistOptions){ranks, zero, bucket, off_opt, off_par};
 	ar_init(&r->a);
 	diag_init(&d, &src, stderr);
 	d.quiet_warnings = true;
 	p = net_parse(&src, &r->a, &d);
 	assert_non_null(p);
-	assert_int_equal(analyze(p, "t.net", &o, &goal, true, &r->an, &r->a, &d,
+	assert_int_equal(analyze(p, "t.net", o, &goal, true, &r->an, &r->a, &d,
 	                         &(PassOptions){0, NULL, true}), 0);
+}
+
+static void
+run(Run *r, int ranks, int zero, bool off_opt, bool off_par, int64_t bucket)
+{
+	NetOptions o;
+
+	memset(&o, 0, sizeof o);
+	o.dist = (DistOptions){ranks, zero, bucket, off_opt, off_par, 0};
+	run_net(r, net3, &o);
+}
+
+/* Stage `stage` of 2 (two layers each, M = 2 micro-batches, 1F1B) of
+ * net4, each data parallel over `ranks` ranks. */
+static void
+run_stage(Run *r, int stage, int ranks, int zero, bool off_opt, bool off_par)
+{
+	NetOptions o;
+
+	memset(&o, 0, sizeof o);
+	o.dist = (DistOptions){ranks, zero, 25 << 20, off_opt, off_par, 0};
+	o.pipe.stages = 2;
+	o.pipe.stage = stage;
+	o.pipe.micro_batches = 2;
+	o.pipe.nsplit = 2;      /* two layers each */
+	o.pipe.split[0] = o.pipe.split[1] = 2;
+	run_net(r, net4, &o);
 }
 
 static int64_t
@@ -169,7 +209,7 @@ test_gathers(void **state)
 
 	(void)state;
 	run(&r, 4, 3, false, false, 25 << 20);
-	assert_int_equal(r.an.dist.nunits, 4);         /* root (no params) + 3 */
+	assert_int_equal(r.an.dist.nunits, 3);         /* the root has no params */
 	assert_int_equal(find_node(&r.an.d, "allgather(unit"), 6);
 	assert_int_equal(r.an.dist.max_gather, 64 * 64 * 2);
 	ev = &r.an.ev;
@@ -188,6 +228,88 @@ test_gathers(void **state)
 	ar_free(&r.a);
 }
 
+/* Pipeline stages combined with data parallelism: each stage of 2 holds
+ * Ps = P4 / 2 params (2 layers; the loss reads none) and shards them over
+ * its N ranks, so its model states per rank are DeepSpeed's formulas (see
+ * test_deepspeed_formulas) with Ps in place of P; ZeRO 1 shards master
+ * and Adam state only (2Ps + 12Ps/N; its f32 gradients are not
+ * persistent). The same terms are in the breakdown at the stage's peak. */
+static void
+test_stages_with_ranks(void **state)
+{
+	static const int ranks[] = {2, 4};
+	const int64_t Ps = P4 / 2;
+	Run r;
+
+	(void)state;
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < 2; i++) {
+			int64_t n = ranks[i];
+			run_stage(&r, s, (int)n, 1, false, false);
+			assert_int_equal(model_states(&r), 2 * Ps + 12 * Ps / n);
+			assert_int_equal(r.an.ev.breakdown[CAT_MASTER] + r.an.ev.breakdown[CAT_OPTIMIZER],
+			                 12 * Ps / n);
+			ar_free(&r.a);
+			run_stage(&r, s, (int)n, 2, false, false);
+			assert_int_equal(model_states(&r), 2 * Ps + 18 * Ps / n - 2 * Ps / n);
+			ar_free(&r.a);
+			run_stage(&r, s, (int)n, 2, true, false);
+			assert_int_equal(model_states(&r), 2 * Ps);
+			ar_free(&r.a);
+			run_stage(&r, s, (int)n, 3, false, false);
+			assert_int_equal(model_states(&r), 18 * Ps / n);
+			ar_free(&r.a);
+			run_stage(&r, s, (int)n, 3, true, false);
+			assert_int_equal(model_states(&r), 2 * Ps / n);
+			ar_free(&r.a);
+			run_stage(&r, s, (int)n, 3, true, true);
+			assert_int_equal(model_states(&r), 0);
+			ar_free(&r.a);
+		}
+}
+
+/* ZeRO 3 in a pipeline stage gathers per micro-batch in flight: stage 0 of
+ * 2 holds both micro-batches, so each of its 2 layers is gathered 2 x 2
+ * times (forward and backward of each copy); under ZeRO 2 each copy
+ * reduce-scatters its own gradients, one bucket each. */
+static void
+test_stage_units(void **state)
+{
+	Run r;
+
+	(void)state;
+	run_stage(&r, 0, 2, 3, false, false);
+	assert_int_equal(r.an.pipe.in_flight, 2);
+	assert_int_equal(find_node(&r.an.d, "allgather(unit"), 8);
+	assert_int_equal(r.an.dist.max_gather, 64 * 64 * 2);
+	ar_free(&r.a);
+	run_stage(&r, 0, 2, 2, false, false);
+	assert_int_equal(r.an.dist.nbuckets, 2);
+	ar_free(&r.a);
+}
+
+/* Stage 3 with --prefetch N: N more units' gathered weights are live with
+ * the running one's, and the peak grows by exactly one unit's weights per
+ * prefetched unit (the peak step has a next unit to prefetch). */
+static void
+test_prefetch(void **state)
+{
+	int64_t peak[3];
+	Run r;
+
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		NetOptions o;
+		memset(&o, 0, sizeof o);
+		o.dist = (DistOptions){4, 3, 25 << 20, false, false, k};
+		run_net(&r, net4, &o);
+		peak[k] = r.an.ev.peak;
+		ar_free(&r.a);
+	}
+	assert_int_equal(peak[1] - peak[0], 64 * 64 * 2);
+	assert_int_equal(peak[2] - peak[1], 64 * 64 * 2);
+}
+
 int
 main(void)
 {
@@ -196,6 +318,9 @@ main(void)
 		cmocka_unit_test(test_zero1_padding),
 		cmocka_unit_test(test_buckets),
 		cmocka_unit_test(test_gathers),
+		cmocka_unit_test(test_stages_with_ranks),
+		cmocka_unit_test(test_stage_units),
+		cmocka_unit_test(test_prefetch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

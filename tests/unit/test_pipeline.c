@@ -130,6 +130,33 @@ test_explicit_split(void **state)
 	ar_free(&a);
 }
 
+/* Under 1F1B the last of 2 stages holds 1 micro-batch in flight but runs
+ * all M: with M = 4 the backwards of earlier micro-batches ran before this
+ * step's forward, so the accumulated gradients of its params (two f32
+ * [32, 32] weights) are live from the first step; with M = 1 they are not
+ * yet made. Everything else is the same DAG. */
+static void
+test_last_stage_grads(void **state)
+{
+	Analysis an;
+	Arena a;
+	int64_t first[2];
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(run(&an, &a, 2, 1, i ? 4 : 1, false, 0, NULL), 0);
+		assert_int_equal(an.pipe.in_flight, 1);
+		first[i] = an.base.live_bytes[0];
+		ar_free(&a);
+	}
+	assert_int_equal(first[1] - first[0], 2 * 32 * 32 * 4);
+	/* stage 0 holds both micro-batches of M = 2: nothing ran before */
+	assert_int_equal(run(&an, &a, 2, 0, 2, false, 0, NULL), 0);
+	for (int t = 0; t < an.d.nt; t++)
+		assert_false(an.d.t[t].cat == CAT_PARAM_GRADS && an.d.t[t].from_start);
+	ar_free(&a);
+}
+
 int
 main(void)
 {
@@ -137,6 +164,7 @@ main(void)
 		cmocka_unit_test(test_split_and_in_flight),
 		cmocka_unit_test(test_gpipe_holds_more),
 		cmocka_unit_test(test_explicit_split),
+		cmocka_unit_test(test_last_stage_grads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
