@@ -1,7 +1,6 @@
 /* passes/plan/remat_stage.c -- --budget's last planner on plain DAGs (the
  * Checkmate graphs, random layered graphs): re-minimizes the recompute cost
- * of the pool's plans at a fixed peak bound, by large neighbourhood search
- * over Checkmate's stage model.
+ * of the pool's plans under a fixed peak bound, in Checkmate's stage model.
  *
  * A plan is a topological order (the first run of every node) and a set of
  * recomputes (v, k): node v runs again right before the order's k-th node
@@ -9,22 +8,31 @@
  * valid schedule: every input of v already ran before v's first run. The
  * gap states of remat_model.c and the explicit schedules of the other
  * planners are such plans (a repeated step belongs to the stage of the
- * next first run), so any pool plan can be a start. The search repeats, a
- * fixed number of times: remove one to three recomputes (a fixed-seed
- * generator picks them), repair greedily until the peak is back under the
- * bound (each step adds the recompute, of a tensor alive across the peak
- * step without being read there, that cuts the most bytes over the bound
- * per cost: at the stage of its next use, with or without its inputs whose
- * lives it would stretch, or at the stage right after the peak), drop every
- * recompute the bound does not need, costliest first, and keep the result
- * when it costs no more.
+ * next first run), so any pool plan can be a start.
+ *
+ * A candidate recompute frees a tensor alive across a step over the bound
+ * without being read there: its producer at the stage of its next use
+ * (alone, or with the inputs whose lives it would otherwise stretch across
+ * that step), at the latest stage where its inputs are all still there, or
+ * at the stage right after the step. Under each bound, from a start:
+ * first a destroy-and-repair search (a fixed number of times: remove one
+ * to three recomputes, picked by a fixed-seed generator; add the candidate
+ * with the most bytes over the bound cut per cost until the peak fits;
+ * drop every recompute the bound does not need, costliest first; keep the
+ * result when it costs no more); then two depth-first branch and bounds
+ * from no recompute, pruned by the best cost so far: one branching on every
+ * candidate at the peak step, one on the few best at the step over the
+ * bound with the fewest candidates. Siblings leave out what earlier
+ * siblings took, so no set is visited twice. All work is counted in
+ * evaluations (RUNG_WORK / size per search), never in time.
  *
  * The bounds form a fixed ladder, ceil(p x j / 100) for the base plan's
- * peak p, from the pool's smallest peak up to the budget, each started
- * from the cheaper of the pool's cheapest plan under it and the rung
- * below's result. The ladder and its starts do not depend on the budget
- * (rm_plan_o2 calls this before anything that does), so a larger budget
- * sees every plan a smaller one does. Scoring is rm_score's shortcut of
+ * peak p and j a multiple of RUNG, from the pool's smallest peak up to the
+ * budget, each started from the cheaper of the pool's cheapest plan under
+ * it and the rung below's result. The ladder and its starts do not depend
+ * on the budget (rm_plan_o2 calls this before anything that does), so a
+ * larger budget sees every plan a smaller one does; a budget between two
+ * rungs gets the lower one's plan. Scoring is rm_score's shortcut of
  * lv_eval's rules, so only simple Dags (remat_model.c) take part; each
  * rung's plan joins the pool scored by lv_eval. Reads the Dag only. */
 #include <math.h>
@@ -68,6 +76,11 @@ typedef struct Stage {
 	int *rstep, *rnext, nread, capread; /* reads, chained by instance */
 	int *idx, capidx;       /* prune's scratch */
 	Pair *xp;               /* [capidx] the pairs in that order */
+	double *lbr;            /* step_bound's scratch, [caplb] */
+	int64_t *lbb;
+	int caplb;
+	int *ban, nban, capban; /* bnb: candidates (k, v, with inputs) an
+	                           earlier sibling branch took, as 3 ints */
 	int64_t *diff, *live;   /* [capstep + 1] */
 	int64_t peak, cost;
 	int peak_step;
@@ -265,11 +278,11 @@ typedef struct Cand {
 	int inp[8];             /* inputs' producers recomputed with it */
 } Cand;
 
-/* The candidate recomputes against the peak step of the plan just scored:
- * for each tensor alive across it, unread there, its producer at the
- * stage of the next use (alone, then with the inputs whose current
- * instances would otherwise stretch across the peak step), and at the
- * stage after the peak step. */
+/* The candidate recomputes against step s of the plan just scored: for
+ * each tensor alive across it, unread there, its producer at the stage of
+ * the next use (alone, then with the inputs whose current instances would
+ * otherwise stretch across s), at the latest stage before that where its
+ * inputs are all still there, and at the stage after s. */
 static int
 candidates(Stage *S, int s, Cand *c, int max)
 {
@@ -448,16 +461,95 @@ lns(Stage *S, Plan *P, int64_t L, long iters, Plan *q, Plan *tmp)
 	}
 }
 
+/* A lower bound on the recompute cost to add before step s is at most L:
+ * only tensors alive across s, unread there, can leave it, each for at
+ * least its producer's cost; the cheapest bytes first, the last one in
+ * part (the fractional knapsack). */
+static int64_t
+step_bound(Stage *S, int s, int64_t L)
+{
+	const Dag *d = S->d;
+	int64_t need = S->live[s] - L;
+	double lb = 0;
+	int n = 0;
+	double *r = S->lbr;
+	int64_t *b = S->lbb;
+
+	for (int i = 0; i < S->ninst; i++) {
+		int t = S->it[i], p = S->C->prod[t];
+		if (p < 0 || S->ib[i] >= s || S->il[i] <= s || d->t[t].bytes <= 0 ||
+		    reads(S, s, t))
+			continue;
+		if (n == S->caplb)
+			return 0;       /* too many to sort here: no bound */
+		double x = (double)d->node[p].cost / (double)d->t[t].bytes;
+		int j = n++;
+		for (; j > 0 && r[j - 1] > x; j--) {
+			r[j] = r[j - 1];
+			b[j] = b[j - 1];
+		}
+		r[j] = x;
+		b[j] = d->t[t].bytes;
+	}
+	for (int j = 0; j < n && need > 0; j++) {
+		int64_t take = b[j] < need ? b[j] : need;
+		lb += r[j] * (double)take;
+		need -= take;
+	}
+	if (need > 0)
+		return INT64_MAX / 4;   /* cannot be met by adding recomputes */
+	return (int64_t)floor(lb * (1 - 1e-9));
+}
+
+/* Whether bnb's earlier sibling branches took candidate x. */
+static bool
+banned(const Stage *S, const Cand *x)
+{
+	for (int i = 0; i < S->nban; i++)
+		if (S->ban[3 * i] == x->k && S->ban[3 * i + 1] == x->v &&
+		    S->ban[3 * i + 2] == (x->ninp > 0))
+			return true;
+	return false;
+}
+
+static void
+ban_push(Stage *S, const Cand *x)
+{
+	if (S->nban == S->capban) {
+		int cap = S->capban ? 2 * S->capban : 64;
+		S->ban = ar_grow(&S->mem, S->ban, sizeof *S->ban * 3 * (size_t)S->capban,
+		                 sizeof *S->ban * 3 * (size_t)cap);
+		S->capban = cap;
+	}
+	S->ban[3 * S->nban] = x->k;
+	S->ban[3 * S->nban + 1] = x->v;
+	S->ban[3 * S->nban + 2] = x->ninp > 0;
+	S->nban++;
+}
+
+/* Adds candidate x to P; false when it adds nothing. */
+static bool
+cand_add(Stage *S, Plan *P, const Cand *x)
+{
+	bool any = plan_add(S, P, x->k, x->v);
+
+	for (int j = 0; j < x->ninp; j++)
+		any |= plan_add(S, P, x->k, x->inp[j]);
+	return any;
+}
+
 /* Depth-first branch and bound from P: while some step is over L, it
- * branches on the K best candidates (exact excess cut per cost) at the
- * step over L with the fewest candidates; best holds the cheapest plan
+ * branches on the candidates there (the peak step; narrow: the step over L
+ * with the fewest candidates, and only its BNB_K best), best exact excess
+ * cut per cost first; a branch leaves out what its earlier siblings took,
+ * so no set of recomputes is visited twice. best holds the cheapest plan
  * found (best->cost < 0: none). */
 static void
 bnb(Stage *S, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 {
 	Cand c[96], all[96];
 	double r[96];
-	int nc = 0, ord[96], s = -1;
+	int nc = 0, ord[96], s = -1, nban0 = S->nban;
 	RmCtx *C = S->C;
 
 	score(S, P);
@@ -471,30 +563,33 @@ bnb(Stage *S, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 	for (int i = narrow ? 0 : S->peak_step; i < S->nstep && S->left > 0; i++) {
 		if (S->live[i] <= L)
 			continue;
-		int m = candidates(S, i, all, 96);
-		if (!narrow) {
-			s = i;
-			nc = m;
-			memcpy(c, all, sizeof *c * (size_t)m);
-			break;
-		}
-		if (s < 0 || m < nc) {
-			s = i;
-			nc = m;
-			memcpy(c, all, sizeof *c * (size_t)m);
-		}
-		if (m == 0)
+		if (best->cost >= 0 && P->cost + step_bound(S, i, L) >= best->cost)
 			return;
+		int m = candidates(S, i, all, 96), mm = 0;
+		for (int j = 0; j < m; j++)
+			if (!banned(S, &all[j]))
+				all[mm++] = all[j];
+		if (mm == 0)
+			return;
+		if (s < 0 || mm < nc) {
+			s = i;
+			nc = mm;
+			memcpy(c, all, sizeof *c * (size_t)mm);
+		}
+		if (!narrow)
+			break;
 	}
 	int64_t exc = excess(S, L), cost0 = P->cost;
 	int k = 0;
 	for (int i = 0; i < nc && S->left > 0; i++) {
 		Plan q = {0};
-		plan_copy(S, &q, P);
-		bool any = plan_add(S, &q, c[i].k, c[i].v);
+		int64_t add = S->d->node[c[i].v].cost;
 		for (int j = 0; j < c[i].ninp; j++)
-			any |= plan_add(S, &q, c[i].k, c[i].inp[j]);
-		if (!any)
+			add += S->d->node[c[i].inp[j]].cost;
+		if (best->cost >= 0 && cost0 + add >= best->cost)
+			continue;
+		plan_copy(S, &q, P);
+		if (!cand_add(S, &q, &c[i]))
 			continue;
 		score(S, &q);
 		if (best->cost >= 0 && q.cost >= best->cost)
@@ -517,11 +612,11 @@ bnb(Stage *S, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 		Plan q = {0};
 		const Cand *x = &c[ord[i]];
 		plan_copy(S, &q, P);
-		plan_add(S, &q, x->k, x->v);
-		for (int j = 0; j < x->ninp; j++)
-			plan_add(S, &q, x->k, x->inp[j]);
+		cand_add(S, &q, x);
 		bnb(S, &q, L, best, depth - 1, narrow);
+		ban_push(S, x);
 	}
+	S->nban = nban0;
 }
 
 /* Loads an explicit schedule (first runs in order = the plan's order) as a
@@ -612,6 +707,9 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 	S.capstep = -1;
 	S.ufirst = ar_alloc(&S.mem, sizeof *S.ufirst * ((size_t)d->nt + 1));
 	S.ulast = ar_alloc(&S.mem, sizeof *S.ulast * ((size_t)d->nt + 1));
+	S.caplb = 4096;
+	S.lbr = ar_alloc(&S.mem, sizeof *S.lbr * (size_t)S.caplb);
+	S.lbb = ar_alloc(&S.mem, sizeof *S.lbb * (size_t)S.caplb);
 	S.maxout = 1;
 	for (int v = 0; v < d->nnode; v++)
 		if (d->node[v].nout > S.maxout)
