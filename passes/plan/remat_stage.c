@@ -614,7 +614,8 @@ bnb(Stage *S, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 		plan_copy(S, &q, P);
 		cand_add(S, &q, x);
 		bnb(S, &q, L, best, depth - 1, narrow);
-		ban_push(S, x);
+		if (!narrow)
+			ban_push(S, x);
 	}
 	S->nban = nban0;
 }
