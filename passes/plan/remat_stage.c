@@ -14,17 +14,15 @@
  * without being read there: its producer at the stage of its next use
  * (alone, or with the inputs whose lives it would otherwise stretch across
  * that step), at the latest stage where its inputs are all still there, or
- * at the stage right after the step. Under each bound, from a start:
- * first a destroy-and-repair search (a fixed number of times: remove one
- * to three recomputes, picked by a fixed-seed generator; add the candidate
- * with the most bytes over the bound cut per cost until the peak fits;
- * drop every recompute the bound does not need, costliest first; keep the
- * result when it costs no more); then two depth-first branch and bounds
- * from no recompute, pruned by the best cost so far: one branching on every
- * candidate at the peak step, one on the few best at the step over the
- * bound with the fewest candidates. Siblings leave out what earlier
- * siblings took, so no set is visited twice. All work is counted in
- * evaluations (RUNG_WORK / size per search), never in time.
+ * at the stage right after the step. Under each bound, two depth-first
+ * branch and bounds from no recompute, pruned by the best cost so far (at
+ * first the start's) and by a fractional-knapsack bound on what the step
+ * being branched on still needs: one branches on every candidate at the
+ * peak step, each branch leaving out what its earlier siblings took (so no
+ * set is visited twice); one on the BNB_K with the most bytes over the
+ * bound cut per cost at the step over the bound with the fewest
+ * candidates. All work is counted in evaluations (RUNG_WORK / size per
+ * search), never in time.
  *
  * The bounds form a fixed ladder, ceil(p x j / 100) for the base plan's
  * peak p and j a multiple of RUNG, from the pool's smallest peak up to the
@@ -41,11 +39,10 @@
 
 #include "remat_int.h"
 
-/* The ladder's step (percent of the base plan's peak); the work at each
- * rung (evaluations x size, for the search and each branch and bound);
- * the search's destroy-and-repair rounds; the branch and bound's depth and,
- * when narrow, its branches per node. */
-enum { RUNG = 5, LNS_ITERS = 20, BNB_DEPTH = 16, BNB_K = 4 };
+/* The ladder's step (percent of the base plan's peak); the branch and
+ * bound's depth and, when narrow, its branches per node; the work of each
+ * branch and bound at each rung (evaluations x size). */
+enum { RUNG = 5, BNB_DEPTH = 16, BNB_K = 4 };
 #define RUNG_WORK 1000000L
 
 /* A recompute of node v before the order's k-th node. */
@@ -74,8 +71,6 @@ typedef struct Stage {
 	int *iuse;              /* [inst] its first read in rstep/rnext, or -1 */
 	int *ufirst, *ulast;    /* [nt] the current instance's reads */
 	int *rstep, *rnext, nread, capread; /* reads, chained by instance */
-	int *idx, capidx;       /* prune's scratch */
-	Pair *xp;               /* [capidx] the pairs in that order */
 	double *lbr;            /* step_bound's scratch, [caplb] */
 	int64_t *lbb;
 	int caplb;
@@ -85,7 +80,6 @@ typedef struct Stage {
 	int64_t peak, cost;
 	int peak_step;
 	long left;              /* evaluations left */
-	uint64_t seed;
 	Arena mem;
 } Stage;
 
@@ -136,13 +130,6 @@ plan_add(Stage *S, Plan *P, int k, int v)
 	P->p[i] = x;
 	P->np++;
 	return true;
-}
-
-static void
-plan_del(Plan *P, int i)
-{
-	memmove(&P->p[i], &P->p[i + 1], sizeof *P->p * (size_t)(P->np - i - 1));
-	P->np--;
 }
 
 static void
@@ -331,134 +318,6 @@ candidates(Stage *S, int s, Cand *c, int max)
 		}
 	}
 	return nc;
-}
-
-/* Adds recomputes to P until its peak is at most L, each time the
- * candidate with the most excess cut per cost. False when stuck. */
-static bool
-repair(Stage *S, Plan *P, Plan *tmp, int64_t L)
-{
-	RmCtx *C = S->C;
-	Cand c[96], bestc = {0, 0, 0, {0}};
-
-	score(S, P);
-	while (P->peak > L) {
-		int64_t exc = excess(S, L);
-		double bestr = 0;
-		int nc = candidates(S, S->peak_step, c, 96);
-		if (S->left <= 0)
-			return false;
-		for (int i = 0; i < nc; i++) {
-			plan_copy(S, tmp, P);
-			bool any = plan_add(S, tmp, c[i].k, c[i].v);
-			for (int q = 0; q < c[i].ninp; q++)
-				any |= plan_add(S, tmp, c[i].k, c[i].inp[q]);
-			if (!any)
-				continue;
-			score(S, tmp);
-			int64_t cut = exc - excess(S, L), dc = tmp->cost - P->cost;
-			double r = (double)cut / (double)((dc > 0 ? dc : 0) + C->c0);
-			if (cut > 0 && r > bestr) {
-				bestr = r;
-				bestc = c[i];
-			}
-		}
-		if (bestr <= 0)
-			return false;
-		plan_add(S, P, bestc.k, bestc.v);
-		for (int q = 0; q < bestc.ninp; q++)
-			plan_add(S, P, bestc.k, bestc.inp[q]);
-		score(S, P);
-	}
-	return true;
-}
-
-static const Stage *sort_stage;
-static const Plan *sort_plan;
-
-/* Pair indices, costliest node first, then later stage first. */
-static int
-by_cost(const void *pa, const void *pb)
-{
-	const Pair *a = &sort_plan->p[*(const int *)pa], *b = &sort_plan->p[*(const int *)pb];
-	int64_t ca = sort_stage->d->node[a->v].cost, cb = sort_stage->d->node[b->v].cost;
-
-	if (ca != cb)
-		return ca > cb ? -1 : 1;
-	return *(const int *)pb - *(const int *)pa;
-}
-
-/* Drops every recompute whose removal keeps the peak at most L,
- * costliest first, in rounds until one drops none. P is feasible on entry
- * and scored on return. */
-static void
-prune(Stage *S, Plan *P, Plan *tmp, int64_t L)
-{
-	bool changed = true;
-	int *idx;
-	Pair *x;
-
-	if (P->np > S->capidx) {
-		S->idx = ar_grow(&S->mem, S->idx, sizeof *S->idx * (size_t)S->capidx,
-		                 sizeof *S->idx * (size_t)P->np);
-		S->xp = ar_grow(&S->mem, S->xp, sizeof *S->xp * (size_t)S->capidx,
-		                sizeof *S->xp * (size_t)P->np);
-		S->capidx = P->np;
-	}
-	idx = S->idx;
-	x = S->xp;
-	while (changed && S->left > 0) {
-		int n = P->np;
-		changed = false;
-		for (int i = 0; i < n; i++)
-			idx[i] = i;
-		sort_stage = S;
-		sort_plan = P;
-		qsort(idx, (size_t)n, sizeof *idx, by_cost);
-		for (int i = 0; i < n; i++)
-			x[i] = P->p[idx[i]];
-		for (int i = 0; i < n && S->left > 0; i++) {
-			plan_copy(S, tmp, P);
-			for (int j = 0; j < tmp->np; j++)
-				if (tmp->p[j].k == x[i].k && tmp->p[j].v == x[i].v) {
-					plan_del(tmp, j);
-					break;
-				}
-			score(S, tmp);
-			if (tmp->peak <= L) {
-				plan_copy(S, P, tmp);
-				changed = true;
-			}
-		}
-	}
-	score(S, P);
-}
-
-static uint64_t
-rnd(Stage *S)
-{
-	S->seed ^= S->seed << 13;
-	S->seed ^= S->seed >> 7;
-	S->seed ^= S->seed << 17;
-	return S->seed;
-}
-
-/* The search at bound L from the feasible plan P (improved in place). */
-static void
-lns(Stage *S, Plan *P, int64_t L, long iters, Plan *q, Plan *tmp)
-{
-	prune(S, P, tmp, L);
-	for (long it = 0; it < iters && S->left > 0 && P->np > 0; it++) {
-		plan_copy(S, q, P);
-		int r = 1 + (int)(rnd(S) % 3);
-		for (int j = 0; j < r && q->np > 0; j++)
-			plan_del(q, (int)(rnd(S) % (uint64_t)q->np));
-		if (!repair(S, q, tmp, L))
-			continue;
-		prune(S, q, tmp, L);
-		if (q->cost < P->cost || (q->cost == P->cost && q->peak <= P->peak))
-			plan_copy(S, P, q);
-	}
 }
 
 /* A lower bound on the recompute cost to add before step s is at most L:
@@ -684,7 +543,7 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 {
 	const Dag *d = C->d;
 	Stage S;
-	Plan cur = {0}, best = {0}, q = {0}, tmp = {0};
+	Plan cur = {0}, best = {0};
 	int64_t p0, pmin;
 	int np0 = pool->n, *bord, *bat;
 	long size = C->n + C->uofs[d->nnode] + 1;
@@ -696,8 +555,6 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 	S.C = C;
 	S.d = d;
 	S.n = C->n;
-	S.seed = 0x9e3779b97f4a7c15ULL;
-	S.left = 40000000L / size;
 	S.ord = ar_alloc(&S.mem, sizeof *S.ord * ((size_t)d->nnode + 1));
 	S.at = ar_alloc(&S.mem, sizeof *S.at * ((size_t)d->nnode + 1));
 	bord = ar_alloc(&S.mem, sizeof *bord * ((size_t)d->nnode + 1));
@@ -749,8 +606,6 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 		}
 		if (cur.peak > L)
 			continue;
-		S.left = per_rung;
-		lns(&S, &cur, L, LNS_ITERS, &q, &tmp);
 		for (int mode = 0; mode < 2; mode++) {
 			Plan e = {0}, b2 = {0};
 			plan_copy(&S, &b2, &cur);
