@@ -14,15 +14,16 @@
  * without being read there: its producer at the stage of its next use
  * (alone, or with the inputs whose lives it would otherwise stretch across
  * that step), at the latest stage where its inputs are all still there, or
- * at the stage right after the step. Under each bound, two depth-first
- * branch and bounds from no recompute, pruned by the best cost so far (at
- * first the start's) and by a fractional-knapsack bound on what the step
- * being branched on still needs: one branches on every candidate at the
- * peak step, each branch leaving out what its earlier siblings took (so no
- * set is visited twice); one on the BNB_K with the most bytes over the
- * bound cut per cost at the step over the bound with the fewest
- * candidates. All work is counted in evaluations (RUNG_WORK / size per
- * search), never in time.
+ * at the stage right after the step. Under each bound, the start first
+ * drops every recompute the bound does not need (costliest first); then
+ * two depth-first branch and bounds from no recompute, pruned by the best
+ * cost so far (at first the start's) and by a fractional-knapsack bound on
+ * what the step being branched on still needs: one branches on every
+ * candidate at the peak step, each branch leaving out what its earlier
+ * siblings took (so no set is visited twice); one on the BNB_K with the
+ * most bytes over the bound cut per cost at the step over the bound with
+ * the fewest candidates. All work is counted in evaluations (RUNG_WORK /
+ * size per search), never in time.
  *
  * The bounds form a fixed ladder, ceil(p x j / 100) for the base plan's
  * peak p and j a multiple of RUNG, from the pool's smallest peak up to the
@@ -74,6 +75,8 @@ typedef struct Stage {
 	double *lbr;            /* step_bound's scratch, [caplb] */
 	int64_t *lbb;
 	int caplb;
+	int *idx, capidx;       /* prune's scratch */
+	Pair *xp;               /* [capidx] the pairs in that order */
 	int *ban, nban, capban; /* bnb: candidates (k, v, with inputs) an
 	                           earlier sibling branch took, as 3 ints */
 	int64_t *diff, *live;   /* [capstep + 1] */
@@ -130,6 +133,13 @@ plan_add(Stage *S, Plan *P, int k, int v)
 	P->p[i] = x;
 	P->np++;
 	return true;
+}
+
+static void
+plan_del(Plan *P, int i)
+{
+	memmove(&P->p[i], &P->p[i + 1], sizeof *P->p * (size_t)(P->np - i - 1));
+	P->np--;
 }
 
 static void
@@ -318,6 +328,67 @@ candidates(Stage *S, int s, Cand *c, int max)
 		}
 	}
 	return nc;
+}
+
+static const Stage *sort_stage;
+static const Plan *sort_plan;
+
+/* Pair indices, costliest node first, then later stage first. */
+static int
+by_cost(const void *pa, const void *pb)
+{
+	const Pair *a = &sort_plan->p[*(const int *)pa], *b = &sort_plan->p[*(const int *)pb];
+	int64_t ca = sort_stage->d->node[a->v].cost, cb = sort_stage->d->node[b->v].cost;
+
+	if (ca != cb)
+		return ca > cb ? -1 : 1;
+	return *(const int *)pb - *(const int *)pa;
+}
+
+/* Drops every recompute whose removal keeps the peak at most L,
+ * costliest first, in rounds until one drops none. P is feasible on entry
+ * and scored on return. */
+static void
+prune(Stage *S, Plan *P, Plan *tmp, int64_t L)
+{
+	bool changed = true;
+	int *idx;
+	Pair *x;
+
+	if (P->np > S->capidx) {
+		S->idx = ar_grow(&S->mem, S->idx, sizeof *S->idx * (size_t)S->capidx,
+		                 sizeof *S->idx * (size_t)P->np);
+		S->xp = ar_grow(&S->mem, S->xp, sizeof *S->xp * (size_t)S->capidx,
+		                sizeof *S->xp * (size_t)P->np);
+		S->capidx = P->np;
+	}
+	idx = S->idx;
+	x = S->xp;
+	while (changed && S->left > 0) {
+		int n = P->np;
+		changed = false;
+		for (int i = 0; i < n; i++)
+			idx[i] = i;
+		sort_stage = S;
+		sort_plan = P;
+		qsort(idx, (size_t)n, sizeof *idx, by_cost);
+		for (int i = 0; i < n; i++)
+			x[i] = P->p[idx[i]];
+		for (int i = 0; i < n && S->left > 0; i++) {
+			plan_copy(S, tmp, P);
+			for (int j = 0; j < tmp->np; j++)
+				if (tmp->p[j].k == x[i].k && tmp->p[j].v == x[i].v) {
+					plan_del(tmp, j);
+					break;
+				}
+			score(S, tmp);
+			if (tmp->peak <= L) {
+				plan_copy(S, P, tmp);
+				changed = true;
+			}
+		}
+	}
+	score(S, P);
 }
 
 /* A lower bound on the recompute cost to add before step s is at most L:
@@ -543,7 +614,7 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 {
 	const Dag *d = C->d;
 	Stage S;
-	Plan cur = {0}, best = {0};
+	Plan cur = {0}, best = {0}, tmp = {0};
 	int64_t p0, pmin;
 	int np0 = pool->n, *bord, *bat;
 	long size = C->n + C->uofs[d->nnode] + 1;
@@ -606,6 +677,8 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 		}
 		if (cur.peak > L)
 			continue;
+		S.left = per_rung;
+		prune(&S, &cur, &tmp, L);
 		for (int mode = 0; mode < 2; mode++) {
 			Plan e = {0}, b2 = {0};
 			plan_copy(&S, &b2, &cur);
