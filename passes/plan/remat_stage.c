@@ -80,8 +80,7 @@ typedef struct Stage {
 	int *ban, nban, capban; /* bnb: candidates (k, v, with inputs) an
 	                           earlier sibling branch took, as 3 ints */
 	int64_t *diff, *live;   /* [capstep + 1] */
-	int64_t peak, cost;
-	int peak_step;
+	int peak_step;          /* the last scored plan's */
 	long left;              /* evaluations left */
 	Arena mem;
 } Stage;
