@@ -142,6 +142,11 @@ void rm_pool_baselines(RmCtx *C, RmPool *pool);
  * fitted to the recompute cap (< 0: none) by storing whole segments. */
 void rm_chain_plans(RmCtx *C, RmPool *pool, double cap);
 
+/* passes/plan/remat_stage.c */
+/* Plans re-minimizing recompute at a fixed ladder of peak bounds up to the
+ * budget, from the pool's plans; simple Dags only. */
+void rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget);
+
 /* passes/plan/remat_o2.c */
 void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);
 

@@ -484,7 +484,9 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 		rm_climb(C, pool, cap, eff.climb_evals, eff.kicks);
 	/* a fixed ladder of bounds up to the budget: each plan is the same
 	 * whatever the budget, so a larger budget sees a superset */
-	if (goal->budget >= 0)
+	if (goal->budget >= 0) {
+		rm_stage_plans(C, pool, goal->budget);
 		rm_plan_dtr(C, pool, goal->budget, -1);
+	}
 	C->eff = NULL;
 }
