@@ -477,9 +477,6 @@ check_parallel(const Options *o)
 {
 	if (o->net.dist.offload_params && o->net.dist.zero != 3)
 		diag_usage("--offload params needs --zero 3 (the weights must be sharded)");
-	if (o->out && dist_active(&o->net.dist))
-		diag_usage("-o runs one rank: the generated program does not model --ranks, "
-		           "--zero or --offload");
 	if (o->net.pipe.stages > 1) {
 		if (dist_active(&o->net.dist) || o->net.dist.zero)
 			diag_usage("--stages cannot be combined with --ranks, --zero or --offload yet");

@@ -75,6 +75,7 @@ shard_buffer(Dist *D, int i)
 		bytes = shard_elems(t->numel, o->ranks) * elem;
 	if ((state && o->offload_optimizer) || (c == CAT_PARAMS && o->offload_params)) {
 		D->st->host[c] += bytes;
+		d->persistent_host[i] = bytes;
 		bytes = 0;
 	}
 	d->persistent[c] += bytes - d->persistent_buf[i];
@@ -98,6 +99,8 @@ grad_shards(Dist *D)
 	                            sizeof(MemCat) * (size_t)(np + extra + 1));
 	d->persistent_ir = ar_grow(D->a, d->persistent_ir, sizeof(int) * (size_t)(np + 1),
 	                           sizeof(int) * (size_t)(np + extra + 1));
+	d->persistent_host = ar_grow(D->a, d->persistent_host, sizeof(int64_t) * (size_t)(np + 1),
+	                             sizeof(int64_t) * (size_t)(np + extra + 1));
 	for (int t = 0; t < d->nt; t++) {
 		const Tensor *gt;
 		int64_t elem;
@@ -108,8 +111,10 @@ grad_shards(Dist *D)
 		d->persistent_buf[n] = shard_elems(gt->numel, D->o->ranks) * elem;
 		d->persistent_cat[n] = CAT_PARAM_GRADS;
 		d->persistent_ir[n] = gt->grad_of;
+		d->persistent_host[n] = 0;
 		if (D->o->offload_optimizer) {  /* ZeRO-Offload: the shard is the host's */
 			D->st->host[CAT_PARAM_GRADS] += d->persistent_buf[n];
+			d->persistent_host[n] = d->persistent_buf[n];
 			d->persistent_buf[n] = 0;
 		}
 		d->persistent[CAT_PARAM_GRADS] += d->persistent_buf[n];
@@ -181,7 +186,7 @@ find_units(Dist *D, int nfwd)
 	for (int v = 0; v < nfwd; v++) {
 		const Op *op = &g->op[d->node[v].ir_op];
 		for (int i = 0; i < op->nin; i++) {
-			int p = op->in[i];
+			int p = ir_storage_root(g, op->in[i]);
 			if (g->t[p].kind != TK_PARAM || D->unit_of_param[p])
 				continue;
 			D->unit_of_param[p] = d->node[v].block_plus1 + 1;
@@ -220,6 +225,8 @@ gathers(Dist *D, int nfwd)
 		D->d->node[D->gather_b[u]].out = ar_alloc(D->a, sizeof(int));
 		D->d->node[D->gather_b[u]].out[0] = D->gathered_b[u];
 		D->d->node[D->gather_b[u]].nout = 1;
+		D->d->node[D->gather_f[u]].comm = COMM_ALLGATHER;
+		D->d->node[D->gather_b[u]].comm = COMM_ALLGATHER;
 		if (D->st->max_gather < D->unit_bytes[u])
 			D->st->max_gather = D->unit_bytes[u];
 	}
@@ -227,10 +234,37 @@ gathers(Dist *D, int nfwd)
 		const DagNode *n = &D->d->node[v];
 		const Op *op = &g->op[n->ir_op];
 		for (int i = 0; i < op->nin; i++) {
-			int u = D->unit_of_param[op->in[i]] - 1;
+			int u = D->unit_of_param[ir_storage_root(g, op->in[i])] - 1;
 			if (u < 0 || D->gather_f[u] < 0)
 				continue;
 			add_input(D, v, v < nfwd ? D->gathered_f[u] : D->gathered_b[u]);
+		}
+	}
+}
+
+/* Each gather node's comm_params: the params of its unit, in IR order
+ * (the order the gathered buffer concatenates them in). */
+static void
+unit_params(Dist *D)
+{
+	const Graph *g = D->g;
+	int *n = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+
+	for (int p = 0; p < g->nt; p++)
+		if (D->unit_of_param[p])
+			n[D->unit_of_param[p] - 1]++;
+	for (int u = 0; u < D->nunits; u++) {
+		if (D->gather_f[u] < 0)
+			continue;
+		int *list = ar_alloc(D->a, sizeof(int) * (size_t)n[u]);
+		int k = 0;
+		for (int p = 0; p < g->nt; p++)
+			if (D->unit_of_param[p] == u + 1)
+				list[k++] = p;
+		for (int b = 0; b < 2; b++) {
+			DagNode *v = &D->d->node[b ? D->gather_b[u] : D->gather_f[u]];
+			v->comm_params = list;
+			v->ncomm_params = k;
 		}
 	}
 }
@@ -275,6 +309,7 @@ buckets(Dist *D)
 			memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
 			d->node[v].nin = nm;
 			d->node[v].workspace = bytes;
+			d->node[v].comm = reduce_scatter ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
 			D->bucket_after[d->base_order[i]] = v;
 			if (D->st->max_bucket < bytes)
 				D->st->max_bucket = bytes;
@@ -338,6 +373,7 @@ distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a
 		return;
 	while (nfwd < nold && !d->node[nfwd].is_backward)
 		nfwd++;
+	d->persistent_host = ar_alloc(a, sizeof(int64_t) * (size_t)(d->npersistent + 1));
 	for (int i = 0; i < d->npersistent; i++)
 		shard_buffer(&D, i);
 	if (!g->train) {
@@ -347,6 +383,7 @@ distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a
 	if (o->zero >= 3) {
 		find_units(&D, nfwd);
 		gathers(&D, nfwd);
+		unit_params(&D);
 	}
 	if (o->ranks > 1)
 		buckets(&D);
