@@ -53,9 +53,17 @@
  * - Custom ops run a placeholder: out = 0.5 * sum over floating arguments
  *   a of a[i mod n(a)], whose backward is its exact gradient; declared
  *   workspace is allocated in the step's block and written (0x5a bytes).
+ * - Data parallelism (g->settings.dist, the Dag distribute.c made): the
+ *   program is one rank. Persistent buffers are shards (offloaded ones on
+ *   the host, Dag.persistent_host); a DagNode.comm step runs its
+ *   collective (emit_comm_step; layouts in codegen/runtime_dist.h); under
+ *   ZeRO-3 every read of a weight goes to its unit's gathered buffer that
+ *   the step reads, and from ZeRO 2 the epilogue gathers the gradients
+ *   from the shards for the checksums.
  * - Checked by tests/unit/test_emit.c (finite differences, a miscounting
- *   program fails) and tests/codegen/run.sh (every example at tiny dims,
- *   -O0, -O1, -O2 and a --budget, both modes, bit-identical checksums).
+ *   program fails), tests/codegen/run.sh (every example at tiny dims,
+ *   -O0, -O1, -O2 and a --budget, both modes, bit-identical checksums) and
+ *   tests/mpi.sh (sharded programs under mpirun).
  */
 #include <math.h>
 #include <ctype.h>

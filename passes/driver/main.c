@@ -477,6 +477,9 @@ check_parallel(const Options *o)
 {
 	if (o->net.dist.offload_params && o->net.dist.zero != 3)
 		diag_usage("--offload params needs --zero 3 (the weights must be sharded)");
+	if (o->out && o->net.infer && o->net.dist.zero == 3 && dist_active(&o->net.dist))
+		diag_usage("-o: --zero 3 with --infer shards the weights of a pass that gathers "
+		           "none; the program cannot run it");
 	if (o->net.pipe.stages > 1) {
 		if (dist_active(&o->net.dist) || o->net.dist.zero)
 			diag_usage("--stages cannot be combined with --ranks, --zero or --offload yet");

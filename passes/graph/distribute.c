@@ -29,9 +29,10 @@
  *   device until it is reduced.
  *
  * Reads: the Graph (which params each op reads, their dtypes and sizes)
- * and the lowered Dag. Writes: the Dag (persistent buffers, new tensors and
- * nodes appended after the existing ones, a new base order, param-gradient
- * lifetimes) and the DistStats. */
+ * and the lowered Dag. Writes: the Dag (persistent buffers and their host
+ * bytes, new tensors and nodes appended after the existing ones, marked
+ * with the collective the generated program runs for them, a new base
+ * order, param-gradient lifetimes) and the DistStats. */
 #include <string.h>
 
 #include "graphpass.h"
