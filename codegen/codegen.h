@@ -1,7 +1,8 @@
 /* codegen/codegen.h -- the code generator: one self-contained CUDA C
  * program (plain C with -DREMAT_HOST) that runs the planned step with real
  * kernels and measures its peak (emit.c), with the runtime prelude it
- * embeds verbatim (runtime.h, compiled into runtime_str.c).
+ * embeds verbatim (runtime.h, runtime_ops.h and, for one rank of a
+ * data-parallel step, runtime_dist.h; compiled into runtime_str.c).
  */
 #ifndef REMAT_CODEGEN_H
 #define REMAT_CODEGEN_H

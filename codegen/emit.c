@@ -53,9 +53,17 @@
  * - Custom ops run a placeholder: out = 0.5 * sum over floating arguments
  *   a of a[i mod n(a)], whose backward is its exact gradient; declared
  *   workspace is allocated in the step's block and written (0x5a bytes).
+ * - Data parallelism (g->settings.dist, the Dag distribute.c made): the
+ *   program is one rank. Persistent buffers are shards (offloaded ones on
+ *   the host, Dag.persistent_host); a DagNode.comm step runs its
+ *   collective (emit_comm_step; layouts in codegen/runtime_dist.h); under
+ *   ZeRO-3 every read of a weight goes to its unit's gathered buffer that
+ *   the step reads, and from ZeRO 2 the epilogue gathers the gradients
+ *   from the shards for the checksums.
  * - Checked by tests/unit/test_emit.c (finite differences, a miscounting
- *   program fails) and tests/codegen/run.sh (every example at tiny dims,
- *   -O0, -O1, -O2 and a --budget, both modes, bit-identical checksums).
+ *   program fails), tests/codegen/run.sh (every example at tiny dims,
+ *   -O0, -O1, -O2 and a --budget, both modes, bit-identical checksums) and
+ *   tests/mpi.sh (sharded programs under mpirun).
  */
 #include <math.h>
 #include <ctype.h>
@@ -91,6 +99,12 @@ typedef struct Em {
 	                           step's op, or -1 (emit_backward) */
 	Arena refs;             /* this step's reference strings: any number
 	                           of them, freed when the step is emitted */
+	/* one rank of a data-parallel step (g->settings.dist) */
+	int ranks;
+	bool dist, zero2, zero3;
+	int *gunit;             /* Dag tensor -> gathered unit + 1, or 0 */
+	int *par_unit;          /* param number -> its gathered unit + 1 */
+	int64_t *par_goff;      /* param number -> byte offset in the gathered buffer */
 } Em;
 
 enum { CG_REFLEN = 256 };       /* a reference: rt_ones of 8 dims fits */
@@ -187,6 +201,26 @@ inst_dtype(Em *e, int t)
 	return it->dtype;
 }
 
+static const char *view_ref(Em *e, int t);
+
+/* ZeRO-3: param p's full weights, in the gathered buffer of its unit that
+ * the step reads (each step that reads a weight reads its unit's gather). */
+static const char *
+gathered_ref(Em *e, int p)
+{
+	char *b = nextbuf(e);
+	for (int i = 0; i < e->node->nin; i++) {
+		int t = e->node->in[i];
+		if (e->gunit[t] && e->gunit[t] == e->par_unit[p]) {
+			snprintf(b, CG_REFLEN, "rt_gathered(D[%d], %lld, &rt_par[%d])", e->cur[t],
+			         (long long)e->par_goff[p], p);
+			return b;
+		}
+	}
+	ir_assert(!"a step reads a weight but not its unit's gather");
+	return b;
+}
+
 /* A reference to IR tensor t as the step sees it: a param, or its serving
  * instance; in a backward step only tensors it uses (node.in), else none. */
 static const char *
@@ -195,8 +229,15 @@ ref(Em *e, int t)
 	char *b = nextbuf(e);
 	if (t < 0) {
 		strcpy(b, "rt_none()");
+	} else if (e->zero3 && e->param_of[t] >= 0) {
+		return gathered_ref(e, e->param_of[t]);
 	} else if (e->param_of[t] >= 0) {
 		snprintf(b, CG_REFLEN, "P[%d]", e->param_of[t]);
+	} else if (e->zero3 && e->dag_of[t] >= 0 && e->d->t[e->dag_of[t]].persistent_view) {
+		bool used = !e->node->is_backward;
+		for (int i = 0; i < e->node->nin && !used; i++)
+			used = e->node->in[i] == e->dag_of[t];
+		return used ? view_ref(e, t) : "rt_none()";
 	} else {
 		int dt = e->dag_of[t], k = dt >= 0 ? e->cur[dt] : -1;
 		bool used = !e->node->is_backward;
@@ -256,6 +297,44 @@ emit_view(Em *e, const Op *o, int j, int k, const char *src)
 		out(e, "\tD[%d] = rt_reshape_k(%s, &rt_inst[%d]);\n", k, src, k);
 		break;
 	}
+}
+
+/* ZeRO-3: a view of a param (a tied head's transpose(wte)) made again over
+ * the gather the step reads: the instance made at the view's own step may
+ * point into a gathered buffer that has been freed since. */
+static const char *
+view_ref(Em *e, int t)
+{
+	const Tensor *y = ten(e, t), *x = ten(e, y->view_of);
+	const Op *o = &e->g->op[y->producer];
+	const char *src = e->param_of[y->view_of] >= 0 ? ref(e, y->view_of) : view_ref(e, y->view_of);
+	char *b = nextbuf(e);
+	int ax = axis_of(x, o->p->axis_norm), j = 0;
+	while (o->out[j] != t)
+		j++;
+	switch (o->kind) {
+	case OP_TRANSPOSE:
+		snprintf(b, CG_REFLEN, "rt_transpose(%s, %d, %d)", src, axis_of(x, o->p->i),
+		         axis_of(x, o->p->j));
+		break;
+	case OP_PERMUTE:
+		snprintf(b, CG_REFLEN, "rt_permute8(%s, %s)", src, perm8(e, o, x));
+		break;
+	case OP_SLICE:
+		snprintf(b, CG_REFLEN, "rt_narrow(%s, %d, %lld, %lld)", src, ax,
+		         (long long)(o->p->start < 0 ? o->p->start + x->shape[ax] : o->p->start),
+		         (long long)y->shape[ax]);
+		break;
+	case OP_SPLIT:
+		snprintf(b, CG_REFLEN, "rt_narrow(%s, %d, %lld, %lld)", src, ax,
+		         (long long)(j * y->shape[ax]), (long long)y->shape[ax]);
+		break;
+	default:
+		snprintf(b, CG_REFLEN, "rt_reshape_k(%s, &rt_inst[%d])", src,
+		         e->cur[e->dag_of[t]]);
+		break;
+	}
+	return b;
 }
 
 static const char *
@@ -674,11 +753,134 @@ emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
 		e->qhead[o->in[q]] = -1;
 }
 
+/* ---- one rank of a data-parallel step (layouts: codegen/runtime_dist.h) */
+
+static int64_t
+shard_of(Em *e, int64_t n)
+{
+	return n / e->ranks + (n % e->ranks != 0);
+}
+
+static int64_t
+shard_count(Em *e, int64_t n, int r)
+{
+	int64_t c = n - (int64_t)r * shard_of(e, n);
+	return c < 0 ? 0 : c > shard_of(e, n) ? shard_of(e, n) : c;
+}
+
+/* A gather: each param of the unit into the gathered buffer (instance k). */
+static void
+emit_gather(Em *e, const DagNode *nd, int k)
+{
+	for (int j = 0; j < nd->ncomm_params; j++) {
+		int p = e->param_of[nd->comm_params[j]];
+		out(e, "\trt_gather(P[%d], D[%d], %lld, %lld);\n", p, k, (long long)e->par_goff[p],
+		    (long long)ten(e, nd->comm_params[j])->numel);
+	}
+}
+
+/* One dtype's region of a bucket at byte off: pack, sum, unpack; returns
+ * the region's bytes. */
+static int64_t
+emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
+{
+	int64_t es = dtype_size(dt), pos = off;
+	const char *rdt = dt_enum(e, dt);
+	for (int r = 0; r < (nd->comm == COMM_ALLREDUCE ? 1 : e->ranks); r++)
+		for (int j = 0; j < nd->nin; j++) {
+			int t = nd->in[j];
+			int64_t n = ten(e, e->d->t[t].ir_tensor)->numel, st = 0;
+			if (inst_dtype(e, t) != (int)dt)
+				continue;
+			if (nd->comm == COMM_REDUCE_SCATTER) {
+				st = r * shard_of(e, n);
+				n = shard_count(e, n, r);
+			}
+			if (n)
+				out(e, "\trt_pack(D[%d], %lld, %lld, %lld, 0);\n", e->cur[t], (long long)st,
+				    (long long)n, (long long)pos);
+			pos += n * es;
+		}
+	if (pos == off)
+		return 0;
+	if (nd->comm == COMM_ALLREDUCE) {
+		out(e, "\trt_allreduce(%lld, %lld, %s);\n", (long long)off, (long long)((pos - off) / es), rdt);
+		for (int j = 0, q = (int)off; j < nd->nin; j++) {
+			int t = nd->in[j];
+			int64_t n = ten(e, e->d->t[t].ir_tensor)->numel;
+			if (inst_dtype(e, t) != (int)dt)
+				continue;
+			out(e, "\trt_pack(D[%d], 0, %lld, %d, 1);\n", e->cur[t], (long long)n, q);
+			q += (int)(n * es);
+		}
+		return pos - off;
+	}
+	out(e, "\t{\n\t\tstatic const int64_t cnt[%d] = {", e->ranks);
+	for (int r = 0; r < e->ranks; r++) {
+		int64_t c = 0;
+		for (int j = 0; j < nd->nin; j++)
+			if (inst_dtype(e, nd->in[j]) == (int)dt)
+				c += shard_count(e, ten(e, e->d->t[nd->in[j]].ir_tensor)->numel, r);
+		out(e, "%s%lld", r ? ", " : "", (long long)c);
+	}
+	out(e, "};\n\t\tint64_t o = rt_reduce_scatter(%lld, cnt, %s);\n", (long long)off, rdt);
+	for (int j = 0; j < nd->nin; j++) {
+		const Tensor *gt = ten(e, e->d->t[nd->in[j]].ir_tensor);
+		if (inst_dtype(e, nd->in[j]) == (int)dt)
+			out(e, "\t\to = rt_unpack_shard(G[%d], o, %lld);\n", e->param_of[gt->grad_of],
+			    (long long)gt->numel);
+	}
+	out(e, "\t\t(void)o;\n\t}\n");
+	return pos - off;
+}
+
+/* A gradient bucket: its dtypes' regions, 8-byte dtypes first (each part
+ * stays aligned), in the step's temporary block. */
+static void
+emit_bucket(Em *e, const DagNode *nd)
+{
+	int64_t off = 0;
+	for (int64_t es = 8; es >= 1; es /= 2)
+		for (int dt = 0; dt < DT_COUNT; dt++)
+			if (dtype_size((Dtype)dt) == es)
+				off += emit_bucket_part(e, nd, (Dtype)dt, off);
+	ir_assert(off == nd->workspace);
+}
+
+/* Step i of a communication node: its buffer, the collective, the check. */
+static void
+emit_comm_step(Em *e, int i)
+{
+	const DagNode *nd = &e->d->node[e->s->step[i]];
+	int k = e->ev->step_prod[i + 1];
+	int64_t tb = e->ev->temp_bytes[i];
+	out(e, "\t/* step %d: %s %s */\n", i, step_kind_name(e->ev->kind[i]), cmt(e, nd->name));
+	out(e, "\trt_begin(%d, %lld, %lld);\n", i, (long long)tb,
+	    (long long)(e->ev->temp_offset ? e->ev->temp_offset[i] : -1));
+	if (nd->comm == COMM_ALLGATHER) {
+		ir_assert(nd->nout == 1 && e->ev->inst[k].tensor == nd->out[0]);
+		e->cur[nd->out[0]] = k;
+		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, cmt(e, nd->name));
+		emit_gather(e, nd, k);
+	} else {
+		emit_bucket(e, nd);
+	}
+	out(e, "\trt_end(%lld);\n", (long long)e->ev->live_bytes[i]);
+	for (int q = e->drop[i]; q >= 0; q = e->dnext[q])
+		out(e, "\trt_drop(D[%d], &rt_inst[%d]);\n", q, q);
+	ar_free(&e->refs);
+	ar_init(&e->refs);
+}
+
 /* Step i: allocations, kernels, the memory check, the frees. */
 static void
 emit_step(Em *e, int i)
 {
 	const DagNode *nd = &e->d->node[e->s->step[i]];
+	if (nd->comm != COMM_NONE) {
+		emit_comm_step(e, i);
+		return;
+	}
 	const Op *o = &e->g->op[nd->ir_op];
 	int64_t *toff = ar_alloc(&e->a, sizeof *toff * (size_t)(nd->nacc + 1));
 	int64_t tb = mp_temp_layout(e->d, e->ev, e->s, i, toff);
@@ -806,6 +1008,34 @@ persistent_offsets(Em *e)
 		ir_assert(e->par_off[p] >= 0);
 }
 
+/* One rank of a data-parallel step: where each param lies in its unit's
+ * gathered buffer (ZeRO-3). */
+static void
+dist_setup(Em *e)
+{
+	const DistOptions *o = &e->g->settings.dist;
+	e->ranks = o->ranks > 1 ? o->ranks : 1;
+	e->dist = e->ranks > 1 || o->offload_optimizer || o->offload_params;
+	e->zero2 = e->dist && o->zero >= 2 && e->g->train;
+	e->zero3 = e->dist && o->zero >= 3 && e->g->train;
+	e->gunit = ar_alloc(&e->a, sizeof(int) * (size_t)(e->d->nt + 1));
+	e->par_unit = ar_alloc(&e->a, sizeof(int) * (size_t)(e->nparam + 1));
+	e->par_goff = ar_alloc(&e->a, sizeof(int64_t) * (size_t)(e->nparam + 1));
+	for (int v = 0; v < e->d->nnode; v++) {
+		const DagNode *nd = &e->d->node[v];
+		int64_t off = 0;
+		if (nd->comm != COMM_ALLGATHER)
+			continue;
+		e->gunit[nd->out[0]] = nd->block_plus1 + 1;
+		for (int j = 0; j < nd->ncomm_params; j++) {
+			int p = e->param_of[nd->comm_params[j]];
+			e->par_unit[p] = nd->block_plus1 + 1;
+			e->par_goff[p] = off;
+			off += ten(e, nd->comm_params[j])->bytes;
+		}
+	}
+}
+
 static void
 setup(Em *e)
 {
@@ -839,6 +1069,7 @@ setup(Em *e)
 	int_ranges(e);
 	lifetimes(e);
 	persistent_offsets(e);
+	dist_setup(e);
 }
 
 static void
@@ -858,7 +1089,10 @@ emit_tables(Em *e)
 	for (int k = 0; k < ev->ninst; k++) {
 		const Instance *in = &ev->inst[k];
 		out(e, "\t");
-		emit_shape(e, inst_dtype(e, in->tensor), ten(e, e->d->t[in->tensor].ir_tensor));
+		if (e->d->t[in->tensor].ir_tensor < 0)   /* a gathered buffer: bytes */
+			out(e, "{RT_DT_U8, 1, {%lld}", (long long)e->d->t[in->tensor].bytes);
+		else
+			emit_shape(e, inst_dtype(e, in->tensor), ten(e, e->d->t[in->tensor].ir_tensor));
 		out(e, ", %lld, %lld},  /* %d: %s, steps %d..%d */\n", (long long)in->owned,
 		    (long long)in->offset, k, e->d->t[in->tensor].name, in->start, e->end[k]);
 	}
@@ -873,6 +1107,50 @@ emit_tables(Em *e)
 	}
 	out(e, "\t{0, 0, {0}, 0, -1}\n};\n");
 	out(e, "\nstatic RtT D[%d], P[%d];\n", ev->ninst + 1, e->nparam + 1);
+	if (e->zero2)
+		out(e, "static RtT G[%d];  /* gradient shards */\n", e->nparam + 1);
+}
+
+/* Where persistent buffer i lives: on the device at its arena offset, or
+ * on the host when it is offloaded. */
+static const char *
+dist_place(Em *e, int i)
+{
+	const Dag *d = e->d;
+	char *b = nextbuf(e);
+	if (d->persistent_host && d->persistent_host[i])
+		snprintf(b, CG_REFLEN, "rt_host_alloc(%lld)", (long long)d->persistent_host[i]);
+	else
+		snprintf(b, CG_REFLEN, "rt_alloc(%lld, %lld)", (long long)d->persistent_buf[i],
+		         (long long)e->ev->persistent_offset[i]);
+	return b;
+}
+
+/* Persistent buffer i of one data-parallel rank: a weight (its shard from
+ * ZeRO-3), a shard of master copy or optimizer state, a gradient shard. */
+static void
+emit_dist_buffer(Em *e, int i)
+{
+	const Dag *d = e->d;
+	const Tensor *t = ten(e, d->persistent_ir[i]);
+	int p = e->param_of[d->persistent_ir[i]];
+	MemCat c = d->persistent_cat[i];
+	if (c == CAT_PARAMS && !e->zero3) {
+		out(e, "\tP[%d] = rt_desc(%s, rt_par[%d].dt, rt_par[%d].nd, rt_par[%d].shape);\n",
+		    p, dist_place(e, i), p, p, p);
+		out(e, "\trt_param(P[%d], rt_key(\"%s\"));\n", p, str(e, t->id));
+	} else if (c == CAT_PARAMS) {
+		out(e, "\tP[%d] = rt_shard(%s, %s, %lld);\n", p, dist_place(e, i), dt_enum(e, t->dtype),
+		    (long long)shard_of(e, t->numel));
+		out(e, "\trt_param_shard(P[%d], rt_key(\"%s\"), %lld);\n", p, str(e, t->id),
+		    (long long)t->numel);
+	} else if (c == CAT_PARAM_GRADS) {
+		out(e, "\tG[%d] = rt_shard(%s, %s, %lld);\n\trt_fill(G[%d], 0);\n", p, dist_place(e, i),
+		    dt_enum(e, inst_dtype(e, e->dag_of[t->grad])), (long long)shard_of(e, t->numel), p);
+	} else {
+		out(e, "\t(void)%s;  /* %s of %s */\n", dist_place(e, i),
+		    c == CAT_MASTER ? "master copy" : "optimizer state", cmt(e, t->id));
+	}
 }
 
 /* Persistent buffers, in Dag order at their arena offsets, and the
@@ -885,7 +1163,9 @@ emit_prologue(Em *e)
 	for (int i = 0; i < d->npersistent; i++) {
 		const Tensor *t = ten(e, d->persistent_ir[i]);
 		int p = e->param_of[d->persistent_ir[i]];
-		if (d->persistent_cat[i] == CAT_PARAMS) {
+		if (e->dist) {
+			emit_dist_buffer(e, i);
+		} else if (d->persistent_cat[i] == CAT_PARAMS) {
 			out(e, "\tP[%d] = rt_make(&rt_par[%d]);\n", p, p);
 			out(e, "\trt_param(P[%d], rt_key(\"%s\"));\n", p, str(e, t->id));
 		} else {
@@ -903,7 +1183,7 @@ emit_prologue(Em *e)
 			continue;       /* serves no step: occupies no memory */
 		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);\n", k, k);
 		if (dt->cat == CAT_INPUTS)
-			out(e, "\trt_init(D[%d], rt_key(\"%s\"), %lld);\n", k, str(e, dt->name),
+			out(e, "\trt_init(D[%d], rt_dkey(\"%s\"), %lld);\n", k, str(e, dt->name),
 			    (long long)e->range[dt->ir_tensor]);
 		else
 			out(e, "\trt_fill(D[%d], 0);  /* %s */\n", k, dt->name);
@@ -920,7 +1200,11 @@ emit_epilogue(Em *e)
 		for (int p = 0; p < e->nparam; p++) {
 			int gt = ten(e, e->params[p])->grad;
 			int dt = gt >= 0 ? e->dag_of[gt] : -1;
-			if (dt >= 0 && e->cur[dt] >= 0)
+			if (dt >= 0 && e->zero2)
+				out(e, "\trt_cksum_shards(\"%s\", G[%d], %lld, rt_key(\"%s\"));\n",
+				    str(e, e->d->t[dt].name), p, (long long)ten(e, e->params[p])->numel,
+				    str(e, ten(e, e->params[p])->id));
+			else if (dt >= 0 && e->cur[dt] >= 0)
 				out(e, "\trt_cksum(\"%s\", D[%d]);\n\trt_dirgrad(D[%d], rt_key(\"%s\"));\n",
 				    str(e, e->d->t[dt].name), e->cur[dt], e->cur[dt],
 				    str(e, ten(e, e->params[p])->id));
@@ -954,6 +1238,10 @@ cg_emit(const Graph *g, const Dag *d, const Schedule *s, const MemEval *ev,
 	    " * Build: nvcc -fmad=false -x cu FILE, or cc -x c -std=c11 -O1 -DREMAT_HOST FILE -lm.\n"
 	    " * Run: ./a.out [--tracked | --arena] */\n", cmt(&e, g->file ? g->file : "-"),
 	    ev->nsteps, ev->ninst);
+	if (e.dist)
+		out(&e, "/* One rank of %d (docs/distributed.md): build with -DREMAT_MPI, with mpicc\n"
+		    " * (host mode) or nvcc and -lmpi -lnccl; run: mpirun -np %d ./a.out */\n",
+		    e.ranks, e.ranks);
 	if (has_f64(g))
 		out(&e, "#define RT_F64 1\n");
 	fputs(cg_runtime_src, f);
@@ -967,11 +1255,14 @@ cg_emit(const Graph *g, const Dag *d, const Schedule *s, const MemEval *ev,
 	}
 	emit_epilogue(&e);
 	out(&e, "\nint\nmain(int argc, char **argv)\n{\n");
+	if (e.dist)
+		out(&e, "\trt_dist_start(&argc, &argv, %d);\n", e.ranks);
 	out(&e, "\trt_start(argc, argv, %lld);\n\trt_prologue();\n", (long long)arena_bytes);
 	for (int c = 0; c * CG_CHUNK < ev->nsteps; c++)
 		out(&e, "\trt_run_%d();\n", c);
-	out(&e, "\trt_epilogue();\n\treturn rt_finish(%lldLL, %lldLL);\n}\n", (long long)ev->peak,
-	    (long long)arena_bytes);
+	out(&e, "\trt_epilogue();\n\treturn %srt_finish(%lldLL, %lldLL)%s;\n}\n",
+	    e.dist ? "rt_dist_end(" : "", (long long)ev->peak, (long long)arena_bytes,
+	    e.dist ? ")" : "");
 	ar_free(&e.a);
 	ar_free(&e.refs);
 	return ferror(f) ? 1 : 0;

@@ -1681,6 +1681,14 @@ static double rt_loss_value = NAN;
 static double rt_fd_eps, rt_dirsum;
 static unsigned char *rt_tblock;
 static int64_t rt_tbytes, rt_toff;
+/* Data parallelism (runtime_dist.h): this rank, the rank count, the rank
+ * whose data the inputs hold (--data-rank R runs rank R's data in one
+ * process), the prefix of every line a rank prints, and the bytes of the
+ * buffers offloaded to the host, which the device figures leave out. */
+static int rt_rank, rt_nranks = 1;
+static int64_t rt_data_rank;
+static char rt_who[32];
+static int64_t rt_host_bytes;
 
 /* The registry of live raw allocations: an open-addressing set of
  * pointers (deleted slots hold RT_GONE), so that rt_finish can free what
@@ -1828,8 +1836,11 @@ rt_start(int argc, char **argv, int64_t arena_bytes)
 			rt_arena_mode = 0;
 		else if (!strcmp(argv[i], "--fd") && i + 1 < argc)
 			rt_fd_eps = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--data-rank") && i + 1 < argc && rt_nranks == 1)
+			rt_data_rank = atoll(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [--tracked | --arena] [--fd EPS]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--tracked | --arena] [--fd EPS] [--data-rank R]\n",
+			        argv[0]);
 			exit(2);
 		}
 	}
@@ -1842,6 +1853,14 @@ rt_start(int argc, char **argv, int64_t arena_bytes)
 	rt_arena_size = arena_bytes;
 	if (rt_arena_mode)
 		rt_arena = (unsigned char *)rt_raw_alloc(arena_bytes);
+}
+
+/* The init key of input `name`: each data rank's inputs differ (rank 0's
+ * are the single-process program's). */
+RT_FN uint64_t
+rt_dkey(const char *name)
+{
+	return rt_key(name) + (uint64_t)rt_data_rank * 0xD1B54A32D192ED03ull;
 }
 
 /* An owning instance, allocated now: at its planned offset in arena mode. */
@@ -1915,8 +1934,8 @@ rt_end(int64_t predicted)
 	}
 	if (rt_live != predicted && rt_bad < 0) {
 		rt_bad = rt_step_now;
-		fprintf(stderr, "step %lld: measured %lld bytes, predicted %lld\n",
-		        (long long)rt_step_now, (long long)rt_live, (long long)predicted);
+		fprintf(stderr, "%sstep %lld: measured %lld bytes, predicted %lld\n",
+		        rt_who, (long long)rt_step_now, (long long)rt_live, (long long)predicted);
 	}
 	if (rt_tbytes)
 		rt_release(rt_tblock, rt_tbytes, rt_toff);
@@ -1937,7 +1956,7 @@ rt_cksum(const char *name, RtT t)
 #else
 	k_cksum(&t, t.n, h);
 #endif
-	printf("checksum %s: %.17g %.17g\n", name, h[0], h[1]);
+	printf("%schecksum %s: %.17g %.17g\n", rt_who, name, h[0], h[1]);
 }
 
 
@@ -1994,19 +2013,23 @@ rt_finish(int64_t predicted, int64_t arena_bytes)
 #ifdef RT_GPU
 	rt_cuda(cudaDeviceSynchronize(), "sync");
 #endif
-	printf("mode: %s\n", rt_arena_mode ? "arena" : "tracked");
-	printf("predicted peak: %lld bytes\n", (long long)predicted);
-	printf("measured peak: %lld bytes (step %lld)\n", (long long)rt_peak, (long long)rt_peak_step);
-	printf("arena: %lld bytes\n", (long long)arena_bytes);
+	const char *w = rt_who;
+	printf("%smode: %s\n", w, rt_arena_mode ? "arena" : "tracked");
+	printf("%spredicted peak: %lld bytes\n", w, (long long)predicted);
+	printf("%smeasured peak: %lld bytes (step %lld)\n", w, (long long)rt_peak,
+	       (long long)rt_peak_step);
+	printf("%sarena: %lld bytes\n", w, (long long)arena_bytes);
+	if (rt_host_bytes)
+		printf("%shost (offloaded): %lld bytes\n", w, (long long)rt_host_bytes);
 #ifdef RT_GPU
-	printf("device peak (cudaMemGetInfo, above start): %lld bytes\n", (long long)rt_dev_peak);
+	printf("%sdevice peak (cudaMemGetInfo, above start): %lld bytes\n", w, (long long)rt_dev_peak);
 #else
-	printf("device peak: n/a (host build)\n");
+	printf("%sdevice peak: n/a (host build)\n", w);
 #endif
-	printf("loss: %.17g\n", rt_loss_value);
-	printf("dirgrad: %.17g\n", rt_dirsum);
+	printf("%sloss: %.17g\n", w, rt_loss_value);
+	printf("%sdirgrad: %.17g\n", w, rt_dirsum);
 	int bad = rt_peak != predicted || rt_bad >= 0;
-	printf(bad ? "MISMATCH\n" : "OK\n");
+	printf(bad ? "%sMISMATCH\n" : "%sOK\n", w);
 	rt_free_all();
 	if (fflush(stdout))
 		return 1;

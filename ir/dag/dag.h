@@ -100,6 +100,17 @@ typedef struct DagAcc {
 	bool out_of_place;
 } DagAcc;
 
+/* A communication step of one data-parallel rank (passes/graph/distribute.c;
+ * the generated program runs it as a collective). */
+typedef enum DagComm {
+	COMM_NONE,
+	COMM_ALLGATHER,         /* stage 3: out[0] = the full weights of
+	                           comm_params, concatenated in that order */
+	COMM_ALLREDUCE,         /* a gradient bucket (in[]), summed in place */
+	COMM_REDUCE_SCATTER     /* a gradient bucket (in[]), summed into each
+	                           param's gradient shard */
+} DagComm;
+
 typedef struct DagNode {
 	const char *name;       /* schedules name ops by their first output */
 	int64_t cost;           /* FLOPs (or Checkmate cost_cpu) */
@@ -123,6 +134,9 @@ typedef struct DagNode {
 	int micro_batch;        /* a pipeline stage's in-flight copy the node
 	                           belongs to (0 outside pipelines), so that
 	                           distribute.c gathers and reduces per copy */
+	DagComm comm;           /* a communication step, or COMM_NONE */
+	int ncomm_params;
+	int *comm_params;       /* COMM_ALLGATHER: the IR params it gathers */
 } DagNode;
 
 typedef struct Dag {
@@ -145,6 +159,9 @@ typedef struct Dag {
 	int64_t *persistent_buf;        /* [npersistent] bytes */
 	MemCat *persistent_cat;         /* [npersistent] */
 	int *persistent_ir;             /* [npersistent] the param's IR tensor */
+	/* distribute.c: [npersistent] bytes of each buffer offloaded to the
+	 * host (its persistent_buf is then 0), or NULL when none is */
+	int64_t *persistent_host;
 	int64_t forward_cost;   /* sum of cost over recomputable (!once) nodes */
 	int64_t total_cost;     /* sum of cost over all nodes */
 } Dag;

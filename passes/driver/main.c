@@ -486,9 +486,9 @@ check_parallel(const Options *o)
 {
 	if (o->net.dist.offload_params && o->net.dist.zero != 3)
 		diag_usage("--offload params needs --zero 3 (the weights must be sharded)");
-	if (o->out && dist_active(&o->net.dist))
-		diag_usage("-o runs one rank: the generated program does not model --ranks, "
-		           "--zero or --offload");
+	if (o->out && o->net.infer && o->net.dist.zero == 3 && dist_active(&o->net.dist))
+		diag_usage("-o: --zero 3 with --infer shards the weights of a pass that gathers "
+		           "none; the program cannot run it");
 	if (o->prefetch_set && o->net.dist.zero != 3)
 		diag_usage("--prefetch needs --zero 3 (only sharded weights are gathered)");
 	if (o->net.pipe.stages > 1) {

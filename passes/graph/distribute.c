@@ -34,9 +34,10 @@
  *   device until it is reduced.
  *
  * Reads: the Graph (which params each op reads, their dtypes and sizes)
- * and the lowered Dag. Writes: the Dag (persistent buffers, new tensors and
- * nodes appended after the existing ones, a new base order, param-gradient
- * lifetimes) and the DistStats. */
+ * and the lowered Dag. Writes: the Dag (persistent buffers and their host
+ * bytes, new tensors and nodes appended after the existing ones, marked
+ * with the collective the generated program runs for them, a new base
+ * order, param-gradient lifetimes) and the DistStats. */
 #include <string.h>
 
 #include "graphpass.h"
@@ -85,6 +86,7 @@ shard_buffer(Dist *D, int i)
 		bytes = shard_elems(t->numel, o->ranks) * elem;
 	if ((state && o->offload_optimizer) || (c == CAT_PARAMS && o->offload_params)) {
 		D->st->host[c] += bytes;
+		d->persistent_host[i] = bytes;
 		bytes = 0;
 	}
 	d->persistent[c] += bytes - d->persistent_buf[i];
@@ -110,6 +112,8 @@ grad_shards(Dist *D)
 	                            sizeof(MemCat) * (size_t)(np + extra + 1));
 	d->persistent_ir = ar_grow(D->a, d->persistent_ir, sizeof(int) * (size_t)(np + 1),
 	                           sizeof(int) * (size_t)(np + extra + 1));
+	d->persistent_host = ar_grow(D->a, d->persistent_host, sizeof(int64_t) * (size_t)(np + 1),
+	                             sizeof(int64_t) * (size_t)(np + extra + 1));
 	for (int t = 0; t < d->nt; t++) {
 		const Tensor *gt;
 		int64_t elem;
@@ -126,8 +130,10 @@ grad_shards(Dist *D)
 		d->persistent_buf[n] = shard_elems(gt->numel, D->o->ranks) * elem;
 		d->persistent_cat[n] = CAT_PARAM_GRADS;
 		d->persistent_ir[n] = gt->grad_of;
+		d->persistent_host[n] = 0;
 		if (D->o->offload_optimizer) {  /* ZeRO-Offload: the shard is the host's */
 			D->st->host[CAT_PARAM_GRADS] += d->persistent_buf[n];
+			d->persistent_host[n] = d->persistent_buf[n];
 			d->persistent_buf[n] = 0;
 		}
 		d->persistent[CAT_PARAM_GRADS] += d->persistent_buf[n];
@@ -222,11 +228,12 @@ find_units(Dist *D, int nfwd)
 	for (int v = 0; v < nfwd; v++) {
 		const Op *op = d->node[v].ir_op >= 0 ? &g->op[d->node[v].ir_op] : NULL;
 		for (int i = 0; op && i < op->nin; i++) {
-			int *slot = param_slot(D, d->node[v].micro_batch, op->in[i]);
-			if (g->t[op->in[i]].kind != TK_PARAM || *slot)
+			int p = ir_storage_root(g, op->in[i]);
+			int *slot = param_slot(D, d->node[v].micro_batch, p);
+			if (g->t[p].kind != TK_PARAM || *slot)
 				continue;
 			*slot = unit_of_node(D, v) + 1;
-			D->unit_bytes[*slot - 1] += g->t[op->in[i]].bytes;
+			D->unit_bytes[*slot - 1] += g->t[p].bytes;
 		}
 	}
 }
@@ -266,6 +273,8 @@ gathers(Dist *D, int nfwd)
 		D->d->node[D->gather_b[u]].out[0] = D->gathered_b[u];
 		D->d->node[D->gather_b[u]].nout = 1;
 		D->st->nunits++;
+		D->d->node[D->gather_f[u]].comm = COMM_ALLGATHER;
+		D->d->node[D->gather_b[u]].comm = COMM_ALLGATHER;
 		if (D->st->max_gather < D->unit_bytes[u])
 			D->st->max_gather = D->unit_bytes[u];
 	}
@@ -273,10 +282,37 @@ gathers(Dist *D, int nfwd)
 		const DagNode *n = &D->d->node[v];
 		const Op *op = n->ir_op >= 0 ? &g->op[n->ir_op] : NULL;
 		for (int i = 0; op && i < op->nin; i++) {
-			int u = *param_slot(D, n->micro_batch, op->in[i]) - 1;
+			int u = *param_slot(D, n->micro_batch, ir_storage_root(g, op->in[i])) - 1;
 			if (u < 0 || D->gather_f[u] < 0)
 				continue;
 			add_input(D, v, v < nfwd ? D->gathered_f[u] : D->gathered_b[u]);
+		}
+	}
+}
+
+/* Each gather node's comm_params: the params of its unit, in IR order
+ * (the order the gathered buffer concatenates them in). A unit belongs to
+ * one copy (pipeline micro-batch), so its params are that copy's slots. */
+static void
+unit_params(Dist *D)
+{
+	const Graph *g = D->g;
+
+	for (int u = 0; u < D->nunits; u++) {
+		if (D->gather_f[u] < 0)
+			continue;
+		int c = D->unit_copy[u], k = 0;
+		for (int p = 0; p < g->nt; p++)
+			k += *param_slot(D, c, p) == u + 1;
+		int *list = ar_alloc(D->a, sizeof(int) * (size_t)(k + 1));
+		k = 0;
+		for (int p = 0; p < g->nt; p++)
+			if (*param_slot(D, c, p) == u + 1)
+				list[k++] = p;
+		for (int b = 0; b < 2; b++) {
+			DagNode *v = &D->d->node[b ? D->gather_b[u] : D->gather_f[u]];
+			v->comm_params = list;
+			v->ncomm_params = k;
 		}
 	}
 }
@@ -323,6 +359,7 @@ buckets(Dist *D)
 			memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
 			d->node[v].nin = nm;
 			d->node[v].workspace = bytes;
+			d->node[v].comm = reduce_scatter ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
 			D->bucket_after[d->base_order[i]] = v;
 			if (D->st->max_bucket < bytes)
 				D->st->max_bucket = bytes;
@@ -432,6 +469,7 @@ distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a
 		return;
 	while (nfwd < nold && !d->node[nfwd].is_backward)
 		nfwd++;
+	d->persistent_host = ar_alloc(a, sizeof(int64_t) * (size_t)(d->npersistent + 1));
 	for (int i = 0; i < d->npersistent; i++)
 		shard_buffer(&D, i);
 	if (!g->train) {
@@ -441,6 +479,7 @@ distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a
 	if (o->zero >= 3) {
 		find_units(&D, nfwd);
 		gathers(&D, nfwd);
+		unit_params(&D);
 	}
 	if (o->ranks > 1)
 		buckets(&D);

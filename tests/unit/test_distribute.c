@@ -310,6 +310,60 @@ test_prefetch(void **state)
 	assert_int_equal(peak[2] - peak[1], 64 * 64 * 2);
 }
 
+/* What the generated program runs (codegen/emit.c): every communication
+ * node is marked; each param is in exactly one forward and one backward
+ * gather, whose output holds exactly the bytes of its comm_params; the
+ * offloaded bytes are listed buffer by buffer. */
+static void
+test_comm_nodes(void **state)
+{
+	Run r;
+	const Dag *d;
+	int fwd[8], nfwd = 0, nbwd = 0, nbucket = 0;
+	int64_t host = 0, want = 0;
+
+	(void)state;
+	run(&r, 4, 3, true, true, 1);
+	d = &r.an.d;
+	for (int v = 0; v < d->nnode; v++) {
+		const DagNode *n = &d->node[v];
+		int64_t bytes = 0;
+		if (!strncmp(n->name, "reduce_scatter", 14))
+			assert_int_equal(n->comm, COMM_REDUCE_SCATTER);
+		if (!strncmp(n->name, "reduce_scatter", 14))
+			nbucket++;
+		if (strncmp(n->name, "allgather", 9)) {
+			assert_true(n->comm != COMM_ALLGATHER);
+			continue;
+		}
+		assert_int_equal(n->comm, COMM_ALLGATHER);
+		for (int j = 0; j < n->ncomm_params; j++) {
+			const Tensor *t = &r.an.g.t[n->comm_params[j]];
+			assert_int_equal(t->kind, TK_PARAM);
+			bytes += t->bytes;
+			if (!n->is_backward) {
+				assert_true(nfwd < 8);
+				fwd[nfwd++] = n->comm_params[j];
+			}
+			else
+				nbwd++;
+		}
+		assert_int_equal(n->nout, 1);
+		assert_int_equal(d->t[n->out[0]].bytes, bytes);
+	}
+	assert_int_equal(nfwd, 3);
+	assert_int_equal(nbwd, 3);
+	assert_int_equal(nbucket, 3);
+	assert_true(fwd[0] != fwd[1] && fwd[1] != fwd[2] && fwd[0] != fwd[2]);
+	for (int i = 0; i < d->npersistent; i++)
+		host += d->persistent_host[i];
+	for (int c = 0; c < CAT_COUNT; c++)
+		want += r.an.dist.host[c];
+	assert_true(want > 0);
+	assert_int_equal(host, want);
+	ar_free(&r.a);
+}
+
 int
 main(void)
 {
@@ -321,6 +375,7 @@ main(void)
 		cmocka_unit_test(test_stages_with_ranks),
 		cmocka_unit_test(test_stage_units),
 		cmocka_unit_test(test_prefetch),
+		cmocka_unit_test(test_comm_nodes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

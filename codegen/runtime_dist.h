@@ -1,0 +1,390 @@
+/* codegen/runtime_dist.h -- the data-parallel end of the prelude (copied
+ * verbatim after runtime.h and runtime_ops.h): a program emitted with
+ * --ranks, --zero or --offload runs ONE rank of the step
+ * (docs/distributed.md, "Running it").
+ *
+ * Built with -DREMAT_MPI it runs under `mpirun -np N`: each rank keeps only
+ * its shards and the collectives are real, through MPI in host mode, through
+ * NCCL under nvcc (the NCCL communicator is set up over MPI). Without
+ * REMAT_MPI a program planned for one rank (offload alone) still runs.
+ *
+ * Layouts, shared by the emitter (codegen/emit.c) and these functions:
+ * - a buffer of E elements is sharded in s = ceil(E / N): rank r holds
+ *   elements [r s, r s + rt_shard_n(E, s, r)), its shard buffer has s
+ *   elements (the padding is zero);
+ * - an all-gather writes param p's full weights at its byte offset in the
+ *   unit's gathered buffer: the rank copies its part into place, then every
+ *   part is gathered in place (MPI_Allgatherv; NCCL: one broadcast per
+ *   rank), so no buffer is needed beyond the gathered one the model counts;
+ * - a gradient bucket is the step's temporary block (the model's bucket
+ *   buffer): per gradient dtype a region, the gradients packed into it in
+ *   bucket order (all-reduce) or rank-major (reduce-scatter: rank r's parts
+ *   of every gradient, then rank r+1's), summed in place, and copied back
+ *   (all-reduce) or into the gradient shards (reduce-scatter) scaled by 1/N:
+ *   ranks average their gradients, as DDP, FSDP and DeepSpeed do.
+ *   -DREMAT_FAULT_SUM leaves out the 1/N (a wrong reduction, for the tests'
+ *   negative control).
+ */
+#ifdef REMAT_MPI
+#include <mpi.h>
+#ifdef RT_GPU
+#include <nccl.h>
+static ncclComm_t rt_nccl;
+#endif
+#endif
+
+static void **rt_hostp;         /* host allocations, freed by rt_dist_end */
+static int64_t rt_nhost;
+
+RT_FN int64_t
+rt_dtsize(int dt)
+{
+	switch (dt) {
+	case RT_DT_F64: case RT_DT_I64: return 8;
+	case RT_DT_F32: case RT_DT_I32: return 4;
+	case RT_DT_BF16: case RT_DT_F16: return 2;
+	default: return 1;
+	}
+}
+
+/* Elements of a buffer of E, sharded in s, that rank r holds. */
+RT_FN int64_t
+rt_shard_n(int64_t E, int64_t s, int r)
+{
+	int64_t c = E - (int64_t)r * s;
+	return c < 0 ? 0 : c > s ? s : c;
+}
+
+/* MPI counts are ints. */
+RT_FN int
+rt_count(int64_t n)
+{
+	if (n > 2147483647)
+		rt_die("a collective of more than 2^31 elements");
+	return (int)n;
+}
+
+#ifdef REMAT_MPI
+#ifdef RT_GPU
+RT_FN void
+rt_ncclok(ncclResult_t r, const char *what)
+{
+	if (r != ncclSuccess) {
+		fprintf(stderr, "remat runtime: %s: %s\n", what, ncclGetErrorString(r));
+		exit(2);
+	}
+}
+
+RT_FN ncclDataType_t
+rt_nccl_type(int dt)
+{
+	switch (dt) {
+	case RT_DT_F64: return ncclFloat64;
+	case RT_DT_F32: return ncclFloat32;
+	case RT_DT_F16: return ncclFloat16;
+	case RT_DT_BF16: return ncclBfloat16;
+	default: rt_die("NCCL has no sum for this gradient dtype"); return ncclUint8;
+	}
+}
+#else
+/* A sum in the dtype's arithmetic for the dtypes MPI has no type for. */
+#define RT_SUMFN(name, DT) \
+static void \
+name(void *in, void *io, int *n, MPI_Datatype *t) \
+{ \
+	int64_t m = *n; \
+	RtT a = rt_desc(in, DT, 1, &m), b = rt_desc(io, DT, 1, &m); \
+	(void)t; \
+	for (int64_t i = 0; i < m; i++) \
+		rt_put(&b, i, rt_get(&a, i) + rt_get(&b, i)); \
+}
+RT_SUMFN(rt_sum_f16, RT_DT_F16)
+RT_SUMFN(rt_sum_bf16, RT_DT_BF16)
+RT_SUMFN(rt_sum_f8e4m3, RT_DT_F8E4M3)
+RT_SUMFN(rt_sum_f8e5m2, RT_DT_F8E5M2)
+static MPI_Op rt_mpi_ops[4];
+
+RT_FN MPI_Datatype
+rt_mpi_type(int dt)
+{
+	return dt == RT_DT_F64 ? MPI_DOUBLE : dt == RT_DT_F32 ? MPI_FLOAT :
+	       rt_dtsize(dt) == 2 ? MPI_UINT16_T : MPI_BYTE;
+}
+
+RT_FN MPI_Op
+rt_mpi_sum(int dt)
+{
+	switch (dt) {
+	case RT_DT_F64: case RT_DT_F32: return MPI_SUM;
+	case RT_DT_F16: return rt_mpi_ops[0];
+	case RT_DT_BF16: return rt_mpi_ops[1];
+	case RT_DT_F8E4M3: return rt_mpi_ops[2];
+	default: return rt_mpi_ops[3];
+	}
+}
+#endif
+#endif
+
+/* Before rt_start: joins the N ranks (the device of a GPU rank is its
+ * rank modulo the devices present). */
+RT_FN void
+rt_dist_start(int *argc, char ***argv, int ranks)
+{
+#ifdef REMAT_MPI
+	MPI_Init(argc, argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rt_rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &rt_nranks);
+	if (rt_nranks != ranks) {
+		if (rt_rank == 0)
+			fprintf(stderr, "remat runtime: planned for %d ranks, running on %d: "
+			        "mpirun -np %d\n", ranks, rt_nranks, ranks);
+		MPI_Finalize();
+		exit(2);
+	}
+	rt_data_rank = rt_rank;
+	if (ranks > 1)
+		snprintf(rt_who, sizeof rt_who, "rank %d: ", rt_rank);
+#ifdef RT_GPU
+	int ndev = 1;
+	ncclUniqueId id;
+	rt_cuda(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
+	rt_cuda(cudaSetDevice(rt_rank % ndev), "cudaSetDevice");
+	if (rt_rank == 0)
+		rt_ncclok(ncclGetUniqueId(&id), "ncclGetUniqueId");
+	MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+	rt_ncclok(ncclCommInitRank(&rt_nccl, rt_nranks, id, rt_rank), "ncclCommInitRank");
+#else
+	MPI_Op_create(rt_sum_f16, 1, &rt_mpi_ops[0]);
+	MPI_Op_create(rt_sum_bf16, 1, &rt_mpi_ops[1]);
+	MPI_Op_create(rt_sum_f8e4m3, 1, &rt_mpi_ops[2]);
+	MPI_Op_create(rt_sum_f8e5m2, 1, &rt_mpi_ops[3]);
+#endif
+#else
+	(void)argc;
+	(void)argv;
+	if (ranks != 1)
+		rt_die("this program runs as several ranks: build it with -DREMAT_MPI "
+		       "(mpicc) and run it with mpirun");
+#endif
+}
+
+/* After rt_finish: leaves the ranks; the exit status is rt_finish's. */
+RT_FN int
+rt_dist_end(int bad)
+{
+	for (int64_t i = 0; i < rt_nhost; i++) {
+#ifdef RT_GPU
+		cudaFreeHost(rt_hostp[i]);
+#else
+		free(rt_hostp[i]);
+#endif
+	}
+	free(rt_hostp);
+#ifdef REMAT_MPI
+#ifdef RT_GPU
+	ncclCommDestroy(rt_nccl);
+#else
+	for (int i = 0; i < 4; i++)
+		MPI_Op_free(&rt_mpi_ops[i]);
+#endif
+	MPI_Finalize();
+#endif
+	return bad;
+}
+
+/* A buffer offloaded to the host: outside the device count (pinned under
+ * CUDA, where the kernels reach it through unified addressing). */
+RT_FN void *
+rt_host_alloc(int64_t bytes)
+{
+	void *p = NULL;
+	void **l = (void **)realloc(rt_hostp, sizeof *l * (size_t)(rt_nhost + 1));
+	if (!l)
+		rt_die("out of memory");
+	rt_hostp = l;
+#ifdef RT_GPU
+	rt_cuda(cudaMallocHost(&p, (size_t)(bytes ? bytes : 1)), "cudaMallocHost");
+#else
+	p = malloc((size_t)(bytes ? bytes : 1));
+	if (!p)
+		rt_die("out of memory");
+#endif
+	rt_hostp[rt_nhost++] = p;
+	rt_host_bytes += bytes;
+	return p;
+}
+
+RT_FN RtT
+rt_shard(void *p, int dt, int64_t s)
+{
+	return rt_desc(p, dt, 1, &s);
+}
+
+/* T: a param's shard; its elements are the full param's [first, first +
+ * valid), initialised (and --fd perturbed) as rt_param does them. */
+RT_K
+k_init_shard(const RtT *T, int64_t n, uint64_t key, int64_t first, int64_t valid, double eps)
+{
+	RT_FOR(i, n) {
+		uint64_t j = (uint64_t)(first + i);
+		rt_put(&T[0], i, i < valid ? (rt_real)0.2 * rt_unit(key, j) - (rt_real)0.1 : 0);
+		if (eps != 0 && i < valid)
+			rt_put(&T[0], i, rt_get(&T[0], i) + (rt_real)eps * (2 * rt_unit(~key, j) - 1));
+	}
+}
+
+/* This rank's shard of a param of E elements. */
+RT_FN void
+rt_param_shard(RtT t, uint64_t key, int64_t E)
+{
+	RT_GO(k_init_shard, t.n)(rt_args(&t, 1), t.n, key, (int64_t)rt_rank * t.n,
+	                         rt_shard_n(E, t.n, rt_rank), rt_fd_eps);
+	rt_after();
+}
+
+/* Every rank's part of E elements of size es, sharded in s, gathered in
+ * place into full (this rank's part is there already). */
+RT_FN void
+rt_allgather_in_place(unsigned char *full, int64_t E, int64_t s, int64_t es)
+{
+#ifdef REMAT_MPI
+	int *cnt = (int *)malloc(sizeof(int) * 2 * (size_t)rt_nranks), *dis = cnt + rt_nranks;
+	if (!cnt)
+		rt_die("out of memory");
+	for (int r = 0; r < rt_nranks; r++) {
+		cnt[r] = rt_count(rt_shard_n(E, s, r) * es);
+		dis[r] = rt_count(cnt[r] ? (int64_t)r * s * es : 0);
+	}
+#ifdef RT_GPU
+	rt_ncclok(ncclGroupStart(), "ncclGroupStart");
+	for (int r = 0; r < rt_nranks; r++)
+		if (cnt[r])
+			rt_ncclok(ncclBroadcast(full + dis[r], full + dis[r], (size_t)cnt[r], ncclUint8,
+			                        r, rt_nccl, 0), "ncclBroadcast");
+	rt_ncclok(ncclGroupEnd(), "ncclGroupEnd");
+#else
+	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, full, cnt, dis, MPI_BYTE, MPI_COMM_WORLD);
+#endif
+	free(cnt);
+#else
+	(void)full; (void)E; (void)s; (void)es;
+#endif
+}
+
+/* Param of E elements from every rank's shard into buf at byte off. */
+RT_FN void
+rt_gather(RtT shard, RtT buf, int64_t off, int64_t E)
+{
+	int64_t s = shard.n, es = rt_dtsize(shard.dt), c = rt_shard_n(E, s, rt_rank);
+	unsigned char *full = (unsigned char *)buf.p + off;
+	if (c)
+		rt_copy(rt_narrow(shard, 0, 0, c), rt_shard(full + rt_rank * s * es, shard.dt, c), 0);
+	rt_allgather_in_place(full, E, s, es);
+}
+
+/* A weight in the gathered buffer, shaped as the param. */
+RT_FN RtT
+rt_gathered(RtT buf, int64_t off, const RtInst *par)
+{
+	return rt_desc((unsigned char *)buf.p + off, par->dt, par->nd, par->shape);
+}
+
+/* Elements [start, start + n) of gradient g to the step's block at byte
+ * off (pack), or back from it, averaged over the ranks (unpack). */
+RT_FN void
+rt_pack(RtT g, int64_t start, int64_t n, int64_t off, int unpack)
+{
+	RtT flat = rt_narrow(rt_reshape(g, 1, &g.n), 0, start, n), b = rt_shard(rt_tblock + off, g.dt, n);
+#ifdef REMAT_FAULT_SUM
+	double scale = 1;
+#else
+	double scale = 1.0 / rt_nranks;
+#endif
+	if (!n)
+		return;
+	if (unpack)
+		rt_b_unary(RT_SCALE, rt_none(), b, flat, 0, scale);
+	else
+		rt_copy(flat, b, 0);
+}
+
+/* Sums n elements of dtype dt at byte off of the step's block over the
+ * ranks, in place. */
+RT_FN void
+rt_allreduce(int64_t off, int64_t n, int dt)
+{
+#ifdef REMAT_MPI
+	void *p = rt_tblock + off;
+#ifdef RT_GPU
+	rt_ncclok(ncclAllReduce(p, p, (size_t)n, rt_nccl_type(dt), ncclSum, rt_nccl, 0), "ncclAllReduce");
+#else
+	MPI_Allreduce(MPI_IN_PLACE, p, rt_count(n), rt_mpi_type(dt), rt_mpi_sum(dt), MPI_COMM_WORLD);
+#endif
+#else
+	(void)off; (void)n; (void)dt;
+#endif
+}
+
+/* Sums the rank-major region at byte off (cnt[r] elements of dtype dt for
+ * rank r) over the ranks; returns the byte offset where this rank's summed
+ * part now is. */
+RT_FN int64_t
+rt_reduce_scatter(int64_t off, const int64_t *cnt, int dt)
+{
+	int64_t es = rt_dtsize(dt), mine = 0;
+	for (int r = 0; r < rt_rank; r++)
+		mine += cnt[r] * es;
+#ifdef REMAT_MPI
+	unsigned char *p = rt_tblock + off;
+#ifdef RT_GPU
+	int64_t pos = 0;
+	rt_ncclok(ncclGroupStart(), "ncclGroupStart");
+	for (int r = 0; r < rt_nranks; r++) {
+		if (cnt[r])
+			rt_ncclok(ncclReduce(p + pos, p + pos, (size_t)cnt[r], rt_nccl_type(dt), ncclSum, r,
+			                     rt_nccl, 0), "ncclReduce");
+		pos += cnt[r] * es;
+	}
+	rt_ncclok(ncclGroupEnd(), "ncclGroupEnd");
+	return off + mine;
+#else
+	int *rc = (int *)malloc(sizeof(int) * (size_t)rt_nranks);
+	if (!rc)
+		rt_die("out of memory");
+	for (int r = 0; r < rt_nranks; r++)
+		rc[r] = rt_count(cnt[r]);
+	MPI_Reduce_scatter(MPI_IN_PLACE, p, rc, rt_mpi_type(dt), rt_mpi_sum(dt), MPI_COMM_WORLD);
+	free(rc);
+	(void)mine;
+	return off;             /* MPI leaves the rank's part at the start */
+#endif
+#else
+	return off + mine;
+#endif
+}
+
+/* The summed part at byte off into this rank's shard of a gradient of E
+ * elements, averaged; returns the offset of the next gradient's part. */
+RT_FN int64_t
+rt_unpack_shard(RtT shard, int64_t off, int64_t E)
+{
+	int64_t c = rt_shard_n(E, shard.n, rt_rank);
+	rt_pack(shard, 0, c, off, 1);
+	return off + c * rt_dtsize(shard.dt);
+}
+
+/* After the step (nothing counted): the full gradient of E elements
+ * reassembled from every rank's shard, its checksum and dirgrad. */
+RT_FN void
+rt_cksum_shards(const char *name, RtT shard, int64_t E, uint64_t key)
+{
+	int64_t s = shard.n, es = rt_dtsize(shard.dt), c = rt_shard_n(E, s, rt_rank);
+	unsigned char *full = (unsigned char *)rt_raw_alloc(E * es);
+	RtT f = rt_shard(full, shard.dt, E);
+	if (c)
+		rt_copy(rt_narrow(shard, 0, 0, c), rt_shard(full + rt_rank * s * es, shard.dt, c), 0);
+	rt_allgather_in_place(full, E, s, es);
+	rt_cksum(name, f);
+	rt_dirgrad(f, key);
+	rt_raw_free(full);
+}
