@@ -1,16 +1,24 @@
 /* passes/plan/remat_exact.c -- rm_plan_exact: the true optimum under the memory
  * model, by exhaustive search, for small graphs (tests and --exact).
  *
- * Search space: every schedule in which once nodes keep their base_order
- * relative order and recomputable nodes run any number of times at any
- * point after their inputs exist (first computations in any topological
- * order). Two dominated shapes are left out: a recomputation none of whose
- * outputs is used before it dies, and running a node again while a view
- * still holds the previous copy of one of its outputs (the old copy could
- * have served instead). Accumulation must come from once-only nodes.
+ * Search space: the spec's (memory-model.md, "Schedules"): every schedule
+ * that runs each once-only (backward) node exactly once and recomputable
+ * nodes any number of times, in any order the data edges allow: a node
+ * runs once its inputs exist, a backward node after its forward node, and
+ * a node that reads a gradient only after every contribution to it (so
+ * the contributions to one gradient come in any order, the first one
+ * producing it, possibly as a view). -O2 searches the same space. Two
+ * dominated shapes are left out: a recomputation none of whose outputs is
+ * used before it dies, and running a node again while a view still holds
+ * the previous copy of one of its outputs (the old copy could have served
+ * instead). Accumulation must come from once-only nodes.
  *
- * A search state is (C, R): the nodes that ran at least once and the
- * tensors whose current instance is resident. An instance dies right after
+ * A search state is (C, R, F): the nodes that ran at least once, the
+ * tensors whose current instance is resident, and, for each gradient
+ * whose contributors would make it differently (as a view of different
+ * tensors, or not as a view), which contributor ran first: the one fact
+ * about the order so far that C does not tell and later memory depends
+ * on. An instance dies right after
  * its last use, so after each step the search decides, for each tensor that
  * step touched, whether it stays resident (a later step will use it) or is
  * dropped: an explicit drop decision. Tensors no future step can use are
@@ -22,17 +30,19 @@
  *
  * cheapest(P) is a uniform-cost (Dijkstra) search over the states whose
  * steps all fit in P: the least recompute cost of a complete schedule with
- * peak <= P, every state expanded once. When none exists it also reports
+ * peak <= P, every state expanded once, nodes tried in index order, so the
+ * result is deterministic. When none exists it also reports
  * the smallest step memory above P it met: the next peak worth trying.
  * Without a budget: bisection on P (jumping to that next peak) for the
  * smallest P whose cheapest cost is within max_recompute x forward_cost.
  * With a budget: cheapest(budget); if nothing fits, the smallest peak with
  * unlimited recompute. The found schedule is re-evaluated by vf_eval. The
  * work is bounded (EX_MAX_STATES states per probe, EX_MAX_EXPANSIONS in
- * all); past it, or over 64 nodes or 128 tensors, PlanResult.error says
- * why and no schedule is returned. */
+ * all); past it, or over 64 nodes or 128 tensors, or when the first
+ * contributors need more than 64 bits, PlanResult.error says why and no
+ * schedule is returned. The states, their hash and the heap grow in one
+ * arena per call. */
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
@@ -79,6 +89,7 @@ bit(int v)
 typedef struct St {
 	uint64_t c;
 	Set r;
+	uint64_t f;             /* first contributors (Ex.fshift) */
 	int64_t g;
 	int parent;             /* state index, -1 for the start */
 	int node;               /* the step that led here */
@@ -100,12 +111,14 @@ typedef struct Ex {
 	uint64_t *readers;      /* [nt] nodes that read t or make a view of it */
 	int *producer;          /* [nt] the node with t in out, or -1 */
 	uint64_t *makers;       /* [nt] nodes that produce t (out or acc) */
-	int *acc_first;         /* [nt] first once node adding to t, or -1 */
-	int *acc_first_view;    /* [nt] that entry's view_src */
-	int *once_seq;          /* once nodes in base order */
-	int nonce;
+	uint64_t *accm;         /* [nt] nodes that add to t */
+	int *accofs;            /* [nt + 1] CSR: t's contributors, by index */
+	int *accnode, *accview; /* the contributor and its entry's view_src */
+	int *fshift, *fbits;    /* [nt] where F holds the index of t's first
+	                           contributor: only when it decides t's root */
 	int64_t persistent;
 	int *root;              /* [nt] root tensor of t's current instance */
+	Arena mem;              /* the states, their hash and the heap */
 	/* the probe */
 	int64_t P;
 	int64_t next_p;         /* smallest step memory above P met */
@@ -122,9 +135,9 @@ typedef struct Ex {
 /* ---------------------------------------------------------------- states */
 
 static uint64_t
-state_hash(uint64_t c, const Set *r)
+state_hash(uint64_t c, const Set *r, uint64_t f)
 {
-	uint64_t h = c * 0x9e3779b97f4a7c15ull;
+	uint64_t h = (c ^ f * 0xbf58476d1ce4e5b9ull) * 0x9e3779b97f4a7c15ull;
 
 	h ^= r->w[0] + 0x7f4a7c159e3779b9ull + (h << 6) + (h >> 2);
 	h ^= r->w[1] + 0x94d049bb133111ebull + (h << 6) + (h >> 2);
@@ -134,38 +147,49 @@ state_hash(uint64_t c, const Set *r)
 static void
 slot_insert(Ex *x, int i)
 {
-	size_t k = state_hash(x->st[i].c, &x->st[i].r) & (x->capslot - 1);
+	size_t k = state_hash(x->st[i].c, &x->st[i].r, x->st[i].f) & (x->capslot - 1);
 
 	while (x->slot[k])
 		k = (k + 1) & (x->capslot - 1);
 	x->slot[k] = i + 1;
 }
 
-/* The index of state (c, r), made with cost INF if new; -1 when full. */
+/* Doubles the hash of states and inserts them again. */
+static void
+slot_grow(Ex *x)
+{
+	size_t n = x->capslot * 2;
+
+	x->slot = ar_grow(&x->mem, x->slot, sizeof *x->slot * x->capslot,
+	                  sizeof *x->slot * n);
+	x->capslot = n;
+	memset(x->slot, 0, sizeof *x->slot * n);
+	for (int i = 0; i < x->nst; i++)
+		slot_insert(x, i);
+}
+
+/* The index of state (c, r, f), made with cost INF if new; -1 when full. */
 static int
-state_get(Ex *x, uint64_t c, const Set *r)
+state_get(Ex *x, uint64_t c, const Set *r, uint64_t f)
 {
 	size_t k;
 
 	if ((size_t)x->nst * 2 >= x->capslot) {
 		if (x->capslot >= 2 * (size_t)EX_MAX_STATES)
 			return -1;
-		free(x->slot);
-		x->capslot *= 2;
-		x->slot = xcalloc(x->capslot, sizeof *x->slot);
-		for (int i = 0; i < x->nst; i++)
-			slot_insert(x, i);
+		slot_grow(x);
 	}
-	for (k = state_hash(c, r) & (x->capslot - 1); x->slot[k]; k = (k + 1) & (x->capslot - 1)) {
+	for (k = state_hash(c, r, f) & (x->capslot - 1); x->slot[k]; k = (k + 1) & (x->capslot - 1)) {
 		St *s = &x->st[x->slot[k] - 1];
-		if (s->c == c && s->r.w[0] == r->w[0] && s->r.w[1] == r->w[1])
+		if (s->c == c && s->f == f && s->r.w[0] == r->w[0] && s->r.w[1] == r->w[1])
 			return x->slot[k] - 1;
 	}
 	if (x->nst == x->capst) {
+		x->st = ar_grow(&x->mem, x->st, sizeof *x->st * (size_t)x->capst,
+		                sizeof *x->st * (size_t)x->capst * 2);
 		x->capst *= 2;
-		x->st = xrealloc(x->st, sizeof *x->st * (size_t)x->capst);
 	}
-	x->st[x->nst] = (St){c, *r, INF, -1, -1, false};
+	x->st[x->nst] = (St){c, *r, f, INF, -1, -1, false};
 	x->slot[k] = ++x->nst;
 	return x->nst - 1;
 }
@@ -176,8 +200,9 @@ heap_push(Ex *x, int64_t g, int st)
 	int i;
 
 	if (x->nheap == x->capheap) {
+		x->heap = ar_grow(&x->mem, x->heap, sizeof *x->heap * (size_t)x->capheap,
+		                  sizeof *x->heap * (size_t)x->capheap * 2);
 		x->capheap *= 2;
-		x->heap = xrealloc(x->heap, sizeof *x->heap * (size_t)x->capheap);
 	}
 	for (i = x->nheap++; i > 0 && x->heap[(i - 1) / 2].g > g; i = (i - 1) / 2)
 		x->heap[i] = x->heap[(i - 1) / 2];
@@ -206,11 +231,12 @@ heap_pop(Ex *x)
 	return top;
 }
 
-/* Cost g reaches (c, r) from state parent by running node. */
+/* Cost g reaches (c, r, f) from state parent by running node. */
 static void
-relax(Ex *x, uint64_t c, const Set *r, int64_t g, int parent, int node)
+relax(Ex *x, uint64_t c, const Set *r, uint64_t f, int64_t g, int parent,
+      int node)
 {
-	int i = state_get(x, c, r);
+	int i = state_get(x, c, r, f);
 
 	if (i < 0) {
 		x->gave_up = true;
@@ -226,29 +252,67 @@ relax(Ex *x, uint64_t c, const Set *r, int64_t g, int parent, int node)
 
 /* ---------------------------------------------------------------- moves */
 
-/* The root of t's current instance once the nodes in c ran: through static
- * views, and through the accumulation view that made a gradient (its first
- * contributor, fixed by the once order). */
+static bool
+produced_before(const Ex *x, int t, uint64_t c)
+{
+	return x->d->t[t].from_start || (x->makers[t] & c);
+}
+
+
+/* The view_src of the entry that made gradient t (some contributor in c
+ * ran): the first contributor's, which F records when it matters. */
 static int
-root_in(const Ex *x, int t, uint64_t c, int depth)
+first_view(const Ex *x, int t, uint64_t f)
+{
+	int k = 0;
+
+	if (x->fbits[t])
+		k = (int)(f >> x->fshift[t] & (bit(x->fbits[t]) - 1));
+	return x->accview[x->accofs[t] + k];
+}
+
+/* The root of t's current instance once the nodes in c ran, first
+ * contributors f: through static views, and through the accumulation
+ * view that made a gradient. */
+static int
+root_in(const Ex *x, int t, uint64_t c, uint64_t f, int depth)
 {
 	const DagTensor *dt = &x->d->t[t];
+	int src;
 
 	if (dt->persistent_view || depth > x->nt)
 		return t;
 	if (dt->view_src >= 0)
-		return root_in(x, dt->view_src, c, depth + 1);
-	if (!dt->from_start && x->acc_first[t] >= 0 && (c & bit(x->acc_first[t])) &&
-	    x->acc_first_view[t] >= 0)
-		return root_in(x, x->acc_first_view[t], c, depth + 1);
+		return root_in(x, dt->view_src, c, f, depth + 1);
+	if (!dt->from_start && (x->accm[t] & c) && (src = first_view(x, t, f)) >= 0)
+		return root_in(x, src, c, f, depth + 1);
 	return t;
 }
 
 static void
-set_roots(Ex *x, uint64_t c)
+set_roots(Ex *x, uint64_t c, uint64_t f)
 {
 	for (int t = 0; t < x->nt; t++)
-		x->root[t] = root_in(x, t, c, 0);
+		x->root[t] = root_in(x, t, c, f, 0);
+}
+
+/* f once v ran after the nodes in c: v is the first contributor of each
+ * gradient it adds to that nothing made yet. */
+static uint64_t
+note_first(const Ex *x, int v, uint64_t c, uint64_t f)
+{
+	const DagNode *nd = &x->d->node[v];
+
+	for (int j = 0; j < nd->nacc; j++) {
+		int t = nd->acc[j].tensor, k = x->accofs[t];
+		if (!x->fbits[t] || produced_before(x, t, c))
+			continue;
+		while (x->accnode[k] != v)
+			k++;
+		f &= ~((bit(x->fbits[t]) - 1) << x->fshift[t]);
+		f |= (uint64_t)(k - x->accofs[t]) << x->fshift[t];
+	}
+	return f;
 }
 
 /* Nodes that may still run: those never run, and recomputable ones whose
@@ -296,24 +360,20 @@ resident_bytes(const Ex *x, const Set *R)
 	return b;
 }
 
-static bool
-produced_before(const Ex *x, int t, uint64_t c)
-{
-	return x->d->t[t].from_start || (x->makers[t] & c);
-}
-
-/* Can node v run now? Its inputs, view bases and existing gradients must be
- * resident, its outputs not (their last copy is dead). */
+/* Can node v run now? A backward node runs once, after its forward node;
+ * its inputs, view bases and existing gradients must be resident, every
+ * contribution to a gradient it reads made, its outputs not resident
+ * (their last copy is dead). */
 static bool
 can_run(const Ex *x, int v, uint64_t c, const Set *R, uint64_t N)
 {
 	const DagNode *nd = &x->d->node[v];
 	bool again = c & bit(v), useful = !again;
 
-	if (nd->once && (again || x->once_seq[__builtin_popcountll(c & ~x->recomputable)] != v))
+	if (nd->once && (again || (nd->fwd_plus1 > 0 && !(c & bit(nd->fwd_plus1 - 1)))))
 		return false;
 	for (int j = 0; j < nd->nin; j++)
-		if (!has(R, nd->in[j]))
+		if (!has(R, nd->in[j]) || (x->accm[nd->in[j]] & ~c))
 			return false;
 	for (int j = 0; j < nd->nout; j++) {
 		int t = nd->out[j], src = x->d->t[t].view_src;
@@ -443,7 +503,7 @@ static void
 step(Ex *x, int i, int v)
 {
 	const DagNode *nd = &x->d->node[v];
-	uint64_t c = x->st[i].c, c2 = c | bit(v);
+	uint64_t c = x->st[i].c, c2 = c | bit(v), f2 = note_first(x, v, c, x->st[i].f);
 	bool again = c & bit(v);
 	int64_t g = x->st[i].g + (again ? nd->cost : 0);
 	int freet[4 * EX_MAX_TENSORS], nfree;
@@ -453,7 +513,7 @@ step(Ex *x, int i, int v)
 		put(&R1, nd->out[j]);
 	for (int j = 0; j < nd->nacc; j++)
 		put(&R1, nd->acc[j].tensor);
-	set_roots(x, c2);
+	set_roots(x, c2, f2);
 	if ((nfree = classify(x, v, c2, &R1, &forced, freet)) < 0) {
 		x->gave_up = true;
 		return;
@@ -466,7 +526,7 @@ step(Ex *x, int i, int v)
 		for (int j = 0; j < nd->nout; j++)
 			kept |= has(&R2, nd->out[j]);
 		if (kept)
-			relax(x, c2, &R2, g, i, v);
+			relax(x, c2, &R2, f2, g, i, v);
 	}
 }
 
@@ -474,11 +534,11 @@ step(Ex *x, int i, int v)
 static void
 expand(Ex *x, int i)
 {
-	uint64_t c = x->st[i].c, N = may_run(x, c);
+	uint64_t c = x->st[i].c, f = x->st[i].f, N = may_run(x, c);
 	Set R = x->st[i].r;
 	int64_t rbytes;
 
-	set_roots(x, c);
+	set_roots(x, c, f);
 	rbytes = resident_bytes(x, &R);
 	for (int v = 0; v < x->n && !x->gave_up; v++) {
 		int64_t m;
@@ -490,7 +550,7 @@ expand(Ex *x, int i)
 			continue;
 		}
 		step(x, i, v);
-		set_roots(x, c);
+		set_roots(x, c, f);
 	}
 }
 
@@ -519,7 +579,7 @@ cheapest(Ex *x, int64_t P, int64_t rem)
 	x->next_p = INF;
 	x->nst = x->nheap = 0;
 	memset(x->slot, 0, sizeof *x->slot * x->capslot);
-	relax(x, 0, &R, 0, -1, -1);
+	relax(x, 0, &R, 0, 0, -1, -1);
 	while (x->nheap > 0 && !x->gave_up) {
 		HeapItem h = heap_pop(x);
 		St *s = &x->st[h.st];
@@ -668,6 +728,8 @@ add_uses(Ex *x, int v)
 		int t = nd->acc[j].tensor, src = nd->acc[j].view_src;
 		x->users[t] |= bit(v);
 		x->makers[t] |= bit(v);
+		x->accm[t] |= bit(v);
+		x->accofs[t + 1]++;
 		if (src >= 0) {
 			x->users[src] |= bit(v);
 			x->readers[src] |= bit(v);
@@ -675,11 +737,58 @@ add_uses(Ex *x, int v)
 	}
 }
 
+/* The contributors of each gradient, by node index (CSR). */
+static void
+list_contributors(Ex *x)
+{
+	int *fill = ar_alloc(x->a, sizeof *fill * (size_t)(x->nt + 1));
+
+	for (int t = 0; t < x->nt; t++)
+		x->accofs[t + 1] += x->accofs[t];
+	x->accnode = ar_alloc(x->a, sizeof *x->accnode * (size_t)(x->accofs[x->nt] + 1));
+	x->accview = ar_alloc(x->a, sizeof *x->accview * (size_t)(x->accofs[x->nt] + 1));
+	for (int v = 0; v < x->n; v++)
+		for (int j = 0; j < x->d->node[v].nacc; j++) {
+			const DagAcc *ac = &x->d->node[v].acc[j];
+			int k = x->accofs[ac->tensor] + fill[ac->tensor]++;
+			x->accnode[k] = v;
+			x->accview[k] = ac->view_src;
+		}
+}
+
+/* Places in F the index of the first contributor of every gradient whose
+ * contributors would make it with different roots (views of different
+ * tensors, or a view and an owning instance); false when they need more
+ * than 64 bits. */
+static bool
+place_firsts(Ex *x)
+{
+	int used = 0;
+
+	for (int t = 0; t < x->nt; t++) {
+		int a = x->accofs[t], n = x->accofs[t + 1] - a, w = 0;
+		bool differ = false;
+		for (int k = 1; k < n; k++)
+			differ |= x->accview[a + k] != x->accview[a];
+		if (!differ || x->d->t[t].from_start)
+			continue;
+		while (bit(w) < (uint64_t)n)
+			w++;
+		if (used + w > 64)
+			return false;
+		x->fshift[t] = used;
+		x->fbits[t] = w;
+		used += w;
+	}
+	return true;
+}
+
 /* Fills the tables; NULL or why the graph is not supported. */
 static const char *
 ex_init(Ex *x, const Dag *d, Arena *a)
 {
 	const char *why = unsupported(d, a);
+	size_t nt1 = (size_t)d->nt + 1;
 
 	memset(x, 0, sizeof *x);
 	if (why)
@@ -689,48 +798,33 @@ ex_init(Ex *x, const Dag *d, Arena *a)
 	x->n = d->nnode;
 	x->nt = d->nt;
 	x->all = x->n == 64 ? ~(uint64_t)0 : bit(x->n) - 1;
-	x->users = ar_alloc(a, sizeof *x->users * (size_t)(x->nt + 1));
-	x->readers = ar_alloc(a, sizeof *x->readers * (size_t)(x->nt + 1));
-	x->makers = ar_alloc(a, sizeof *x->makers * (size_t)(x->nt + 1));
-	x->producer = ar_alloc(a, sizeof *x->producer * (size_t)(x->nt + 1));
-	x->acc_first = ar_alloc(a, sizeof *x->acc_first * (size_t)(x->nt + 1));
-	x->acc_first_view = ar_alloc(a, sizeof *x->acc_first_view * (size_t)(x->nt + 1));
-	x->root = ar_alloc(a, sizeof *x->root * (size_t)(x->nt + 1));
-	x->once_seq = ar_alloc(a, sizeof *x->once_seq * (size_t)(x->n + 1));
+	x->users = ar_alloc(a, sizeof *x->users * nt1);
+	x->readers = ar_alloc(a, sizeof *x->readers * nt1);
+	x->makers = ar_alloc(a, sizeof *x->makers * nt1);
+	x->accm = ar_alloc(a, sizeof *x->accm * nt1);
+	x->accofs = ar_alloc(a, sizeof *x->accofs * (nt1 + 1));
+	x->fshift = ar_alloc(a, sizeof *x->fshift * nt1);
+	x->fbits = ar_alloc(a, sizeof *x->fbits * nt1);
+	x->producer = ar_alloc(a, sizeof *x->producer * nt1);
+	x->root = ar_alloc(a, sizeof *x->root * nt1);
 	for (int t = 0; t < x->nt; t++)
-		x->producer[t] = x->acc_first[t] = -1;
+		x->producer[t] = -1;
 	for (int c = 0; c < CAT_COUNT; c++)
 		x->persistent += d->persistent[c];
 	for (int v = 0; v < x->n; v++)
 		add_uses(x, v);
-	for (int i = 0; i < d->nbase; i++) {
-		int v = d->base_order[i];
-		if (v < 0 || v >= x->n || !d->node[v].once)
-			continue;
-		x->once_seq[x->nonce++] = v;
-		for (int j = 0; j < d->node[v].nacc; j++)
-			if (x->acc_first[d->node[v].acc[j].tensor] < 0) {
-				x->acc_first[d->node[v].acc[j].tensor] = v;
-				x->acc_first_view[d->node[v].acc[j].tensor] = d->node[v].acc[j].view_src;
-			}
-	}
-	if (x->nonce != __builtin_popcountll(x->all & ~x->recomputable))
-		return "the base order does not list every once-only node exactly once";
+	list_contributors(x);
+	if (!place_firsts(x))
+		return "too many gradients whose first contribution decides their"
+		       " memory for the exact search";
+	ar_init(&x->mem);
 	x->capst = 1 << 12;
-	x->st = xmalloc(sizeof *x->st * (size_t)x->capst);
+	x->st = ar_grow(&x->mem, NULL, 0, sizeof *x->st * (size_t)x->capst);
 	x->capslot = 1 << 13;
-	x->slot = xcalloc(x->capslot, sizeof *x->slot);
+	x->slot = ar_grow(&x->mem, NULL, 0, sizeof *x->slot * x->capslot);
 	x->capheap = 1 << 12;
-	x->heap = xmalloc(sizeof *x->heap * (size_t)x->capheap);
+	x->heap = ar_grow(&x->mem, NULL, 0, sizeof *x->heap * (size_t)x->capheap);
 	return NULL;
-}
-
-static void
-ex_free(Ex *x)
-{
-	free(x->st);
-	free(x->slot);
-	free(x->heap);
 }
 
 /* The base schedule as the first candidate (peak INF if it is invalid). */
@@ -801,6 +895,6 @@ rm_plan_exact(const Dag *d, const PlanGoal *goal, Arena *a)
 		                                x.expansions)
 		                    : "no valid schedule exists";
 	}
-	ex_free(&x);
+	ar_free(&x.mem);
 	return r;
 }

@@ -164,6 +164,11 @@ bool rm_topo_order(const RmCtx *C, uint64_t seed, int *out);
 /* The least-bytes order, its peak lowered by moves (no recompute); cached
  * in C; NULL when there is none. */
 const int *rm_least_bytes_order(RmCtx *C);
+/* The k best plans of the pool within cap (< 0: none), their steps moved
+ * (backward steps too, where the spec allows) and what lives across their
+ * peak recomputed before its next use (within cap), to lower the peak;
+ * each one lowered joins the pool as a schedule. */
+void rm_reorder_pool(RmCtx *C, RmPool *pool, double cap, int k);
 
 /* passes/plan/remat_ls.c */
 /* The hill climb from the pool's best plan within maxcost, with evals

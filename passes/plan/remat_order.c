@@ -1,17 +1,19 @@
-/* passes/plan/remat_order.c -- other orders for the planners to work over:
- * topological orders of the Dag's data edges (accumulation before reads;
- * once-only nodes keep their base order, the exact solver's search space),
- * chosen greedily by the bytes each step adds or at random, and a local
- * search that lowers an order's peak by moving steps, with no recompute.
- * On random layered graphs the least-bytes order alone starts 2-20% below
- * the reference order's peak, which the budget then need not buy with
- * recompute. Reads the Dag; every order is scored by lv_eval. */
-#include <stdlib.h>
+/* passes/plan/remat_order.c -- other orders for the planners to work over,
+ * over the spec's whole schedule space (memory-model.md, "Schedules"):
+ * topological orders of the Dag's data edges (every contribution to a
+ * gradient before it is read, a backward node after its forward node;
+ * backward steps otherwise in any order, as the exact solver assumes),
+ * chosen greedily by the bytes each step adds or at random; and a local
+ * search that lowers a schedule's peak by moving steps (backward steps
+ * too) and, for -O2's final plans, by recomputing what lives across the
+ * peak right before its next use (with the recomputes its inputs need,
+ * within the cap). On random layered graphs the least-bytes order alone
+ * starts 2-20% below the reference order's peak, which the budget then
+ * need not buy with recompute. Reads the Dag; every schedule is scored by
+ * lv_eval; scratch lives in arenas per call. */
 #include <string.h>
 
 #include "remat_int.h"
-
-/* evaluations x size for order_improve: about 0.05 s */
 
 static int64_t
 owned(const Dag *d, int t)
@@ -19,15 +21,34 @@ owned(const Dag *d, int t)
 	return d->t[t].view_src >= 0 || d->t[t].persistent_view ? 0 : d->t[t].bytes;
 }
 
-/* The order's peak and how many steps reach it, by lv_eval (scratch in
- * C); false when the order is invalid. */
+/* Recomputes one move may insert, and all moves together. */
+enum { RCHAIN = 8, RTOTAL = 4 * RCHAIN };
+
+/* A schedule being improved: its steps, a buffer for a changed copy, its
+ * key (the peak, then how many steps reach it) and the evaluations left. */
+typedef struct Ord {
+	RmCtx *C;
+	int *s, *buf, m, capm;  /* capm: room in s and buf */
+	int64_t peak;
+	int npeak;
+	long evals;
+	double maxcost;         /* recompute allowed; < 0: any */
+	bool remat;             /* may insert recomputes */
+	int *maker;             /* [nt] the recomputable node making t, or -1 */
+	Instance *inst;         /* the current schedule's instances */
+	int ninst;
+	int *sel;               /* those live across the peak step, largest first */
+} Ord;
+
+/* The peak of s[0..m) and how many steps reach it, by lv_eval (scratch
+ * in C); false when s is invalid. */
 static bool
-order_key(RmCtx *C, int *ord, int64_t *peak, int *npeak)
+order_key(RmCtx *C, const int *s, int m, int64_t *peak, int *npeak)
 {
-	Schedule s = {C->n, ord};
+	Schedule sc = {m, (int *)s};
 
 	ar_free(&C->scratch);
-	lv_eval(C->d, &s, &C->ev, &C->scratch);
+	lv_eval(C->d, &sc, &C->ev, &C->scratch);
 	C->evals++;
 	if (!C->ev.valid)
 		return false;
@@ -38,127 +59,285 @@ order_key(RmCtx *C, int *ord, int64_t *peak, int *npeak)
 	return true;
 }
 
-/* buf = ord with the step at i moved to index j of the result. */
+/* buf = s with the step at i moved to index j of the result. */
 static void
-order_move(const int *ord, int n, int i, int j, int *buf)
+order_move(const int *s, int m, int i, int j, int *buf)
 {
 	int k = 0;
 
-	for (int x = 0; x < n; x++) {
+	for (int x = 0; x < m; x++) {
 		if (x == i)
 			continue;
 		if (k == j)
-			buf[k++] = ord[i];
-		buf[k++] = ord[x];
+			buf[k++] = s[i];
+		buf[k++] = s[x];
 	}
 	if (k == j)
-		buf[k++] = ord[i];
+		buf[k++] = s[i];
 }
 
-/* Lowers the peak of an order without recompute: for the tensors live
- * across the first peak step p, largest first, moves the producer to just
- * before its first use after p, or the last reader to just after its last
- * input is made (if that is before p); keeps the first move that lowers
- * (peak, steps at the peak). Only recomputable nodes move. At most evals
- * evaluations. */
-static void
-order_improve(RmCtx *C, int *ord, long evals)
+/* Whether node v uses t: reads it, or adds to it. */
+static bool
+node_uses(const Dag *d, int v, int t)
 {
-	const Dag *d = C->d;
-	int n = C->n, npeak;
-	int *buf = xcalloc((size_t)n + 1, sizeof *buf);
-	int *pos = xcalloc((size_t)d->nnode + 1, sizeof *pos);
-	int *maker = xcalloc((size_t)d->nt + 1, sizeof *maker);
-	int64_t peak;
-	bool better = order_key(C, ord, &peak, &npeak);
+	const DagNode *n = &d->node[v];
+
+	for (int j = 0; j < n->nin; j++)
+		if (n->in[j] == t)
+			return true;
+	for (int j = 0; j < n->nacc; j++)
+		if (n->acc[j].tensor == t)
+			return true;
+	return false;
+}
+
+/* Whether node v makes t: produces it, or adds to it. */
+static bool
+node_makes(const Dag *d, int v, int t)
+{
+	const DagNode *n = &d->node[v];
+
+	for (int j = 0; j < n->nout; j++)
+		if (n->out[j] == t)
+			return true;
+	for (int j = 0; j < n->nacc; j++)
+		if (n->acc[j].tensor == t)
+			return true;
+	return false;
+}
+
+/* The earliest index step w could move to: after the latest earlier step
+ * that makes a tensor it reads or a view base it needs, and after its
+ * forward node's step. lv_eval judges the rest (a contribution after a
+ * read). */
+static int
+order_earliest(const Dag *d, const int *s, int w)
+{
+	const DagNode *n = &d->node[s[w]];
+
+	for (int x = w - 1; x >= 0; x--) {
+		if (s[x] == n->fwd_plus1 - 1)
+			return x + 1;
+		for (int j = 0; j < n->nin; j++)
+			if (node_makes(d, s[x], n->in[j]))
+				return x + 1;
+		for (int j = 0; j < n->nacc; j++)
+			if (n->acc[j].view_src >= 0 && node_makes(d, s[x], n->acc[j].view_src))
+				return x + 1;
+	}
+	return 0;
+}
+
+/* The first step after p that uses t, or -1. */
+static int
+order_next_use(const Dag *d, const int *s, int m, int p, int t)
+{
+	for (int x = p + 1; x < m; x++)
+		if (node_uses(d, s[x], t))
+			return x;
+	return -1;
+}
+
+/* Keeps O->buf[0..m) as O->s when its key is lower and its recompute
+ * within the cap. */
+static bool
+order_keep(Ord *O, int m)
+{
+	int64_t pk;
+	int np;
+
+	O->evals--;
+	if (!order_key(O->C, O->buf, m, &pk, &np) ||
+	    pk > O->peak || (pk == O->peak && np >= O->npeak) ||
+	    (O->maxcost >= 0 && (double)O->C->ev.recompute_cost > O->maxcost))
+		return false;
+	memcpy(O->s, O->buf, sizeof *O->s * (size_t)m);
+	O->m = m;
+	return true;
+}
+
+/* Tries O->s with step i moved to index j. */
+static bool
+order_try(Ord *O, int i, int j)
+{
+	order_move(O->s, O->m, i, j, O->buf);
+	return order_keep(O, O->m);
+}
+
+/* The end of the latest instance of t made before step x, or -1. */
+static int
+order_end_before(const Ord *O, int t, int x)
+{
+	int start = -2, end = -1;
+
+	for (int k = 0; k < O->ninst; k++)
+		if (O->inst[k].tensor == t && O->inst[k].start < x &&
+		    O->inst[k].start > start) {
+			start = O->inst[k].start;
+			end = O->inst[k].end;
+		}
+	return end;
+}
+
+/* Appends to chain[0..*n) the recomputes node v needs before step x:
+ * v after the producers of its inputs that are not live at step p (their
+ * instances died before it), recursively. False past RCHAIN or at an
+ * input nothing can make again; depth counts the nodes waiting on v. */
+static bool
+order_chain(const Ord *O, int v, int x, int p, int *chain, int *n, int depth)
+{
+	const DagNode *nd = &O->C->d->node[v];
+
+	for (int k = 0; k < *n; k++)
+		if (chain[k] == v)
+			return true;
+	if (nd->once || *n + depth >= RCHAIN)
+		return false;
+	for (int j = 0; j < nd->nin; j++) {
+		int t = nd->in[j];
+		if (O->C->d->t[t].from_start || order_end_before(O, t, x) >= p)
+			continue;
+		if (O->maker[t] < 0 ||
+		    !order_chain(O, O->maker[t], x, p, chain, n, depth + 1))
+			return false;
+	}
+	chain[(*n)++] = v;
+	return true;
+}
+
+/* Tries recomputing instance in (live across step p) right before its
+ * next use x after p, with the recomputes its inputs need, so that it
+ * need not live across p. */
+static bool
+order_try_chain(Ord *O, const Instance *in, int p, int x)
+{
+	int chain[RCHAIN], n = 0, v = O->s[in->start];
+
+	if (!O->remat || O->m + RCHAIN > O->capm ||
+	    !order_chain(O, v, x, p, chain, &n, 0))
+		return false;
+	memcpy(O->buf, O->s, sizeof *O->buf * (size_t)x);
+	memcpy(O->buf + x, chain, sizeof *O->buf * (size_t)n);
+	memcpy(O->buf + x + n, O->s + x, sizeof *O->buf * (size_t)(O->m - x));
+	return order_keep(O, O->m + n);
+}
+
+/* Selects in O->sel the owning instances live across step p of the
+ * current evaluation (in C->ev, copied to O->inst), largest first. */
+static int
+order_select(Ord *O, int p)
+{
+	const MemEval *ev = &O->C->ev;
+	int ni = 0;
+
+	memcpy(O->inst, ev->inst, sizeof *O->inst * (size_t)ev->ninst);
+	O->ninst = ev->ninst;
+	for (int k = 0; k < ev->ninst; k++) {
+		const Instance *in = &O->inst[k];
+		if (in->start >= 0 && in->start <= p && in->end > p && in->owned > 0)
+			O->sel[ni++] = k;
+	}
+	for (int a = 1; a < ni; a++)
+		for (int b = a; b > 0 && O->inst[O->sel[b]].owned > O->inst[O->sel[b - 1]].owned; b--) {
+			int tmp = O->sel[b];
+			O->sel[b] = O->sel[b - 1];
+			O->sel[b - 1] = tmp;
+		}
+	return ni;
+}
+
+/* One improving move around the first peak step, or false: for the
+ * instances live across it, largest first, the step making one moves to
+ * just before its next use after the peak, or the step last using one to
+ * the earliest index it may take, when that is not after the peak, or
+ * (O->remat) it is recomputed before that next use. */
+static bool
+order_step(Ord *O)
+{
+	const Dag *d = O->C->d;
+	int p = O->C->ev.peak_step, ni = order_select(O, p);
+
+	for (int c = 0; c < ni && O->evals > 0; c++) {
+		const Instance *in = &O->inst[O->sel[c]];
+		int fu = order_next_use(d, O->s, O->m, p, in->tensor), early;
+		if (fu > p && fu - 1 > in->start && order_try(O, in->start, fu - 1))
+			return true;
+		if (fu > p && O->evals > 0 && order_try_chain(O, in, p, fu))
+			return true;
+		if (d->t[in->tensor].to_end || O->evals <= 0)
+			continue;
+		early = order_earliest(d, O->s, in->end);
+		if (early <= p && early < in->end && order_try(O, in->end, early))
+			return true;
+	}
+	return false;
+}
+
+/* The recomputable node making each tensor, or -1. */
+static int *
+order_makers(const Dag *d, Arena *a)
+{
+	int *maker = ar_alloc(a, sizeof *maker * ((size_t)d->nt + 1));
 
 	for (int t = 0; t < d->nt; t++)
 		maker[t] = -1;
-	for (int v = 0; v < d->nnode; v++)
-		for (int j = 0; j < d->node[v].nout; j++)
+	for (int v = d->nnode - 1; v >= 0; v--)
+		for (int j = 0; !d->node[v].once && j < d->node[v].nout; j++)
 			maker[d->node[v].out[j]] = v;
-	while (better && evals > 0) {
-		better = false;
-		order_key(C, ord, &peak, &npeak);
-		int p = C->ev.peak_step, ni = 0;
-		for (int x = 0; x < n; x++)
-			pos[ord[x]] = x;
-		/* instances live across p, by bytes (a short selection) */
-		int *cand = buf;
-		for (int k = 0; k < C->ev.ninst && ni < n; k++) {
-			const Instance *in = &C->ev.inst[k];
-			if (in->start >= 0 && in->start <= p && in->end > p && in->owned > 0)
-				cand[ni++] = k;
-		}
-		int *sel = xcalloc((size_t)ni + 1, sizeof *sel);
-		memcpy(sel, cand, sizeof *sel * (size_t)ni);
-		Instance *inst = xcalloc((size_t)C->ev.ninst + 1, sizeof *inst);
-		memcpy(inst, C->ev.inst, sizeof *inst * (size_t)C->ev.ninst);
-		for (int a = 1; a < ni; a++)
-			for (int b = a; b > 0 && inst[sel[b]].owned > inst[sel[b - 1]].owned; b--) {
-				int tmp = sel[b];
-				sel[b] = sel[b - 1];
-				sel[b - 1] = tmp;
-			}
-		for (int c = 0; c < ni && !better && evals > 0; c++) {
-			const Instance *in = &inst[sel[c]];
-			int v = ord[in->start], w = ord[in->end], fu = -1;
-			for (int x = p + 1; x < n && fu < 0; x++)
-				for (int k = C->uofs[ord[x]]; k < C->uofs[ord[x] + 1]; k++)
-					if (C->use[k] == in->tensor)
-						fu = x;
-			if (!d->node[v].once && fu > p) {
-				int64_t pk;
-				int np;
-				order_move(ord, n, in->start, fu - 1, buf);
-				evals--;
-				if (order_key(C, buf, &pk, &np) &&
-				    (pk < peak || (pk == peak && np < npeak))) {
-					memcpy(ord, buf, sizeof *ord * (size_t)n);
-					better = true;
-					break;
-				}
-			}
-			int early = 0;
-			for (int k = C->uofs[w]; k < C->uofs[w + 1]; k++)
-				if (maker[C->use[k]] >= 0 && pos[maker[C->use[k]]] + 1 > early)
-					early = pos[maker[C->use[k]]] + 1;
-			if (!d->node[w].once && !d->t[in->tensor].to_end &&
-			    early <= p && early < in->end) {
-				int64_t pk;
-				int np;
-				order_move(ord, n, in->end, early, buf);
-				evals--;
-				if (order_key(C, buf, &pk, &np) &&
-				    (pk < peak || (pk == peak && np < npeak))) {
-					memcpy(ord, buf, sizeof *ord * (size_t)n);
-					better = true;
-				}
-			}
-		}
-		free(sel);
-		free(inst);
+	return maker;
+}
+
+/* Lowers the peak of the schedule s[0..*m) by moving single steps (any
+ * step: each node runs as often as before, so the recompute cost stays)
+ * and, when maxcost allows (>= 0 or -1: any), by recomputing what lives
+ * across the peak before its next use; keeps the first change that lowers
+ * (peak, steps at the peak), with at most evals evaluations. The result
+ * lives in a (*m updated); NULL when s is invalid. C->ev describes it. */
+static int *
+order_improve(RmCtx *C, const int *s, int *m, long evals, double maxcost,
+              bool remat, Arena *a)
+{
+	Arena step = {0};               /* each move's */
+	Ord O = {C, NULL, NULL, *m, *m + (remat ? RTOTAL : 0), 0, 0, evals,
+	         maxcost, remat, NULL, NULL, 0, NULL};
+
+	O.s = ar_alloc(a, sizeof *O.s * ((size_t)O.capm + 1));
+	O.buf = ar_alloc(a, sizeof *O.buf * ((size_t)O.capm + 1));
+	O.maker = order_makers(C->d, a);
+	memcpy(O.s, s, sizeof *O.s * (size_t)*m);
+	if (!order_key(C, O.s, O.m, &O.peak, &O.npeak))
+		return NULL;
+	while (O.evals > 0) {
+		O.inst = ar_alloc(&step, sizeof *O.inst * ((size_t)C->ev.ninst + 1));
+		O.sel = ar_alloc(&step, sizeof *O.sel * ((size_t)C->ev.ninst + 1));
+		bool moved = order_step(&O);
+		ar_free(&step);
+		if (!moved)
+			break;
+		order_key(C, O.s, O.m, &O.peak, &O.npeak);
 	}
-	free(buf);
-	free(pos);
-	free(maker);
+	order_key(C, O.s, O.m, &O.peak, &O.npeak);     /* C->ev describes it */
+	*m = O.m;
+	return O.s;
 }
 
 /* Another order of d's nodes for the simulation: a topological order of
- * the data edges (and of accumulation before reads), taking at each step
- * the ready node that adds the fewest bytes (seed 0; ties by base
- * position), or a random ready node. Once-only (backward) nodes keep
- * their base order, as the exact solver assumes. False on a cycle. */
+ * the data edges (every contribution to a gradient before its reads, a
+ * backward node after its forward node: the spec's space, which the exact
+ * solver searches too), taking at each step the ready node that adds the
+ * fewest bytes (seed 0; ties by base position), or a random ready node.
+ * False on a cycle. */
 bool
 rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 {
 	const Dag *d = C->d;
+	Arena a = {0};          /* the call's scratch */
 	int nn = d->nnode, nt = d->nt, ne = 0, k = 0;
-	int *maker = xcalloc((size_t)nt + 1, sizeof *maker);
-	int *cnt = xcalloc((size_t)nn + 1, sizeof *cnt);
-	int *rd = xcalloc((size_t)nt + 1, sizeof *rd);
-	int *ready = xcalloc((size_t)nn + 1, sizeof *ready);
-	int *eofs = xcalloc((size_t)nn + 2, sizeof *eofs);
+	int *maker = ar_alloc(&a, ((size_t)nt + 1) * sizeof *maker);
+	int *cnt = ar_alloc(&a, ((size_t)nn + 1) * sizeof *cnt);
+	int *rd = ar_alloc(&a, ((size_t)nt + 1) * sizeof *rd);
+	int *ready = ar_alloc(&a, ((size_t)nn + 1) * sizeof *ready);
+	int *eofs = ar_alloc(&a, ((size_t)nn + 2) * sizeof *eofs);
 	int *edge, nready = 0;
 	bool ok;
 
@@ -172,8 +351,8 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 		for (int i = C->uofs[v]; i < C->uofs[v + 1]; i++)
 			rd[C->use[i]]++;
 	/* readers of each tensor, CSR */
-	int *rofs = xcalloc((size_t)nt + 2, sizeof *rofs);
-	int *reader = xcalloc((size_t)C->uofs[nn] + 1, sizeof *reader);
+	int *rofs = ar_alloc(&a, ((size_t)nt + 2) * sizeof *rofs);
+	int *reader = ar_alloc(&a, ((size_t)C->uofs[nn] + 1) * sizeof *reader);
 	for (int t = 0; t < nt; t++)
 		rofs[t + 1] = rofs[t] + rd[t];
 	for (int v = 0; v < nn; v++)
@@ -188,21 +367,15 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 		for (int j = 0; j < d->node[v].nacc; j++)
 			ne += rd[d->node[v].acc[j].tensor];
 	}
-	ne += C->n;
-	edge = xcalloc((size_t)ne + 1, sizeof *edge);
-	int *efrom = xcalloc((size_t)ne + 1, sizeof *efrom);
+	ne += nn;
+	edge = ar_alloc(&a, ((size_t)ne + 1) * sizeof *edge);
+	int *efrom = ar_alloc(&a, ((size_t)ne + 1) * sizeof *efrom);
 	ne = 0;
-	for (int x = 0, prev = -1; x < C->n; x++) {
-		int v = d->base_order[x];
-		if (!d->node[v].once)
-			continue;
-		if (prev >= 0) {
-			efrom[ne] = prev;
+	for (int v = 0; v < nn; v++) {
+		if (d->node[v].fwd_plus1 > 0) {
+			efrom[ne] = d->node[v].fwd_plus1 - 1;
 			edge[ne++] = v;
 		}
-		prev = v;
-	}
-	for (int v = 0; v < nn; v++) {
 		for (int i = C->uofs[v]; i < C->uofs[v + 1]; i++)
 			if (maker[C->use[i]] >= 0 && maker[C->use[i]] != v) {
 				efrom[ne] = maker[C->use[i]];
@@ -217,7 +390,7 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 				}
 		}
 	}
-	int *sorted = xcalloc((size_t)ne + 1, sizeof *sorted);
+	int *sorted = ar_alloc(&a, ((size_t)ne + 1) * sizeof *sorted);
 	for (int e = 0; e < ne; e++) {
 		eofs[efrom[e] + 2]++;
 		cnt[edge[e]]++;
@@ -263,16 +436,7 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 				ready[nready++] = sorted[e];
 	}
 	ok = k == nn && nn == d->nbase;
-	free(maker);
-	free(cnt);
-	free(rd);
-	free(ready);
-	free(eofs);
-	free(edge);
-	free(efrom);
-	free(sorted);
-	free(rofs);
-	free(reader);
+	ar_free(&a);
 	return ok;
 }
 
@@ -290,6 +454,84 @@ rm_least_bytes_order(RmCtx *C)
 		C->lborder = NULL;
 		return NULL;
 	}
-	order_improve(C, C->lborder, work / size + 1);
+	Arena a = {0};
+	int m = C->n, *s = order_improve(C, C->lborder, &m, work / size + 1, 0,
+	                                 false, &a);
+
+	if (s)
+		memcpy(C->lborder, s, sizeof *s * (size_t)m);
+	ar_free(&a);
 	return C->lborder;
+}
+
+/* Whether plan a comes before plan b: smaller peak, then cost. */
+static bool
+plan_before(const RmCand *a, const RmCand *b)
+{
+	return a->peak < b->peak || (a->peak == b->peak && a->cost < b->cost);
+}
+
+/* Up to k valid plans of the pool within cap (< 0: none), the best
+ * first, each (peak, cost) once, into pick; how many. */
+static int
+best_plans(const RmPool *pool, double cap, int k, int *pick)
+{
+	int np = 0;
+
+	for (int i = 0; i < pool->n; i++) {
+		const RmCand *c = &pool->c[i];
+		bool dup = false;
+		int j;
+		if (!c->valid || (cap >= 0 && (double)c->cost > cap))
+			continue;
+		for (j = 0; j < np && !plan_before(c, &pool->c[pick[j]]); j++)
+			if ((dup = c->peak == pool->c[pick[j]].peak &&
+			           c->cost == pool->c[pick[j]].cost))
+				break;
+		if (dup || j >= k)
+			continue;
+		if (np < k)
+			np++;
+		memmove(pick + j + 1, pick + j, sizeof *pick * (size_t)(np - 1 - j));
+		pick[j] = i;
+	}
+	return np;
+}
+
+/* Plan i's steps, copied into a; NULL when it cannot be built. */
+static int *
+plan_steps(RmCtx *C, const RmPool *pool, int i, Arena *a, int *m)
+{
+	const RmCand *c = &pool->c[i];
+	const int *src = c->sched;
+	int *s;
+
+	*m = c->nsched;
+	if (!src) {
+		if (!rm_build(C, c->state))
+			return NULL;
+		src = C->step;
+		*m = C->nstep;
+	}
+	s = ar_alloc(a, sizeof *s * ((size_t)*m + 1));
+	memcpy(s, src, sizeof *s * (size_t)*m);
+	return s;
+}
+
+void
+rm_reorder_pool(RmCtx *C, RmPool *pool, double cap, int k)
+{
+	Arena a = {0};
+	int *pick = ar_alloc(&a, sizeof *pick * ((size_t)k + 1)), np = 0;
+	long size = C->n + C->uofs[C->d->nnode] + 1;
+
+	np = best_plans(pool, cap, k, pick);
+	for (int i = 0; i < np; i++) {
+		int m, *s = plan_steps(C, pool, pick[i], &a, &m);
+		long evals = C->eff->order_work / (k * ((long)m + size)) + 1;
+		if (s && (s = order_improve(C, s, &m, evals, cap, true, &a)) &&
+		    C->ev.peak < pool->c[pick[i]].peak)
+			rm_pool_add_sched(pool, s, m, &C->ev);
+	}
+	ar_free(&a);
 }

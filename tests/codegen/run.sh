@@ -52,6 +52,27 @@ notok() { i=$((i + 1)); failed=1; echo "not ok $i - $*"; }
 field() { sed -n "s/^$1: \([0-9-]*\).*/\1/p" "$2"; }
 jfield() { tr ',' '\n' <"$2" | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -1; }
 sums() { grep -E '^(checksum|loss:|dirgrad:)' "$1"; }
+# Whether the results in $1 and $2 agree: the same lines, each number
+# within 1e-5 of the other, relatively. The spec lets the contributions to
+# one gradient come in any order, which -O2 uses, and a float sum depends
+# on the order of its terms.
+close() {
+	sums "$1" >"$1.sums"; sums "$2" >"$2.sums"
+	[ "$(wc -l <"$1.sums")" = "$(wc -l <"$2.sums")" ] || return 1
+	paste -d '|' "$1.sums" "$2.sums" | awk -F '|' '
+	function abs(v) { return v < 0 ? -v : v }
+	{
+		n = split($1, x, " "); m = split($2, y, " ")
+		if (n != m) bad = 1
+		for (k = 1; k <= n; k++) {
+			if (x[k] == y[k]) continue
+			if (x[k] !~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/ ||
+			    abs(x[k] - y[k]) > 1e-5 * (abs(x[k]) + abs(y[k])))
+				bad = 1
+		}
+	}
+	END { exit bad }'
+}
 
 # Emits, compiles and runs one program; $1 = test name, $2 = file stem,
 # the rest: remat arguments. Compares with $ref when it is set.
@@ -79,7 +100,7 @@ run_one() {
 	if [ "$(sums "$stem.tracked")" != "$(sums "$stem.arena")" ]; then
 		notok "$name: tracked and arena results differ"; return 1
 	fi
-	if [ -n "${ref:-}" ] && [ "$(sums "$stem.tracked")" != "$(sums "$ref")" ]; then
+	if [ -n "${ref:-}" ] && ! close "$stem.tracked" "$ref"; then
 		notok "$name: results differ from -O0"
 		diff "$ref" "$stem.tracked" | grep -E '^[<>] (checksum|loss|dirgrad)' | sed 's/^/# /' | head -10
 		return 1

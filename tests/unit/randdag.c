@@ -170,6 +170,7 @@ backward_op(Rd *r, int i, int nops)
 	n = &d->node[b];
 	f = &d->node[r->op_node[i]];
 	n->once = n->is_backward = true;
+	n->fwd_plus1 = r->op_node[i] + 1;       /* after its forward, as lowered */
 	n->workspace = f->workspace;
 	if (g >= 0)
 		add_in(n, g);
