@@ -237,9 +237,9 @@ rm_ctx_free(RmCtx *C)
 }
 
 unsigned char *
-rm_state_new(const RmCtx *C)
+rm_state_new(const RmCtx *C, Arena *a)
 {
-	return xcalloc((size_t)C->ngap + 1, 1);
+	return ar_alloc(a, (size_t)C->ngap + 1);
 }
 
 /* Appends a step at base position x; false past the size limit. */
