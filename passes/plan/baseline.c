@@ -154,7 +154,7 @@ step_bytes(Bound *B, int v)
 		if (r < 0 || B->mark[r] == v + 1 || B->counted[r])
 			continue;
 		B->mark[r] = v + 1;
-		sum += d->t[r].bytes;
+		sum = ck_sat_add(sum, d->t[r].bytes);
 	}
 	return sum;
 }
@@ -206,7 +206,7 @@ always_live(Bound *B)
 		if (d->t[t].from_start && d->t[t].to_end &&
 		    root_of(d, B->alias, t) == t) {
 			B->counted[t] = true;
-			s += d->t[t].bytes;
+			s = ck_sat_add(s, d->t[t].bytes);
 		}
 	return s;
 }
@@ -226,7 +226,7 @@ end_grads(Bound *B)
 			if (d->t[t].to_end && !d->t[t].from_start && !B->counted[t] &&
 			    root_of(d, B->alias, t) == t) {
 				B->counted[t] = true;
-				s += d->t[t].bytes;
+				s = ck_sat_add(s, d->t[t].bytes);
 			}
 		}
 	}
@@ -249,7 +249,7 @@ rm_lower_bound_parts(const Dag *d)
 	memset(&lb, 0, sizeof lb);
 	lb.end_node = lb.step_node = -1;
 	for (int c = 0; c < CAT_COUNT; c++)
-		lb.persistent += d->persistent[c];
+		lb.persistent = ck_sat_add(lb.persistent, d->persistent[c]);
 	bound_tables(&B);
 	lb.always = always_live(&B);
 	for (int v = 0; v < d->nnode; v++) {
@@ -270,10 +270,10 @@ rm_lower_bound_parts(const Dag *d)
 			lb.end_node = v;
 		}
 	}
-	int64_t base = lb.persistent + lb.always;
-	lb.at_end = lb.end_node >= 0 &&
-	            lb.end_grads + lb.end_step > lb.step;
-	lb.bytes = base + (lb.at_end ? lb.end_grads + lb.end_step : lb.step);
+	int64_t base = ck_sat_add(lb.persistent, lb.always);
+	int64_t end = ck_sat_add(lb.end_grads, lb.end_step);
+	lb.at_end = lb.end_node >= 0 && end > lb.step;
+	lb.bytes = ck_sat_add(base, lb.at_end ? end : lb.step);
 	ar_free(&a);
 	return lb;
 }

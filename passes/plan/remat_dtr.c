@@ -230,10 +230,10 @@ recost(Dtr *D, int t)
 	D->mark[C->prod[t]] = D->stamp;
 	while (sp > 0) {
 		int p = D->cstk[--sp];
-		c += D->d->node[p].cost + C->c0;
+		c = ck_sat_add(c, ck_sat_add(D->d->node[p].cost, C->c0));
 		D->work++;
 		if (++seen > CLOSURE)
-			return c * 4;
+			return ck_sat_mul(c, 4);
 		for (int k = C->uofs[p]; k < C->uofs[p + 1]; k++) {
 			int u = C->use[k], q = C->prod[u];
 			if (kept(D, u, when) || D->mark[q] == D->stamp)
@@ -508,7 +508,7 @@ candidate(Dtr *D, RmPool *pool, int64_t T, long tries, double cap)
 
 	D->costlim = INT64_MAX / 4;
 	for (int i = 0; i < D->nfixed; i++)
-		if (pool->c[i].peak <= T && 2 * pool->c[i].cost < D->costlim)
+		if (pool->c[i].peak <= T && ck_sat_mul(2, pool->c[i].cost) < D->costlim)
 			D->costlim = 2 * pool->c[i].cost;
 	if (cap >= 0 && (double)D->costlim > 2 * cap)
 		D->costlim = (int64_t)(2 * cap);
@@ -552,6 +552,14 @@ polish(Dtr *D, RmPool *pool, int64_t T, long tries)
 	rm_pool_add_sched(pool, D->sched, D->nsched, eval_steps(D, D->nsched));
 }
 
+/* x * k / n, truncated, without forming x * k: bytes near the Dag's cap
+ * times a ladder step pass 2^63. */
+static int64_t
+mul_div(int64_t x, int k, int n)
+{
+	return x / n * k + x % n * k / n;
+}
+
 /* The plans of one base order (C's): with a budget, at each bound of a
  * fixed ladder from the base peak down that fits it; without, lowering the
  * bound from the best peak within the cap (none: cap < 0). A simulation
@@ -568,7 +576,7 @@ search(RmCtx *C, RmPool *pool, int64_t budget, double cap, const Knobs *K)
 	D.nfixed = K->nfixed;
 	if (budget >= 0) {
 		for (int k = 1; k < K->ladder; k++) {
-			int64_t T = K->base - (K->base - lb) * k / K->ladder;
+			int64_t T = K->base - mul_div(K->base - lb, k, K->ladder);
 			if (T > budget)
 				continue;
 			candidate(&D, pool, T, K->tries, -1);
