@@ -23,7 +23,9 @@ ast_loc(const Ast *ast, int line, int col)
 	return (Loc){ast->file, line, col};
 }
 
-/* Grows a list of elements of size elsz so that one more fits. */
+/* Grows a list of elements of size elsz so that one more fits. Lists
+ * start at one element: most name and argument lists hold one, and room
+ * for four cost a 300k-statement file 52 of its 394 MB. */
 static void *
 grow(Ast *ast, void *v, int n, int *cap, size_t elsz)
 {
@@ -31,7 +33,7 @@ grow(Ast *ast, void *v, int n, int *cap, size_t elsz)
 
 	if (n < *cap)
 		return v;
-	ncap = *cap ? *cap * 2 : 4;
+	ncap = *cap ? *cap * 2 : 1;
 	v = ar_grow(ast->a, v, elsz * (size_t)*cap, elsz * (size_t)ncap);
 	*cap = ncap;
 	return v;

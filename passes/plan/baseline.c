@@ -21,15 +21,14 @@ bool
 rm_perblock_state(RmCtx *C, unsigned char *st)
 {
 	const Dag *d = C->d;
-	bool *keep_t = xcalloc((size_t)d->nt + 1, sizeof *keep_t);
-	bool any = false;
+	Arena a = {0};
+	bool *keep_t, any = false;
 
 	for (int v = 0; v < d->nnode; v++)
 		any |= d->node[v].block_plus1 > 0 && !d->node[v].once;
-	if (!any || !C->has_backward) {
-		free(keep_t);
+	if (!any || !C->has_backward)
 		return false;
-	}
+	keep_t = ar_alloc(&a, ((size_t)d->nt + 1) * sizeof *keep_t);
 	/* kept: what no def makes, and what a def makes that a node outside
 	 * that call reads (its outputs) */
 	for (int t = 0; t < d->nt; t++)
@@ -43,7 +42,7 @@ rm_perblock_state(RmCtx *C, unsigned char *st)
 				keep_t[t] = true;
 		}
 	rm_checkpoint_tensors(C, keep_t, st);
-	free(keep_t);
+	ar_free(&a);
 	return true;
 }
 
@@ -51,13 +50,13 @@ rm_perblock_state(RmCtx *C, unsigned char *st)
 static bool
 add_state(RmCtx *C, RmPool *pool, bool (*make)(RmCtx *, unsigned char *))
 {
-	unsigned char *st = rm_state_new(C);
-	bool ok = make(C, st);
+	Arena a = {0};
+	unsigned char *st = rm_state_new(C, &a);
 	int n = pool->n;
 
-	if (ok)
+	if (make(C, st))
 		rm_pool_add(pool, C, st, rm_eval(C, st));
-	free(st);
+	ar_free(&a);
 	return pool->n > n;
 }
 
@@ -82,7 +81,7 @@ plan_one(const Dag *d, Arena *a, bool (*make)(RmCtx *, unsigned char *))
 	r.fits = true;
 	r.lower_bound = rm_lower_bound_parts(d).bytes;
 	rm_ctx_init(&C, d);
-	st = rm_state_new(&C);
+	st = rm_state_new(&C, &C.mem);
 	rm_pool_add(&pool, &C, st, rm_eval(&C, st));
 	if (pool.n == 1)
 		r.peak = pool.c[0].peak;
@@ -94,7 +93,6 @@ plan_one(const Dag *d, Arena *a, bool (*make)(RmCtx *, unsigned char *))
 		r.peak = pool.c[1].peak;
 		r.recompute_cost = pool.c[1].cost;
 	}
-	free(st);
 	rm_pool_free(&pool);
 	rm_ctx_free(&C);
 	return r;
@@ -156,7 +154,7 @@ step_bytes(Bound *B, int v)
 		if (r < 0 || B->mark[r] == v + 1 || B->counted[r])
 			continue;
 		B->mark[r] = v + 1;
-		sum += d->t[r].bytes;
+		sum = ck_sat_add(sum, d->t[r].bytes);
 	}
 	return sum;
 }
@@ -208,7 +206,7 @@ always_live(Bound *B)
 		if (d->t[t].from_start && d->t[t].to_end &&
 		    root_of(d, B->alias, t) == t) {
 			B->counted[t] = true;
-			s += d->t[t].bytes;
+			s = ck_sat_add(s, d->t[t].bytes);
 		}
 	return s;
 }
@@ -228,7 +226,7 @@ end_grads(Bound *B)
 			if (d->t[t].to_end && !d->t[t].from_start && !B->counted[t] &&
 			    root_of(d, B->alias, t) == t) {
 				B->counted[t] = true;
-				s += d->t[t].bytes;
+				s = ck_sat_add(s, d->t[t].bytes);
 			}
 		}
 	}
@@ -242,15 +240,16 @@ LowerBound
 rm_lower_bound_parts(const Dag *d)
 {
 	size_t nt = (size_t)d->nt + 1;
-	Bound B = {d, xcalloc(nt, sizeof(int)), xcalloc(nt, sizeof(int)),
-	           xcalloc(nt, sizeof(bool)), xcalloc(nt, sizeof(int)),
-	           xcalloc(nt, sizeof(bool))};
+	Arena a = {0};
+	Bound B = {d, ar_alloc(&a, nt * sizeof(int)), ar_alloc(&a, nt * sizeof(int)),
+	           ar_alloc(&a, nt * sizeof(bool)), ar_alloc(&a, nt * sizeof(int)),
+	           ar_alloc(&a, nt * sizeof(bool))};
 	LowerBound lb;
 
 	memset(&lb, 0, sizeof lb);
 	lb.end_node = lb.step_node = -1;
 	for (int c = 0; c < CAT_COUNT; c++)
-		lb.persistent += d->persistent[c];
+		lb.persistent = ck_sat_add(lb.persistent, d->persistent[c]);
 	bound_tables(&B);
 	lb.always = always_live(&B);
 	for (int v = 0; v < d->nnode; v++) {
@@ -271,14 +270,10 @@ rm_lower_bound_parts(const Dag *d)
 			lb.end_node = v;
 		}
 	}
-	int64_t base = lb.persistent + lb.always;
-	lb.at_end = lb.end_node >= 0 &&
-	            lb.end_grads + lb.end_step > lb.step;
-	lb.bytes = base + (lb.at_end ? lb.end_grads + lb.end_step : lb.step);
-	free(B.alias);
-	free(B.mark);
-	free(B.counted);
-	free(B.nprod);
-	free(B.read_once);
+	int64_t base = ck_sat_add(lb.persistent, lb.always);
+	int64_t end = ck_sat_add(lb.end_grads, lb.end_step);
+	lb.at_end = lb.end_node >= 0 && end > lb.step;
+	lb.bytes = ck_sat_add(base, lb.at_end ? end : lb.step);
+	ar_free(&a);
 	return lb;
 }

@@ -75,9 +75,8 @@ rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 		return rm_plan_exact(d, goal, a);
 	rm_ctx_init(&C, d);
 	C.lower = rm_lower_bound(d);
-	st = rm_state_new(&C);
+	st = rm_state_new(&C, &C.mem);
 	rm_pool_add(&pool, &C, st, rm_eval(&C, st));
-	free(st);
 	if (pool.n == 0) {
 		rm_ctx_free(&C);
 		return plan_base(d, goal, a);

@@ -307,7 +307,7 @@ chain_min_bound(Chain *K, int64_t top)
 		if (hi >= top)
 			return -1;
 		lo = hi;
-		hi = 2 * hi < top ? 2 * hi : top;
+		hi = hi < top - hi ? 2 * hi : top;
 	}
 	while (hi - lo > 1 + hi / 4096) {
 		int64_t mid = lo + (hi - lo) / 2;
@@ -373,10 +373,11 @@ rm_chain_plans(RmCtx *C, RmPool *pool, double cap)
 	K.maxlen = 8 * (int)sqrt((double)K.r) + 64;
 	int64_t hi = K.sw[K.r + 1], gmax = 0;
 	for (int k = 0; k <= K.r + 1; k++) {
-		hi += K.c[k];
+		hi = ck_sat_add(hi, K.c[k]);
 		gmax = K.g[k] > gmax ? K.g[k] : gmax;
 	}
-	int64_t top = 2 * (hi + gmax) + 1, P0 = chain_min_bound(&K, top);
+	int64_t top = ck_sat_add(ck_sat_mul(2, ck_sat_add(hi, gmax)), 1);
+	int64_t P0 = chain_min_bound(&K, top);
 	size_t nn = (size_t)C->d->nnode + 1;
 	Last l = {ar_alloc(&a, nn), ar_alloc(&a, nn), ar_alloc(&a, nn),
 	          ar_alloc(&a, (size_t)C->ngap + 1),
@@ -388,13 +389,16 @@ rm_chain_plans(RmCtx *C, RmPool *pool, double cap)
 	 * that --budget may want, while the DP's work lasts (a larger bound
 	 * scans longer segments) */
 	for (int i = 0; P0 >= 0 && i < e->chain_fine; i++)
-		chain_add(&K, pool, P0 + P0 / 500 * i, cap, &l);
+		chain_add(&K, pool, ck_sat_add(P0, P0 / 500 * i), cap, &l);
 	double ratio = P0 > 0 ? pow((double)top / (double)P0,
 	                            1.0 / (e->chain_coarse + 1)) : 1;
 	double P = (double)P0;
+	int64_t Pi;
 	for (int i = 0; P0 > 0 && i < e->chain_coarse && K.work < e->chain_work; i++) {
 		P *= ratio;
-		chain_add(&K, pool, (int64_t)P, cap, &l);
+		if (!ck_from_double(P, 0, INT64_MAX, &Pi))
+			break;          /* top near 2^63 (a saturated sum) */
+		chain_add(&K, pool, Pi, cap, &l);
 	}
 	ar_free(&a);
 }

@@ -79,6 +79,7 @@ typedef struct Dtr {
 	/* local search scratch */
 	int *buf, *order;
 	bool *gone;
+	Arena ar;               /* every array above: freed by dtr_free */
 } Dtr;
 
 static int64_t
@@ -93,13 +94,15 @@ dtr_init(Dtr *D, RmCtx *C)
 {
 	const Dag *d = C->d;
 	int nt = d->nt, total = C->uofs[d->nnode];
-	bool *isbase = xcalloc((size_t)nt + 1, sizeof *isbase);
+	bool *isbase;
 
 	memset(D, 0, sizeof *D);
+	ar_init(&D->ar);
+	isbase = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *isbase);
 	D->C = C;
 	D->d = d;
-	D->uofs = xcalloc((size_t)nt + 2, sizeof *D->uofs);
-	D->upos = xcalloc((size_t)total + 1, sizeof *D->upos);
+	D->uofs = ar_alloc(&D->ar, ((size_t)nt + 2) * sizeof *D->uofs);
+	D->upos = ar_alloc(&D->ar, ((size_t)total + 1) * sizeof *D->upos);
 	for (int x = 0; x < C->n; x++) {
 		int v = d->base_order[x];
 		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
@@ -112,8 +115,8 @@ dtr_init(Dtr *D, RmCtx *C)
 		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
 			D->upos[D->uofs[C->use[k] + 1]++] = x;
 	}
-	D->root = xcalloc((size_t)nt + 1, sizeof *D->root);
-	D->vcount = xcalloc((size_t)nt + 1, sizeof *D->vcount);
+	D->root = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->root);
+	D->vcount = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->vcount);
 	for (int t = 0; t < nt; t++) {
 		int r = t;
 		for (int i = 0; i <= nt && d->t[r].view_src >= 0; i++)
@@ -124,51 +127,32 @@ dtr_init(Dtr *D, RmCtx *C)
 		for (int j = 0; j < d->node[v].nacc; j++)
 			if (d->node[v].acc[j].view_src >= 0)
 				isbase[d->node[v].acc[j].view_src] = true;
-	D->evictable = xcalloc((size_t)nt + 1, sizeof *D->evictable);
+	D->evictable = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->evictable);
 	for (int t = 0; t < nt; t++)
 		D->evictable[t] = C->prod[t] >= 0 && !d->t[t].to_end && !isbase[t] &&
 		                  (owned(d, t) > 0 || (D->root[t] >= 0 &&
 		                   C->prod[D->root[t]] >= 0));
-	free(isbase);
-	D->unext = xcalloc((size_t)nt + 1, sizeof *D->unext);
-	D->res = xcalloc((size_t)nt + 1, sizeof *D->res);
-	D->made = xcalloc((size_t)nt + 1, sizeof *D->made);
-	D->pin = xcalloc((size_t)nt + 1, sizeof *D->pin);
-	D->rlist = xcalloc((size_t)nt + 1, sizeof *D->rlist);
-	D->ridx = xcalloc((size_t)nt + 1, sizeof *D->ridx);
-	D->stk = xcalloc((size_t)d->nnode + 1, sizeof *D->stk);
-	D->ran = xcalloc((size_t)d->nnode + 1, sizeof *D->ran);
-	D->mark = xcalloc((size_t)d->nnode + 1, sizeof *D->mark);
-	D->cstk = xcalloc((size_t)d->nnode + 1, sizeof *D->cstk);
+	D->unext = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->unext);
+	D->res = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->res);
+	D->made = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->made);
+	D->pin = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->pin);
+	D->rlist = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->rlist);
+	D->ridx = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->ridx);
+	D->stk = ar_alloc(&D->ar, ((size_t)d->nnode + 1) * sizeof *D->stk);
+	D->ran = ar_alloc(&D->ar, ((size_t)d->nnode + 1) * sizeof *D->ran);
+	D->mark = ar_alloc(&D->ar, ((size_t)d->nnode + 1) * sizeof *D->mark);
+	D->cstk = ar_alloc(&D->ar, ((size_t)d->nnode + 1) * sizeof *D->cstk);
 	D->maxsched = 16 * C->n + 1024;
-	D->sched = xcalloc((size_t)D->maxsched, sizeof *D->sched);
-	D->buf = xcalloc((size_t)D->maxsched, sizeof *D->buf);
-	D->order = xcalloc((size_t)D->maxsched, sizeof *D->order);
-	D->gone = xcalloc((size_t)D->maxsched, sizeof *D->gone);
+	D->sched = ar_alloc(&D->ar, ((size_t)D->maxsched) * sizeof *D->sched);
+	D->buf = ar_alloc(&D->ar, ((size_t)D->maxsched) * sizeof *D->buf);
+	D->order = ar_alloc(&D->ar, ((size_t)D->maxsched) * sizeof *D->order);
+	D->gone = ar_alloc(&D->ar, ((size_t)D->maxsched) * sizeof *D->gone);
 }
 
 static void
 dtr_free(Dtr *D)
 {
-	free(D->uofs);
-	free(D->upos);
-	free(D->evictable);
-	free(D->root);
-	free(D->vcount);
-	free(D->unext);
-	free(D->res);
-	free(D->made);
-	free(D->pin);
-	free(D->rlist);
-	free(D->ridx);
-	free(D->stk);
-	free(D->ran);
-	free(D->mark);
-	free(D->cstk);
-	free(D->sched);
-	free(D->buf);
-	free(D->order);
-	free(D->gone);
+	ar_free(&D->ar);
 }
 
 /* Base position of t's next use, INT_MAX when none is left. */
@@ -246,10 +230,10 @@ recost(Dtr *D, int t)
 	D->mark[C->prod[t]] = D->stamp;
 	while (sp > 0) {
 		int p = D->cstk[--sp];
-		c += D->d->node[p].cost + C->c0;
+		c = ck_sat_add(c, ck_sat_add(D->d->node[p].cost, C->c0));
 		D->work++;
 		if (++seen > CLOSURE)
-			return c * 4;
+			return ck_sat_mul(c, 4);
 		for (int k = C->uofs[p]; k < C->uofs[p + 1]; k++) {
 			int u = C->use[k], q = C->prod[u];
 			if (kept(D, u, when) || D->mark[q] == D->stamp)
@@ -524,7 +508,7 @@ candidate(Dtr *D, RmPool *pool, int64_t T, long tries, double cap)
 
 	D->costlim = INT64_MAX / 4;
 	for (int i = 0; i < D->nfixed; i++)
-		if (pool->c[i].peak <= T && 2 * pool->c[i].cost < D->costlim)
+		if (pool->c[i].peak <= T && ck_sat_mul(2, pool->c[i].cost) < D->costlim)
 			D->costlim = 2 * pool->c[i].cost;
 	if (cap >= 0 && (double)D->costlim > 2 * cap)
 		D->costlim = (int64_t)(2 * cap);
@@ -568,6 +552,14 @@ polish(Dtr *D, RmPool *pool, int64_t T, long tries)
 	rm_pool_add_sched(pool, D->sched, D->nsched, eval_steps(D, D->nsched));
 }
 
+/* x * k / n, truncated, without forming x * k: bytes near the Dag's cap
+ * times a ladder step pass 2^63. */
+static int64_t
+mul_div(int64_t x, int k, int n)
+{
+	return x / n * k + x % n * k / n;
+}
+
 /* The plans of one base order (C's): with a budget, at each bound of a
  * fixed ladder from the base peak down that fits it; without, lowering the
  * bound from the best peak within the cap (none: cap < 0). A simulation
@@ -584,7 +576,7 @@ search(RmCtx *C, RmPool *pool, int64_t budget, double cap, const Knobs *K)
 	D.nfixed = K->nfixed;
 	if (budget >= 0) {
 		for (int k = 1; k < K->ladder; k++) {
-			int64_t T = K->base - (K->base - lb) * k / K->ladder;
+			int64_t T = K->base - mul_div(K->base - lb, k, K->ladder);
 			if (T > budget)
 				continue;
 			candidate(&D, pool, T, K->tries, -1);
@@ -614,7 +606,8 @@ rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap)
 {
 	const RmEffort *e = C->eff;
 	int orders = e->dtr_orders;
-	int *ord = xcalloc((size_t)C->d->nnode + 1, sizeof *ord);
+	Arena a = {0};
+	int *ord = ar_alloc(&a, ((size_t)C->d->nnode + 1) * sizeof *ord);
 	Knobs K;
 
 	K.base = pool->c[0].peak;
@@ -646,5 +639,5 @@ rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap)
 		search(&C2, pool, budget, cap, &K);
 		rm_ctx_free(&C2);
 	}
-	free(ord);
+	ar_free(&a);
 }

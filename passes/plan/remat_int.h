@@ -118,7 +118,8 @@ void rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
                  const MemEval *ev);
 void rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev);
 void rm_pool_free(RmPool *p);
-unsigned char *rm_state_new(const RmCtx *C);
+/* A plan keeping every gap, in a. */
+unsigned char *rm_state_new(const RmCtx *C, Arena *a);
 
 /* passes/plan/remat_o1.c */
 int rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a,

@@ -322,6 +322,7 @@ void
 rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
 {
 	Climb K = {0};
+	Arena a = {0};
 	int b = -1;
 
 	for (int i = 0; i < pool->n; i++) {
@@ -338,9 +339,9 @@ rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
 	K.maxcost = maxcost;
 	K.left = evals;
 	K.cap = 3 * C->n + 16;
-	K.cur = xcalloc((size_t)K.cap + 1, sizeof *K.cur);
-	K.buf = xcalloc((size_t)K.cap + 2, sizeof *K.buf);
-	K.kind = xcalloc((size_t)K.cap + 1, sizeof *K.kind);
+	K.cur = ar_alloc(&a, ((size_t)K.cap + 1) * sizeof *K.cur);
+	K.buf = ar_alloc(&a, ((size_t)K.cap + 2) * sizeof *K.buf);
+	K.kind = ar_alloc(&a, ((size_t)K.cap + 1) * sizeof *K.kind);
 	if (pool->c[b].sched && pool->c[b].nsched < K.cap) {
 		K.nbuf = pool->c[b].nsched;
 		memcpy(K.buf, pool->c[b].sched, sizeof *K.buf * (size_t)K.nbuf);
@@ -356,13 +357,13 @@ rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
 			;
 		/* iterated local search: kick the best plan with a compound
 		 * move, climb again, keep what beats it */
-		int *best = xcalloc((size_t)K.cap + 1, sizeof *best);
+		int *best = ar_alloc(&a, ((size_t)K.cap + 1) * sizeof *best);
 		int nbest = K.ncur;
 		int64_t bpeak = K.peak, bcost = K.cost;
 		uint64_t seed = 0x5eedULL;
 		const Dag *d = C->d;
-		K.fwd = xcalloc((size_t)d->nnode + 1, sizeof *K.fwd);
-		K.mark = xcalloc((size_t)d->nnode + 1, sizeof *K.mark);
+		K.fwd = ar_alloc(&a, ((size_t)d->nnode + 1) * sizeof *K.fwd);
+		K.mark = ar_alloc(&a, ((size_t)d->nnode + 1) * sizeof *K.mark);
 		for (int v = 0; v < d->nnode; v++) {
 			K.fwd[v] = -1;
 			for (int u = 0; d->node[v].once && u < d->nnode; u++)
@@ -371,7 +372,7 @@ rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
 					K.fwd[v] = u;
 		}
 		memcpy(best, K.cur, sizeof *best * (size_t)nbest);
-		int *home = xcalloc((size_t)K.cap + 1, sizeof *home);
+		int *home = ar_alloc(&a, ((size_t)K.cap + 1) * sizeof *home);
 		int nhome = nbest;
 		int64_t hpeak = bpeak;
 		memcpy(home, best, sizeof *home * (size_t)nhome);
@@ -403,17 +404,11 @@ rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
 		}
 		K.ncur = nbest;
 		memcpy(K.cur, best, sizeof *best * (size_t)nbest);
-		free(best);
-		free(home);
-		free(K.fwd);
-		free(K.mark);
 		K.fwd = K.mark = NULL;
 		Schedule s = {K.ncur, K.cur};
 		ar_free(&C->scratch);
 		lv_eval(C->d, &s, &C->ev, &C->scratch);
 		rm_pool_add_sched(pool, K.cur, K.ncur, C->ev.valid ? &C->ev : NULL);
 	}
-	free(K.cur);
-	free(K.buf);
-	free(K.kind);
+	ar_free(&a);
 }

@@ -237,9 +237,9 @@ rm_ctx_free(RmCtx *C)
 }
 
 unsigned char *
-rm_state_new(const RmCtx *C)
+rm_state_new(const RmCtx *C, Arena *a)
 {
-	return xcalloc((size_t)C->ngap + 1, 1);
+	return ar_alloc(a, (size_t)C->ngap + 1);
 }
 
 /* Appends a step at base position x; false past the size limit. */
@@ -382,12 +382,15 @@ rm_eval(RmCtx *C, const unsigned char *state)
 	return C->ev.valid ? &C->ev : NULL;
 }
 
-/* The instance of t made at birth[t] owns its bytes through lastuse[t]. */
-static void
+/* The instance of t made at birth[t] owns its bytes through lastuse[t];
+ * false on overflow. */
+static bool
 close_instance(RmCtx *C, int t)
 {
-	C->diff[C->birth[t]] += C->d->t[t].bytes;
-	C->diff[C->lastuse[t] + 1] -= C->d->t[t].bytes;
+	int64_t *lo = &C->diff[C->birth[t]], *hi = &C->diff[C->lastuse[t] + 1];
+
+	return ck_add(*lo, C->d->t[t].bytes, lo) &
+	       ck_sub(*hi, C->d->t[t].bytes, hi);
 }
 
 const MemEval *
@@ -396,6 +399,8 @@ rm_score(RmCtx *C, const unsigned char *state)
 	const Dag *d = C->d;
 	MemEval *ev = &C->ev;
 	int64_t pers = 0, run = 0;
+	bool ok = true;         /* no sum passed 2^63: as lv_eval, which
+	                           refuses the plan then */
 
 	if (!C->simple)
 		return rm_eval(C, state);
@@ -421,26 +426,29 @@ rm_score(RmCtx *C, const unsigned char *state)
 		for (int j = 0; j < n->nout; j++) {
 			int t = n->out[j];
 			if (C->birth[t] >= 0)
-				close_instance(C, t);
+				ok &= close_instance(C, t);
 			C->birth[t] = C->lastuse[t] = i;
 		}
 		if (C->pos[C->step[i]] != C->posof[i])
-			ev->recompute_cost += n->cost;
-		C->diff[i] += n->workspace;
-		C->diff[i + 1] -= n->workspace;
+			ok &= ck_add(ev->recompute_cost, n->cost, &ev->recompute_cost);
+		ok &= ck_add(C->diff[i], n->workspace, &C->diff[i]);
+		ok &= ck_sub(C->diff[i + 1], n->workspace, &C->diff[i + 1]);
 	}
 	for (int t = 0; t < d->nt; t++)
 		if (C->birth[t] >= 0)
-			close_instance(C, t);
+			ok &= close_instance(C, t);
 	for (int c = 0; c < CAT_COUNT; c++)
-		pers += d->persistent[c];
+		ok &= ck_add(pers, d->persistent[c], &pers);
+	ok &= ev->recompute_cost < INT64_MAX;
+	if (!ok)
+		return NULL;
 	ev->valid = true;
 	ev->nsteps = C->nstep;
 	ev->live_bytes = C->live;
 	ev->peak = pers;
 	for (int i = 0; i < C->nstep; i++) {
-		run += C->diff[i];
-		C->live[i] = pers + run;
+		if (!ck_add(run, C->diff[i], &run) || !ck_add(pers, run, &C->live[i]))
+			return NULL;
 		if (C->live[i] > ev->peak || i == 0) {
 			ev->peak = C->live[i];
 			ev->peak_step = i;

@@ -43,7 +43,8 @@ int
 rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal)
 {
 	const Dag *d = C->d;
-	int *lastfwd = xcalloc((size_t)d->nt + 1, sizeof *lastfwd);
+	Arena ar = {0};
+	int *lastfwd = ar_alloc(&ar, ((size_t)d->nt + 1) * sizeof *lastfwd);
 	int reach = -1, r = 0;
 	int64_t w = 0;
 
@@ -69,7 +70,7 @@ rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal)
 				reach = lastfwd[d->node[v].out[j]];
 	}
 	*wtotal = w;
-	free(lastfwd);
+	ar_free(&ar);
 	return r;
 }
 
@@ -106,12 +107,13 @@ rm_checkpoint_tensors(const RmCtx *C, bool *keep_t, unsigned char *st)
 void
 rm_checkpoint_state(const RmCtx *C, const bool *keep, unsigned char *st)
 {
-	bool *keep_t = xcalloc((size_t)C->d->nt + 1, sizeof *keep_t);
+	Arena a = {0};
+	bool *keep_t = ar_alloc(&a, ((size_t)C->d->nt + 1) * sizeof *keep_t);
 
 	for (int t = 0; t < C->d->nt; t++)
 		keep_t[t] = C->prod[t] >= 0 && keep[C->prod[t]];
 	rm_checkpoint_tensors(C, keep_t, st);
-	free(keep_t);
+	ar_free(&a);
 }
 
 typedef struct Cuts {
@@ -120,35 +122,26 @@ typedef struct Cuts {
 	int64_t *wpre, *a, w;
 } Cuts;
 
+/* The cuts, in ar; false when there is nothing to checkpoint. */
 static bool
-cuts_get(const RmCtx *C, Cuts *k)
+cuts_get(const RmCtx *C, Cuts *k, Arena *ar)
 {
-	int nn = C->d->nnode + 1;
+	size_t nn = (size_t)C->d->nnode + 1;
 
-	k->cut = xcalloc((size_t)nn, sizeof *k->cut);
-	k->wpre = xcalloc((size_t)nn, sizeof *k->wpre);
-	k->a = xcalloc((size_t)nn, sizeof *k->a);
+	k->cut = ar_alloc(ar, nn * sizeof *k->cut);
+	k->wpre = ar_alloc(ar, nn * sizeof *k->wpre);
+	k->a = ar_alloc(ar, nn * sizeof *k->a);
 	k->r = rm_cuts(C, k->cut, k->wpre, k->a, &k->w);
 	return k->r > 0 && C->has_backward && k->w > 0;
 }
 
+/* Evaluates the plan keeping the marked cuts (st: scratch) and adds it
+ * to the pool. */
 static void
-cuts_free(Cuts *k)
+add_checkpoints(RmCtx *C, RmPool *pool, const bool *keep, unsigned char *st)
 {
-	free(k->cut);
-	free(k->wpre);
-	free(k->a);
-}
-
-/* Evaluates the plan keeping the marked cuts and adds it to the pool. */
-static void
-add_checkpoints(RmCtx *C, RmPool *pool, const bool *keep)
-{
-	unsigned char *st = rm_state_new(C);
-
 	rm_checkpoint_state(C, keep, st);
 	rm_pool_add(pool, C, st, rm_eval(C, st));
-	free(st);
 }
 
 /* -O1, Chen et al.: about sqrt(r) checkpoints among the r cuts (the
@@ -159,13 +152,14 @@ bool
 rm_sqrtn_state(RmCtx *C, unsigned char *st)
 {
 	Cuts k;
+	Arena ar = {0};
 	bool *keep;
 
-	if (!cuts_get(C, &k)) {
-		cuts_free(&k);
+	if (!cuts_get(C, &k, &ar)) {
+		ar_free(&ar);
 		return false;
 	}
-	keep = xcalloc((size_t)C->d->nnode + 1, sizeof *keep);
+	keep = ar_alloc(&ar, ((size_t)C->d->nnode + 1) * sizeof *keep);
 	int m = (int)ceil(sqrt((double)k.r));
 	int64_t seg = k.w / m + 1, last = 0;
 	for (int i = 0; i < k.r; i++) {
@@ -175,8 +169,7 @@ rm_sqrtn_state(RmCtx *C, unsigned char *st)
 		}
 	}
 	rm_checkpoint_state(C, keep, st);
-	free(keep);
-	cuts_free(&k);
+	ar_free(&ar);
 	return true;
 }
 
@@ -184,11 +177,12 @@ rm_sqrtn_state(RmCtx *C, unsigned char *st)
 void
 rm_plan_o1(RmCtx *C, RmPool *pool)
 {
-	unsigned char *st = rm_state_new(C);
+	Arena a = {0};
+	unsigned char *st = rm_state_new(C, &a);
 
 	if (rm_sqrtn_state(C, st))
 		rm_pool_add(pool, C, st, rm_eval(C, st));
-	free(st);
+	ar_free(&a);
 }
 
 /* The chain DP for one bound B: boundaries 0 (start), 1..r (cuts), r+1
@@ -235,33 +229,30 @@ void
 rm_chain_sweep(RmCtx *C, RmPool *pool)
 {
 	Cuts k;
+	Arena a = {0};
 	int nn = C->d->nnode + 1;
 
-	if (!cuts_get(C, &k)) {
-		cuts_free(&k);
+	if (!cuts_get(C, &k, &a)) {
+		ar_free(&a);
 		return;
 	}
-	int64_t *f = xcalloc((size_t)k.r + 2, sizeof *f);
-	int *par = xcalloc((size_t)k.r + 2, sizeof *par);
-	int *dq = xcalloc((size_t)k.r + 2, sizeof *dq);
-	bool *keep = xcalloc((size_t)nn, sizeof *keep);
-	bool *prev = xcalloc((size_t)nn, sizeof *prev);
+	int64_t *f = ar_alloc(&a, ((size_t)k.r + 2) * sizeof *f);
+	int *par = ar_alloc(&a, ((size_t)k.r + 2) * sizeof *par);
+	int *dq = ar_alloc(&a, ((size_t)k.r + 2) * sizeof *dq);
+	bool *keep = ar_alloc(&a, (size_t)nn * sizeof *keep);
+	bool *prev = ar_alloc(&a, (size_t)nn * sizeof *prev);
+	unsigned char *st = rm_state_new(C, &a);
 	int64_t B = 1;
 	for (;;) {
 		memset(keep, 0, sizeof *keep * (size_t)nn);
 		if (chain_dp(&k, B, f, par, dq, keep) &&
 		    memcmp(keep, prev, sizeof *keep * (size_t)nn) != 0) {
-			add_checkpoints(C, pool, keep);
+			add_checkpoints(C, pool, keep, st);
 			memcpy(prev, keep, sizeof *keep * (size_t)nn);
 		}
 		if (B >= k.w)
 			break;
 		B = B + B / 8 + 1 < k.w ? B + B / 8 + 1 : k.w;
 	}
-	free(f);
-	free(par);
-	free(dq);
-	free(keep);
-	free(prev);
-	cuts_free(&k);
+	ar_free(&a);
 }

@@ -48,7 +48,7 @@ excess(const MemEval *ev, int64_t T)
 
 	for (int s = 0; s < ev->nsteps; s++)
 		if (ev->live_bytes[s] > T)
-			e += ev->live_bytes[s] - T;
+			e = ck_sat_add(e, ev->live_bytes[s] - T);
 	return e;
 }
 
@@ -146,12 +146,13 @@ moves(Desc *D, int64_t T, Move *m)
 	memset(D->csum, 0, sizeof *D->csum * (size_t)(C->n + 1));
 	for (int s = 0; s < ev->nsteps; s++) {
 		if (ev->live_bytes[s] > T) {
-			D->wsum[C->posof[s] + 1] += ev->live_bytes[s] - T;
+			D->wsum[C->posof[s] + 1] = ck_sat_add(D->wsum[C->posof[s] + 1],
+			                                      ev->live_bytes[s] - T);
 			D->csum[C->posof[s] + 1]++;
 		}
 	}
 	for (int x = 0; x < C->n; x++) {
-		D->wsum[x + 1] += D->wsum[x];
+		D->wsum[x + 1] = ck_sat_add(D->wsum[x + 1], D->wsum[x]);
 		D->csum[x + 1] += D->csum[x];
 	}
 	for (int g = 0; g < C->ngap; g++) {
@@ -236,9 +237,9 @@ desc_step(Desc *D, int64_t T)
 			revert(D, nu, ug, us);
 			if (!ev || over_cap(D, ev->recompute_cost))
 				continue;
-			int64_t cut = D->exc - excess(ev, T);
+			int64_t cut = ck_sat_sub(D->exc, excess(ev, T));
 			int64_t dc = ev->recompute_cost - D->cost;
-			double r = (double)cut / (double)((dc > 0 ? dc : 0) + C->c0);
+			double r = (double)cut / (double)ck_sat_add(dc > 0 ? dc : 0, C->c0);
 			if (cut > 0 && r > bestr) {
 				bestr = r;
 				best = i;

@@ -466,7 +466,7 @@ test_score_matches_eval(void **state)
 		plain_dag(&d, &seed, 5 + iter % 40, &a);
 		rm_ctx_init(&C, &d);
 		assert_true(C.simple);
-		unsigned char *st = rm_state_new(&C);
+		unsigned char *st = rm_state_new(&C, &a);
 		for (int round = 0; round < 5; round++) {
 			for (int g = 0; g < C.ngap; g++) {
 				st[g] = (unsigned char)(rd_next(&seed) % 3);
@@ -491,7 +491,6 @@ test_score_matches_eval(void **state)
 			free(live);
 			compared++;
 		}
-		free(st);
 		rm_ctx_free(&C);
 		ar_free(&a);
 	}
@@ -541,7 +540,7 @@ test_early_recompute(void **state)
 	}
 	dag_finish(&d);
 	rm_ctx_init(&C, &d);
-	unsigned char *st = rm_state_new(&C);
+	unsigned char *st = rm_state_new(&C, &a);
 	int g = C.gofs[2] + 1;          /* t's gap from step 3 to step 8 */
 	assert_int_equal(C.gend[g], 8);
 	assert_int_equal(C.gearly[g], 6);
@@ -555,7 +554,6 @@ test_early_recompute(void **state)
 	assert_int_equal(C.nstep, 10);
 	assert_int_equal(C.step[6], 2);         /* t, right before n6 */
 	assert_int_equal(C.step[7], 6);
-	free(st);
 	rm_ctx_free(&C);
 	ar_free(&a);
 }
