@@ -51,6 +51,9 @@ typedef struct RmEffort {
 	int dtr_orders;         /* random orders besides the two fixed ones */
 	long dtr_tries;         /* evaluations per local search */
 	long order_work;        /* remat_order.c: moves improving an order */
+	int reorder_plans;      /* the best plans the last stage reorders */
+	long stage_work;        /* remat_stage.c: evaluations per rung of its
+	                           ladder (divided by the size) */
 } RmEffort;
 
 typedef struct RmCtx {

@@ -20,8 +20,6 @@
 #include "remat_int.h"
 
 enum { TOPK = 12, WIDE = 4 * TOPK, UNDO = 48 };
-/* plans whose steps the last stage reorders */
-enum { REORDER = 4 };
 /* the descent's estimate modes (bits): excess x bytes, or (EST_CAPPED) at
  * most the bytes off each step over the threshold; EST_STRETCH also takes
  * off what the recompute's inputs, kept past their last use, add */
@@ -420,6 +418,9 @@ rm_effort(const RmCtx *C)
 	e.dtr_orders = dsize < 200 ? 48 : 1;
 	e.dtr_tries = 1000000L / dsize < 8 ? 8 : 1000000L / dsize;
 	e.order_work = 40000000L;
+	e.reorder_plans = 4;
+	/* the stage search's branch and bounds, per rung of its ladder */
+	e.stage_work = 1000000L;
 	return e;
 }
 
@@ -499,6 +500,6 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	 * within the cap; not under a budget, so that every budget sees the
 	 * same plans */
 	if (goal->budget < 0)
-		rm_reorder_pool(C, pool, cap, REORDER);
+		rm_reorder_pool(C, pool, cap, eff.reorder_plans);
 	C->eff = NULL;
 }

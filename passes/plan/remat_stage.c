@@ -22,8 +22,8 @@
  * candidate at the peak step, each branch leaving out what its earlier
  * siblings took (so no set is visited twice); one on the BNB_K with the
  * most bytes over the bound cut per cost at the step over the bound with
- * the fewest candidates. All work is counted in evaluations (RUNG_WORK /
- * size per search), never in time.
+ * the fewest candidates. All work is counted in evaluations
+ * (RmEffort.stage_work / size per search), never in time.
  *
  * The bounds form a fixed ladder, ceil(p x j / 100) for the base plan's
  * peak p and j a multiple of RUNG, from the pool's smallest peak up to the
@@ -42,9 +42,8 @@
 
 /* The ladder's step (percent of the base plan's peak); the branch and
  * bound's depth and, when narrow, its branches per node; the work of each
- * branch and bound at each rung (evaluations x size). */
+ * branch and bound at each rung is RmEffort.stage_work (evaluations x size). */
 enum { RUNG = 5, BNB_DEPTH = 16, BNB_K = 4 };
-#define RUNG_WORK 1000000L
 
 /* A recompute of node v before the order's k-th node. */
 typedef struct Pair {
@@ -648,7 +647,7 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 		if (pool->c[i].peak < pmin)
 			pmin = pool->c[i].peak;
 	int j0 = (int)ceil(100.0 * (double)pmin / (double)p0 / RUNG) * RUNG;
-	long per_rung = RUNG_WORK / size;
+	long per_rung = C->eff->stage_work / size;
 	int64_t prev_cost = -1;
 	for (int j = j0; j <= 100; j += RUNG) {
 		int64_t L = (int64_t)ceil((double)p0 * j / 100.0);
