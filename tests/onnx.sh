@@ -25,7 +25,7 @@ mkdir -p "$out" || exit 99
 fixtures="resnet18 resnet50 mobilenet_v2 vit_b_16 gpt2_tiny gpt2_tiny_opset14 bert_tiny llama_tiny convbn_eval mlp_dynbatch"
 small="gpt2_tiny bert_tiny llama_tiny convbn_eval mlp_dynbatch"
 bad=$(cd "$dir/bad" && ls *.onnx | sed 's/\.onnx$//')
-echo "1..$((10 * 4 + 5 * 2 + $(echo $bad | wc -w) + 10))"
+echo "1..$((10 * 5 + 5 * 2 + $(echo $bad | wc -w) + 11))"
 i=0
 failed=0
 ok() { i=$((i + 1)); echo "ok $i - $*"; }
@@ -49,7 +49,8 @@ for f in $fixtures; do
 			notok "$f: -O$lv failed"; sed 's/^/# /' "$o-O$lv.err" | head -5
 		fi
 	done
-	want=$(sed -n "s/^$f \([0-9]*\)$/\1/p" "$dir/params.txt")
+	want=$(sed -n "s/^$f \([0-9]*\) [0-9]*$/\1/p" "$dir/params.txt")
+	wantb=$(sed -n "s/^$f [0-9]* \([0-9]*\)$/\1/p" "$dir/params.txt")
 	# convbn_eval is an inference export: BatchNorm (2 x 8 params) is
 	# folded into the convolution, which gains a bias (8)
 	[ "$f" = convbn_eval ] && want=$((want - 8))
@@ -58,6 +59,12 @@ for f in $fixtures; do
 		ok "$f: $got parameters, as the module counts"
 	else
 		notok "$f: $got parameters, the module has ${want:-?}"
+	fi
+	gotb=$(sed -n 's/^buffers: .*(\([0-9]*\) bytes).*/\1/p' "$o-O0.report")
+	if [ -n "$wantb" ] && [ "${gotb:-0}" = "$wantb" ]; then
+		ok "$f: ${gotb:-0} bytes of buffers, the module's running statistics"
+	else
+		notok "$f: ${gotb:-0} bytes of buffers, the module has ${wantb:-?}"
 	fi
 	if "$REMAT" -O2 $(args $f) --emit-net "$o.net" --json >"$o.imp.json" 2>/dev/null &&
 	   "$REMAT" -O2 $(echo $(args $f) | sed 's/.*--loss cross_entropy//; s/-D[^ ]*//; s/[^ ]*\.onnx$//') \
@@ -93,13 +100,15 @@ for b in $bad; do
 	fi
 done
 
-# ResNet-50: the same peak as the hand-written example (same optimizer).
+# ResNet-50: the same peak as the hand-written example (same optimizer),
+# but for the running statistics, which the example does not declare.
 a=$("$REMAT" --bytes -DB=2 "$SRCDIR/examples/resnet50.net" | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p')
 b=$("$REMAT" --bytes --optimizer momentum $(args resnet50) | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p')
-if [ -n "$a" ] && [ "$a" = "$b" ]; then
-	ok "resnet50: -O0 peak $b bytes = examples/resnet50.net -DB=2"
+rs=$(sed -n "s/^resnet50 [0-9]* \([0-9]*\)$/\1/p" "$dir/params.txt")
+if [ -n "$a" ] && [ -n "$b" ] && [ -n "$rs" ] && [ "$a" = "$((b - rs))" ]; then
+	ok "resnet50: -O0 peak $b bytes = examples/resnet50.net -DB=2 + $rs bytes of running statistics"
 else
-	notok "resnet50: -O0 peak ${b:-?} bytes, examples/resnet50.net ${a:-?}"
+	notok "resnet50: -O0 peak ${b:-?} bytes, examples/resnet50.net ${a:-?}, running statistics ${rs:-?}"
 fi
 
 # GPT-2 exported at opset 14 (LayerNorm decomposed, matched back to
@@ -154,12 +163,28 @@ else
 	notok "the inference-export note"
 fi
 
-# BatchNorm running statistics are buffers: no grad, not parameters.
+# BatchNorm running statistics are buffers: no grad, not parameters, but
+# resident: the peak is that of the model without them plus their bytes.
+rs=$(sed -n "s/^resnet18 [0-9]* \([0-9]*\)$/\1/p" "$dir/params.txt")
 if "$REMAT" --import onnx --loss cross_entropy --emit-net "$out/r18.net" "$dir/resnet18.onnx" >/dev/null &&
-   ! grep -q running_mean "$out/r18.net" && grep -q "running statistics" "$out/r18.net"; then
-	ok "BatchNorm running statistics are not parameters"
+   [ "$(grep -c '^param .*running_[a-z]* : f32\[[0-9]*\] buffer;$' "$out/r18.net")" = 40 ] &&
+   grep -v ' buffer;$' "$out/r18.net" >"$out/r18-nobuf.net" &&
+   a=$("$REMAT" --bytes "$out/r18.net" | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p') &&
+   b=$("$REMAT" --bytes "$out/r18-nobuf.net" | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p') &&
+   [ -n "$a" ] && [ -n "$b" ] && [ "$a" = "$((b + rs))" ] &&
+   "$REMAT" --json "$out/r18.net" | grep -q "\"buffers\": 9600, \"buffer_bytes\": $rs,"; then
+	ok "BatchNorm running statistics: 40 buffers, not parameters, in the peak ($b + $rs = $a bytes)"
 else
-	notok "BatchNorm running statistics"
+	notok "BatchNorm running statistics as buffers"
+fi
+
+# Buffers need no gradient (the weights beside them do).
+if "$REMAT" --dump-ir "$out/r18.net" >"$out/r18.ir" 2>&1 &&
+   [ "$(grep -c '^[a-z0-9_]*_running_[a-z]* op=param .* grad=no ' "$out/r18.ir")" = 40 ] &&
+   [ "$(grep -c 'bn[0-9]_weight op=param .* grad=yes ' "$out/r18.ir")" = 17 ]; then
+	ok "BatchNorm running statistics need no gradient"
+else
+	notok "BatchNorm running statistics and gradients"
 fi
 
 [ $failed -eq 0 ] && rm -rf "$out"

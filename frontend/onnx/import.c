@@ -344,20 +344,18 @@ classify(Imp *I, regex_t *re)
 static void
 declare(Imp *I, Val *v)
 {
-	if (v->kind == V_BUFFER) {
-		I->buffer_bytes += ox_numel(v) * (v->dt == 11 ? 8 : v->dt == 1 ? 4 : 2);
-		return;
-	}
 	if (!v->nuse || v->net || v->kind == V_CONST)
 		return;
+	if (v->kind == V_BUFFER)
+		I->buffer_bytes += ox_numel(v) * (v->dt == 11 ? 8 : v->dt == 1 ? 4 : 2);
 	v->net = ox_netname(I, v->name);
-	ox_printf(&I->head, "%s %s : %s", v->kind == V_PARAM ? "param" : "input",
+	ox_printf(&I->head, "%s %s : %s", v->kind == V_DATA ? "input" : "param",
 	          v->net, ox_dtype(I, v->dt));
 	ox_printf(&I->head, "[");
 	for (int i = 0; i < v->rank; i++)
 		ox_printf(&I->head, "%s%s", i ? ", " : "", v->sym[i] ? v->sym[i]
 		          : ar_printf(I->a, "%lld", (long long)v->dim[i]));
-	ox_printf(&I->head, "];\n");
+	ox_printf(&I->head, "]%s;\n", v->kind == V_BUFFER ? " buffer" : "");
 }
 
 /* Declares every graph input and initializer in the header. */
@@ -564,8 +562,8 @@ assemble(Imp *I, Onnx__ModelProto *m, Buf *out)
 	          "inference mode; %d Dropout.\n", I->g->n_node, I->nbn_train,
 	          I->nbn_infer, I->ndropout);
 	if (I->buffer_bytes)
-		ox_printf(out, "# BatchNorm running statistics (persistent buffers, no "
-		          "grad, not parameters): %lld bytes, not counted below.\n",
+		ox_printf(out, "# BatchNorm running statistics: %lld bytes, declared "
+		          "`buffer` (persistent; no grad, not parameters).\n",
 		          (long long)I->buffer_bytes);
 	ox_printf(out, "\n%.*s\n%.*s%s%.*s", (int)I->head.n, I->head.s,
 	          (int)I->ops.n, I->ops.s, I->ops.n ? "\n" : "", (int)I->body.n,
