@@ -565,9 +565,9 @@ assemble(Imp *I, Onnx__ModelProto *m, Buf *out)
 		ox_printf(out, "# BatchNorm running statistics: %lld bytes, declared "
 		          "`buffer` (persistent; no grad, not parameters).\n",
 		          (long long)I->buffer_bytes);
-	ox_printf(out, "\n%.*s\n%.*s%s%.*s", (int)I->head.n, I->head.s,
-	          (int)I->ops.n, I->ops.s, I->ops.n ? "\n" : "", (int)I->body.n,
-	          I->body.s);
+	ox_printf(out, "\n%.*s\n%.*s%s%.*s%.*s", (int)I->head.n, I->head.s,
+	          (int)I->ops.n, I->ops.s, I->ops.n ? "\n" : "", (int)I->defs.n,
+	          I->defs.s, (int)I->body.n, I->body.s);
 }
 
 static void
@@ -598,7 +598,8 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	}
 	if (setjmp(I.fail)) {
 		onnx__model_proto__free_unpacked(m, NULL);
-		free(I.head.s), free(I.ops.s), free(I.body.s), free(text.s);
+		free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
+	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);
 		return 1;
 	}
 	setup(&I, m);
@@ -607,14 +608,20 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	 * look at constants that the exporter placed after their first use */
 	for (size_t i = 0; i < I.g->n_node; i++)
 		if (!strcmp(I.g->node[i]->op_type, "Constant")) {
+			size_t b = I.body.n;
 			ox_node(&I, (int)i);
+			ox_blocks_note(&I, (int)i, b, I.body.n);
 			I.skip[i] = true;
 		}
 	for (size_t i = 0; i < I.g->n_node; i++)
-		if (!I.skip[i])
+		if (!I.skip[i]) {
+			size_t b = I.body.n;
 			ox_node(&I, (int)i);
+			ox_blocks_note(&I, (int)i, b, I.body.n);
+		}
 	I.cur = NULL;
 	add_outputs(&I);
+	ox_blocks(&I);
 	note_inference(&I);
 	assemble(&I, m, &text);
 	/* named as --emit-net's file, so that reports on the import and on
@@ -623,7 +630,8 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	out->text = ar_strndup(a, text.s, text.n);
 	out->len = text.n;
 	onnx__model_proto__free_unpacked(m, NULL);
-	free(I.head.s), free(I.ops.s), free(I.body.s), free(text.s);
+	free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
+	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);
 	return 0;
 }
 
