@@ -289,6 +289,10 @@ analyze_run(Blk *B, int ri)
 		r->nstmt++;
 		i = stop + 1;
 	}
+	if (r->nstmt > OX_MAXBLOCK) {   /* naming below is quadratic in it */
+		free(names);
+		return;
+	}
 	/* names: locals and params from the ONNX names, arguments x, x1, ... */
 	r->args = ar_alloc(I->a, sizeof *r->args * (size_t)(r->end - r->beg));
 	r->params = ar_alloc(I->a, sizeof *r->params * (size_t)(r->end - r->beg));
@@ -419,7 +423,12 @@ ox_blocks(Imp *I)
 
 	if (!I->nnoted || !I->body.n)
 		return;
-	for (B.cap = 1024; B.cap < 2 * I->n + 2; B.cap *= 2)
+	/* room for every value and every name the lines bind (one per line
+	 * and comma at most), half full at most */
+	size_t lines = 0;
+	for (size_t i = 0; i < I->body.n; i++)
+		lines += I->body.s[i] == '\n' || I->body.s[i] == ',';
+	for (B.cap = 1024; B.cap < 2 * (I->n + lines + 2); B.cap *= 2)
 		;
 	B.tab = ar_alloc(I->a, B.cap * sizeof *B.tab);
 	for (size_t h = 0; h < I->cap; h++)
@@ -493,15 +502,28 @@ ox_blocks(Imp *I)
 		}
 		B.run[B.nrun++] = (Run){.beg = I->node_beg[n], .end = I->node_end[n], .key = key};
 	}
+	/* runs with the same def text share the first one's def (a table of
+	 * the first runs by text) */
+	size_t scap = 64;
+	while (scap < 2 * (size_t)B.nrun)
+		scap *= 2;
+	int *first = ar_alloc(I->a, scap * sizeof *first);
+	for (size_t h = 0; h < scap; h++)
+		first[h] = -1;
 	for (int r = 0; r < B.nrun; r++) {
 		if (B.run[r].key)
 			analyze_run(&B, r);
 		B.run[r].def = r;
-		for (int q = 0; q < r && B.run[r].ok; q++)
-			if (B.run[q].ok && B.run[q].def == q && !strcmp(B.run[q].sig, B.run[r].sig)) {
-				B.run[r].def = q;
-				break;
-			}
+		if (B.run[r].ok) {
+			size_t h = hash(B.run[r].sig, strlen(B.run[r].sig)) & (scap - 1);
+			for (; first[h] >= 0; h = (h + 1) & (scap - 1))
+				if (!strcmp(B.run[first[h]].sig, B.run[r].sig))
+					break;
+			if (first[h] >= 0)
+				B.run[r].def = first[h];
+			else
+				first[h] = r;
+		}
 		B.run[B.run[r].def].ninst++;
 	}
 	/* the defs, named after their first instance's key without its number */

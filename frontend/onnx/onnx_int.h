@@ -11,6 +11,7 @@
 #define OX_MAXRANK IR_MAXDIM
 #define OX_MAXSYM 16
 #define OX_MAXFOLD (1 << 20)    /* most elements a folded constant may hold */
+#define OX_MAXBLOCK 4096        /* most statements of a block written as a def */
 
 typedef Onnx__NodeProto Node;
 
