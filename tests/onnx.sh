@@ -5,7 +5,7 @@
 # module's own (params.txt); --emit-net writes a .net whose analysis is the
 # same bytes as the import's (report and JSON). The small fixtures also run
 # in host mode (generated program) with measured = predicted at -O0 and -O2;
-# ViT-B/16 runs at -O0 (about two CPU minutes), the other torchvision
+# ViT-B/16 runs at -O0 (about a CPU minute), the other torchvision
 # fixtures take minutes there and run in `make bench`
 # (tests/onnx/host.sh). Then: ResNet-50's -O0 peak equals
 # examples/resnet50.net's at the same dims plus its running statistics, to
@@ -94,8 +94,8 @@ for f in $small; do
 done
 
 # ViT-B/16 (batch 2, 224x224, 86.6M parameters) at -O0: the host program's
-# packed matmul and unpadded (patch) convolution make this about two CPU
-# minutes; -O2 and the torchvision CNNs run in `make bench-onnx-host`.
+# packed matmul and unpadded (patch) convolution make this about a CPU
+# minute; -O2 and the torchvision CNNs run in `make bench-onnx-host`.
 s="$out/vit_b_16-host-O0"
 if "$REMAT" -O0 $(args vit_b_16) -o "$s.cu" >/dev/null 2>"$s.err" &&
    $CC -x c -std=c11 -O2 -Wall -Werror -DREMAT_HOST "$s.cu" -o "$s" -lm 2>>"$s.err" &&
