@@ -177,12 +177,10 @@ rt_phys(const RtT *t, int64_t i)
 	return i;
 }
 
+/* The value of element j of t's base buffer. */
 RT_DFN rt_real
-rt_get(const RtT *t, int64_t i)
+rt_ld(const RtT *t, int64_t j)
 {
-	if (t->dt == RT_DT_ONE)
-		return 1;
-	int64_t j = rt_phys(t, i);
 	switch (t->dt) {
 	case RT_DT_F64: return (rt_real)((const double *)t->p)[j];
 	case RT_DT_F32: return ((const float *)t->p)[j];
@@ -195,6 +193,14 @@ rt_get(const RtT *t, int64_t i)
 	case RT_DT_I8: return ((const int8_t *)t->p)[j];
 	default: return ((const uint8_t *)t->p)[j];
 	}
+}
+
+RT_DFN rt_real
+rt_get(const RtT *t, int64_t i)
+{
+	if (t->dt == RT_DT_ONE)
+		return 1;
+	return rt_ld(t, rt_phys(t, i));
 }
 
 RT_DFN int64_t
@@ -711,6 +717,220 @@ rt_batch(int64_t b, const int64_t *ob, int no, const int64_t *ab, int na)
 	return j;
 }
 
+#if !defined(RT_GPU) && !defined(RT_NAIVE)
+/* The host's matmul: the same sums as k_matmul_f and k_matmul_b, element
+ * by element in the same order (so the results are bit-identical; build
+ * with -DRT_NAIVE for the plain kernels), on operands packed into
+ * contiguous rows first, and 4 x 4 outputs at a time so that 16 independent
+ * sums are in flight. y[r, c] = sum over t of p[r, t] q[c, t]; each y[r, c]
+ * starts from 0 and adds t = 0, 1, ... in order. */
+RT_FN void
+rt_dot_rows(const rt_real *p, const rt_real *q, int64_t R, int64_t C, int64_t T,
+            rt_real *y)
+{
+	int64_t r = 0;
+	for (; r + 4 <= R; r += 4) {
+		const rt_real *p0 = p + r * T, *p1 = p0 + T, *p2 = p1 + T, *p3 = p2 + T;
+		int64_t c = 0;
+		for (; c + 4 <= C; c += 4) {
+			const rt_real *q0 = q + c * T, *q1 = q0 + T, *q2 = q1 + T, *q3 = q2 + T;
+			rt_real s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;
+			rt_real s20 = 0, s21 = 0, s22 = 0, s23 = 0, s30 = 0, s31 = 0, s32 = 0, s33 = 0;
+			for (int64_t t = 0; t < T; t++) {
+				rt_real a0 = p0[t], a1 = p1[t], a2 = p2[t], a3 = p3[t];
+				rt_real b0 = q0[t], b1 = q1[t], b2 = q2[t], b3 = q3[t];
+				s00 += a0 * b0; s01 += a0 * b1; s02 += a0 * b2; s03 += a0 * b3;
+				s10 += a1 * b0; s11 += a1 * b1; s12 += a1 * b2; s13 += a1 * b3;
+				s20 += a2 * b0; s21 += a2 * b1; s22 += a2 * b2; s23 += a2 * b3;
+				s30 += a3 * b0; s31 += a3 * b1; s32 += a3 * b2; s33 += a3 * b3;
+			}
+			rt_real *y0 = y + r * C + c, *y1 = y0 + C, *y2 = y1 + C, *y3 = y2 + C;
+			y0[0] = s00; y0[1] = s01; y0[2] = s02; y0[3] = s03;
+			y1[0] = s10; y1[1] = s11; y1[2] = s12; y1[3] = s13;
+			y2[0] = s20; y2[1] = s21; y2[2] = s22; y2[3] = s23;
+			y3[0] = s30; y3[1] = s31; y3[2] = s32; y3[3] = s33;
+		}
+		for (; c < C; c++)
+			for (int64_t i = 0; i < 4; i++) {
+				rt_real s = 0;
+				for (int64_t t = 0; t < T; t++)
+					s += p[(r + i) * T + t] * q[c * T + t];
+				y[(r + i) * C + c] = s;
+			}
+	}
+	for (; r < R; r++)
+		for (int64_t c = 0; c < C; c++) {
+			rt_real s = 0;
+			for (int64_t t = 0; t < T; t++)
+				s += p[r * T + t] * q[c * T + t];
+			y[r * C + c] = s;
+		}
+}
+
+/* Scratch rows for rt_dot_rows: plain malloc, not counted (a kernel's
+ * registers, not a tensor of the model), freed at once. */
+RT_FN rt_real *
+rt_scratch(int64_t n)
+{
+	rt_real *p = (rt_real *)malloc(sizeof *p * (size_t)(n ? n : 1));
+	if (!p)
+		rt_die("out of memory (matmul scratch)");
+	return p;
+}
+
+/* dst[0..n) = t's logical elements start, start + 1, ... (rt_get's values):
+ * a tensor with at most one index map is walked without divisions. */
+RT_FN void
+rt_gather(const RtT *t, int64_t start, int64_t n, rt_real *dst)
+{
+	if (t->dt == RT_DT_ONE || t->nmap > 1) {
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = rt_get(t, start + i);
+		return;
+	}
+	const float *f = t->dt == RT_DT_F32 ? (const float *)t->p : NULL;
+	if (t->nmap == 0) {
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = f ? f[start + i] : rt_ld(t, start + i);
+		return;
+	}
+	const RtMap *m = &t->map[0];
+	int64_t ix[RT_MAXDIM], j = m->off, r = start;
+	for (int d = m->nd - 1; d >= 0; d--) {
+		ix[d] = r % m->shape[d];
+		r /= m->shape[d];
+		j += ix[d] * m->stride[d];
+	}
+	for (int64_t i = 0; i < n; i++) {
+		dst[i] = f ? f[j] : rt_ld(t, j);
+		for (int d = m->nd - 1; d >= 0; d--) {   /* the next index */
+			j += m->stride[d];
+			if (++ix[d] < m->shape[d])
+				break;
+			j -= ix[d] * m->stride[d];
+			ix[d] = 0;
+		}
+	}
+}
+
+/* dst[c * R + r] = t's element (r, c) of the [R, C] matrix at logical
+ * offset start: t with its last two axes swapped (a view) gathered in
+ * order, or through tmp when the view chain is full. */
+RT_FN void
+rt_gather_t(const RtT *t, int64_t start, int64_t R, int64_t C, rt_real *dst, rt_real *tmp)
+{
+	if (t->nd >= 2 && t->nmap < RT_MAXMAP && t->dt != RT_DT_ONE) {
+		RtT u = rt_transpose(*t, t->nd - 2, t->nd - 1);
+		rt_gather(&u, start, R * C, dst);
+		return;
+	}
+	rt_gather(t, start, R * C, tmp);
+	for (int64_t r = 0; r < R; r++)
+		for (int64_t c = 0; c < C; c++)
+			dst[c * R + r] = tmp[r * C + c];
+}
+
+/* t's logical elements [start, start + n) = src (or += with add), as
+ * rt_out stores them. */
+RT_FN void
+rt_scatter(const RtT *t, int64_t start, int64_t n, const rt_real *src, int add)
+{
+	if (t->dt == RT_DT_F32 && t->nmap == 0) {
+		float *f = (float *)t->p + start;
+		for (int64_t i = 0; i < n; i++)
+			f[i] = add ? (float)((rt_real)f[i] + src[i]) : (float)src[i];
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		rt_out(t, start + i, src[i], add);
+}
+
+/* y = a @ b, batch by batch: p = a's [M, K] rows, q = b's columns as rows. */
+RT_FN void
+rt_host_matmul_f(const RtT *A, const RtT *B, const RtT *Y)
+{
+	int64_t M = A->shape[A->nd - 2], K = A->shape[A->nd - 1], N = B->shape[B->nd - 1];
+	int64_t nbatch = Y->n / (M * N);
+	rt_real *p = rt_scratch(M * K), *q = rt_scratch(N * K), *y = rt_scratch(M * N);
+	rt_real *tmp = rt_scratch(K * N);
+
+	for (int64_t yb = 0; yb < nbatch; yb++) {
+		int64_t ab = rt_batch(yb, Y->shape, Y->nd - 2, A->shape, A->nd - 2);
+		int64_t bb = rt_batch(yb, Y->shape, Y->nd - 2, B->shape, B->nd - 2);
+		rt_gather(A, ab * M * K, M * K, p);
+		rt_gather_t(B, bb * K * N, K, N, q, tmp);
+		rt_dot_rows(p, q, M, N, K, y);
+		rt_scatter(Y, yb * M * N, M * N, y, 0);
+	}
+	free(p);
+	free(q);
+	free(y);
+	free(tmp);
+}
+
+/* da (slot 0) or db (slot 1), as k_matmul_b: for each batch of dst, the
+ * sum runs over the output batches that map to it, in order, and within
+ * each over n (da[m, k] = sum g[m, n] b[k, n]) or m (db[k, n] = sum a[m, k]
+ * g[m, n]); t walks (batch, n) or (batch, m) in that order. */
+RT_FN void
+rt_host_matmul_b(const RtT *T4, int slot, int add)
+{
+	const RtT *G = &T4[2], *D = &T4[3], *O = &T4[1 - slot];
+	int nb = G->nd - 2;
+	int64_t M = G->shape[nb], N = G->shape[nb + 1];
+	int64_t K = slot ? D->shape[D->nd - 2] : D->shape[D->nd - 1];
+	int64_t nbatch = G->n / (M * N), R = D->shape[D->nd - 2], C = D->shape[D->nd - 1];
+	int64_t ndb = D->n / (R * C), inner = slot ? M : N;
+	int64_t *match = (int64_t *)malloc(sizeof *match * (size_t)nbatch);
+	rt_real *y = rt_scratch(R * C), *p = NULL, *q = NULL;
+	rt_real *tg = rt_scratch(M * N), *to = rt_scratch(K * (slot ? M : N));
+	rt_real *tn = rt_scratch(M * N), *tt = rt_scratch(M * (N > K ? N : K));
+
+	if (!match)
+		rt_die("out of memory (matmul scratch)");
+	for (int64_t db = 0; db < ndb; db++) {
+		int64_t nm = 0;
+		for (int64_t yb = 0; yb < nbatch; yb++)
+			if (rt_batch(yb, G->shape, nb, D->shape, D->nd - 2) == db)
+				match[nm++] = yb;
+		int64_t Tn = nm * inner;
+		free(p);
+		free(q);
+		p = rt_scratch(R * Tn);
+		q = rt_scratch(C * Tn);
+		for (int64_t j = 0; j < nm; j++) {
+			int64_t yb = match[j];
+			int64_t ob = rt_batch(yb, G->shape, nb, O->shape, O->nd - 2);
+			if (slot == 0) {        /* r = m, c = k, u = n */
+				rt_gather(G, yb * M * N, M * N, tg);
+				rt_gather(O, ob * K * N, K * N, to);
+				for (int64_t r = 0; r < R; r++)
+					memcpy(p + r * Tn + j * N, tg + r * N, sizeof *p * (size_t)N);
+				for (int64_t c = 0; c < C; c++)
+					memcpy(q + c * Tn + j * N, to + c * N, sizeof *q * (size_t)N);
+			} else {                /* r = k, c = n, u = m */
+				rt_gather_t(O, ob * M * K, M, K, to, tt);
+				for (int64_t r = 0; r < R; r++)
+					memcpy(p + r * Tn + j * M, to + r * M, sizeof *p * (size_t)M);
+				rt_gather_t(G, yb * M * N, M, N, tn, tt);
+				for (int64_t c = 0; c < C; c++)
+					memcpy(q + c * Tn + j * M, tn + c * M, sizeof *q * (size_t)M);
+			}
+		}
+		rt_dot_rows(p, q, R, C, Tn, y);
+		rt_scatter(D, db * R * C, R * C, y, add);
+	}
+	free(match);
+	free(p);
+	free(q);
+	free(y);
+	free(tg);
+	free(to);
+	free(tn);
+	free(tt);
+}
+#endif
+
 /* T: a [..., M, K], b [..., K, N], y [..., M, N] */
 RT_K
 k_matmul_f(const RtT *T, int64_t n)
@@ -732,6 +952,10 @@ RT_FN void
 rt_f_matmul(RtT x, RtT w, RtT y)
 {
 	RtT a[3] = {x, w, y};
+#if !defined(RT_GPU) && !defined(RT_NAIVE)
+	rt_host_matmul_f(&a[0], &a[1], &a[2]);
+	return;
+#endif
 	RT_GO(k_matmul_f, y.n)(rt_args(a, 3), y.n);
 	rt_after();
 }
@@ -769,6 +993,10 @@ RT_FN void
 rt_b_matmul(int slot, RtT x, RtT w, RtT g, RtT dst, int add)
 {
 	RtT a[4] = {x, w, g, dst};
+#if !defined(RT_GPU) && !defined(RT_NAIVE)
+	rt_host_matmul_b(a, slot, add);
+	return;
+#endif
 	RT_GO(k_matmul_b, dst.n)(rt_args(a, 4), dst.n, slot, add);
 	rt_after();
 }
@@ -802,11 +1030,116 @@ k_conv_f(const RtT *T, int64_t n, RtConv c)
 	}
 }
 
+#if !defined(RT_GPU) && !defined(RT_NAIVE)
+/* The host's conv2d without padding (every window in bounds, so nothing
+ * is skipped): k_conv_f's forward and k_conv_b's weight gradient as
+ * rt_dot_rows over im2col rows, the same sums in the same order. Padded
+ * convolutions take the plain kernels. */
+RT_FN int
+rt_host_conv_ok(const RtT *X, const RtT *Wt, const RtT *Y, RtConv c)
+{
+	return c.p == 0 && (Y->shape[2] - 1) * c.s + (Wt->shape[2] - 1) * c.d < X->shape[2] &&
+	       (Y->shape[3] - 1) * c.s + (Wt->shape[3] - 1) * c.d < X->shape[3];
+}
+
+/* rows[(oh, ow) or (b, oh, ow)][(ci, kh, kw)] of x (gathered in xs) for
+ * the group's channels; b_only >= 0: that image only, rows (oh, ow);
+ * else all images, rows (b, oh, ow), and the result transposed:
+ * cols[(ci, kh, kw)][(b, oh, ow)]. */
+RT_FN void
+rt_im2col(const rt_real *xs, const RtT *X, const RtT *Wt, const RtT *Y, RtConv c,
+          int64_t grp, int64_t b_only, rt_real *dst)
+{
+	int64_t C = X->shape[1], H = X->shape[2], W = X->shape[3];
+	int64_t Cg = Wt->shape[1], KH = Wt->shape[2], KW = Wt->shape[3];
+	int64_t OH = Y->shape[2], OW = Y->shape[3], Tk = Cg * KH * KW;
+	int64_t b0 = b_only >= 0 ? b_only : 0, b1 = b_only >= 0 ? b_only + 1 : X->shape[0];
+	int64_t npos = (b1 - b0) * OH * OW;
+
+	for (int64_t b = b0; b < b1; b++)
+		for (int64_t oh = 0; oh < OH; oh++)
+			for (int64_t ow = 0; ow < OW; ow++) {
+				int64_t pos = ((b - b0) * OH + oh) * OW + ow;
+				for (int64_t ci = 0; ci < Cg; ci++)
+					for (int64_t kh = 0; kh < KH; kh++)
+						for (int64_t kw = 0; kw < KW; kw++) {
+							int64_t t = (ci * KH + kh) * KW + kw;
+							rt_real v = xs[((b * C + grp * Cg + ci) * H + oh * c.s +
+							                kh * c.d) * W + ow * c.s + kw * c.d];
+							if (b_only >= 0)
+								dst[pos * Tk + t] = v;
+							else
+								dst[t * npos + pos] = v;
+						}
+			}
+}
+
+RT_FN void
+rt_host_conv_f(const RtT *X, const RtT *Wt, const RtT *Y, RtConv c)
+{
+	int64_t N = X->shape[0], O = Wt->shape[0], Og = O / c.g;
+	int64_t Tk = Wt->shape[1] * Wt->shape[2] * Wt->shape[3];
+	int64_t OH = Y->shape[2], OW = Y->shape[3], P = OH * OW;
+	rt_real *xs = rt_scratch(X->n), *ws = rt_scratch(Wt->n);
+	rt_real *rows = rt_scratch(P * Tk), *y = rt_scratch(P * Og);
+
+	rt_gather(X, 0, X->n, xs);
+	rt_gather(Wt, 0, Wt->n, ws);
+	for (int64_t b = 0; b < N; b++)
+		for (int64_t grp = 0; grp < c.g; grp++) {
+			rt_im2col(xs, X, Wt, Y, c, grp, b, rows);
+			rt_dot_rows(rows, ws + grp * Og * Tk, P, Og, Tk, y);
+			for (int64_t pos = 0; pos < P; pos++)
+				for (int64_t ol = 0; ol < Og; ol++)
+					rt_put(Y, (b * O + grp * Og + ol) * P + pos, y[pos * Og + ol]);
+		}
+	free(xs);
+	free(ws);
+	free(rows);
+	free(y);
+}
+
+/* dw[o, (cc, kh, kw)] = sum over (b, oh, ow) of g[b, o, oh, ow] x[...] */
+RT_FN void
+rt_host_conv_dw(const RtT *X, const RtT *G, const RtT *D, RtConv c, int add)
+{
+	int64_t N = X->shape[0], O = D->shape[0], Og = O / c.g;
+	int64_t Tk = D->shape[1] * D->shape[2] * D->shape[3];
+	int64_t P = G->shape[2] * G->shape[3], T = N * P;
+	rt_real *xs = rt_scratch(X->n), *gs = rt_scratch(G->n);
+	rt_real *gr = rt_scratch(Og * T), *cols = rt_scratch(Tk * T), *y = rt_scratch(Og * Tk);
+
+	rt_gather(X, 0, X->n, xs);
+	rt_gather(G, 0, G->n, gs);
+	for (int64_t grp = 0; grp < c.g; grp++) {
+		for (int64_t ol = 0; ol < Og; ol++)
+			for (int64_t b = 0; b < N; b++)
+				memcpy(gr + ol * T + b * P, gs + (b * O + grp * Og + ol) * P,
+				       sizeof *gr * (size_t)P);
+		rt_im2col(xs, X, D, G, c, grp, -1, cols);
+		rt_dot_rows(gr, cols, Og, Tk, T, y);
+		for (int64_t i = 0; i < Og * Tk; i++)
+			rt_out(D, grp * Og * Tk + i, y[i], add);
+	}
+	free(xs);
+	free(gs);
+	free(gr);
+	free(cols);
+	free(y);
+}
+#endif
+
 RT_FN void
 rt_f_conv2d(RtT x, RtT w, RtT y, int64_t s, int64_t p, int64_t d, int64_t g)
 {
 	RtT a[3] = {x, w, y};
 	RtConv c = {s, p, d, g};
+#if !defined(RT_GPU) && !defined(RT_NAIVE)
+	if (rt_host_conv_ok(&a[0], &a[1], &a[2], c)) {
+		rt_host_conv_f(&a[0], &a[1], &a[2], c);
+		return;
+	}
+#endif
 	RT_GO(k_conv_f, y.n)(rt_args(a, 3), y.n, c);
 	rt_after();
 }
@@ -859,6 +1192,12 @@ rt_b_conv2d(int slot, RtT x, RtT w, RtT g, RtT dst, int add,
 {
 	RtT a[4] = {x, w, g, dst};
 	RtConv c = {s, p, d, gr};
+#if !defined(RT_GPU) && !defined(RT_NAIVE)
+	if (slot == 1 && rt_host_conv_ok(&a[0], &a[3], &a[2], c)) {
+		rt_host_conv_dw(&a[0], &a[2], &a[3], c, add);
+		return;
+	}
+#endif
 	RT_GO(k_conv_b, dst.n)(rt_args(a, 4), dst.n, c, slot, add);
 	rt_after();
 }

@@ -283,9 +283,11 @@ ast_param_qualified(Ast *ast, Loc loc, const char *name, Loc nameloc, Type *type
 {
 	Stmt *s = ast_decl(ast, loc, ST_PARAM, name, nameloc, type);
 
-	if (strcmp(qual, "frozen"))
+	if (!strcmp(qual, "buffer"))
+		s->buffer = true;
+	else if (strcmp(qual, "frozen"))
 		diag_error(ast->d, qualloc, "unknown param qualifier '%s' (expected "
-		           "'frozen' or ';')", qual);
+		           "'frozen', 'buffer' or ';')", qual);
 	s->frozen = true;
 	return s;
 }

@@ -120,6 +120,7 @@ struct Stmt {
 	KvList *kvs;
 	StmtList *body;
 	bool frozen;            /* param: `frozen` (no grad, no optimizer state) */
+	bool buffer;            /* param: `buffer` (frozen, and not a parameter) */
 };
 
 struct Program {
@@ -170,7 +171,8 @@ Type *ast_type(Ast *ast, Loc loc, Dtype dt, ExprList *dims);
 Stmt *ast_dims(Ast *ast, Loc loc, bool batch, KvList *defs);
 Stmt *ast_decl(Ast *ast, Loc loc, StmtKind kind, const char *name, Loc nameloc,
                Type *type);
-/* param NAME : T QUALIFIER; -- the only qualifier is `frozen`. */
+/* param NAME : T QUALIFIER; -- `frozen`, or `buffer` (frozen, not counted
+ * as a parameter: BatchNorm's running statistics). */
 Stmt *ast_param_qualified(Ast *ast, Loc loc, const char *name, Loc nameloc,
                           Type *type, const char *qual, Loc qualloc);
 Stmt *ast_assign(Ast *ast, Loc loc, NameList *names, Expr *e);

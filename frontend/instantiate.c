@@ -49,6 +49,8 @@
  *   and no binding in the body may take its name.
  * - `param w : T frozen;` marks Tensor.frozen; shape inference then gives
  *   w no needs_grad, and the lowering no master copy or optimizer state.
+ *   `param m : T buffer;` is frozen too, and marks Tensor.buffer: the
+ *   reports leave it out of the parameter count.
  */
 #include <string.h>
 
@@ -747,6 +749,7 @@ declare(Inst *in, Scope *sc, const Stmt *s)
 	                  s->kind == ST_PARAM ? TK_PARAM : TK_INPUT, s->loc);
 	in->g->t[t].scope = sc->prefix;
 	in->g->t[t].frozen = s->frozen;
+	in->g->t[t].buffer = s->buffer;
 	decl_type(in, sc, &in->g->t[t], s->type);
 	if (s->kind == ST_PARAM && !dtype_is_float(s->type->dt))
 		in->g->t[t].ndim = -1;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/params.sh -- the parameter counts of the example networks equal the
 # published ones (params.count of the JSON report; for LoRA also the
-# trainable and frozen split). Prints TAP.
+# trainable and frozen split); a `buffer` param is resident but is not a
+# parameter. Prints TAP.
 set -u
 : "${REMAT:?}" "${SRCDIR:?}"
 cd "$SRCDIR" || exit 99
@@ -15,7 +16,7 @@ llama2-7b     6738415616  -DD=4096 -DH=32 -DL=32 -DF=11008 examples/llama.net   
 lora          124734720   examples/lora.net                              PEFT, gpt2 c_attn r=8
 '
 n=$(echo "$cases" | grep -c .)
-echo "1..$((n + 1))"
+echo "1..$((n + 2))"
 i=0
 field() { tr ',' '\n' | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -1; }
 echo "$cases" | grep . | while read -r name want rest; do
@@ -36,4 +37,28 @@ if [ "$tr" = 294912 ] && [ "$fr" = 124439808 ]; then
 	echo "ok $i - lora: 294912 trainable, 124439808 frozen"
 else
 	echo "not ok $i - lora: ${tr:-?} trainable, ${fr:-?} frozen"
+fi
+
+# A `buffer` param (BatchNorm's running statistics): not in the count, no
+# grad or optimizer state, but resident: the peak grows by its bytes only,
+# also under mixed precision (no master copy).
+i=$((n + 2))
+tmp=$(mktemp -d) || exit 99
+sed 's/^param w2 : f32\[HID, OUT\];/&\nparam stat : f32[100] buffer;/' examples/tiny.net >"$tmp/buf.net"
+ok=1
+for pr in declared mixed; do
+	a=$("$REMAT" --json --precision $pr examples/tiny.net)
+	b=$("$REMAT" --json --precision $pr "$tmp/buf.net")
+	pa=$(echo "$a" | field peak_bytes) pb=$(echo "$b" | field peak_bytes)
+	[ "$(echo "$b" | field count)" = "$(echo "$a" | field count)" ] &&
+	[ "$(echo "$b" | field buffers)" = 100 ] && [ "$(echo "$b" | field buffer_bytes)" = 400 ] &&
+	[ "$(echo "$b" | field optimizer_bytes)" = "$(echo "$a" | field optimizer_bytes)" ] &&
+	[ "$(echo "$b" | field master_bytes)" = "$(echo "$a" | field master_bytes)" ] &&
+	[ -n "$pa" ] && [ "$pb" = "$((pa + 400))" ] || ok=0
+done
+rm -rf "$tmp"
+if [ $ok = 1 ]; then
+	echo "ok $i - a buffer is not a parameter and adds its bytes to the peak"
+else
+	echo "not ok $i - buffer params"
 fi

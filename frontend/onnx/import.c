@@ -344,20 +344,18 @@ classify(Imp *I, regex_t *re)
 static void
 declare(Imp *I, Val *v)
 {
-	if (v->kind == V_BUFFER) {
-		I->buffer_bytes += ox_numel(v) * (v->dt == 11 ? 8 : v->dt == 1 ? 4 : 2);
-		return;
-	}
 	if (!v->nuse || v->net || v->kind == V_CONST)
 		return;
+	if (v->kind == V_BUFFER)
+		I->buffer_bytes += ox_numel(v) * (v->dt == 11 ? 8 : v->dt == 1 ? 4 : 2);
 	v->net = ox_netname(I, v->name);
-	ox_printf(&I->head, "%s %s : %s", v->kind == V_PARAM ? "param" : "input",
+	ox_printf(&I->head, "%s %s : %s", v->kind == V_DATA ? "input" : "param",
 	          v->net, ox_dtype(I, v->dt));
 	ox_printf(&I->head, "[");
 	for (int i = 0; i < v->rank; i++)
 		ox_printf(&I->head, "%s%s", i ? ", " : "", v->sym[i] ? v->sym[i]
 		          : ar_printf(I->a, "%lld", (long long)v->dim[i]));
-	ox_printf(&I->head, "];\n");
+	ox_printf(&I->head, "]%s;\n", v->kind == V_BUFFER ? " buffer" : "");
 }
 
 /* Declares every graph input and initializer in the header. */
@@ -564,12 +562,12 @@ assemble(Imp *I, Onnx__ModelProto *m, Buf *out)
 	          "inference mode; %d Dropout.\n", I->g->n_node, I->nbn_train,
 	          I->nbn_infer, I->ndropout);
 	if (I->buffer_bytes)
-		ox_printf(out, "# BatchNorm running statistics (persistent buffers, no "
-		          "grad, not parameters): %lld bytes, not counted below.\n",
+		ox_printf(out, "# BatchNorm running statistics: %lld bytes, declared "
+		          "`buffer` (persistent; no grad, not parameters).\n",
 		          (long long)I->buffer_bytes);
-	ox_printf(out, "\n%.*s\n%.*s%s%.*s", (int)I->head.n, I->head.s,
-	          (int)I->ops.n, I->ops.s, I->ops.n ? "\n" : "", (int)I->body.n,
-	          I->body.s);
+	ox_printf(out, "\n%.*s\n%.*s%s%.*s%.*s", (int)I->head.n, I->head.s,
+	          (int)I->ops.n, I->ops.s, I->ops.n ? "\n" : "", (int)I->defs.n,
+	          I->defs.s, (int)I->body.n, I->body.s);
 }
 
 static void
@@ -600,7 +598,8 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	}
 	if (setjmp(I.fail)) {
 		onnx__model_proto__free_unpacked(m, NULL);
-		free(I.head.s), free(I.ops.s), free(I.body.s), free(text.s);
+		free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
+	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);
 		return 1;
 	}
 	setup(&I, m);
@@ -609,14 +608,20 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	 * look at constants that the exporter placed after their first use */
 	for (size_t i = 0; i < I.g->n_node; i++)
 		if (!strcmp(I.g->node[i]->op_type, "Constant")) {
+			size_t b = I.body.n;
 			ox_node(&I, (int)i);
+			ox_blocks_note(&I, (int)i, b, I.body.n);
 			I.skip[i] = true;
 		}
 	for (size_t i = 0; i < I.g->n_node; i++)
-		if (!I.skip[i])
+		if (!I.skip[i]) {
+			size_t b = I.body.n;
 			ox_node(&I, (int)i);
+			ox_blocks_note(&I, (int)i, b, I.body.n);
+		}
 	I.cur = NULL;
 	add_outputs(&I);
+	ox_blocks(&I);
 	note_inference(&I);
 	assemble(&I, m, &text);
 	/* named as --emit-net's file, so that reports on the import and on
@@ -625,7 +630,8 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	out->text = ar_strndup(a, text.s, text.n);
 	out->len = text.n;
 	onnx__model_proto__free_unpacked(m, NULL);
-	free(I.head.s), free(I.ops.s), free(I.body.s), free(text.s);
+	free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
+	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);
 	return 0;
 }
 

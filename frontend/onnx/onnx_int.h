@@ -11,6 +11,7 @@
 #define OX_MAXRANK IR_MAXDIM
 #define OX_MAXSYM 16
 #define OX_MAXFOLD (1 << 20)    /* most elements a folded constant may hold */
+#define OX_MAXBLOCK 4096        /* most statements of a block written as a def */
 
 typedef Onnx__NodeProto Node;
 
@@ -53,7 +54,12 @@ typedef struct Imp {
 	const char **used;      /* .net names taken, open hashing */
 	size_t ucap, un;
 	Buf head, ops, body;    /* declarations, custom ops, statements */
+	Buf defs;               /* blocks.c: defs of the repeated blocks */
+	size_t *node_beg, *node_end;    /* each node's statements in body */
+	int *node_order, nnoted;        /* the nodes in the order written */
 	int ncustom, nconst;
+	const char **custom_decl, **custom_kind, **custom_name;  /* ops.c: custom
+	                           ops declared, by declaration (xmalloc) */
 	int nbn_train, nbn_infer, ndropout;
 	int64_t buffer_bytes;   /* BatchNorm running statistics */
 	bool *skip;             /* nodes folded into a fused op */
@@ -75,5 +81,9 @@ void ox_shape(Buf *b, const Val *v);
 /* ops.c */
 void ox_node(Imp *I, int i);
 void ox_const_tensor(Imp *I, Val *v, const Onnx__TensorProto *t);
+
+/* blocks.c */
+void ox_blocks_note(Imp *I, int i, size_t beg, size_t end);
+void ox_blocks(Imp *I);
 
 #endif

@@ -248,27 +248,45 @@ reshape_to(Imp *I, Val *o, Val *v)
 	ox_printf(&I->body, ");\n");
 }
 
-/* A custom op for one use: declared with o's type, `flops` forward and
- * backward, saving `saves` (an argument name, or NULL). */
+/* A custom op: declared with o's type, `flops` forward and backward,
+ * saving `saves` (an argument name, or NULL). Uses with the same
+ * declaration share one op (so repeated blocks read the same). */
 static void
 custom(Imp *I, Val *o, const char *kind, Val **args, int nargs, int64_t flops,
        int saves)
 {
-	const char *name = ox_netname(I, ar_printf(I->a, "%s_%d", kind, I->ncustom++));
-	const char *refs[4];
+	const char *name = NULL, *refs[4], *dt = ox_dtype(I, o->dt);
+	Buf d = {0};
 
 	for (int i = 0; i < nargs; i++)
 		refs[i] = ref(I, args[i]);
-	ox_printf(&I->ops, "op %s(", name);
+	ox_printf(&d, "(");
 	for (int i = 0; i < nargs; i++)
-		ox_printf(&I->ops, "%sa%d", i ? ", " : "", i);
-	ox_printf(&I->ops, ") -> %s", ox_dtype(I, o->dt));
-	ox_shape(&I->ops, o);
-	ox_printf(&I->ops, " { flops = %lld; backward_flops = %lld;",
+		ox_printf(&d, "%sa%d", i ? ", " : "", i);
+	ox_printf(&d, ") -> %s", dt);
+	ox_shape(&d, o);
+	ox_printf(&d, " { flops = %lld; backward_flops = %lld;",
 	          (long long)flops, (long long)flops);
 	if (saves >= 0)
-		ox_printf(&I->ops, " saves = (a%d);", saves);
-	ox_printf(&I->ops, " }   # ONNX %s\n", I->cur->op_type);
+		ox_printf(&d, " saves = (a%d);", saves);
+	ox_printf(&d, " }   # ONNX %s\n", I->cur->op_type);
+	for (int i = 0; i < I->ncustom && !name; i++)
+		if (!strcmp(I->custom_decl[i], d.s) && !strcmp(I->custom_kind[i], kind))
+			name = I->custom_name[i];
+	if (!name) {
+		if (!(I->ncustom & (I->ncustom - 1))) {
+			size_t n = (size_t)(I->ncustom ? 2 * I->ncustom : 1);
+			I->custom_decl = xrealloc(I->custom_decl, n * sizeof *I->custom_decl);
+			I->custom_kind = xrealloc(I->custom_kind, n * sizeof *I->custom_kind);
+			I->custom_name = xrealloc(I->custom_name, n * sizeof *I->custom_name);
+		}
+		name = ox_netname(I, ar_printf(I->a, "%s_%d", kind, I->ncustom));
+		I->custom_decl[I->ncustom] = ar_strndup(I->a, d.s, d.n);
+		I->custom_kind[I->ncustom] = kind;
+		I->custom_name[I->ncustom++] = name;
+		ox_printf(&I->ops, "op %s%s", name, d.s);
+	}
+	free(d.s);
 	bind(I, o);
 	ox_printf(&I->body, "%s(", name);
 	for (int i = 0; i < nargs; i++)

@@ -67,6 +67,9 @@ typedef struct Tensor {
 	bool saved;             /* autodiff: some backward op saves it (per ops.md) */
 	bool frozen;            /* a `frozen` param: no grad, master or optimizer
 	                           state; its weight lives for the whole step */
+	bool buffer;            /* a `buffer` param (also frozen): persistent state
+	                           that is not a parameter (BatchNorm's running
+	                           statistics); not in the parameter count */
 	bool reaches_output;    /* autodiff: a grad-needing path leads to the loss */
 	int grad;               /* autodiff: index of grad(this), or -1 */
 	int grad_of;            /* for TK_GRAD/TK_PARAM_GRAD: the tensor it is grad of */

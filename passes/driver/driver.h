@@ -90,6 +90,9 @@ void report_human(const Analysis *an, const ReportOptions *ro, FILE *out);
 typedef struct ReportTotals {
 	int64_t params, grad_bytes, forward, backward;
 	int64_t frozen;         /* elements of `frozen` params (part of params) */
+	int64_t buffers, buffer_bytes;  /* `buffer` params: elements and bytes
+	                           (not in params; their bytes are in the
+	                           params category of the memory) */
 } ReportTotals;
 ReportTotals report_totals(const Analysis *an);
 /* Human size: "1.50 GiB", "512 B". buf needs 32 bytes. */

@@ -55,6 +55,10 @@ params_and_flops(const Analysis *an, FILE *out)
 	if (frozen)
 		fprintf(out, ", \"frozen\": %" PRId64 ", \"trainable\": %" PRId64,
 		        frozen, count - frozen);
+	/* "buffers" likewise; "bytes" (the params category) includes them */
+	if (rt.buffers)
+		fprintf(out, ", \"buffers\": %" PRId64 ", \"buffer_bytes\": %" PRId64,
+		        rt.buffers, rt.buffer_bytes);
 	fprintf(out, ", \"bytes\": %" PRId64
 	        ", \"master_bytes\": %" PRId64 ",\n             \"grad_bytes\": %" PRId64
 	        ", \"optimizer_bytes\": %" PRId64 "},\n",

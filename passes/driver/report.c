@@ -109,13 +109,19 @@ stage_totals(const Analysis *an, ReportTotals *r)
 {
 	const Dag *d = &an->d;
 
-	r->params = r->frozen = r->grad_bytes = 0;
-	for (int i = 0; i < d->npersistent; i++)
-		if (d->persistent_cat[i] == CAT_PARAMS) {
-			const Tensor *p = &an->g.t[d->persistent_ir[i]];
-			r->params += p->numel;
-			r->frozen += p->frozen ? p->numel : 0;
+	r->params = r->frozen = r->grad_bytes = r->buffers = r->buffer_bytes = 0;
+	for (int i = 0; i < d->npersistent; i++) {
+		const Tensor *t = &an->g.t[d->persistent_ir[i]];
+		if (d->persistent_cat[i] != CAT_PARAMS)
+			continue;
+		if (t->buffer) {
+			r->buffers += t->numel;
+			r->buffer_bytes += t->bytes;
+		} else {
+			r->params += t->numel;
+			r->frozen += t->frozen ? t->numel : 0;
 		}
+	}
 	for (int t = 0; t < d->nt; t++)
 		if (d->t[t].cat == CAT_PARAM_GRADS)
 			r->grad_bytes += d->t[t].bytes;
@@ -128,9 +134,14 @@ ReportTotals
 report_totals(const Analysis *an)
 {
 	const Graph *g = &an->g;
-	ReportTotals r = {0, 0, 0, 0, 0};
+	ReportTotals r = {0, 0, 0, 0, 0, 0, 0};
 
 	for (int i = 0; i < g->nt; i++) {
+		if (g->t[i].kind == TK_PARAM && g->t[i].buffer) {
+			r.buffers += g->t[i].numel;
+			r.buffer_bytes += g->t[i].bytes;
+			continue;
+		}
 		if (g->t[i].kind == TK_PARAM)
 			r.params += g->t[i].numel;
 		if (g->t[i].kind == TK_PARAM && g->t[i].frozen)
@@ -227,7 +238,7 @@ parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 
 	int64_t frozen = rt.frozen;
 
-	total = p[CAT_PARAMS] + p[CAT_MASTER] + grads + p[CAT_OPTIMIZER];
+	total = p[CAT_PARAMS] - rt.buffer_bytes + p[CAT_MASTER] + grads + p[CAT_OPTIMIZER];
 
 	if (frozen)
 		fprintf(out, "\nparameters: %" PRId64 " elements, %" PRId64 " trainable, %"
@@ -235,13 +246,19 @@ parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 		        count, count - frozen, frozen);
 	else
 		fprintf(out, "\nparameters: %" PRId64 " elements\n", count);
-	per_param_line(out, "weights", p[CAT_PARAMS], count, ro);
-	if (!g->train)
-		return;
-	per_param_line(out, "master", p[CAT_MASTER], count, ro);
-	per_param_line(out, "grads", grads, count, ro);
-	per_param_line(out, "optimizer", p[CAT_OPTIMIZER], count, ro);
-	per_param_line(out, "total", total, count, ro);
+	/* buffers are in the params category of the memory, not in the count */
+	per_param_line(out, "weights", p[CAT_PARAMS] - rt.buffer_bytes, count, ro);
+	if (g->train) {
+		per_param_line(out, "master", p[CAT_MASTER], count, ro);
+		per_param_line(out, "grads", grads, count, ro);
+		per_param_line(out, "optimizer", p[CAT_OPTIMIZER], count, ro);
+		per_param_line(out, "total", total, count, ro);
+	}
+	if (rt.buffers) {
+		fprintf(out, "buffers: %" PRId64 " elements, ", rt.buffers);
+		put_size(out, ro, rt.buffer_bytes, false);
+		fputs(" (persistent, not parameters: no grad, master or optimizer state)\n", out);
+	}
 }
 
 static void

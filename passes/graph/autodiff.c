@@ -61,8 +61,8 @@ check_loss(const Graph *g, Diag *d)
 	if (!t->needs_grad) {
 		int params = 0, frozen = 0;
 		for (int i = 0; i < g->nt; i++) {
-			params += g->t[i].kind == TK_PARAM;
-			frozen += g->t[i].kind == TK_PARAM && g->t[i].frozen;
+			params += g->t[i].kind == TK_PARAM && !g->t[i].buffer;
+			frozen += g->t[i].kind == TK_PARAM && !g->t[i].buffer && g->t[i].frozen;
 		}
 		diag_error(d, loss_loc(g), "training output '%s' does not depend on "
 		           "any param%s", t->id, params && frozen == params ?

@@ -42,7 +42,7 @@ tiny_flags() {
 
 nets=$(cd "$SRCDIR/examples" && ls *.net)
 nnets=$(echo "$nets" | wc -w)
-echo "1..$((nnets * 6 + 6))"
+echo "1..$((nnets * 6 + 7))"
 i=0
 nrec=0
 
@@ -222,6 +222,30 @@ for net in $nets wide.net; do
 		notok "$ex -O2 under ASan+UBSan+LSan:$bad"; sed 's/^/# /' "$stem-san.err" | head -20
 	fi
 done
+
+# The host's fast kernels (packed matmul, unpadded conv as im2col rows)
+# sum in the plain kernels' order: the -O2 programs of the examples with
+# matmuls and convolutions (strided, 1x1, depthwise), built with -DRT_NAIVE
+# (the plain kernels), print the same loss, dirgrad and checksums.
+bad=
+for ex in gpt2 resnet50 mobilenetv2 unet moe bert llama lora; do
+	stem="$out/$ex-O2"
+	[ -f "$stem.cu" ] && [ -f "$stem.tracked" ] || { bad="$bad $ex(missing)"; continue; }
+	if $CC -x c -std=c11 -O1 -Wall -Werror -DREMAT_HOST -DRT_NAIVE "$stem.cu" \
+	       -o "$stem-naive" -lm 2>"$stem-naive.err" &&
+	   "$stem-naive" --tracked >"$stem-naive.tracked" 2>>"$stem-naive.err" &&
+	   [ "$(sums "$stem-naive.tracked")" = "$(sums "$stem.tracked")" ] &&
+	   [ "$(sums "$stem.tracked" | wc -l)" -gt 2 ]; then
+		:
+	else
+		bad="$bad $ex"
+	fi
+done
+if [ -z "$bad" ]; then
+	ok "host fast kernels = plain kernels (-DRT_NAIVE), bit for bit: gpt2 resnet50 mobilenetv2 unet moe bert llama lora"
+else
+	notok "host fast kernels differ from the plain ones:$bad"
+fi
 
 # A source path with "*/", a quote and a newline is embedded safely.
 odd="$out/we*/ird \"dir

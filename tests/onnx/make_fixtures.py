@@ -6,8 +6,9 @@ Run with Debian's interpreter: /usr/bin/python3 tests/onnx/make_fixtures.py
 weights (nothing is downloaded) and is exported in training mode with
 export_params=False, so the files hold only the graph and the shapes: the
 parameters become graph inputs. params.txt records each module's own
-parameter count (sum of p.numel() over module.parameters()), which the tests
-compare with remat's count.
+parameter count (sum of p.numel() over module.parameters()) and the bytes of
+its BatchNorm running statistics, which the tests compare with remat's
+parameter count and buffer bytes.
 """
 import math
 import os
@@ -168,8 +169,13 @@ def export(name, model, args, in_names, eval_mode=False, dynamic=None, opset=17)
                           input_names=in_names, output_names=["out"],
                           dynamic_axes=dynamic)
     n = sum(p.numel() for p in model.parameters())
+    # BatchNorm's running statistics, the buffers the export takes as graph
+    # inputs (num_batches_tracked is not exported); an eval export folds them
+    buf = 0 if eval_mode else sum(
+        b.numel() * b.element_size() for k, b in model.named_buffers()
+        if k.endswith(("running_mean", "running_var")))
     print(f"{name} {n} {os.path.getsize(path)} bytes", file=sys.stderr)
-    return f"{name} {n}\n"
+    return f"{name} {n} {buf}\n"
 
 
 def main():
@@ -216,7 +222,8 @@ def main():
     for line in lines:
         counts[line.split()[0]] = line
     with open(path, "w") as f:
-        f.write("# fixture  parameters (sum of numel over module.parameters())\n")
+        f.write("# fixture  parameters (sum of numel over module.parameters())  "
+                "buffer bytes (BatchNorm running_mean and running_var)\n")
         f.writelines(counts[k] for k in sorted(counts))
 
 
