@@ -4,7 +4,9 @@
  * It starts from the pool's smallest-peak plan within the recompute cap
  * (none with a budget) and tries, in a fixed order, three kinds of move:
  * delete a recompute step; move a step elsewhere (once-only steps keep
- * their relative order, as the exact solver's search space does); insert a
+ * their base relative order: a narrower space than the exact solver's,
+ * which also reorders backward steps -- remat_order.c's rm_reorder_pool
+ * does that for -O2 afterwards); insert a
  * recompute of a recomputable node before a step; move a step with a
  * recompute of one of its inputs right before it. lv_eval scores each move;
  * the first that is valid, within the cap and lowers (peak, recompute
