@@ -781,7 +781,7 @@ rt_scratch(int64_t n)
 /* dst[0..n) = t's logical elements start, start + 1, ... (rt_get's values):
  * a tensor with at most one index map is walked without divisions. */
 RT_FN void
-rt_gather(const RtT *t, int64_t start, int64_t n, rt_real *dst)
+rt_read_run(const RtT *t, int64_t start, int64_t n, rt_real *dst)
 {
 	if (t->dt == RT_DT_ONE || t->nmap > 1) {
 		for (int64_t i = 0; i < n; i++)
@@ -817,14 +817,14 @@ rt_gather(const RtT *t, int64_t start, int64_t n, rt_real *dst)
  * offset start: t with its last two axes swapped (a view) gathered in
  * order, or through tmp when the view chain is full. */
 RT_FN void
-rt_gather_t(const RtT *t, int64_t start, int64_t R, int64_t C, rt_real *dst, rt_real *tmp)
+rt_read_run_t(const RtT *t, int64_t start, int64_t R, int64_t C, rt_real *dst, rt_real *tmp)
 {
 	if (t->nd >= 2 && t->nmap < RT_MAXMAP && t->dt != RT_DT_ONE) {
 		RtT u = rt_transpose(*t, t->nd - 2, t->nd - 1);
-		rt_gather(&u, start, R * C, dst);
+		rt_read_run(&u, start, R * C, dst);
 		return;
 	}
-	rt_gather(t, start, R * C, tmp);
+	rt_read_run(t, start, R * C, tmp);
 	for (int64_t r = 0; r < R; r++)
 		for (int64_t c = 0; c < C; c++)
 			dst[c * R + r] = tmp[r * C + c];
@@ -857,8 +857,8 @@ rt_host_matmul_f(const RtT *A, const RtT *B, const RtT *Y)
 	for (int64_t yb = 0; yb < nbatch; yb++) {
 		int64_t ab = rt_batch(yb, Y->shape, Y->nd - 2, A->shape, A->nd - 2);
 		int64_t bb = rt_batch(yb, Y->shape, Y->nd - 2, B->shape, B->nd - 2);
-		rt_gather(A, ab * M * K, M * K, p);
-		rt_gather_t(B, bb * K * N, K, N, q, tmp);
+		rt_read_run(A, ab * M * K, M * K, p);
+		rt_read_run_t(B, bb * K * N, K, N, q, tmp);
 		rt_dot_rows(p, q, M, N, K, y);
 		rt_scatter(Y, yb * M * N, M * N, y, 0);
 	}
@@ -902,17 +902,17 @@ rt_host_matmul_b(const RtT *T4, int slot, int add)
 			int64_t yb = match[j];
 			int64_t ob = rt_batch(yb, G->shape, nb, O->shape, O->nd - 2);
 			if (slot == 0) {        /* r = m, c = k, u = n */
-				rt_gather(G, yb * M * N, M * N, tg);
-				rt_gather(O, ob * K * N, K * N, to);
+				rt_read_run(G, yb * M * N, M * N, tg);
+				rt_read_run(O, ob * K * N, K * N, to);
 				for (int64_t r = 0; r < R; r++)
 					memcpy(p + r * Tn + j * N, tg + r * N, sizeof *p * (size_t)N);
 				for (int64_t c = 0; c < C; c++)
 					memcpy(q + c * Tn + j * N, to + c * N, sizeof *q * (size_t)N);
 			} else {                /* r = k, c = n, u = m */
-				rt_gather_t(O, ob * M * K, M, K, to, tt);
+				rt_read_run_t(O, ob * M * K, M, K, to, tt);
 				for (int64_t r = 0; r < R; r++)
 					memcpy(p + r * Tn + j * M, to + r * M, sizeof *p * (size_t)M);
-				rt_gather_t(G, yb * M * N, M, N, tn, tt);
+				rt_read_run_t(G, yb * M * N, M, N, tn, tt);
 				for (int64_t c = 0; c < C; c++)
 					memcpy(q + c * Tn + j * M, tn + c * M, sizeof *q * (size_t)M);
 			}
@@ -1083,8 +1083,8 @@ rt_host_conv_f(const RtT *X, const RtT *Wt, const RtT *Y, RtConv c)
 	rt_real *xs = rt_scratch(X->n), *ws = rt_scratch(Wt->n);
 	rt_real *rows = rt_scratch(P * Tk), *y = rt_scratch(P * Og);
 
-	rt_gather(X, 0, X->n, xs);
-	rt_gather(Wt, 0, Wt->n, ws);
+	rt_read_run(X, 0, X->n, xs);
+	rt_read_run(Wt, 0, Wt->n, ws);
 	for (int64_t b = 0; b < N; b++)
 		for (int64_t grp = 0; grp < c.g; grp++) {
 			rt_im2col(xs, X, Wt, Y, c, grp, b, rows);
@@ -1109,8 +1109,8 @@ rt_host_conv_dw(const RtT *X, const RtT *G, const RtT *D, RtConv c, int add)
 	rt_real *xs = rt_scratch(X->n), *gs = rt_scratch(G->n);
 	rt_real *gr = rt_scratch(Og * T), *cols = rt_scratch(Tk * T), *y = rt_scratch(Og * Tk);
 
-	rt_gather(X, 0, X->n, xs);
-	rt_gather(G, 0, G->n, gs);
+	rt_read_run(X, 0, X->n, xs);
+	rt_read_run(G, 0, G->n, gs);
 	for (int64_t grp = 0; grp < c.g; grp++) {
 		for (int64_t ol = 0; ol < Og; ol++)
 			for (int64_t b = 0; b < N; b++)
