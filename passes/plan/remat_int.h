@@ -91,6 +91,11 @@ typedef struct RmCtx {
 	Arena scratch;          /* the latest evaluation */
 	MemEval ev;
 	long evals;
+	bool capmet;            /* a descent or chain plan met its recompute cap */
+	bool o2_shared;         /* rm_plan_o2 without a budget: its searches
+	                           that ignore the budget met no cap, so that
+	                           uncapped they would repeat themselves */
+	bool o2_reordered;      /* ... and the least-bytes order's descent ran */
 } RmCtx;
 
 /* One scored plan: gap states, or an explicit schedule (remat_dtr.c). */
