@@ -367,10 +367,13 @@ ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
 			if (modes >> m & 1)
 				ladder(&C2, &p2, p2.c[0].state, cap, evals, m, div);
 	}
+	/* each plan joined p2 scored by rm_eval; its steps are rebuilt */
 	for (int i = 0; i < p2.n; i++) {
-		const MemEval *ev = rm_eval(&C2, p2.c[i].state);
-		if (ev)
-			rm_pool_add_sched(pool, C2.step, C2.nstep, ev);
+		MemEval ev = {0};
+		ev.peak = p2.c[i].peak;
+		ev.recompute_cost = p2.c[i].cost;
+		if (rm_build(&C2, p2.c[i].state))
+			rm_pool_add_sched(pool, C2.step, C2.nstep, &ev);
 	}
 	C->capmet |= C2.capmet;
 	rm_pool_free(&p2);
