@@ -287,6 +287,7 @@ chain_fit_cap(Chain *K, const bool *keep, double cap, int *buf)
 	}
 	if ((double)est <= cap)
 		return;
+	((RmCtx *)K->C)->capmet = true;
 	sort_chain = K;
 	qsort(buf, (size_t)n, sizeof *buf, by_worth);
 	for (int i = 0; i < n && (double)est > 0.97 * cap; i++) {

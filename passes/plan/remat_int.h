@@ -56,6 +56,10 @@ typedef struct RmEffort {
 	                           ladder (divided by the size) */
 } RmEffort;
 
+/* rm_build's state of a tensor: it has a producer to recompute it, its
+ * first instance was made, an instance is there now */
+enum { TS_RECOMP = 1, TS_MADE = 2, TS_AVAIL = 4 };
+
 typedef struct RmCtx {
 	const Dag *d;
 	int n;                  /* base order length */
@@ -76,8 +80,11 @@ typedef struct RmCtx {
 	/* rm_build's output and scratch (grown as needed) */
 	int *step, *posof;      /* the schedule, and each step's base position */
 	int nstep, capstep;
-	bool *avail, *made;     /* [nt] */
-	int *useidx;            /* [nt] uses of t done so far */
+	unsigned char *tst;     /* [nt] TS_ bits of each tensor */
+	unsigned char *tinit;   /* [nt] tst at the start: TS_RECOMP or 0 */
+	int *oofs, *out;        /* CSR [nnode]: tensors each node makes */
+	int64_t *ncost, *nws;   /* [nnode] each node's cost and workspace */
+	int *gcur;              /* [nt] gofs[t] + the uses of t done so far */
 	int *stack, *grp, *emitted;
 	int ngrp, stamp;
 	int *lborder;           /* rm_least_bytes_order's, or NULL */
@@ -91,6 +98,11 @@ typedef struct RmCtx {
 	Arena scratch;          /* the latest evaluation */
 	MemEval ev;
 	long evals;
+	bool capmet;            /* a descent or chain plan met its recompute cap */
+	bool o2_shared;         /* rm_plan_o2 without a budget: its searches
+	                           that ignore the budget met no cap, so that
+	                           uncapped they would repeat themselves */
+	bool o2_reordered;      /* ... and the least-bytes order's descent ran */
 } RmCtx;
 
 /* One scored plan: gap states, or an explicit schedule (remat_dtr.c). */

@@ -214,9 +214,27 @@ rm_ctx_init(RmCtx *C, const Dag *d)
 	ctx_longgaps(C);
 	ctx_early(C);
 	C->c0 = d->total_cost / 100000 + 1;
-	C->avail = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->avail);
-	C->made = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->made);
-	C->useidx = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->useidx);
+	C->tinit = ar_alloc(&C->mem, (size_t)d->nt + 1);
+	C->tst = ar_alloc(&C->mem, (size_t)d->nt + 1);
+	for (int t = 0; t < d->nt; t++)
+		C->tinit[t] = C->prod[t] >= 0 ? TS_RECOMP : 0;
+	C->oofs = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->oofs);
+	C->ncost = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->ncost);
+	C->nws = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->nws);
+	int nout = 0;
+	for (int v = 0; v < d->nnode; v++)
+		nout += d->node[v].nout;
+	C->out = ar_alloc(&C->mem, ((size_t)nout + 1) * sizeof *C->out);
+	nout = 0;
+	for (int v = 0; v < d->nnode; v++) {
+		C->oofs[v] = nout;
+		for (int j = 0; j < d->node[v].nout; j++)
+			C->out[nout++] = d->node[v].out[j];
+		C->ncost[v] = d->node[v].cost;
+		C->nws[v] = d->node[v].workspace;
+	}
+	C->oofs[d->nnode] = nout;
+	C->gcur = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->gcur);
 	C->grp = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->grp);
 	C->emitted = ar_alloc(&C->mem, (2 * (size_t)d->nnode + 2) * sizeof *C->emitted);
 	C->stack = ar_alloc(&C->mem, ((size_t)C->uofs[d->nnode] + (size_t)d->nnode + 1) * sizeof *C->stack);
@@ -262,7 +280,7 @@ emit(RmCtx *C, int v, int x)
 static bool
 missing(const RmCtx *C, int t)
 {
-	return C->prod[t] >= 0 && C->made[t] && !C->avail[t];
+	return (C->tst[t] & (TS_RECOMP | TS_MADE | TS_AVAIL)) == (TS_RECOMP | TS_MADE);
 }
 
 /* Recomputes node p before base position x, first recomputing (post-order)
@@ -294,8 +312,8 @@ recompute(RmCtx *C, int p, int x)
 		C->emitted[q] = C->stamp;
 		for (int j = 0; j < d->node[q].nout; j++) {
 			int t = d->node[q].out[j];
-			if (C->prod[t] >= 0 && !C->avail[t]) {
-				C->avail[t] = true;
+			if ((C->tst[t] & (TS_RECOMP | TS_AVAIL)) == TS_RECOMP) {
+				C->tst[t] |= TS_AVAIL;
 				C->grp[C->ngrp++] = t;
 			}
 		}
@@ -312,25 +330,25 @@ after_step(RmCtx *C, const unsigned char *state, int v)
 
 	for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
 		int t = C->use[k];
-		if (C->prod[t] < 0 || !C->made[t])
+		if ((C->tst[t] & (TS_RECOMP | TS_MADE)) != (TS_RECOMP | TS_MADE))
 			continue;
-		int g = C->gofs[t] + ++C->useidx[t];
+		int g = ++C->gcur[t];
 		if (g < C->gofs[t + 1] && state[g] != GAP_KEEP)
-			C->avail[t] = false;
+			C->tst[t] &= (unsigned char)~TS_AVAIL;
 	}
-	for (int j = 0; j < d->node[v].nout && !d->node[v].once; j++) {
-		int t = d->node[v].out[j];
-		if (C->prod[t] < 0 || C->made[t])
+	for (int j = C->oofs[v]; j < C->oofs[v + 1] && !d->node[v].once; j++) {
+		int t = C->out[j];
+		if ((C->tst[t] & (TS_RECOMP | TS_MADE)) != TS_RECOMP)
 			continue;
-		C->made[t] = true;
-		C->avail[t] = C->gofs[t] == C->gofs[t + 1] ||
-		              state[C->gofs[t]] == GAP_KEEP;
+		C->tst[t] = TS_RECOMP | TS_MADE;
+		if (C->gofs[t] == C->gofs[t + 1] || state[C->gofs[t]] == GAP_KEEP)
+			C->tst[t] |= TS_AVAIL;
 	}
 	for (int i = 0; i < C->ngrp; i++) {
 		int t = C->grp[i];
-		int g = C->gofs[t] + C->useidx[t];
+		int g = C->gcur[t];
 		if (g < C->gofs[t + 1] && state[g] == GAP_TRANSIENT)
-			C->avail[t] = false;
+			C->tst[t] &= (unsigned char)~TS_AVAIL;
 	}
 }
 
@@ -340,9 +358,8 @@ rm_build(RmCtx *C, const unsigned char *state)
 	const Dag *d = C->d;
 
 	C->nstep = 0;
-	memset(C->avail, 0, sizeof *C->avail * (size_t)d->nt);
-	memset(C->made, 0, sizeof *C->made * (size_t)d->nt);
-	memset(C->useidx, 0, sizeof *C->useidx * (size_t)d->nt);
+	memcpy(C->tst, C->tinit, (size_t)d->nt);
+	memcpy(C->gcur, C->gofs, sizeof *C->gcur * (size_t)d->nt);
 	for (int x = 0; x < C->n; x++) {
 		int v = d->base_order[x];
 		C->ngrp = 0;
@@ -350,7 +367,7 @@ rm_build(RmCtx *C, const unsigned char *state)
 		for (int k = C->eofs[x]; k < C->eofs[x + 1]; k++) {
 			int g = C->egap[k], t = C->gtensor[g];
 			if (state[g] == GAP_EARLY && missing(C, t) &&
-			    C->gofs[t] + C->useidx[t] == g &&
+			    C->gcur[t] == g &&
 			    !recompute(C, C->prod[t], x))
 				return false;
 		}
@@ -416,23 +433,25 @@ rm_score(RmCtx *C, const unsigned char *state)
 	memset(C->diff, 0, sizeof *C->diff * (size_t)(C->nstep + 1));
 	memset(C->birth, 0xff, sizeof *C->birth * (size_t)d->nt);
 	memset(ev, 0, sizeof *ev);
+	/* on simple Dags a node's uses are its in[] (no views, no
+	 * accumulations), in order */
 	for (int i = 0; i < C->nstep; i++) {
-		const DagNode *n = &d->node[C->step[i]];
-		for (int j = 0; j < n->nin; j++) {
-			if (C->birth[n->in[j]] < 0)
+		int v = C->step[i];
+		for (int j = C->uofs[v]; j < C->uofs[v + 1]; j++) {
+			if (C->birth[C->use[j]] < 0)
 				return NULL;
-			C->lastuse[n->in[j]] = i;
+			C->lastuse[C->use[j]] = i;
 		}
-		for (int j = 0; j < n->nout; j++) {
-			int t = n->out[j];
+		for (int j = C->oofs[v]; j < C->oofs[v + 1]; j++) {
+			int t = C->out[j];
 			if (C->birth[t] >= 0)
 				ok &= close_instance(C, t);
 			C->birth[t] = C->lastuse[t] = i;
 		}
-		if (C->pos[C->step[i]] != C->posof[i])
-			ok &= ck_add(ev->recompute_cost, n->cost, &ev->recompute_cost);
-		ok &= ck_add(C->diff[i], n->workspace, &C->diff[i]);
-		ok &= ck_sub(C->diff[i + 1], n->workspace, &C->diff[i + 1]);
+		if (C->pos[v] != C->posof[i])
+			ok &= ck_add(ev->recompute_cost, C->ncost[v], &ev->recompute_cost);
+		ok &= ck_add(C->diff[i], C->nws[v], &C->diff[i]);
+		ok &= ck_sub(C->diff[i + 1], C->nws[v], &C->diff[i + 1]);
 	}
 	for (int t = 0; t < d->nt; t++)
 		if (C->birth[t] >= 0)

@@ -50,10 +50,14 @@ excess(const MemEval *ev, int64_t T)
 	return e;
 }
 
+/* Whether cost is over the cap; C->capmet records that it was. */
 static bool
 over_cap(const Desc *D, int64_t cost)
 {
-	return D->cap >= 0 && (double)cost > D->cap;
+	if (D->cap < 0 || (double)cost <= D->cap)
+		return false;
+	D->C->capmet = true;
+	return true;
 }
 
 /* Evaluates D->st as the current plan. */
@@ -363,11 +367,15 @@ ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
 			if (modes >> m & 1)
 				ladder(&C2, &p2, p2.c[0].state, cap, evals, m, div);
 	}
+	/* each plan joined p2 scored by rm_eval; its steps are rebuilt */
 	for (int i = 0; i < p2.n; i++) {
-		const MemEval *ev = rm_eval(&C2, p2.c[i].state);
-		if (ev)
-			rm_pool_add_sched(pool, C2.step, C2.nstep, ev);
+		MemEval ev = {0};
+		ev.peak = p2.c[i].peak;
+		ev.recompute_cost = p2.c[i].cost;
+		if (rm_build(&C2, p2.c[i].state))
+			rm_pool_add_sched(pool, C2.step, C2.nstep, &ev);
 	}
+	C->capmet |= C2.capmet;
 	rm_pool_free(&p2);
 	rm_ctx_free(&C2);
 	return ran;
@@ -436,8 +444,15 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 
 	if (goal->budget < 0 && goal->max_recompute >= 0)
 		cap = goal->max_recompute * (double)C->d->forward_cost;
-	rm_plan_o1(C, pool);
-	rm_chain_plans(C, pool, cap);
+	/* Under a budget, after the plain run (rm_plan) whose searches below
+	 * met no cap: the same searches without a cap would make the same
+	 * plans again, which are in the pool already. */
+	bool again = goal->budget >= 0 && C->o2_shared;
+	C->capmet = false;
+	if (!again) {
+		rm_plan_o1(C, pool);
+		rm_chain_plans(C, pool, cap);
+	}
 	if (C->n > eff.desc_size) {
 		C->eff = NULL;
 		return;
@@ -454,7 +469,8 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	 * and so does the search for the smallest peak (no budget), where the
 	 * base order's descent goes further. */
 	const int *lb = rm_least_bytes_order(C);
-	bool re = lb && ladder_reordered(C, pool, cap, C->has_backward ?
+	bool re = again ? C->o2_reordered :
+	          lb && ladder_reordered(C, pool, cap, C->has_backward ?
 	                                 evals / 2 : evals / 4, lb,
 	                                 C->has_backward ? 1 << 0 | 1 << EST_CAPPED :
 	                                 1 << 0 | 1 << EST_STRETCH |
@@ -469,11 +485,13 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 			ladder_reordered(C, pool, cap, 3 * evals / 5, plain,
 			                 1 << EST_STRETCH, FINE_STEP);
 		ar_free(&a);
-	} else {
+	} else if (!again) {
 		ladder(C, pool, pool->c[0].state, cap, evals, 0, STEP);
 		ladder(C, pool, pool->c[0].state, cap, evals, EST_CAPPED, STEP);
 	}
 	if (goal->budget < 0) {
+		C->o2_shared = !C->capmet;
+		C->o2_reordered = re;
 		int b = best_within(pool, cap);
 		if (b != 0) {
 			Arena a = {0};
