@@ -102,7 +102,8 @@ static void
 plan_copy(Stage *S, Plan *to, const Plan *from)
 {
 	plan_reserve(S, to, from->np);
-	memcpy(to->p, from->p, sizeof *to->p * (size_t)from->np);
+	if (from->np)   /* an empty plan may have no array: memcpy needs one */
+		memcpy(to->p, from->p, sizeof *to->p * (size_t)from->np);
 	to->np = from->np;
 	to->peak = from->peak;
 	to->cost = from->cost;
