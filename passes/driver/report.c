@@ -102,6 +102,20 @@ per_param_line(FILE *out, const char *what, int64_t bytes, int64_t count,
 	}
 }
 
+/* A param's place in the totals: a buffer (persistent, not counted as a
+ * parameter), or a parameter, frozen or not. */
+static void
+count_param(ReportTotals *r, const Tensor *t)
+{
+	if (t->buffer) {
+		r->buffers += t->numel;
+		r->buffer_bytes += t->bytes;
+		return;
+	}
+	r->params += t->numel;
+	r->frozen += t->frozen ? t->numel : 0;
+}
+
 /* A pipeline stage holds the params its operations read, and their
  * gradients. */
 static void
@@ -109,19 +123,9 @@ stage_totals(const Analysis *an, ReportTotals *r)
 {
 	const Dag *d = &an->d;
 
-	r->params = r->frozen = r->grad_bytes = r->buffers = r->buffer_bytes = 0;
-	for (int i = 0; i < d->npersistent; i++) {
-		const Tensor *t = &an->g.t[d->persistent_ir[i]];
-		if (d->persistent_cat[i] != CAT_PARAMS)
-			continue;
-		if (t->buffer) {
-			r->buffers += t->numel;
-			r->buffer_bytes += t->bytes;
-		} else {
-			r->params += t->numel;
-			r->frozen += t->frozen ? t->numel : 0;
-		}
-	}
+	for (int i = 0; i < d->npersistent; i++)
+		if (d->persistent_cat[i] == CAT_PARAMS)
+			count_param(r, &an->g.t[d->persistent_ir[i]]);
 	for (int t = 0; t < d->nt; t++)
 		if (d->t[t].cat == CAT_PARAM_GRADS)
 			r->grad_bytes += d->t[t].bytes;
@@ -130,32 +134,33 @@ stage_totals(const Analysis *an, ReportTotals *r)
 	r->backward = (d->total_cost - d->forward_cost) / an->pipe.in_flight;
 }
 
+/* The whole model's params, gradients and FLOPs. */
+static void
+model_totals(const Graph *g, ReportTotals *r)
+{
+	for (int i = 0; i < g->nt; i++) {
+		if (g->t[i].kind == TK_PARAM)
+			count_param(r, &g->t[i]);
+		if (g->t[i].kind == TK_PARAM_GRAD)
+			r->grad_bytes += g->t[i].bytes;
+	}
+	for (int o = 0; o < g->nop; o++) {
+		r->forward += g->op[o].flops;
+		if (g->op[o].has_backward)
+			r->backward += g->op[o].bwd_flops;
+	}
+}
+
 ReportTotals
 report_totals(const Analysis *an)
 {
 	const Graph *g = &an->g;
-	ReportTotals r = {0, 0, 0, 0, 0, 0, 0};
+	ReportTotals r = {0};
 
-	for (int i = 0; i < g->nt; i++) {
-		if (g->t[i].kind == TK_PARAM && g->t[i].buffer) {
-			r.buffers += g->t[i].numel;
-			r.buffer_bytes += g->t[i].bytes;
-			continue;
-		}
-		if (g->t[i].kind == TK_PARAM)
-			r.params += g->t[i].numel;
-		if (g->t[i].kind == TK_PARAM && g->t[i].frozen)
-			r.frozen += g->t[i].numel;
-		if (g->t[i].kind == TK_PARAM_GRAD)
-			r.grad_bytes += g->t[i].bytes;
-	}
-	for (int o = 0; o < g->nop; o++) {
-		r.forward += g->op[o].flops;
-		if (g->op[o].has_backward)
-			r.backward += g->op[o].bwd_flops;
-	}
 	if (g->settings.pipe.stages > 1)        /* the stage's own params */
 		stage_totals(an, &r);
+	else
+		model_totals(g, &r);
 	if (dist_active(&g->settings.dist) && g->settings.dist.zero >= 2)
 		r.grad_bytes = an->d.persistent[CAT_PARAM_GRADS];  /* the shard */
 	return r;
@@ -238,7 +243,9 @@ parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 
 	int64_t frozen = rt.frozen;
 
-	total = p[CAT_PARAMS] - rt.buffer_bytes + p[CAT_MASTER] + grads + p[CAT_OPTIMIZER];
+	/* buffers are in the params category of the memory, not in the count */
+	int64_t weights = p[CAT_PARAMS] - rt.buffer_bytes;
+	total = weights + p[CAT_MASTER] + grads + p[CAT_OPTIMIZER];
 
 	if (frozen)
 		fprintf(out, "\nparameters: %" PRId64 " elements, %" PRId64 " trainable, %"
@@ -246,8 +253,7 @@ parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 		        count, count - frozen, frozen);
 	else
 		fprintf(out, "\nparameters: %" PRId64 " elements\n", count);
-	/* buffers are in the params category of the memory, not in the count */
-	per_param_line(out, "weights", p[CAT_PARAMS] - rt.buffer_bytes, count, ro);
+	per_param_line(out, "weights", weights, count, ro);
 	if (g->train) {
 		per_param_line(out, "master", p[CAT_MASTER], count, ro);
 		per_param_line(out, "grads", grads, count, ro);

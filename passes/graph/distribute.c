@@ -56,6 +56,8 @@ typedef struct Dist {
 	                           copy 0, nblocks + c for the root of copy c */
 	int64_t *unit_bytes;    /* [nunits] full weight bytes each unit gathers */
 	int *unit_copy;         /* [nunits] the copy its nodes belong to */
+	int **unit_list;        /* [nunits] its params, in IR order */
+	int *unit_nparams;      /* [nunits] how many */
 	int *gather_f, *gather_b;       /* [nunits] Dag node indices, or -1 */
 	int *gathered_f, *gathered_b;   /* [nunits] their output tensors */
 	int *bucket_after;      /* [nnode] bucket node to run right after, or -1 */
@@ -238,6 +240,33 @@ find_units(Dist *D, int nfwd)
 	}
 }
 
+/* Each unit's params, in IR order (the order its gathered buffer
+ * concatenates them in, which the generated program's all-gather follows):
+ * a unit belongs to one copy (pipeline micro-batch), so they are that
+ * copy's slots. One count pass and one fill pass over each copy's slots. */
+static void
+unit_params(Dist *D)
+{
+	const Graph *g = D->g;
+
+	D->unit_list = ar_alloc(D->a, sizeof(int *) * (size_t)D->nunits);
+	D->unit_nparams = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+	for (int c = 0; c < D->ncopies; c++)
+		for (int p = 0; p < g->nt; p++)
+			if (*param_slot(D, c, p))
+				D->unit_nparams[*param_slot(D, c, p) - 1]++;
+	for (int u = 0; u < D->nunits; u++) {
+		D->unit_list[u] = ar_alloc(D->a, sizeof(int) * (size_t)(D->unit_nparams[u] + 1));
+		D->unit_nparams[u] = 0;
+	}
+	for (int c = 0; c < D->ncopies; c++)
+		for (int p = 0; p < g->nt; p++) {
+			int u = *param_slot(D, c, p) - 1;
+			if (u >= 0)
+				D->unit_list[u][D->unit_nparams[u]++] = p;
+		}
+}
+
 /* The gather nodes and their outputs, and the reads of every node whose op
  * reads a weight of the unit. */
 static void
@@ -261,20 +290,18 @@ gathers(Dist *D, int nfwd)
 		D->gather_f[u] = new_node(D, nm, false);
 		D->gathered_b[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
 		D->gather_b[u] = new_node(D, nm, true);
-		for (int k = 0; k < 2; k++) {
+		for (int k = 0; k < 2; k++) {   /* the node array is final now */
 			DagNode *n = &D->d->node[k ? D->gather_b[u] : D->gather_f[u]];
 			n->block_plus1 = u <= D->nblocks ? u : 0;
 			n->micro_batch = D->unit_copy[u];
+			n->out = ar_alloc(D->a, sizeof(int));
+			n->out[0] = k ? D->gathered_b[u] : D->gathered_f[u];
+			n->nout = 1;
+			n->comm = COMM_ALLGATHER;
+			n->comm_params = D->unit_list[u];
+			n->ncomm_params = D->unit_nparams[u];
 		}
-		D->d->node[D->gather_f[u]].out = ar_alloc(D->a, sizeof(int));
-		D->d->node[D->gather_f[u]].out[0] = D->gathered_f[u];
-		D->d->node[D->gather_f[u]].nout = 1;
-		D->d->node[D->gather_b[u]].out = ar_alloc(D->a, sizeof(int));
-		D->d->node[D->gather_b[u]].out[0] = D->gathered_b[u];
-		D->d->node[D->gather_b[u]].nout = 1;
 		D->st->nunits++;
-		D->d->node[D->gather_f[u]].comm = COMM_ALLGATHER;
-		D->d->node[D->gather_b[u]].comm = COMM_ALLGATHER;
 		if (D->st->max_gather < D->unit_bytes[u])
 			D->st->max_gather = D->unit_bytes[u];
 	}
@@ -286,33 +313,6 @@ gathers(Dist *D, int nfwd)
 			if (u < 0 || D->gather_f[u] < 0)
 				continue;
 			add_input(D, v, v < nfwd ? D->gathered_f[u] : D->gathered_b[u]);
-		}
-	}
-}
-
-/* Each gather node's comm_params: the params of its unit, in IR order
- * (the order the gathered buffer concatenates them in). A unit belongs to
- * one copy (pipeline micro-batch), so its params are that copy's slots. */
-static void
-unit_params(Dist *D)
-{
-	const Graph *g = D->g;
-
-	for (int u = 0; u < D->nunits; u++) {
-		if (D->gather_f[u] < 0)
-			continue;
-		int c = D->unit_copy[u], k = 0;
-		for (int p = 0; p < g->nt; p++)
-			k += *param_slot(D, c, p) == u + 1;
-		int *list = ar_alloc(D->a, sizeof(int) * (size_t)(k + 1));
-		k = 0;
-		for (int p = 0; p < g->nt; p++)
-			if (*param_slot(D, c, p) == u + 1)
-				list[k++] = p;
-		for (int b = 0; b < 2; b++) {
-			DagNode *v = &D->d->node[b ? D->gather_b[u] : D->gather_f[u]];
-			v->comm_params = list;
-			v->ncomm_params = k;
 		}
 	}
 }
@@ -478,8 +478,8 @@ distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a
 	}
 	if (o->zero >= 3) {
 		find_units(&D, nfwd);
-		gathers(&D, nfwd);
 		unit_params(&D);
+		gathers(&D, nfwd);
 	}
 	if (o->ranks > 1)
 		buckets(&D);
