@@ -447,11 +447,9 @@ eval_steps(Dtr *D, int n)
 	for (int i = 0; i < n; i++)
 		if (!D->gone[i])
 			D->buf[s.n++] = D->sched[i];
-	ar_free(&C->scratch);
-	lv_eval(C->d, &s, &C->ev, &C->scratch);
-	C->evals++;
+	const MemEval *ev = rm_eval_steps(C, s.step, s.n);
 	D->work += s.n + C->d->nt;
-	return C->ev.valid ? &C->ev : NULL;
+	return ev;
 }
 
 static const Dtr *sort_dtr;
@@ -536,16 +534,12 @@ polish(Dtr *D, RmPool *pool, int64_t T, long tries)
 			b = i;
 	if (b < 0)
 		return;
-	if (pool->c[b].sched && pool->c[b].nsched <= D->maxsched) {
-		D->nsched = pool->c[b].nsched;
-		memcpy(D->sched, pool->c[b].sched, sizeof *D->sched * (size_t)D->nsched);
-	} else if (!pool->c[b].sched && rm_build(D->C, pool->c[b].state) &&
-	           D->C->nstep <= D->maxsched) {
-		D->nsched = D->C->nstep;
-		memcpy(D->sched, D->C->step, sizeof *D->sched * (size_t)D->nsched);
-	} else {
+	int n;
+	const int *st = rm_cand_steps(D->C, &pool->c[b], &n);
+	if (!st || n > D->maxsched)
 		return;
-	}
+	D->nsched = n;
+	memcpy(D->sched, st, sizeof *D->sched * (size_t)n);
 	D->work = 0;
 	undrop(D, T, tries);
 	memset(D->gone, 0, sizeof *D->gone * (size_t)D->nsched);

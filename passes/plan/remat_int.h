@@ -125,6 +125,12 @@ void rm_ctx_init(RmCtx *C, const Dag *d);
 void rm_ctx_free(RmCtx *C);
 bool rm_build(RmCtx *C, const unsigned char *state);
 const MemEval *rm_eval(RmCtx *C, const unsigned char *state);
+/* lv_eval of explicit steps into C->ev (scratch in C), counted in
+ * C->evals; NULL when invalid. */
+const MemEval *rm_eval_steps(RmCtx *C, const int *step, int n);
+/* A pool plan's steps: its schedule, or rm_build's C->step (valid until
+ * the next build); NULL when it cannot be built. */
+const int *rm_cand_steps(RmCtx *C, const RmCand *c, int *n);
 /* rm_eval's peak, recompute cost and live bytes (the rest of C->ev is
  * stale), by a shortcut of lv_eval's rules on simple Dags: what the
  * searches use; plans join the pool scored by rm_eval. */

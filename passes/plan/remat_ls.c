@@ -69,14 +69,8 @@ order_ok(const Climb *K)
 static bool
 eval_buf(Climb *K)
 {
-	RmCtx *C = K->C;
-	Schedule s = {K->nbuf, K->buf};
-
-	ar_free(&C->scratch);
-	lv_eval(C->d, &s, &C->ev, &C->scratch);
-	C->evals++;
-	return C->ev.valid &&
-	       (K->maxcost < 0 || (double)C->ev.recompute_cost <= K->maxcost);
+	const MemEval *ev = rm_eval_steps(K->C, K->buf, K->nbuf);
+	return ev && (K->maxcost < 0 || (double)ev->recompute_cost <= K->maxcost);
 }
 
 /* Makes the evaluated buf the current schedule. */

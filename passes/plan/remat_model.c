@@ -387,16 +387,33 @@ rm_build(RmCtx *C, const unsigned char *state)
 const MemEval *
 rm_eval(RmCtx *C, const unsigned char *state)
 {
-	Schedule s;
-
 	if (!rm_build(C, state))
 		return NULL;
+	return rm_eval_steps(C, C->step, C->nstep);
+}
+
+const MemEval *
+rm_eval_steps(RmCtx *C, const int *step, int n)
+{
+	Schedule s = {n, (int *)step};
+
 	ar_free(&C->scratch);
-	s.n = C->nstep;
-	s.step = C->step;
 	lv_eval(C->d, &s, &C->ev, &C->scratch);
 	C->evals++;
 	return C->ev.valid ? &C->ev : NULL;
+}
+
+const int *
+rm_cand_steps(RmCtx *C, const RmCand *c, int *n)
+{
+	if (c->sched) {
+		*n = c->nsched;
+		return c->sched;
+	}
+	if (!rm_build(C, c->state))
+		return NULL;
+	*n = C->nstep;
+	return C->step;
 }
 
 /* The instance of t made at birth[t] owns its bytes through lastuse[t];

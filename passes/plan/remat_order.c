@@ -45,12 +45,7 @@ typedef struct Ord {
 static bool
 order_key(RmCtx *C, const int *s, int m, int64_t *peak, int *npeak)
 {
-	Schedule sc = {m, (int *)s};
-
-	ar_free(&C->scratch);
-	lv_eval(C->d, &sc, &C->ev, &C->scratch);
-	C->evals++;
-	if (!C->ev.valid)
+	if (!rm_eval_steps(C, s, m))
 		return false;
 	*peak = C->ev.peak;
 	*npeak = 0;
@@ -153,6 +148,8 @@ order_keep(Ord *O, int m)
 		return false;
 	memcpy(O->s, O->buf, sizeof *O->s * (size_t)m);
 	O->m = m;
+	O->peak = pk;           /* C->ev describes O->s now */
+	O->npeak = np;
 	return true;
 }
 
@@ -314,7 +311,6 @@ order_improve(RmCtx *C, const int *s, int *m, long evals, double maxcost,
 		ar_free(&step);
 		if (!moved)
 			break;
-		order_key(C, O.s, O.m, &O.peak, &O.npeak);
 	}
 	order_key(C, O.s, O.m, &O.peak, &O.npeak);     /* C->ev describes it */
 	*m = O.m;
@@ -443,8 +439,7 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 const int *
 rm_least_bytes_order(RmCtx *C)
 {
-	long size = C->n + C->uofs[C->d->nnode] + 1;
-	long work = C->eff->order_work;
+	long size = C->eff->size, work = C->eff->order_work;
 
 	if (C->lborder_done)
 		return C->lborder;
@@ -498,38 +493,20 @@ best_plans(const RmPool *pool, double cap, int k, int *pick)
 	return np;
 }
 
-/* Plan i's steps, copied into a; NULL when it cannot be built. */
-static int *
-plan_steps(RmCtx *C, const RmPool *pool, int i, Arena *a, int *m)
-{
-	const RmCand *c = &pool->c[i];
-	const int *src = c->sched;
-	int *s;
-
-	*m = c->nsched;
-	if (!src) {
-		if (!rm_build(C, c->state))
-			return NULL;
-		src = C->step;
-		*m = C->nstep;
-	}
-	s = ar_alloc(a, sizeof *s * ((size_t)*m + 1));
-	memcpy(s, src, sizeof *s * (size_t)*m);
-	return s;
-}
-
 void
 rm_reorder_pool(RmCtx *C, RmPool *pool, double cap, int k)
 {
 	Arena a = {0};
-	int *pick = ar_alloc(&a, sizeof *pick * ((size_t)k + 1)), np = 0;
-	long size = C->n + C->uofs[C->d->nnode] + 1;
+	int *pick = ar_alloc(&a, sizeof *pick * ((size_t)k + 1));
+	int np = best_plans(pool, cap, k, pick);
 
-	np = best_plans(pool, cap, k, pick);
 	for (int i = 0; i < np; i++) {
-		int m, *s = plan_steps(C, pool, pick[i], &a, &m);
-		long evals = C->eff->order_work / (k * ((long)m + size)) + 1;
-		if (s && (s = order_improve(C, s, &m, evals, cap, true, &a)) &&
+		int m = 0;
+		const int *st = rm_cand_steps(C, &pool->c[pick[i]], &m);
+		long evals = C->eff->order_work / (k * ((long)m + C->eff->size)) + 1;
+		int *s;
+		/* order_improve copies st first, so a build's C->step is safe */
+		if (st && (s = order_improve(C, st, &m, evals, cap, true, &a)) &&
 		    C->ev.peak < pool->c[pick[i]].peak)
 			rm_pool_add_sched(pool, s, m, &C->ev);
 	}

@@ -577,35 +577,14 @@ load(Stage *S, Plan *P, const int *step, int n)
 	return true;
 }
 
-/* The schedule of pool candidate i (rm_build for gap states). */
-static const int *
-cand_steps(RmCtx *C, const RmCand *c, int *n)
-{
-	if (c->sched) {
-		*n = c->nsched;
-		return c->sched;
-	}
-	if (!rm_build(C, c->state))
-		return NULL;
-	*n = C->nstep;
-	return C->step;
-}
-
 /* Adds P (at the order in S) to the pool, scored by lv_eval. */
 static void
 add_plan(Stage *S, RmPool *pool, Plan *P)
 {
-	RmCtx *C = S->C;
-	Schedule s;
-
 	score(S, P);
-	s.n = S->nstep;
-	s.step = S->step;
-	ar_free(&C->scratch);
-	lv_eval(S->d, &s, &C->ev, &C->scratch);
-	C->evals++;
-	if (C->ev.valid)
-		rm_pool_add_sched(pool, S->step, S->nstep, &C->ev);
+	const MemEval *ev = rm_eval_steps(S->C, S->step, S->nstep);
+	if (ev)
+		rm_pool_add_sched(pool, S->step, S->nstep, ev);
 }
 
 void
@@ -616,7 +595,7 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 	Plan cur = {0}, best = {0}, tmp = {0};
 	int64_t p0, pmin;
 	int np0 = pool->n, *bord, *bat;
-	long size = C->n + C->uofs[d->nnode] + 1;
+	long size = C->eff->size;
 
 	if (!C->simple || budget < 0 || pool->n == 0 || size > 20000)
 		return;
@@ -663,7 +642,7 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 			continue;
 		bool from_pool = bi >= 0 && (prev_cost < 0 || pool->c[bi].cost < prev_cost);
 		if (from_pool) {
-			const int *st = cand_steps(C, &pool->c[bi], &n);
+			const int *st = rm_cand_steps(C, &pool->c[bi], &n);
 			if (!st)
 				continue;
 			if (!load(&S, &cur, st, n))
