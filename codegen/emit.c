@@ -755,19 +755,6 @@ emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
 
 /* ---- one rank of a data-parallel step (layouts: codegen/runtime_dist.h) */
 
-static int64_t
-shard_of(Em *e, int64_t n)
-{
-	return n / e->ranks + (n % e->ranks != 0);
-}
-
-static int64_t
-shard_count(Em *e, int64_t n, int r)
-{
-	int64_t c = n - (int64_t)r * shard_of(e, n);
-	return c < 0 ? 0 : c > shard_of(e, n) ? shard_of(e, n) : c;
-}
-
 /* A gather: each param of the unit into the gathered buffer (instance k). */
 static void
 emit_gather(Em *e, const DagNode *nd, int k)
@@ -793,8 +780,8 @@ emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
 			if (inst_dtype(e, t) != (int)dt)
 				continue;
 			if (nd->comm == COMM_REDUCE_SCATTER) {
-				st = r * shard_of(e, n);
-				n = shard_count(e, n, r);
+				st = r * dag_shard_elems(n, e->ranks);
+				n = dag_shard_count(n, e->ranks, r);
 			}
 			if (n)
 				out(e, "\trt_pack(D[%d], %lld, %lld, %lld, 0);\n", e->cur[t], (long long)st,
@@ -820,7 +807,7 @@ emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
 		int64_t c = 0;
 		for (int j = 0; j < nd->nin; j++)
 			if (inst_dtype(e, nd->in[j]) == (int)dt)
-				c += shard_count(e, ten(e, e->d->t[nd->in[j]].ir_tensor)->numel, r);
+				c += dag_shard_count(ten(e, e->d->t[nd->in[j]].ir_tensor)->numel, e->ranks, r);
 		out(e, "%s%lld", r ? ", " : "", (long long)c);
 	}
 	out(e, "};\n\t\tint64_t o = rt_reduce_scatter(%lld, cnt, %s);\n", (long long)off, rdt);
@@ -1141,12 +1128,12 @@ emit_dist_buffer(Em *e, int i)
 		out(e, "\trt_param(P[%d], rt_key(\"%s\"));\n", p, str(e, t->id));
 	} else if (c == CAT_PARAMS) {
 		out(e, "\tP[%d] = rt_shard(%s, %s, %lld);\n", p, dist_place(e, i), dt_enum(e, t->dtype),
-		    (long long)shard_of(e, t->numel));
+		    (long long)dag_shard_elems(t->numel, e->ranks));
 		out(e, "\trt_param_shard(P[%d], rt_key(\"%s\"), %lld);\n", p, str(e, t->id),
 		    (long long)t->numel);
 	} else if (c == CAT_PARAM_GRADS) {
 		out(e, "\tG[%d] = rt_shard(%s, %s, %lld);\n\trt_fill(G[%d], 0);\n", p, dist_place(e, i),
-		    dt_enum(e, inst_dtype(e, e->dag_of[t->grad])), (long long)shard_of(e, t->numel), p);
+		    dt_enum(e, inst_dtype(e, e->dag_of[t->grad])), (long long)dag_shard_elems(t->numel, e->ranks), p);
 	} else {
 		out(e, "\t(void)%s;  /* %s of %s */\n", dist_place(e, i),
 		    c == CAT_MASTER ? "master copy" : "optimizer state", cmt(e, t->id));

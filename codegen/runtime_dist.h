@@ -378,12 +378,9 @@ rt_unpack_shard(RtT shard, int64_t off, int64_t E)
 RT_FN void
 rt_cksum_shards(const char *name, RtT shard, int64_t E, uint64_t key)
 {
-	int64_t s = shard.n, es = rt_dtsize(shard.dt), c = rt_shard_n(E, s, rt_rank);
-	unsigned char *full = (unsigned char *)rt_raw_alloc(E * es);
+	unsigned char *full = (unsigned char *)rt_raw_alloc(E * rt_dtsize(shard.dt));
 	RtT f = rt_shard(full, shard.dt, E);
-	if (c)
-		rt_copy(rt_narrow(shard, 0, 0, c), rt_shard(full + rt_rank * s * es, shard.dt, c), 0);
-	rt_allgather_in_place(full, E, s, es);
+	rt_gather(shard, f, 0, E);
 	rt_cksum(name, f);
 	rt_dirgrad(f, key);
 	rt_raw_free(full);

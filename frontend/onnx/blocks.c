@@ -62,19 +62,10 @@ typedef struct Blk {
 	int nbuf;
 } Blk;
 
-static size_t
-hash(const char *s, size_t n)
-{
-	size_t h = 5381;
-	for (size_t i = 0; i < n; i++)
-		h = h * 33 + (unsigned char)s[i];
-	return h;
-}
-
 static Sym *
 sym_find(Blk *B, const char *s, size_t n)
 {
-	for (size_t h = hash(s, n) & (B->cap - 1); B->tab[h]; h = (h + 1) & (B->cap - 1))
+	for (size_t h = ox_hash(s, n) & (B->cap - 1); B->tab[h]; h = (h + 1) & (B->cap - 1))
 		if (!strncmp(B->tab[h]->net, s, n) && !B->tab[h]->net[n])
 			return B->tab[h];
 	return NULL;
@@ -91,7 +82,7 @@ sym_add(Blk *B, Val *v)
 	s->net = v->net;
 	s->v = v;
 	s->mark = s->named = -1;
-	for (h = hash(v->net, n) & (B->cap - 1); B->tab[h]; h = (h + 1) & (B->cap - 1))
+	for (h = ox_hash(v->net, n) & (B->cap - 1); B->tab[h]; h = (h + 1) & (B->cap - 1))
 		;
 	B->tab[h] = s;
 }
@@ -208,11 +199,6 @@ local_name(Imp *I, const char *net, const char *key, int *fresh)
 	return s ? s : ar_printf(I->a, "v%d", (*fresh)++);
 }
 
-static const char *const reserved[] = {"batch", "dim", "input", "param", "def",
-	"return", "repeat", "op", "train", "output", "grad", "f64", "f32", "bf16",
-	"f16", "f8e4m3", "f8e5m2", "i64", "i32", "i8", "u8", "bool", "true",
-	"false", NULL};
-
 /* name, or name_2, name_3...: not a keyword, a dim, one of the def's names
  * so far, nor a name ending in "block" (a def's, see ox_blocks). A def's
  * names may be those of tensors outside it. */
@@ -222,9 +208,7 @@ unique(Blk *B, const char **names, int n, const char *name)
 	const char *t = name;
 
 	for (int k = 2;; k++) {
-		bool bad = false;
-		for (int i = 0; reserved[i] && !bad; i++)
-			bad = !strcmp(t, reserved[i]);
+		bool bad = ox_reserved(t);
 		for (int i = 0; i < B->I->nsym && !bad; i++)
 			bad = !strcmp(t, B->I->sym[i].net);
 		for (int i = 0; i < n && !bad; i++)
@@ -515,7 +499,7 @@ ox_blocks(Imp *I)
 			analyze_run(&B, r);
 		B.run[r].def = r;
 		if (B.run[r].ok) {
-			size_t h = hash(B.run[r].sig, strlen(B.run[r].sig)) & (scap - 1);
+			size_t h = ox_hash(B.run[r].sig, strlen(B.run[r].sig)) & (scap - 1);
 			for (; first[h] >= 0; h = (h + 1) & (scap - 1))
 				if (!strcmp(B.run[first[h]].sig, B.run[r].sig))
 					break;

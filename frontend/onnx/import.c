@@ -50,13 +50,32 @@ ox_printf(Buf *b, const char *fmt, ...)
 	b->n += (size_t)n;
 }
 
+size_t
+ox_hash(const char *s, size_t n)
+{
+	size_t h = 5381;
+	for (size_t i = 0; i < n; i++)
+		h = h * 33 + (unsigned char)s[i];
+	return h;
+}
+
 static size_t
 hash(const char *s)
 {
-	size_t h = 5381;
-	while (*s)
-		h = h * 33 + (unsigned char)*s++;
-	return h;
+	return ox_hash(s, strlen(s));
+}
+
+bool
+ox_reserved(const char *s)
+{
+	static const char *const reserved[] = {"batch", "dim", "input", "param",
+		"def", "return", "repeat", "op", "train", "output", "grad", "f64",
+		"f32", "bf16", "f16", "f8e4m3", "f8e5m2", "i64", "i32", "i8", "u8",
+		"bool", "true", "false", NULL};
+	for (int i = 0; reserved[i]; i++)
+		if (!strcmp(s, reserved[i]))
+			return true;
+	return false;
 }
 
 Val *
@@ -106,13 +125,8 @@ ox_new(Imp *I, const char *name)
 static bool
 taken(Imp *I, const char *s)
 {
-	static const char *const reserved[] = {"batch", "dim", "input", "param",
-		"def", "return", "repeat", "op", "train", "output", "grad", "f64",
-		"f32", "bf16", "f16", "f8e4m3", "f8e5m2", "i64", "i32", "i8", "u8",
-		"bool", "true", "false", NULL};
-	for (int i = 0; reserved[i]; i++)
-		if (!strcmp(s, reserved[i]))
-			return true;
+	if (ox_reserved(s))
+		return true;
 	if (I->ucap)
 		for (size_t h = hash(s) & (I->ucap - 1); I->used[h]; h = (h + 1) & (I->ucap - 1))
 			if (!strcmp(I->used[h], s))

@@ -72,6 +72,10 @@ _Noreturn void ox_fail(Imp *I, const char *fmt, ...)
 void ox_printf(Buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 Val *ox_lookup(Imp *I, const char *name);
+/* The importer's string hash (djb2 over n bytes), for its tables. */
+size_t ox_hash(const char *s, size_t n);
+/* Whether s is a .net keyword or dtype, which no name may be. */
+bool ox_reserved(const char *s);
 Val *ox_new(Imp *I, const char *name);
 const char *ox_netname(Imp *I, const char *want);
 const char *ox_dtype(Imp *I, int dt);

@@ -249,5 +249,21 @@ typedef struct DagExcess {
 } DagExcess;
 bool dag_excess(const Dag *d, DagExcess *x);    /* true when past DAG_LIMIT */
 
+/* The data-parallel shard layout (docs/distributed.md), shared by the
+ * distribution pass and the program it is run by: a tensor of n elements
+ * splits into ceil(n / ranks)-element shards, the last ones padded; rank
+ * r holds shard_count of them. */
+static inline int64_t
+dag_shard_elems(int64_t n, int ranks)
+{
+	return n / ranks + (n % ranks != 0);
+}
+
+static inline int64_t
+dag_shard_count(int64_t n, int ranks, int r)
+{
+	int64_t s = dag_shard_elems(n, ranks), c = n - (int64_t)r * s;
+	return c < 0 ? 0 : c > s ? s : c;
+}
 
 #endif

@@ -64,12 +64,6 @@ typedef struct Dist {
 	int cap_t, cap_n;
 } Dist;
 
-static int64_t
-shard_elems(int64_t elems, int ranks)
-{
-	return elems / ranks + (elems % ranks != 0);
-}
-
 /* ---------------------------------------------------------------- shards */
 
 /* Whether persistent buffer i is sharded (or offloaded) under the options. */
@@ -85,7 +79,7 @@ shard_buffer(Dist *D, int i)
 	int64_t bytes = d->persistent_buf[i];
 
 	if ((state && o->zero >= 1) || (c == CAT_PARAMS && o->zero >= 3))
-		bytes = shard_elems(t->numel, o->ranks) * elem;
+		bytes = dag_shard_elems(t->numel, o->ranks) * elem;
 	if ((state && o->offload_optimizer) || (c == CAT_PARAMS && o->offload_params)) {
 		D->st->host[c] += bytes;
 		d->persistent_host[i] = bytes;
@@ -129,7 +123,7 @@ grad_shards(Dist *D)
 			continue;
 		seen[gt->grad_of] = true;
 		elem = gt->numel ? gt->bytes / gt->numel : 0;
-		d->persistent_buf[n] = shard_elems(gt->numel, D->o->ranks) * elem;
+		d->persistent_buf[n] = dag_shard_elems(gt->numel, D->o->ranks) * elem;
 		d->persistent_cat[n] = CAT_PARAM_GRADS;
 		d->persistent_ir[n] = gt->grad_of;
 		d->persistent_host[n] = 0;
