@@ -16,7 +16,7 @@ llama2-7b     6738415616  -DD=4096 -DH=32 -DL=32 -DF=11008 examples/llama.net   
 lora          124734720   examples/lora.net                              PEFT, gpt2 c_attn r=8
 '
 n=$(echo "$cases" | grep -c .)
-echo "1..$((n + 2))"
+echo "1..$((n + 3))"
 i=0
 field() { tr ',' '\n' | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -1; }
 echo "$cases" | grep . | while read -r name want rest; do
@@ -45,7 +45,7 @@ fi
 i=$((n + 2))
 tmp=$(mktemp -d) || exit 99
 sed 's/^param w2 : f32\[HID, OUT\];/&\nparam stat : f32[100] buffer;/' examples/tiny.net >"$tmp/buf.net"
-ok=1
+ok=1 ok3=1
 for pr in declared mixed; do
 	a=$("$REMAT" --json --precision $pr examples/tiny.net)
 	b=$("$REMAT" --json --precision $pr "$tmp/buf.net")
@@ -56,9 +56,30 @@ for pr in declared mixed; do
 	[ "$(echo "$b" | field master_bytes)" = "$(echo "$a" | field master_bytes)" ] &&
 	[ -n "$pa" ] && [ "$pb" = "$((pa + 400))" ] || ok=0
 done
+# Sharded (--zero 3) and offloaded (--offload params) like the params: the
+# weights line is the params category less the buffers' device share (it
+# went negative when the whole buffer bytes were subtracted).
+for d in "--zero 3:100:192 B" "--zero 3 --offload params:0:0 B"; do
+	fl=${d%%:*} rest=${d#*:} want=${rest%%:*} wline=${rest#*:}
+	# shellcheck disable=SC2086
+	a=$("$REMAT" --json --ranks 4 $fl examples/tiny.net)
+	# shellcheck disable=SC2086
+	b=$("$REMAT" --json --ranks 4 $fl "$tmp/buf.net")
+	# shellcheck disable=SC2086
+	h=$("$REMAT" --ranks 4 $fl "$tmp/buf.net" | sed -n 's/^  weights *//p')
+	[ "$(echo "$b" | field buffer_device_bytes)" = "$want" ] &&
+	[ "$(echo "$b" | field bytes)" = "$(($(echo "$a" | field bytes) + want))" ] &&
+	[ "${h%%  *}" = "$wline" ] || { ok3=0; echo "# $fl: weights '$h'"; }
+done
 rm -rf "$tmp"
 if [ $ok = 1 ]; then
 	echo "ok $i - a buffer is not a parameter and adds its bytes to the peak"
 else
 	echo "not ok $i - buffer params"
+fi
+i=$((n + 3))
+if [ $ok3 = 1 ]; then
+	echo "ok $i - under --zero 3 and --offload params a buffer is sharded and offloaded like a param, and the weights line leaves out only its device share"
+else
+	echo "not ok $i - sharded buffer params"
 fi
