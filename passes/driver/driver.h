@@ -93,9 +93,6 @@ typedef struct ReportTotals {
 	int64_t buffers, buffer_bytes;  /* `buffer` params: elements and bytes
 	                           (not in params; their bytes are in the
 	                           params category of the memory) */
-	int64_t buffer_device;  /* of buffer_bytes, those one rank holds on the
-	                           device after --zero 3 sharding and
-	                           --offload params (buffer_bytes otherwise) */
 } ReportTotals;
 ReportTotals report_totals(const Analysis *an);
 /* Human size: "1.50 GiB", "512 B". buf needs 32 bytes. */

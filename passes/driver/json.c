@@ -59,9 +59,6 @@ params_and_flops(const Analysis *an, FILE *out)
 	if (rt.buffers)
 		fprintf(out, ", \"buffers\": %" PRId64 ", \"buffer_bytes\": %" PRId64,
 		        rt.buffers, rt.buffer_bytes);
-	/* ...and the per-rank device share where sharding or offload moved it */
-	if (rt.buffers && rt.buffer_device != rt.buffer_bytes)
-		fprintf(out, ", \"buffer_device_bytes\": %" PRId64, rt.buffer_device);
 	fprintf(out, ", \"bytes\": %" PRId64
 	        ", \"master_bytes\": %" PRId64 ",\n             \"grad_bytes\": %" PRId64
 	        ", \"optimizer_bytes\": %" PRId64 "},\n",

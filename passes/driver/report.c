@@ -151,22 +151,6 @@ model_totals(const Graph *g, ReportTotals *r)
 	}
 }
 
-/* The buffers' bytes on one rank's device: sharded and offloaded like the
- * params (distribute.c), so read from the Dag's persistent buffers. */
-static int64_t
-buffer_device_bytes(const Analysis *an, int64_t whole)
-{
-	const Dag *d = &an->d;
-	int64_t sum = 0;
-
-	if (!d->npersistent)    /* no buffer-by-buffer list: nothing sharded */
-		return whole;
-	for (int i = 0; i < d->npersistent; i++)
-		if (d->persistent_cat[i] == CAT_PARAMS && an->g.t[d->persistent_ir[i]].buffer)
-			sum += d->persistent_buf[i];
-	return sum;
-}
-
 ReportTotals
 report_totals(const Analysis *an)
 {
@@ -179,7 +163,6 @@ report_totals(const Analysis *an)
 		model_totals(g, &r);
 	if (dist_active(&g->settings.dist) && g->settings.dist.zero >= 2)
 		r.grad_bytes = an->d.persistent[CAT_PARAM_GRADS];  /* the shard */
-	r.buffer_device = r.buffers ? buffer_device_bytes(an, r.buffer_bytes) : 0;
 	return r;
 }
 
@@ -261,7 +244,7 @@ parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 	int64_t frozen = rt.frozen;
 
 	/* buffers are in the params category of the memory, not in the count */
-	int64_t weights = p[CAT_PARAMS] - rt.buffer_device;
+	int64_t weights = p[CAT_PARAMS] - rt.buffer_bytes;
 	total = weights + p[CAT_MASTER] + grads + p[CAT_OPTIMIZER];
 
 	if (frozen)
@@ -280,12 +263,7 @@ parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
 	if (rt.buffers) {
 		fprintf(out, "buffers: %" PRId64 " elements, ", rt.buffers);
 		put_size(out, ro, rt.buffer_bytes, false);
-		fputs(" (persistent, not parameters: no grad, master or optimizer state)", out);
-		if (rt.buffer_device != rt.buffer_bytes) {
-			fputs(", on each rank's device ", out);
-			put_size(out, ro, rt.buffer_device, false);
-		}
-		fputc('\n', out);
+		fputs(" (persistent, not parameters: no grad, master or optimizer state)\n", out);
 	}
 }
 
