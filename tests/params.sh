@@ -14,6 +14,8 @@ gpt2          124439808   examples/gpt2.net                              Hugging
 bert          110106428   examples/bert.net                              BertForPreTraining, bert-base
 llama2-7b     6738415616  -DD=4096 -DH=32 -DL=32 -DF=11008 examples/llama.net   LLaMA-2-7B
 lora          124734720   examples/lora.net                              PEFT, gpt2 c_attn r=8
+vit           86567656    examples/vit.net                               torchvision vit_b_16
+densenet      7978856     examples/densenet.net                          torchvision densenet121
 '
 n=$(echo "$cases" | grep -c .)
 echo "1..$((n + 3))"
