@@ -148,6 +148,17 @@ ar_grow(Arena *a, void *old, size_t oldn, size_t newn)
 	return p;
 }
 
+void
+ar_release(Arena *a, void *p)
+{
+	ArenaHeap **h = p ? find_heap(a, p) : NULL;
+
+	if (h) {
+		free(p);
+		*h = (*h)->next;        /* its record stays in a block until ar_free */
+	}
+}
+
 char *
 ar_strndup(Arena *a, const char *s, size_t n)
 {

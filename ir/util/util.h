@@ -32,6 +32,10 @@ void *ar_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
 void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; old
                                  may be moved or freed; bytes past oldn are
                                  not necessarily zero: fill what you use */
+/* Gives back an array that ar_grow put on the heap (a large one), now;
+ * anything else stays until ar_free. For tables rebuilt in a new array
+ * rather than grown in place. */
+void ar_release(Arena *a, void *p);
 char *ar_strdup(Arena *a, const char *s);
 char *ar_strndup(Arena *a, const char *s, size_t n);
 /* s1 s2 s3 joined: ar_printf("%s%s%s") without the formatting, for the

@@ -140,7 +140,7 @@ analyze(const Program *p, const char *file, const NetOptions *o,
         const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
         const PassOptions *po)
 {
-	PassOptions defaults = {0, NULL, pass_checks_default()};
+	PassOptions defaults = {0, NULL, pass_checks_default(), NULL};
 	double t0 = util_now();
 	Schedule base;
 	DagExcess x;
@@ -153,6 +153,8 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	ir_graph_init(&an->g, a, file);
 	if (net_instantiate(p, o, &an->g, d))
 		return 1;
+	if (po->tree)
+		ar_free(po->tree);      /* the largest thing alive on a big file */
 	if ((rc = after_pass(an, PASS_INSTANTIATE, NULL, po, a)))
 		return rc;
 	if (shape_infer(&an->g, d))

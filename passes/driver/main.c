@@ -718,9 +718,20 @@ max_batch(const Program *prog, Options *o, const Analysis *an)
 	return 0;
 }
 
-/* Everything after reading the source; the caller frees the arena. */
+/* Whether the program is analyzed once only, so that its syntax tree can
+ * go once the graph is made (--stages, --max-batch, --zero-table and
+ * --sweep instantiate it again). */
+static bool
+analyzed_once(const Options *o)
+{
+	return o->net.pipe.stages <= 1 && o->max_batch < 0 && !o->zero_table && !o->viz.sweep;
+}
+
+/* Everything after reading the source; the caller frees the arena. The
+ * syntax tree has an arena of its own (tree), freed by analyze() when the
+ * program is analyzed once, else here. */
 static int
-compile(Options *o, const Source *src, Arena *a)
+compile(Options *o, const Source *src, Arena *a, Arena *tree)
 {
 	Program *prog;
 	Analysis an;
@@ -728,9 +739,11 @@ compile(Options *o, const Source *src, Arena *a)
 	int rc;
 
 	diag_init(&d, src, stderr);
-	prog = net_parse(src, a, &d);
+	prog = net_parse(src, tree, &d);
 	if (!prog || d.nerrors)
 		return 1;
+	if (analyzed_once(o))
+		o->passes.tree = tree;
 	if (o->dump_ir || o->graph_json) {
 		ir_graph_init(&an.g, a, src->name);
 		if (net_instantiate(prog, &o->net, &an.g, &d) || shape_infer(&an.g, &d) ||
@@ -783,17 +796,19 @@ compile(Options *o, const Source *src, Arena *a)
 static int
 run_net(Options *o)
 {
-	Arena a;
+	Arena a, tree;
 	Source src;
 	int rc;
 
 	ar_init(&a);
+	ar_init(&tree);
 	if (o->onnx)
 		rc = onnx_import(o->file, &o->onnx_opt, &o->net, &a, &src);
 	else
 		src = read_source(o->file, &a), rc = 0;
 	if (rc == 0)
-		rc = compile(o, &src, &a);
+		rc = compile(o, &src, &a, &tree);
+	ar_free(&tree);
 	ar_free(&a);
 	if (fflush(stdout) && rc == 0)
 		rc = 4;
