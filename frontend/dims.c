@@ -78,7 +78,9 @@ map_put(Map *m, Arena *a, const char *name, int scope)
 	h = keyhash(name, scope);
 	for (i = (int)(h & (uint32_t)(m->cap - 1)); m->e[i].name; i = (i + 1) & (m->cap - 1))
 		;
-	m->e[i] = (MapEntry){name, h, scope, -1};
+	/* keys are copied: a statement's tree may be freed once it has run
+	 * (net_parse_once), the table lives on */
+	m->e[i] = (MapEntry){ar_strdup(a, name), h, scope, -1};
 	m->n++;
 	return &m->e[i].val;
 }

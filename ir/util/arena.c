@@ -66,12 +66,30 @@ ar_init(Arena *a)
 	a->head = NULL;
 	a->heap = NULL;
 	a->total = 0;
+	a->kids = NULL;
+	a->next_kid = NULL;
+}
+
+Arena *
+ar_child(Arena *a)
+{
+	Arena *k = ar_alloc(a, sizeof *k);
+
+	ar_init(k);
+	k->next_kid = a->kids;
+	a->kids = k;
+	return k;
 }
 
 void
 ar_free(Arena *a)
 {
 	ArenaBlock *b, *next;
+
+	/* the children's records live in this arena's blocks: them first */
+	for (Arena *k = a->kids; k; k = k->next_kid)
+		ar_free(k);
+	a->kids = NULL;
 
 	for (ArenaHeap *h = a->heap; h; h = h->next)
 		free(h->p);

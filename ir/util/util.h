@@ -17,17 +17,24 @@
  * and dies with it; passes use a scratch arena of their own. */
 typedef struct ArenaBlock ArenaBlock;
 typedef struct ArenaHeap ArenaHeap;
-typedef struct Arena {
+typedef struct Arena Arena;
+struct Arena {
 	ArenaBlock *head;
 	ArenaHeap *heap;        /* large arrays grown by ar_grow, freed with it */
 	size_t total;           /* bytes handed out, for the benchmarks */
-} Arena;
+	Arena *kids;            /* ar_child's arenas, freed with this one */
+	Arena *next_kid;
+};
 
 void *xmalloc(size_t n);                 /* dies with a message on OOM */
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 void ar_init(Arena *a);
-void ar_free(Arena *a);                  /* frees every block */
+void ar_free(Arena *a);                  /* frees every block (and child);
+                                            again is harmless */
+/* A new arena that can be freed on its own, early, and that dies with a
+ * anyway: pieces of a tree that go while the rest stays. */
+Arena *ar_child(Arena *a);
 void *ar_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
 void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; old
                                  may be moved or freed; bytes past oldn are
