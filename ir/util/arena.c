@@ -1,6 +1,7 @@
 /* ir/util/arena.c -- bump allocation with one lifetime per arena, and the
  * allocation wrappers that die on out-of-memory. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,6 +135,15 @@ void *
 ar_alloc(Arena *a, size_t n)
 {
 	return bump(a, (n + 15) & ~(size_t)15, 16);
+}
+
+void *
+ar_array(Arena *a, size_t n, size_t size)
+{
+	size_t align = size & -size;    /* an alignment always divides the size */
+
+	ir_assert(size && n <= SIZE_MAX / size);
+	return bump(a, n * size, align < 16 ? align : 16);
 }
 
 static ArenaHeap **

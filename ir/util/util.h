@@ -36,6 +36,10 @@ void ar_free(Arena *a);                  /* frees every block (and child);
  * anyway: pieces of a tree that go while the rest stays. */
 Arena *ar_child(Arena *a);
 void *ar_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
+/* n zeroed elements of the given size, aligned as that size allows (at
+ * most 16): the one-int input and output lists of a million ops would
+ * otherwise take 16 bytes each. */
+void *ar_array(Arena *a, size_t n, size_t size);
 void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; old
                                  may be moved or freed; bytes past oldn are
                                  not necessarily zero: fill what you use */
