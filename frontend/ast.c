@@ -47,7 +47,6 @@ node(Ast *ast, ExprKind kind, Loc loc)
 	e->kind = kind;
 	e->loc = loc;
 	e->depth = 1;
-	e->dt = DT_NONE;
 	return e;
 }
 

@@ -233,17 +233,27 @@ calls_expr(Inst *in, Edges *es, const Expr *e)
 
 	if (!e)
 		return;
-	if (e->kind == EX_CALL) {
+	switch (e->kind) {
+	case EX_CALL:
 		if ((k = map_find(&in->defs, e->name, 0)))
 			add_edge(in, es, *k, e->loc);
 		for (int i = 0; i < e->args->n; i++)
 			calls_expr(in, es, e->args->v[i].e);
-	}
-	calls_expr(in, es, e->l);
-	calls_expr(in, es, e->r);
-	if (e->items)
+		break;
+	case EX_BIN:
+	case EX_NEG:
+		calls_expr(in, es, e->l);
+		if (e->kind == EX_BIN)
+			calls_expr(in, es, e->r);
+		break;
+	case EX_LIST:
+	case EX_TUPLE:
 		for (int i = 0; i < e->items->n; i++)
 			calls_expr(in, es, e->items->v[i]);
+		break;
+	default:
+		break;
+	}
 }
 
 static void
