@@ -47,7 +47,6 @@ node(Ast *ast, ExprKind kind, Loc loc)
 	e->kind = kind;
 	e->loc = loc;
 	e->depth = 1;
-	e->dt = DT_NONE;
 	return e;
 }
 
@@ -237,6 +236,53 @@ ast_stmts(Ast *ast, StmtList *l, Stmt *s)
 	return l;
 }
 
+enum { PIECE_BYTES = 1 << 20 };
+
+static void
+new_piece(Ast *ast)
+{
+	int last = ast->npieces ? ast->pieces[ast->npieces - 1].last : -1;
+
+	if (ast->npieces == ast->cappieces) {
+		int cap = ast->cappieces ? ast->cappieces * 2 : 16;
+		ast->pieces = ar_grow(ast->pin, ast->pieces,
+		                      sizeof *ast->pieces * (size_t)ast->cappieces,
+		                      sizeof *ast->pieces * (size_t)cap);
+		ast->cappieces = cap;
+	}
+	ast->a = ar_child(ast->pin);
+	ast->pieces[ast->npieces++] = (TreePiece){ast->a, last, false};
+}
+
+void
+ast_pieces(Ast *ast)
+{
+	ast->pin = ast->a;
+	new_piece(ast);
+}
+
+StmtList *
+ast_top(Ast *ast, StmtList *l, Stmt *s)
+{
+	Arena *cur = ast->a;
+	TreePiece *p;
+
+	if (!ast->pin)
+		return ast_stmts(ast, l, s);
+	ast->a = ast->pin;
+	l = ast_stmts(ast, l, s);
+	ast->a = cur;
+	if (!s)
+		return l;
+	p = &ast->pieces[ast->npieces - 1];
+	p->last = l->n - 1;
+	p->keep |= s->kind == ST_DIM || s->kind == ST_BATCH || s->kind == ST_DEF ||
+	           s->kind == ST_OP || s->kind == ST_TRAIN;
+	if (cur->total >= PIECE_BYTES)
+		new_piece(ast);
+	return l;
+}
+
 Type *
 ast_type(Ast *ast, Loc loc, Dtype dt, ExprList *dims)
 {
@@ -366,11 +412,14 @@ ast_return(Ast *ast, Loc loc, ExprList *values)
 Program *
 ast_program(Ast *ast, StmtList *stmts, Loc end)
 {
-	Program *p = ar_alloc(ast->a, sizeof *p);
+	Arena *a = ast->pin ? ast->pin : ast->a;
+	Program *p = ar_alloc(a, sizeof *p);
 
 	p->file = ast->file;
-	p->stmts = stmts ? stmts : ar_alloc(ast->a, sizeof *stmts);
+	p->stmts = stmts ? stmts : ar_alloc(a, sizeof *stmts);
 	p->end = end;
+	p->pieces = ast->pieces;
+	p->npieces = ast->npieces;
 	ast->prog = p;
 	return p;
 }

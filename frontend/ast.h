@@ -43,20 +43,30 @@ typedef struct ArgList {
 	int n, cap;
 } ArgList;
 
+/* The fields of one kind share storage with the others' (read only those
+ * of e->kind): a 300k-statement file makes 600k expressions, at 64 bytes
+ * each instead of 112. */
 struct Expr {
 	ExprKind kind;
-	Loc loc;                /* where the expression starts */
-	Loc oploc;              /* EX_BIN: the operator, for arithmetic errors */
 	int depth;              /* 1 for a leaf */
-	int op;                 /* EX_BIN */
-	int64_t i;              /* EX_INT */
-	double real;            /* EX_REAL */
-	bool b;                 /* EX_BOOL */
-	Dtype dt;               /* EX_DTYPE */
-	const char *name;       /* EX_NAME; EX_CALL: the callee */
-	Expr *l, *r;            /* EX_BIN; EX_NEG uses l */
-	ArgList *args;          /* EX_CALL (never NULL) */
-	ExprList *items;        /* EX_LIST, EX_TUPLE (never NULL) */
+	Loc loc;                /* where the expression starts */
+	union {
+		int64_t i;      /* EX_INT */
+		double real;    /* EX_REAL */
+		bool b;         /* EX_BOOL */
+		Dtype dt;       /* EX_DTYPE */
+		struct {
+			const char *name;       /* EX_NAME; EX_CALL: the callee */
+			ArgList *args;          /* EX_CALL (never NULL) */
+		};
+		struct {
+			Expr *l, *r;            /* EX_BIN; EX_NEG uses l */
+			Loc oploc;              /* EX_BIN: the operator, for
+			                           arithmetic errors */
+			int op;                 /* EX_BIN */
+		};
+		ExprList *items;        /* EX_LIST, EX_TUPLE (never NULL) */
+	};
 };
 
 typedef struct Name {
@@ -123,15 +133,33 @@ struct Stmt {
 	bool buffer;            /* param: `buffer` (frozen, and not a parameter) */
 };
 
+/* net_parse_once's tree comes in pieces: the top-level statements after the
+ * previous piece's up to `last`, in an arena of their own that
+ * net_instantiate frees once it has run them (and the next statement,
+ * whose first token the parser may have read into it), unless the piece
+ * holds a declaration (dim, batch, def, op, train), which later statements
+ * read. A 300k-statement tree is larger than the graph made from it. */
+typedef struct TreePiece {
+	Arena *ar;
+	int last;
+	bool keep;
+} TreePiece;
+
 struct Program {
 	const char *file;
 	StmtList *stmts;
 	Loc end;                /* end of file, for "missing output" */
+	TreePiece *pieces;      /* net_parse_once; NULL: one tree, kept */
+	int npieces;
 };
 
 /* The builder context, also the scanner's and parser's state. */
 typedef struct Ast {
-	Arena *a;
+	Arena *a;               /* where nodes go: pin, or the current piece */
+	Arena *pin;             /* in pieces: the Program, the top-level list and
+	                           the pieces' records; else NULL */
+	TreePiece *pieces;
+	int npieces, cappieces;
 	Diag *d;
 	const char *file;
 	Program *prog;          /* set by the start rule */
@@ -166,6 +194,11 @@ NameList *ast_names(Ast *ast, NameList *l, const char *s, Loc loc);
 NameList *ast_defarg(Ast *ast, NameList *l, const char *s, Loc loc, bool is_dim);
 KvList *ast_kvs(Ast *ast, KvList *l, const char *key, Loc keyloc, Expr *e);
 StmtList *ast_stmts(Ast *ast, StmtList *l, Stmt *s);  /* s NULL: no-op */
+/* The top-level list: ast_stmts, and in pieces (ast_pieces) the list stays
+ * in the pinned arena and s closes the current piece once it is large. */
+StmtList *ast_top(Ast *ast, StmtList *l, Stmt *s);
+/* Makes the tree in pieces (see TreePiece); call before parsing. */
+void ast_pieces(Ast *ast);
 
 Type *ast_type(Ast *ast, Loc loc, Dtype dt, ExprList *dims);
 Stmt *ast_dims(Ast *ast, Loc loc, bool batch, KvList *defs);

@@ -36,11 +36,16 @@ typedef struct NetOptions {
 
 /* Parses a whole source; NULL after syntax errors (already reported). */
 Program *net_parse(const Source *src, Arena *a, Diag *d);
+/* The same, for a program instantiated once only: net_instantiate frees
+ * the tree of each top-level statement (but declarations) once it has run,
+ * so that the tree and the graph are not both whole at once. */
+Program *net_parse_once(const Source *src, Arena *a, Diag *d);
 /* Instantiates the program into g: dims (with -D and accumulate applied),
  * settings (train block, then flags), custom ops, params, inputs, every op
  * of every def call and repeat, in program order, with ids per language.md,
  * outputs, g->train and g->loss. Shapes are left to shape_infer. Returns the
- * number of errors. Can be called again on the same Program (--max-batch). */
+ * number of errors. Can be called again on the same Program (--max-batch),
+ * but for one from net_parse_once. */
 int net_instantiate(const Program *p, const NetOptions *o, Graph *g, Diag *d);
 
 #endif

@@ -1,6 +1,8 @@
 /* frontend/parse.c -- net_parse: runs the scanner and parser of
  * frontend/lexer.l and frontend/parser.y over a whole source. The tree
- * lives in the caller's arena. Writes no IR; reports through the Diag. */
+ * lives in the caller's arena (net_parse_once: in pieces, children of it,
+ * that net_instantiate frees as it goes). Writes no IR; reports through
+ * the Diag. */
 #include <limits.h>
 
 #include "ast.h"
@@ -13,8 +15,8 @@ void net_yy_delete_buffer(struct yy_buffer_state *b, yyscan_t sc);
 int net_yylex_destroy(yyscan_t sc);
 int net_yyparse(yyscan_t sc, Ast *ast);
 
-Program *
-net_parse(const Source *src, Arena *a, Diag *d)
+static Program *
+parse(const Source *src, Arena *a, Diag *d, bool pieces)
 {
 	Ast ast;
 	yyscan_t sc;
@@ -22,6 +24,8 @@ net_parse(const Source *src, Arena *a, Diag *d)
 	int before = d->nerrors, rc;
 
 	ast_init(&ast, a, d, src->name);
+	if (pieces)
+		ast_pieces(&ast);
 	if (src->len > INT_MAX / 2) {
 		diag_error(d, (Loc){src->name, 0, 0}, "file too large (%zu bytes)", src->len);
 		return NULL;
@@ -35,4 +39,16 @@ net_parse(const Source *src, Arena *a, Diag *d)
 	if (rc != 0 || d->nerrors > before || !ast.prog)
 		return NULL;
 	return ast.prog;
+}
+
+Program *
+net_parse(const Source *src, Arena *a, Diag *d)
+{
+	return parse(src, a, d, false);
+}
+
+Program *
+net_parse_once(const Source *src, Arena *a, Diag *d)
+{
+	return parse(src, a, d, true);
 }

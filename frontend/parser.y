@@ -61,7 +61,7 @@ static void net_yyerror(NET_YYLTYPE *loc, yyscan_t scanner, Ast *ast, const char
 %type <kl> dimdefs items
 %type <ty> type
 %type <st> stmt
-%type <sl> stmts block
+%type <sl> top stmts block
 
 %left '+' '-'
 %left '*' '@' '/'
@@ -69,7 +69,11 @@ static void net_yyerror(NET_YYLTYPE *loc, yyscan_t scanner, Ast *ast, const char
 
 %%
 
-program: stmts				{ ast_program(ast, $1, ast_loc(ast, ast->line, ast->col)); }
+program: top				{ ast_program(ast, $1, ast_loc(ast, ast->line, ast->col)); }
+	;
+
+top: %empty				{ $$ = ast_top(ast, NULL, NULL); }
+	| top stmt			{ $$ = ast_top(ast, $1, $2); }
 	;
 
 stmts: %empty				{ $$ = ast_stmts(ast, NULL, NULL); }

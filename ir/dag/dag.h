@@ -175,13 +175,14 @@ typedef struct Schedule {
 typedef enum StepKind { STEP_FORWARD, STEP_RECOMPUTE, STEP_BACKWARD } StepKind;
 const char *step_kind_name(StepKind k); /* "forward", "recompute", "backward" */
 
-/* One produced instance of a tensor. */
+/* One produced instance of a tensor (40 bytes: one per op of a big graph,
+ * so no padding between the fields). */
 typedef struct Instance {
+	int64_t owned;          /* bytes it owns (0 for views) */
+	int64_t offset;         /* memory planner: arena offset, or -1 */
 	int tensor;
 	int start, end;         /* live steps, inclusive; start -1: from before step 0 */
-	int64_t owned;          /* bytes it owns (0 for views) */
 	int base;               /* views: root instance it aliases, else itself */
-	int64_t offset;         /* memory planner: arena offset, or -1 */
 	bool replaces;          /* an out_of_place sum (DagAcc): it replaced an
 	                           earlier instance of its tensor at its start */
 } Instance;

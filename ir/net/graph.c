@@ -178,7 +178,7 @@ ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc)
 	memset(op, 0, sizeof *op);
 	op->kind = kind;
 	op->nin = nin;
-	op->in = ar_alloc(g->arena, sizeof(int) * (size_t)(nin ? nin : 1));
+	op->in = ar_array(g->arena, (size_t)(nin ? nin : 1), sizeof(int));
 	if (nin)
 		memcpy(op->in, in, sizeof(int) * (size_t)nin);
 	if (ir_optab[kind].npos || (ir_optab[kind].attrs && ir_optab[kind].attrs[0])) {
@@ -198,7 +198,7 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout)
 	const OpInfo *info = &ir_optab[g->op[o].kind];
 	int i, t, nextra;
 
-	g->op[o].out = ar_alloc(g->arena, sizeof(int) * (size_t)nout);
+	g->op[o].out = ar_array(g->arena, (size_t)nout, sizeof(int));
 	g->op[o].nout = nout;
 	for (i = 0; i < nout; i++) {
 		t = ir_add_tensor(g, ids[i], TK_ACT, g->op[o].loc);

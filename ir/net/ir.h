@@ -51,18 +51,24 @@ typedef enum TensorKind {
 	TK_PARAM_GRAD   /* grad(w) for a param w (autodiff) */
 } TensorKind;
 
+/* A million-op graph has millions of these: the small fields are bit
+ * fields and packed at the end (144 bytes, no padding). */
 typedef struct Tensor {
 	const char *id;         /* stable id: "block.3.h@1", "x:mask", "grad(h)" */
-	TensorKind kind;
-	Dtype dtype;            /* DT_NONE until shape inference (or on error) */
-	int ndim;               /* -1 until shape inference (or on error) */
-	int producer;           /* op index for TK_ACT/TK_EXTRA, else -1 (here
-	                           to fill the hole before shape: a million-op
-	                           graph has millions of tensors) */
 	int64_t shape[IR_MAXDIM];
 	int64_t numel;          /* elements */
 	int64_t bytes;          /* numel * dtype_size: its logical size, also for views */
+	const char *role;       /* extras: "mask", "mean", "rstd", "lse", "lsm", "indices" */
+	const char *scope;      /* def instance prefix, "" at top level: "block.3." */
+	Loc loc;                /* where the expression or declaration starts */
+	int producer;           /* op index for TK_ACT/TK_EXTRA, else -1 */
 	int view_of;            /* views: the tensor whose storage it aliases, else -1 */
+	int grad;               /* autodiff: index of grad(this), or -1 */
+	int grad_of;            /* for TK_GRAD/TK_PARAM_GRAD: the tensor it is grad of */
+	TensorKind kind : 8;
+	Dtype dtype : 8;        /* DT_NONE until shape inference (or on error) */
+	int ndim : 8;           /* -1 until shape inference (or on error); at
+	                           most IR_MAXDIM */
 	bool needs_grad;        /* shape pass: floating and (a param or from one) */
 	bool saved;             /* autodiff: some backward op saves it (per ops.md) */
 	bool frozen;            /* a `frozen` param: no grad, master or optimizer
@@ -71,11 +77,6 @@ typedef struct Tensor {
 	                           that is not a parameter (BatchNorm's running
 	                           statistics); not in the parameter count */
 	bool reaches_output;    /* autodiff: a grad-needing path leads to the loss */
-	int grad;               /* autodiff: index of grad(this), or -1 */
-	int grad_of;            /* for TK_GRAD/TK_PARAM_GRAD: the tensor it is grad of */
-	const char *role;       /* extras: "mask", "mean", "rstd", "lse", "lsm", "indices" */
-	const char *scope;      /* def instance prefix, "" at top level: "block.3." */
-	Loc loc;                /* where the expression or declaration starts */
 } Tensor;
 
 /* Op kinds. The op library itself -- arity, attributes, shape rule, FLOPs,

@@ -1,6 +1,7 @@
 /* ir/util/arena.c -- bump allocation with one lifetime per arena, and the
  * allocation wrappers that die on out-of-memory. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,12 +67,30 @@ ar_init(Arena *a)
 	a->head = NULL;
 	a->heap = NULL;
 	a->total = 0;
+	a->kids = NULL;
+	a->next_kid = NULL;
+}
+
+Arena *
+ar_child(Arena *a)
+{
+	Arena *k = ar_alloc(a, sizeof *k);
+
+	ar_init(k);
+	k->next_kid = a->kids;
+	a->kids = k;
+	return k;
 }
 
 void
 ar_free(Arena *a)
 {
 	ArenaBlock *b, *next;
+
+	/* the children's records live in this arena's blocks: them first */
+	for (Arena *k = a->kids; k; k = k->next_kid)
+		ar_free(k);
+	a->kids = NULL;
 
 	for (ArenaHeap *h = a->heap; h; h = h->next)
 		free(h->p);
@@ -84,15 +103,17 @@ ar_free(Arena *a)
 	a->total = 0;
 }
 
-void *
-ar_alloc(Arena *a, size_t n)
+/* n bytes at the given alignment (a power of two, at most 16), zeroed.
+ * Strings take alignment 1: rounding each name up to 16 bytes cost a
+ * 300k-statement file a fifth of its syntax tree. */
+static void *
+bump(Arena *a, size_t n, size_t align)
 {
 	ArenaBlock *b = a->head;
-	size_t cap;
+	size_t cap, at = b ? (b->used + align - 1) & ~(align - 1) : 0;
 	void *p;
 
-	n = (n + 15) & ~(size_t)15;
-	if (!b || b->cap - b->used < n) {
+	if (!b || at > b->cap || b->cap - at < n) {
 		cap = n > BLOCK_MIN ? n : BLOCK_MIN;
 		if (b && cap < b->cap * 2 && b->cap < (64u << 20))
 			cap = b->cap * 2 > n ? b->cap * 2 : n;
@@ -101,12 +122,28 @@ ar_alloc(Arena *a, size_t n)
 		b->cap = cap;
 		b->next = a->head;
 		a->head = b;
+		at = 0;
 	}
-	p = b->data + b->used;
-	b->used += n;
+	p = b->data + at;
+	b->used = at + n;
 	a->total += n;
 	memset(p, 0, n);
 	return p;
+}
+
+void *
+ar_alloc(Arena *a, size_t n)
+{
+	return bump(a, (n + 15) & ~(size_t)15, 16);
+}
+
+void *
+ar_array(Arena *a, size_t n, size_t size)
+{
+	size_t align = size & -size;    /* an alignment always divides the size */
+
+	ir_assert(size && n <= SIZE_MAX / size);
+	return bump(a, n * size, align < 16 ? align : 16);
 }
 
 static ArenaHeap **
@@ -148,10 +185,21 @@ ar_grow(Arena *a, void *old, size_t oldn, size_t newn)
 	return p;
 }
 
+void
+ar_release(Arena *a, void *p)
+{
+	ArenaHeap **h = p ? find_heap(a, p) : NULL;
+
+	if (h) {
+		free(p);
+		*h = (*h)->next;        /* its record stays in a block until ar_free */
+	}
+}
+
 char *
 ar_strndup(Arena *a, const char *s, size_t n)
 {
-	char *p = ar_alloc(a, n + 1);
+	char *p = bump(a, n + 1, 1);
 
 	memcpy(p, s, n);
 	p[n] = 0;
@@ -168,7 +216,7 @@ char *
 ar_cat(Arena *a, const char *s1, const char *s2, const char *s3)
 {
 	size_t n1 = strlen(s1), n2 = strlen(s2), n3 = strlen(s3);
-	char *p = ar_alloc(a, n1 + n2 + n3 + 1);
+	char *p = bump(a, n1 + n2 + n3 + 1, 1);
 
 	memcpy(p, s1, n1);
 	memcpy(p + n1, s2, n2);
@@ -190,7 +238,7 @@ ar_printf(Arena *a, const char *fmt, ...)
 	ir_assert(n >= 0);
 	if ((size_t)n < sizeof buf)
 		return ar_strndup(a, buf, (size_t)n);
-	p = ar_alloc(a, (size_t)n + 1);
+	p = bump(a, (size_t)n + 1, 1);
 	va_start(ap, fmt);
 	vsnprintf(p, (size_t)n + 1, fmt, ap);
 	va_end(ap);

@@ -17,21 +17,36 @@
  * and dies with it; passes use a scratch arena of their own. */
 typedef struct ArenaBlock ArenaBlock;
 typedef struct ArenaHeap ArenaHeap;
-typedef struct Arena {
+typedef struct Arena Arena;
+struct Arena {
 	ArenaBlock *head;
 	ArenaHeap *heap;        /* large arrays grown by ar_grow, freed with it */
 	size_t total;           /* bytes handed out, for the benchmarks */
-} Arena;
+	Arena *kids;            /* ar_child's arenas, freed with this one */
+	Arena *next_kid;
+};
 
 void *xmalloc(size_t n);                 /* dies with a message on OOM */
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 void ar_init(Arena *a);
-void ar_free(Arena *a);                  /* frees every block */
+void ar_free(Arena *a);                  /* frees every block (and child);
+                                            again is harmless */
+/* A new arena that can be freed on its own, early, and that dies with a
+ * anyway: pieces of a tree that go while the rest stays. */
+Arena *ar_child(Arena *a);
 void *ar_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
+/* n zeroed elements of the given size, aligned as that size allows (at
+ * most 16): the one-int input and output lists of a million ops would
+ * otherwise take 16 bytes each. */
+void *ar_array(Arena *a, size_t n, size_t size);
 void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; old
                                  may be moved or freed; bytes past oldn are
                                  not necessarily zero: fill what you use */
+/* Gives back an array that ar_grow put on the heap (a large one), now;
+ * anything else stays until ar_free. For tables rebuilt in a new array
+ * rather than grown in place. */
+void ar_release(Arena *a, void *p);
 char *ar_strdup(Arena *a, const char *s);
 char *ar_strndup(Arena *a, const char *s, size_t n);
 /* s1 s2 s3 joined: ar_printf("%s%s%s") without the formatting, for the

@@ -63,6 +63,10 @@ typedef struct PassOptions {
 	unsigned dump;
 	FILE *dump_out;
 	bool check;
+	Arena *tree;            /* the syntax tree's arena, or NULL: analyze frees
+	                           it once the graph is instantiated (the graph
+	                           keeps no pointer into it), when the caller
+	                           will not analyze the program again */
 } PassOptions;
 /* Whether checks are on by default: in debug builds (REMAT_DEBUG) and when
  * the environment has REMAT_CHECK=1 (make check sets it). */

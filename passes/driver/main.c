@@ -2,6 +2,9 @@
  * handing the result to a report or the code generator. The pipeline
  * itself is analyze() in passes/driver/analyze.c. */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -718,9 +721,20 @@ max_batch(const Program *prog, Options *o, const Analysis *an)
 	return 0;
 }
 
-/* Everything after reading the source; the caller frees the arena. */
+/* Whether the program is analyzed once only, so that its syntax tree can
+ * go once the graph is made (--stages, --max-batch, --zero-table and
+ * --sweep instantiate it again). */
+static bool
+analyzed_once(const Options *o)
+{
+	return o->net.pipe.stages <= 1 && o->max_batch < 0 && !o->zero_table && !o->viz.sweep;
+}
+
+/* Everything after reading the source; the caller frees the arena. The
+ * syntax tree has an arena of its own (tree), freed by analyze() when the
+ * program is analyzed once, else here. */
 static int
-compile(Options *o, const Source *src, Arena *a)
+compile(Options *o, const Source *src, Arena *a, Arena *tree)
 {
 	Program *prog;
 	Analysis an;
@@ -728,9 +742,11 @@ compile(Options *o, const Source *src, Arena *a)
 	int rc;
 
 	diag_init(&d, src, stderr);
-	prog = net_parse(src, a, &d);
+	prog = analyzed_once(o) ? net_parse_once(src, tree, &d) : net_parse(src, tree, &d);
 	if (!prog || d.nerrors)
 		return 1;
+	if (analyzed_once(o))
+		o->passes.tree = tree;
 	if (o->dump_ir || o->graph_json) {
 		ir_graph_init(&an.g, a, src->name);
 		if (net_instantiate(prog, &o->net, &an.g, &d) || shape_infer(&an.g, &d) ||
@@ -783,17 +799,19 @@ compile(Options *o, const Source *src, Arena *a)
 static int
 run_net(Options *o)
 {
-	Arena a;
+	Arena a, tree;
 	Source src;
 	int rc;
 
 	ar_init(&a);
+	ar_init(&tree);
 	if (o->onnx)
 		rc = onnx_import(o->file, &o->onnx_opt, &o->net, &a, &src);
 	else
 		src = read_source(o->file, &a), rc = 0;
 	if (rc == 0)
-		rc = compile(o, &src, &a);
+		rc = compile(o, &src, &a, &tree);
+	ar_free(&tree);
 	ar_free(&a);
 	if (fflush(stdout) && rc == 0)
 		rc = 4;
@@ -821,6 +839,13 @@ main(int argc, char **argv)
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+#ifdef __GLIBC__
+	/* Arena blocks (64 KiB and up) are mapped, so that freeing one gives it
+	 * back: glibc raises its threshold with each mapped block freed, after
+	 * which the syntax tree's pieces, freed during instantiation, would
+	 * stay in the heap unused (100 MB of a 300k-statement file). */
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+#endif
 	parse_args(&o, argc, argv);
 	if (o.checkmate)
 		rc = cm_run(o.file, &o.goal, o.json, o.verify, stdout);

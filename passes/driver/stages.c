@@ -68,7 +68,7 @@ analyze_stages(const Program *p, const char *file, const NetOptions *o,
 		ar_free(&sa);
 	}
 	/* the dumps, if any, were printed per stage: not again */
-	PassOptions quiet = po ? *po : (PassOptions){0, NULL, pass_checks_default()};
+	PassOptions quiet = po ? *po : (PassOptions){0, NULL, pass_checks_default(), NULL};
 	quiet.dump = 0;
 	if (run_stage(p, file, o, worst, goal, verify, an, a, d, &quiet) == 4)
 		return 4;
@@ -99,5 +99,5 @@ analyze_probe(const Program *p, const char *file, const NetOptions *net,
 	diag_init(&d, NULL, msgs ? msgs : stderr);
 	d.quiet_warnings = true;
 	return analyze_stages(p, file, &o, goal, false, an, a, &d,
-	                      &(PassOptions){0, NULL, check});
+	                      &(PassOptions){0, NULL, check, NULL});
 }

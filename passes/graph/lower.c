@@ -184,11 +184,11 @@ forward_node(Lowering *L, int o)
 
 	n->block_plus1 = block_of(L, op);
 
-	n->in = ar_alloc(L->a, sizeof(int) * (size_t)(op->nin + 1));
+	n->in = ar_array(L->a, (size_t)(op->nin + 1), sizeof(int));
 	for (int i = 0; i < op->nin; i++)
 		if (!is_param(L->g, op->in[i]))
 			push_unique(n->in, &n->nin, L->dag_of[op->in[i]]);
-	n->out = ar_alloc(L->a, sizeof(int) * (size_t)(op->nout + op->nextra));
+	n->out = ar_array(L->a, (size_t)(op->nout + op->nextra), sizeof(int));
 	for (int i = 0; i < op->nout; i++)
 		n->out[n->nout++] = L->dag_of[op->out[i]];
 	for (int i = 0; i < op->nextra; i++)
@@ -212,7 +212,7 @@ backward_node(Lowering *L, int o)
 	n->fwd_plus1 = o + 1;   /* forward nodes come first, one per op in order */
 	n->block_plus1 = L->d->node[o].block_plus1;
 
-	n->in = ar_alloc(L->a, sizeof(int) * (size_t)(op->nout + op->nsaves + 1));
+	n->in = ar_array(L->a, (size_t)(op->nout + op->nsaves + 1), sizeof(int));
 	for (int i = 0; i < op->nout; i++) {
 		int gt = g->t[op->out[i]].grad;
 		if (gt >= 0)
@@ -221,7 +221,7 @@ backward_node(Lowering *L, int o)
 	for (int i = 0; i < op->nsaves; i++)
 		if (!is_param(g, op->saves[i]))
 			push_unique(n->in, &n->nin, L->dag_of[op->saves[i]]);
-	n->acc = ar_alloc(L->a, sizeof(DagAcc) * (size_t)(op->nin + 1));
+	n->acc = ar_array(L->a, (size_t)(op->nin + 1), sizeof(DagAcc));
 	for (int i = 0; i < op->nin; i++) {
 		int a = op->in[i], ga = g->t[a].grad, j;
 		if (!g->t[a].needs_grad || ga < 0)

@@ -67,6 +67,33 @@ rm_pool_baselines(RmCtx *C, RmPool *pool)
 	add_state(C, pool, rm_perblock_state);
 }
 
+static bool
+has_backward(const Dag *d)
+{
+	for (int v = 0; v < d->nnode; v++)
+		if (d->node[v].is_backward)
+			return true;
+	return false;
+}
+
+/* No baseline applies without a backward pass: r with the -O0 peak, found
+ * without the planner's model (on an inference graph of 300k ops, 60 MB
+ * that would be made and dropped twice). */
+static PlanResult
+base_only(const Dag *d, PlanResult r)
+{
+	Arena a;
+	Schedule s;
+	MemEval ev;
+
+	ar_init(&a);
+	s = dag_base_schedule(d, &a);
+	lv_eval(d, &s, &ev, &a);
+	r.peak = ev.peak;
+	ar_free(&a);
+	return r;
+}
+
 /* One baseline as a PlanResult; sched.n 0 and the -O0 peak when it does
  * not apply. */
 static PlanResult
@@ -80,6 +107,8 @@ plan_one(const Dag *d, Arena *a, bool (*make)(RmCtx *, unsigned char *))
 	memset(&r, 0, sizeof r);
 	r.fits = true;
 	r.lower_bound = rm_lower_bound_parts(d).bytes;
+	if (!has_backward(d))
+		return base_only(d, r);
 	rm_ctx_init(&C, d);
 	st = rm_state_new(&C, &C.mem);
 	rm_pool_add(&pool, &C, st, rm_eval(&C, st));

@@ -22,7 +22,7 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 	NetOptions o = {.max_tensors = 20000};
 	PlanGoal goal = {2, 1.0, -1, false}, base = {0, 1.0, -1, false};
 	ReportOptions ro = {10, false};
-	PassOptions po = {0, NULL, true};  /* the invariant checks too */
+	PassOptions po = {0, NULL, true, NULL};  /* the invariant checks too */
 	Analysis an;
 	Arena a;
 	Diag d;

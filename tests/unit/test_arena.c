@@ -39,6 +39,52 @@ test_printf_and_strdup(void **state)
 	ar_free(&a);
 }
 
+/* Strings are packed, and what follows one is aligned again; arrays take
+ * the alignment their element size allows. */
+static void
+test_packed_strings_and_arrays(void **state)
+{
+	Arena a;
+	(void)state;
+	ar_init(&a);
+	char *s1 = ar_strdup(&a, "ab"), *s2 = ar_strdup(&a, "cd");
+	assert_ptr_equal(s2, s1 + 3);
+	assert_int_equal((uintptr_t)ar_alloc(&a, 8) % 16, 0);
+	(void)ar_strdup(&a, "x");
+	int *ints = ar_array(&a, 3, sizeof(int));
+	assert_int_equal((uintptr_t)ints % sizeof(int), 0);
+	int *next = ar_array(&a, 1, sizeof(int));
+	assert_ptr_equal(next, ints + 3);
+	(void)ar_strdup(&a, "y");
+	int64_t *wide = ar_array(&a, 2, sizeof(int64_t));
+	assert_int_equal((uintptr_t)wide % 8, 0);
+	assert_int_equal(wide[0] | wide[1] | next[0] | ints[2], 0);
+	ar_free(&a);
+}
+
+/* A child arena can go early; freeing the parent frees it anyway (the
+ * sanitizer build would report a leak or a double free). A large array
+ * from ar_grow can be given back at once. */
+static void
+test_children_and_release(void **state)
+{
+	Arena a;
+	(void)state;
+	ar_init(&a);
+	Arena *early = ar_child(&a), *late = ar_child(&a);
+	memset(ar_alloc(early, 100000), 1, 100000);
+	memset(ar_alloc(late, 100000), 1, 100000);
+	ar_free(early);
+	assert_null(early->head);
+	char *big = ar_grow(&a, NULL, 0, 1 << 20);
+	big[(1 << 20) - 1] = 1;
+	ar_release(&a, big);
+	char *again = ar_grow(&a, NULL, 0, 1 << 20);
+	assert_int_equal(again[0], 0);
+	ar_free(&a);    /* late's blocks go with it */
+	ar_free(&a);    /* again: harmless */
+}
+
 static void
 test_dtypes(void **state)
 {
@@ -79,6 +125,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alloc_is_zeroed_and_aligned),
 		cmocka_unit_test(test_printf_and_strdup),
+		cmocka_unit_test(test_packed_strings_and_arrays),
+		cmocka_unit_test(test_children_and_release),
 		cmocka_unit_test(test_dtypes),
 		cmocka_unit_test(test_diag_caret),
 	};

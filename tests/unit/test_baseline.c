@@ -359,7 +359,7 @@ analyze_text(const char *name, char *text, size_t len, const char *flags,
 	Program *p = net_parse(src, a, &dg);
 	assert_non_null(p);
 	free(defs);
-	return analyze(p, src->name, &o, goal, true, an, a, &dg, &(PassOptions){0, NULL, true});
+	return analyze(p, src->name, &o, goal, true, an, a, &dg, &(PassOptions){0, NULL, true, NULL});
 }
 
 /* The same for the file SRCDIR/path. */

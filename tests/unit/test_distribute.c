@@ -60,7 +60,7 @@ run_net(Run *r, const char *net, const NetOptions *o)
 	p = net_parse(&src, &r->a, &d);
 	assert_non_null(p);
 	assert_int_equal(analyze(p, "t.net", o, &goal, true, &r->an, &r->a, &d,
-	                         &(PassOptions){0, NULL, true}), 0);
+	                         &(PassOptions){0, NULL, true, NULL}), 0);
 }
 
 static void

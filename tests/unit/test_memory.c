@@ -42,7 +42,7 @@ run(Case *c, const char *text, const NetOptions *o, int level)
 	p = net_parse(&src, &c->arena, &d);
 	assert_non_null(p);
 	c->rc = analyze(p, "t.net", o, &goal, true, &c->an, &c->arena, &d,
-	                &(PassOptions){0, NULL, true});
+	                &(PassOptions){0, NULL, true, NULL});
 	assert_int_equal(c->rc, 0);
 }
 

@@ -39,7 +39,7 @@ run(Case *c, const char *text)
 	p = net_parse(&src, &c->arena, &d);
 	assert_non_null(p);
 	assert_int_equal(analyze(p, "t.net", &o, &goal, true, &c->an, &c->arena, &d,
-	                         &(PassOptions){0, NULL, true}), 0);
+	                         &(PassOptions){0, NULL, true, NULL}), 0);
 }
 
 /* live_bytes at every step = persistent + want[i] */

@@ -276,7 +276,7 @@ check_example(const char *name, const char *flags, int level)
 	Program *p = net_parse(&src, &a, &dg);
 	assert_non_null(p);
 	assert_int_equal(analyze(p, path, &o, &goal, false, &an, &a, &dg,
-	                         &(PassOptions){0, NULL, true}), 0);
+	                         &(PassOptions){0, NULL, true, NULL}), 0);
 	if (an.arena_bytes < an.ev.peak)
 		fail_msg("%s %s -O%d: arena %lld < peak %lld", name, flags, level,
 		         (long long)an.arena_bytes, (long long)an.ev.peak);

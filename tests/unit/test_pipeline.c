@@ -46,7 +46,7 @@ run(Analysis *an, Arena *a, int stages, int stage, int mb, bool gpipe, int nspli
 	d.quiet_warnings = true;
 	p = net_parse(&src, a, &d);
 	assert_non_null(p);
-	return analyze(p, "t.net", &o, &goal, true, an, a, &d, &(PassOptions){0, NULL, true});
+	return analyze(p, "t.net", &o, &goal, true, an, a, &d, &(PassOptions){0, NULL, true, NULL});
 }
 
 static int
