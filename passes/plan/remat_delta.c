@@ -509,6 +509,13 @@ event_at(const RmDelta *X, int x, int *ev)
 		*ev = X->evat[x];
 		return X->evat[x];
 	}
+	if (hi <= 8) {
+		/* a few events (the usual case): a scan is quicker */
+		while (lo < hi && X->ex[lo] < x)
+			lo++;
+		*ev = lo;
+		return -1;
+	}
 
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
@@ -756,7 +763,17 @@ delta_sweep(RmDelta *X, RmScore *out)
 	int64_t d = 0, exc, peak;
 	int total = X->nstep + X->sh[X->nex];
 
-	qsort(X->pt, (size_t)X->npt, sizeof *X->pt, by_at);
+	if (X->npt <= 64) {
+		for (int k = 1; k < X->npt; k++) {
+			Pt p = X->pt[k];
+			int j = k;
+			for (; j > 0 && X->pt[j - 1].at > p.at; j--)
+				X->pt[j] = X->pt[j - 1];
+			X->pt[j] = p;
+		}
+	} else {
+		qsort(X->pt, (size_t)X->npt, sizeof *X->pt, by_at);
+	}
 	for (int k = 0; k < X->npt; k++) {
 		if (np > 0 && X->pt[np - 1].at == X->pt[k].at)
 			X->pt[np - 1].by += X->pt[k].by;

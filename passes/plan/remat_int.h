@@ -55,6 +55,7 @@ typedef struct RmEffort {
 	int reorder_plans;      /* the best plans the last stage reorders */
 	long stage_work;        /* remat_stage.c: evaluations per rung of its
 	                           ladder (divided by the size) */
+	long stage_repair;      /* ... and of its remove-and-repair pass */
 } RmEffort;
 
 /* rm_build's state of a tensor: it has a producer to recompute it, its
