@@ -22,8 +22,10 @@
  * candidate at the peak step, each branch leaving out what its earlier
  * siblings took (so no set is visited twice); one on the BNB_K with the
  * most bytes over the bound cut per cost at the step over the bound with
- * the fewest candidates. All work is counted in evaluations
- * (RmEffort.stage_work / size per search), never in time.
+ * the fewest candidates. Last, on plans with few recomputes, remove and
+ * repair (repair()): a recompute and its neighbours out, the branch and
+ * bound to put back cheaper ones. All work is counted in evaluations
+ * (RmEffort.stage_work and stage_repair / size), never in time.
  *
  * The bounds form a fixed ladder, ceil(p x j / 100) for the base plan's
  * peak p and j a multiple of RUNG, from the pool's smallest peak up to the
