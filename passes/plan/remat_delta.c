@@ -51,6 +51,7 @@ struct RmDelta {
 	int every;              /* saved builder states every so many positions */
 	unsigned char *snapt;   /* [n / every + 1][nt] */
 	int *snapg;
+	bool gsaved;            /* snapg is filled (by the first full build) */
 	unsigned char *ot;      /* [nt] the loaded plan's states (replayed) */
 	RmBld nb;               /* the new plan's builder */
 	int *dl, ndl;           /* tensors whose states differ */
@@ -218,7 +219,9 @@ delta_build(RmDelta *X)
 		if (x % X->every == 0) {
 			size_t k = (size_t)(x / X->every);
 			memcpy(X->snapt + k * nt, B->tst, nt);
-			memcpy(X->snapg + k * nt, B->gcur, nt * sizeof *B->gcur);
+			/* the gap counters do not depend on the plan */
+			if (!X->gsaved)
+				memcpy(X->snapg + k * nt, B->gcur, nt * sizeof *B->gcur);
 		}
 		B->nlog = 0;
 		ok = rm_bld_pos(C, B, X->st0, x);
@@ -228,6 +231,7 @@ delta_build(RmDelta *X)
 	}
 	X->clofs[C->n] = n;
 	B->log = NULL;
+	X->gsaved |= ok;
 	return ok;
 }
 
