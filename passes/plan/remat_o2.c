@@ -84,6 +84,9 @@ desc_reload(Desc *D, int64_t T)
 {
 	long evals = D->C->evals;
 
+	/* elsewhere each move is scored in full: nothing to load */
+	if (!D->C->simple)
+		return;
 	rm_delta_load(D->X, D->st, T);
 	D->C->evals = evals;
 }

@@ -151,11 +151,14 @@ order_keep(Ord *O, int m)
 	O->m = m;
 	O->peak = pk;
 	O->npeak = np;
-	/* C->ev describes O->s in full again (the moves read its instances);
-	 * not an evaluation of the search's, which C->evals counts */
-	long evals = O->C->evals;
-	order_key(O->C, O->s, m, &pk, &np, false);
-	O->C->evals = evals;
+	/* C->ev describes O->s in full again (the moves read its instances),
+	 * when the shortcut scored it; not an evaluation of the search's,
+	 * which C->evals counts */
+	if (O->C->simple) {
+		long evals = O->C->evals;
+		order_key(O->C, O->s, m, &pk, &np, false);
+		O->C->evals = evals;
+	}
 	return true;
 }
 
