@@ -57,7 +57,6 @@ struct RmDelta {
 	int *dl, ndl;           /* tensors whose states differ */
 	unsigned char *indl;    /* [nt] on dl */
 	unsigned char *cnew;    /* [nt] dl's new states, while skipping */
-	unsigned char *ct;      /* [nt] has a changed gap */
 	int *ex, *exs, *exn, nex;       /* events: position, nb steps */
 	int *evat;              /* [n] an event's index at its position, or -1 */
 	int *sh;                /* [nex + 1] new less loaded steps before each */
@@ -93,7 +92,6 @@ rm_delta_new(RmCtx *C, Arena *a)
 	X->dl = ar_alloc(a, nt * sizeof *X->dl);
 	X->indl = ar_alloc(a, nt);
 	X->cnew = ar_alloc(a, nt);
-	X->ct = ar_alloc(a, nt);
 	X->ex = ar_alloc(a, n * sizeof *X->ex);
 	X->exs = ar_alloc(a, n * sizeof *X->exs);
 	X->exn = ar_alloc(a, n * sizeof *X->exn);
