@@ -4,7 +4,8 @@
 # a file of a lower layer below, never higher or sideways, so there is no
 # call cycle. A planner file not listed is a planner (layer 3). Prints TAP.
 #   0 remat_model.c   the shared model: gap table, builder, scoring, pool
-#   1 remat_order.c   topological orders
+#   1 remat_order.c   topological orders; remat_delta.c  the descent's
+#                     incremental scorer
 #   2 remat_chain.c remat_dtr.c remat_ls.c remat_o1.c   candidate generators
 #     (remat_o1.c's sqrt(n) cuts also serve baseline.c and -O2)
 #   3 baseline.c remat_exact.c (and any other planner)
@@ -15,7 +16,7 @@ set -u
 cd "$SRCDIR/passes/plan" || exit 99
 layer() {
 	case $1 in
-	remat_model.c) echo 0 ;; remat_order.c) echo 1 ;;
+	remat_model.c) echo 0 ;; remat_order.c|remat_delta.c) echo 1 ;;
 	remat_chain.c|remat_dtr.c|remat_ls.c|remat_o1.c) echo 2 ;;
 	remat_o2.c) echo 4 ;; remat.c) echo 5 ;; *) echo 3 ;;
 	esac

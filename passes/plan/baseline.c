@@ -116,9 +116,9 @@ plan_one(const Dag *d, Arena *a, bool (*make)(RmCtx *, unsigned char *))
 		r.peak = pool.c[0].peak;
 	if (pool.n == 1 && add_state(&C, &pool, make)) {
 		ir_assert(rm_build(&C, pool.c[1].state));
-		r.sched.n = C.nstep;
-		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.nstep + 1));
-		memcpy(r.sched.step, C.step, sizeof *r.sched.step * (size_t)C.nstep);
+		r.sched.n = C.b.nstep;
+		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.b.nstep + 1));
+		memcpy(r.sched.step, C.b.step, sizeof *r.sched.step * (size_t)C.b.nstep);
 		r.peak = pool.c[1].peak;
 		r.recompute_cost = pool.c[1].cost;
 	}

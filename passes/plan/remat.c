@@ -108,9 +108,9 @@ rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 		memcpy(r.sched.step, pool.c[k].sched, sizeof *r.sched.step * (size_t)r.sched.n);
 	} else {
 		ir_assert(rm_build(&C, pool.c[k].state));
-		r.sched.n = C.nstep;
-		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.nstep + 1));
-		memcpy(r.sched.step, C.step, sizeof *r.sched.step * (size_t)C.nstep);
+		r.sched.n = C.b.nstep;
+		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.b.nstep + 1));
+		memcpy(r.sched.step, C.b.step, sizeof *r.sched.step * (size_t)C.b.nstep);
 	}
 	r.peak = pool.c[k].peak;
 	r.recompute_cost = pool.c[k].cost;

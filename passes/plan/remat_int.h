@@ -2,8 +2,9 @@
  * of the pipeline's interface. Calls go one way (tests/plan_layers.sh
  * checks it): remat.c (the dispatcher) -> remat_o2.c (the -O2 recipe) ->
  * the planners (baseline.c, remat_exact.c) -> the candidate generators
- * (remat_o1.c, remat_chain.c, remat_dtr.c, remat_ls.c) -> remat_order.c ->
- * the model (remat_model.c).
+ * (remat_o1.c, remat_chain.c, remat_dtr.c, remat_ls.c) -> remat_order.c
+ * and remat_delta.c (the descent's incremental scorer) -> the model
+ * (remat_model.c).
  *
  * A plan is a state per "gap" over the base order: for every tensor that a
  * recomputable node makes, gap j runs from its j-th event (production, then
@@ -54,11 +55,30 @@ typedef struct RmEffort {
 	int reorder_plans;      /* the best plans the last stage reorders */
 	long stage_work;        /* remat_stage.c: evaluations per rung of its
 	                           ladder (divided by the size) */
+	long stage_repair;      /* ... and of its remove-and-repair pass */
 } RmEffort;
 
 /* rm_build's state of a tensor: it has a producer to recompute it, its
  * first instance was made, an instance is there now */
 enum { TS_RECOMP = 1, TS_MADE = 2, TS_AVAIL = 4 };
+
+/* A builder turning gap states into steps, one base position at a time
+ * (rm_build runs C->b over every position; remat_delta.c runs two from a
+ * saved position to re-score a changed plan). */
+typedef struct RmBld {
+	unsigned char *tst;     /* [nt] TS_ bits of each tensor */
+	int *gcur;              /* [nt] gofs[t] + the uses of t done so far */
+	int *step, *posof;      /* the steps, and each one's base position */
+	int nstep, capstep;
+	int *grp, ngrp;         /* tensors recomputed at this position */
+	int *emitted, stamp;    /* [2 nnode + 2] marks for this position */
+	int *stack;
+	int *log, nlog;         /* tensors whose bits changed (NULL: none kept;
+	                           the caller empties it) */
+	int skip;               /* steps before step[0], counted against
+	                           RM_MAXSTEP */
+	Arena *mem;             /* where step and posof grow */
+} RmBld;
 
 typedef struct RmCtx {
 	const Dag *d;
@@ -77,22 +97,17 @@ typedef struct RmCtx {
 	int64_t c0;             /* cost unit for benefit / cost ratios */
 	int64_t lower;          /* the lower bound (set by rm_plan), or 0 */
 	const RmEffort *eff;     /* -O2's budgets (set by rm_plan_o2) */
-	/* rm_build's output and scratch (grown as needed) */
-	int *step, *posof;      /* the schedule, and each step's base position */
-	int nstep, capstep;
-	unsigned char *tst;     /* [nt] TS_ bits of each tensor */
 	unsigned char *tinit;   /* [nt] tst at the start: TS_RECOMP or 0 */
 	int *oofs, *out;        /* CSR [nnode]: tensors each node makes */
 	int64_t *ncost, *nws;   /* [nnode] each node's cost and workspace */
-	int *gcur;              /* [nt] gofs[t] + the uses of t done so far */
-	int *stack, *grp, *emitted;
-	int ngrp, stamp;
+	RmBld b;                /* rm_build's: its schedule, b.step[0..b.nstep) */
 	int *lborder;           /* rm_least_bytes_order's, or NULL */
 	bool lborder_done;
 	bool simple;            /* no views, accumulations, from_start or
 	                           to_end tensors: rm_score's fast path */
 	int *birth, *lastuse;   /* [nt] rm_score: current instance of t */
 	int64_t *diff, *live;   /* [capdiff] rm_score's memory by step */
+	int *ran, ranstamp;     /* [nnode] rm_score_steps: ran at this stamp */
 	int capdiff;
 	Arena mem;              /* everything above: freed by rm_ctx_free */
 	Arena scratch;          /* the latest evaluation */
@@ -124,6 +139,14 @@ typedef struct RmPool {
 void rm_ctx_init(RmCtx *C, const Dag *d);
 void rm_ctx_free(RmCtx *C);
 bool rm_build(RmCtx *C, const unsigned char *state);
+/* The most steps a build may emit: a plan past it is refused. */
+#define RM_MAXSTEP(C) (16 * (C)->n + 1024)
+/* A builder's arrays in a; then its start (every tensor as before base
+ * position 0), and base position x built after the ones before it; false
+ * past RM_MAXSTEP. */
+void rm_bld_init(const RmCtx *C, RmBld *B, Arena *a);
+void rm_bld_start(const RmCtx *C, RmBld *B);
+bool rm_bld_pos(const RmCtx *C, RmBld *B, const unsigned char *state, int x);
 const MemEval *rm_eval(RmCtx *C, const unsigned char *state);
 /* lv_eval of explicit steps into C->ev (scratch in C), counted in
  * C->evals; NULL when invalid. */
@@ -135,12 +158,33 @@ const int *rm_cand_steps(RmCtx *C, const RmCand *c, int *n);
  * stale), by a shortcut of lv_eval's rules on simple Dags: what the
  * searches use; plans join the pool scored by rm_eval. */
 const MemEval *rm_score(RmCtx *C, const unsigned char *state);
+/* rm_score of the plan rm_build just built (simple Dags only). */
+const MemEval *rm_score_built(RmCtx *C);
+/* rm_eval_steps' peak, recompute cost and live bytes (as rm_score), by
+ * rm_score's shortcut on simple Dags; counted in C->evals. */
+const MemEval *rm_score_steps(RmCtx *C, const int *step, int n);
 void rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
                  const MemEval *ev);
 void rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev);
 void rm_pool_free(RmPool *p);
 /* A plan keeping every gap, in a. */
 unsigned char *rm_state_new(const RmCtx *C, Arena *a);
+
+/* passes/plan/remat_delta.c */
+/* The gap descent's incremental scorer: rm_score's peak, recompute cost
+ * and excess over T of a plan differing from the loaded one in a few gaps
+ * (remat_delta.c says how). */
+typedef struct RmDelta RmDelta;
+typedef struct RmScore {
+	int64_t peak, cost, exc;
+} RmScore;
+RmDelta *rm_delta_new(RmCtx *C, Arena *a);
+/* rm_score(C, st), and st loaded as the plan the next scores change. */
+const MemEval *rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T);
+/* Scores st, the loaded plan with gap[0..ng) changed; false when rm_score
+ * would give NULL. Counted in C->evals as rm_score counts. */
+bool rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
+                    RmScore *out);
 
 /* passes/plan/remat_o1.c */
 int rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a,

@@ -241,7 +241,7 @@ kick(Climb *K, uint64_t *seed)
 	const RmCtx *C = K->C;
 	const Dag *d = C->d;
 	int edits = 1 + ls_range(seed, 3), done = 0;
-	int *seen = C->emitted;         /* scratch, [2 nnode + 2] */
+	int *seen = C->b.emitted;         /* scratch, [2 nnode + 2] */
 
 	memcpy(K->buf, K->cur, sizeof *K->buf * (size_t)K->ncur);
 	K->nbuf = K->ncur;
@@ -342,9 +342,9 @@ rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
 		K.nbuf = pool->c[b].nsched;
 		memcpy(K.buf, pool->c[b].sched, sizeof *K.buf * (size_t)K.nbuf);
 	} else if (!pool->c[b].sched && rm_build(C, pool->c[b].state) &&
-	           C->nstep < K.cap) {
-		K.nbuf = C->nstep;
-		memcpy(K.buf, C->step, sizeof *K.buf * (size_t)K.nbuf);
+	           C->b.nstep < K.cap) {
+		K.nbuf = C->b.nstep;
+		memcpy(K.buf, C->b.step, sizeof *K.buf * (size_t)K.nbuf);
 	}
 	K.peak = INT64_MAX;
 	K.cost = INT64_MAX;

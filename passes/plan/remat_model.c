@@ -215,7 +215,6 @@ rm_ctx_init(RmCtx *C, const Dag *d)
 	ctx_early(C);
 	C->c0 = d->total_cost / 100000 + 1;
 	C->tinit = ar_alloc(&C->mem, (size_t)d->nt + 1);
-	C->tst = ar_alloc(&C->mem, (size_t)d->nt + 1);
 	for (int t = 0; t < d->nt; t++)
 		C->tinit[t] = C->prod[t] >= 0 ? TS_RECOMP : 0;
 	C->oofs = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->oofs);
@@ -234,16 +233,11 @@ rm_ctx_init(RmCtx *C, const Dag *d)
 		C->nws[v] = d->node[v].workspace;
 	}
 	C->oofs[d->nnode] = nout;
-	C->gcur = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->gcur);
-	C->grp = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->grp);
-	C->emitted = ar_alloc(&C->mem, (2 * (size_t)d->nnode + 2) * sizeof *C->emitted);
-	C->stack = ar_alloc(&C->mem, ((size_t)C->uofs[d->nnode] + (size_t)d->nnode + 1) * sizeof *C->stack);
-	C->capstep = 2 * C->n + 16;
-	C->step = ar_alloc(&C->mem, ((size_t)C->capstep) * sizeof *C->step);
-	C->posof = ar_alloc(&C->mem, ((size_t)C->capstep) * sizeof *C->posof);
+	rm_bld_init(C, &C->b, &C->mem);
 	C->simple = dag_simple(d);
 	C->birth = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->birth);
 	C->lastuse = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->lastuse);
+	C->ran = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->ran);
 	ar_init(&C->scratch);
 }
 
@@ -260,61 +254,87 @@ rm_state_new(const RmCtx *C, Arena *a)
 	return ar_alloc(a, (size_t)C->ngap + 1);
 }
 
+void
+rm_bld_init(const RmCtx *C, RmBld *B, Arena *a)
+{
+	const Dag *d = C->d;
+
+	memset(B, 0, sizeof *B);
+	B->mem = a;
+	B->tst = ar_alloc(a, (size_t)d->nt + 1);
+	B->gcur = ar_alloc(a, ((size_t)d->nt + 1) * sizeof *B->gcur);
+	B->grp = ar_alloc(a, ((size_t)d->nt + 1) * sizeof *B->grp);
+	B->emitted = ar_alloc(a, (2 * (size_t)d->nnode + 2) * sizeof *B->emitted);
+	B->stack = ar_alloc(a, ((size_t)C->uofs[d->nnode] + (size_t)d->nnode + 1) * sizeof *B->stack);
+	B->capstep = 2 * C->n + 16;
+	B->step = ar_alloc(a, ((size_t)B->capstep) * sizeof *B->step);
+	B->posof = ar_alloc(a, ((size_t)B->capstep) * sizeof *B->posof);
+}
+
 /* Appends a step at base position x; false past the size limit. */
 static bool
-emit(RmCtx *C, int v, int x)
+emit(const RmCtx *C, RmBld *B, int v, int x)
 {
-	if (C->nstep >= 16 * C->n + 1024)
+	if (B->skip + B->nstep >= RM_MAXSTEP(C))
 		return false;
-	if (C->nstep == C->capstep) {
-		size_t old = sizeof *C->step * (size_t)C->capstep;
-		C->capstep *= 2;
-		C->step = ar_grow(&C->mem, C->step, old, 2 * old);
-		C->posof = ar_grow(&C->mem, C->posof, old, 2 * old);
+	if (B->nstep == B->capstep) {
+		size_t old = sizeof *B->step * (size_t)B->capstep;
+		B->capstep *= 2;
+		B->step = ar_grow(B->mem, B->step, old, 2 * old);
+		B->posof = ar_grow(B->mem, B->posof, old, 2 * old);
 	}
-	C->step[C->nstep] = v;
-	C->posof[C->nstep++] = x;
+	B->step[B->nstep] = v;
+	B->posof[B->nstep++] = x;
 	return true;
 }
 
 static bool
-missing(const RmCtx *C, int t)
+missing(const RmBld *B, int t)
 {
-	return (C->tst[t] & (TS_RECOMP | TS_MADE | TS_AVAIL)) == (TS_RECOMP | TS_MADE);
+	return (B->tst[t] & (TS_RECOMP | TS_MADE | TS_AVAIL)) == (TS_RECOMP | TS_MADE);
+}
+
+/* Sets t's bits, noting t in the log when one is kept. */
+static void
+set_tst(RmBld *B, int t, unsigned char bits)
+{
+	B->tst[t] = bits;
+	if (B->log)
+		B->log[B->nlog++] = t;
 }
 
 /* Recomputes node p before base position x, first recomputing (post-order)
  * every dropped input it needs. */
 static bool
-recompute(RmCtx *C, int p, int x)
+recompute(const RmCtx *C, RmBld *B, int p, int x)
 {
 	const Dag *d = C->d;
-	int *expanded = C->emitted + d->nnode + 1;
+	int *expanded = B->emitted + d->nnode + 1;
 	int sp = 0;
 
-	C->stack[sp++] = p;
+	B->stack[sp++] = p;
 	while (sp > 0) {
-		int q = C->stack[sp - 1];
-		if (C->emitted[q] == C->stamp) {
+		int q = B->stack[sp - 1];
+		if (B->emitted[q] == B->stamp) {
 			sp--;
 			continue;
 		}
-		if (expanded[q] != C->stamp) {
-			expanded[q] = C->stamp;
+		if (expanded[q] != B->stamp) {
+			expanded[q] = B->stamp;
 			for (int k = C->uofs[q]; k < C->uofs[q + 1]; k++)
-				if (missing(C, C->use[k]))
-					C->stack[sp++] = C->prod[C->use[k]];
+				if (missing(B, C->use[k]))
+					B->stack[sp++] = C->prod[C->use[k]];
 			continue;
 		}
 		sp--;
-		if (!emit(C, q, x))
+		if (!emit(C, B, q, x))
 			return false;
-		C->emitted[q] = C->stamp;
+		B->emitted[q] = B->stamp;
 		for (int j = 0; j < d->node[q].nout; j++) {
 			int t = d->node[q].out[j];
-			if ((C->tst[t] & (TS_RECOMP | TS_AVAIL)) == TS_RECOMP) {
-				C->tst[t] |= TS_AVAIL;
-				C->grp[C->ngrp++] = t;
+			if ((B->tst[t] & (TS_RECOMP | TS_AVAIL)) == TS_RECOMP) {
+				set_tst(B, t, B->tst[t] | TS_AVAIL);
+				B->grp[B->ngrp++] = t;
 			}
 		}
 	}
@@ -324,61 +344,71 @@ recompute(RmCtx *C, int p, int x)
 /* After base step x: a use ends the gap before it; the state of the gap
  * after it decides whether the instance is kept. */
 static void
-after_step(RmCtx *C, const unsigned char *state, int v)
+after_step(const RmCtx *C, RmBld *B, const unsigned char *state, int v)
 {
 	const Dag *d = C->d;
 
 	for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
 		int t = C->use[k];
-		if ((C->tst[t] & (TS_RECOMP | TS_MADE)) != (TS_RECOMP | TS_MADE))
+		if ((B->tst[t] & (TS_RECOMP | TS_MADE)) != (TS_RECOMP | TS_MADE))
 			continue;
-		int g = ++C->gcur[t];
+		int g = ++B->gcur[t];
 		if (g < C->gofs[t + 1] && state[g] != GAP_KEEP)
-			C->tst[t] &= (unsigned char)~TS_AVAIL;
+			set_tst(B, t, B->tst[t] & (unsigned char)~TS_AVAIL);
 	}
 	for (int j = C->oofs[v]; j < C->oofs[v + 1] && !d->node[v].once; j++) {
 		int t = C->out[j];
-		if ((C->tst[t] & (TS_RECOMP | TS_MADE)) != TS_RECOMP)
+		if ((B->tst[t] & (TS_RECOMP | TS_MADE)) != TS_RECOMP)
 			continue;
-		C->tst[t] = TS_RECOMP | TS_MADE;
-		if (C->gofs[t] == C->gofs[t + 1] || state[C->gofs[t]] == GAP_KEEP)
-			C->tst[t] |= TS_AVAIL;
+		set_tst(B, t, TS_RECOMP | TS_MADE |
+		        (C->gofs[t] == C->gofs[t + 1] || state[C->gofs[t]] == GAP_KEEP ?
+		         TS_AVAIL : 0));
 	}
-	for (int i = 0; i < C->ngrp; i++) {
-		int t = C->grp[i];
-		int g = C->gcur[t];
+	for (int i = 0; i < B->ngrp; i++) {
+		int t = B->grp[i];
+		int g = B->gcur[t];
 		if (g < C->gofs[t + 1] && state[g] == GAP_TRANSIENT)
-			C->tst[t] &= (unsigned char)~TS_AVAIL;
+			set_tst(B, t, B->tst[t] & (unsigned char)~TS_AVAIL);
 	}
+}
+
+void
+rm_bld_start(const RmCtx *C, RmBld *B)
+{
+	B->nstep = 0;
+	memcpy(B->tst, C->tinit, (size_t)C->d->nt);
+	memcpy(B->gcur, C->gofs, sizeof *B->gcur * (size_t)C->d->nt);
+}
+
+bool
+rm_bld_pos(const RmCtx *C, RmBld *B, const unsigned char *state, int x)
+{
+	int v = C->d->base_order[x];
+
+	B->ngrp = 0;
+	B->stamp++;
+	for (int k = C->eofs[x]; k < C->eofs[x + 1]; k++) {
+		int g = C->egap[k], t = C->gtensor[g];
+		if (state[g] == GAP_EARLY && missing(B, t) && B->gcur[t] == g &&
+		    !recompute(C, B, C->prod[t], x))
+			return false;
+	}
+	for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
+		if (missing(B, C->use[k]) && !recompute(C, B, C->prod[C->use[k]], x))
+			return false;
+	if (!emit(C, B, v, x))
+		return false;
+	after_step(C, B, state, v);
+	return true;
 }
 
 bool
 rm_build(RmCtx *C, const unsigned char *state)
 {
-	const Dag *d = C->d;
-
-	C->nstep = 0;
-	memcpy(C->tst, C->tinit, (size_t)d->nt);
-	memcpy(C->gcur, C->gofs, sizeof *C->gcur * (size_t)d->nt);
-	for (int x = 0; x < C->n; x++) {
-		int v = d->base_order[x];
-		C->ngrp = 0;
-		C->stamp++;
-		for (int k = C->eofs[x]; k < C->eofs[x + 1]; k++) {
-			int g = C->egap[k], t = C->gtensor[g];
-			if (state[g] == GAP_EARLY && missing(C, t) &&
-			    C->gcur[t] == g &&
-			    !recompute(C, C->prod[t], x))
-				return false;
-		}
-		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-			if (missing(C, C->use[k]) &&
-			    !recompute(C, C->prod[C->use[k]], x))
-				return false;
-		if (!emit(C, v, x))
+	rm_bld_start(C, &C->b);
+	for (int x = 0; x < C->n; x++)
+		if (!rm_bld_pos(C, &C->b, state, x))
 			return false;
-		after_step(C, state, v);
-	}
 	return true;
 }
 
@@ -389,7 +419,7 @@ rm_eval(RmCtx *C, const unsigned char *state)
 {
 	if (!rm_build(C, state))
 		return NULL;
-	return rm_eval_steps(C, C->step, C->nstep);
+	return rm_eval_steps(C, C->b.step, C->b.nstep);
 }
 
 const MemEval *
@@ -412,8 +442,8 @@ rm_cand_steps(RmCtx *C, const RmCand *c, int *n)
 	}
 	if (!rm_build(C, c->state))
 		return NULL;
-	*n = C->nstep;
-	return C->step;
+	*n = C->b.nstep;
+	return C->b.step;
 }
 
 /* The instance of t made at birth[t] owns its bytes through lastuse[t];
@@ -427,33 +457,37 @@ close_instance(RmCtx *C, int t)
 	       ck_sub(*hi, C->d->t[t].bytes, hi);
 }
 
-const MemEval *
-rm_score(RmCtx *C, const unsigned char *state)
+/* rm_score's rules over steps step[0..n): a step recomputes when posof
+ * gives it another base position than its node's, or (posof NULL) when
+ * its node ran before (lv_eval's rule). NULL when lv_eval would refuse
+ * the steps, and then *sure tells whether it surely would (false: a sum
+ * passed 2^63, which lv_eval may treat otherwise). */
+static const MemEval *
+score_steps(RmCtx *C, const int *step, int n, const int *posof, bool *sure)
 {
 	const Dag *d = C->d;
 	MemEval *ev = &C->ev;
 	int64_t pers = 0, run = 0;
-	bool ok = true;         /* no sum passed 2^63: as lv_eval, which
-	                           refuses the plan then */
+	bool ok = true;         /* no sum passed 2^63 */
 
-	if (!C->simple)
-		return rm_eval(C, state);
-	if (!rm_build(C, state))
-		return NULL;
-	if (C->capdiff < C->capstep + 1) {
+	*sure = true;
+	if (C->capdiff < n + 1) {
 		size_t old = sizeof *C->diff * (size_t)C->capdiff;
-		size_t n = sizeof *C->diff * (size_t)(C->capstep + 1);
-		C->diff = ar_grow(&C->mem, C->diff, old, n);
-		C->live = ar_grow(&C->mem, C->live, old, n);
-		C->capdiff = C->capstep + 1;
+		size_t m = sizeof *C->diff * (size_t)(n + 1);
+		C->diff = ar_grow(&C->mem, C->diff, old, m);
+		C->live = ar_grow(&C->mem, C->live, old, m);
+		C->capdiff = n + 1;
 	}
-	memset(C->diff, 0, sizeof *C->diff * (size_t)(C->nstep + 1));
+	memset(C->diff, 0, sizeof *C->diff * (size_t)(n + 1));
 	memset(C->birth, 0xff, sizeof *C->birth * (size_t)d->nt);
 	memset(ev, 0, sizeof *ev);
+	if (!posof)
+		C->ranstamp++;
 	/* on simple Dags a node's uses are its in[] (no views, no
 	 * accumulations), in order */
-	for (int i = 0; i < C->nstep; i++) {
-		int v = C->step[i];
+	for (int i = 0; i < n; i++) {
+		int v = step[i];
+		bool re;
 		for (int j = C->uofs[v]; j < C->uofs[v + 1]; j++) {
 			if (C->birth[C->use[j]] < 0)
 				return NULL;
@@ -465,31 +499,81 @@ rm_score(RmCtx *C, const unsigned char *state)
 				ok &= close_instance(C, t);
 			C->birth[t] = C->lastuse[t] = i;
 		}
-		if (C->pos[v] != C->posof[i])
+		if (posof) {
+			re = C->pos[v] != posof[i];
+		} else {
+			re = C->ran[v] == C->ranstamp;
+			if (re && d->node[v].once)
+				return NULL;
+			C->ran[v] = C->ranstamp;
+		}
+		if (re)
 			ok &= ck_add(ev->recompute_cost, C->ncost[v], &ev->recompute_cost);
 		ok &= ck_add(C->diff[i], C->nws[v], &C->diff[i]);
 		ok &= ck_sub(C->diff[i + 1], C->nws[v], &C->diff[i + 1]);
 	}
+	for (int v = 0; !posof && v < d->nnode; v++)
+		if (C->ran[v] != C->ranstamp)
+			return NULL;
 	for (int t = 0; t < d->nt; t++)
 		if (C->birth[t] >= 0)
 			ok &= close_instance(C, t);
 	for (int c = 0; c < CAT_COUNT; c++)
 		ok &= ck_add(pers, d->persistent[c], &pers);
 	ok &= ev->recompute_cost < INT64_MAX;
+	*sure = ok;
 	if (!ok)
 		return NULL;
 	ev->valid = true;
-	ev->nsteps = C->nstep;
+	ev->nsteps = n;
 	ev->live_bytes = C->live;
 	ev->peak = pers;
-	for (int i = 0; i < C->nstep; i++) {
-		if (!ck_add(run, C->diff[i], &run) || !ck_add(pers, run, &C->live[i]))
+	for (int i = 0; i < n; i++) {
+		if (!ck_add(run, C->diff[i], &run) || !ck_add(pers, run, &C->live[i])) {
+			*sure = false;
 			return NULL;
+		}
 		if (C->live[i] > ev->peak || i == 0) {
 			ev->peak = C->live[i];
 			ev->peak_step = i;
 		}
 	}
+	return ev;
+}
+
+const MemEval *
+rm_score(RmCtx *C, const unsigned char *state)
+{
+
+	if (!C->simple)
+		return rm_eval(C, state);
+	if (!rm_build(C, state))
+		return NULL;
+	return rm_score_built(C);
+}
+
+const MemEval *
+rm_score_built(RmCtx *C)
+{
+	bool sure;
+	const MemEval *ev = score_steps(C, C->b.step, C->b.nstep, C->b.posof, &sure);
+
+	if (ev)
+		C->evals++;
+	return ev;
+}
+
+const MemEval *
+rm_score_steps(RmCtx *C, const int *step, int n)
+{
+	const MemEval *ev;
+	bool sure;
+
+	if (!C->simple)
+		return rm_eval_steps(C, step, n);
+	ev = score_steps(C, step, n, NULL, &sure);
+	if (!ev && !sure)
+		return rm_eval_steps(C, step, n);
 	C->evals++;
 	return ev;
 }

@@ -41,11 +41,12 @@ typedef struct Ord {
 } Ord;
 
 /* The peak of s[0..m) and how many steps reach it, by lv_eval (scratch
- * in C); false when s is invalid. */
+ * in C), or (fast) by rm_score's shortcut of it, which leaves the rest of
+ * C->ev stale; false when s is invalid. */
 static bool
-order_key(RmCtx *C, const int *s, int m, int64_t *peak, int *npeak)
+order_key(RmCtx *C, const int *s, int m, int64_t *peak, int *npeak, bool fast)
 {
-	if (!rm_eval_steps(C, s, m))
+	if (!(fast ? rm_score_steps(C, s, m) : rm_eval_steps(C, s, m)))
 		return false;
 	*peak = C->ev.peak;
 	*npeak = 0;
@@ -142,14 +143,22 @@ order_keep(Ord *O, int m)
 	int np;
 
 	O->evals--;
-	if (!order_key(O->C, O->buf, m, &pk, &np) ||
+	if (!order_key(O->C, O->buf, m, &pk, &np, true) ||
 	    pk > O->peak || (pk == O->peak && np >= O->npeak) ||
 	    (O->maxcost >= 0 && (double)O->C->ev.recompute_cost > O->maxcost))
 		return false;
 	memcpy(O->s, O->buf, sizeof *O->s * (size_t)m);
 	O->m = m;
-	O->peak = pk;           /* C->ev describes O->s now */
+	O->peak = pk;
 	O->npeak = np;
+	/* C->ev describes O->s in full again (the moves read its instances),
+	 * when the shortcut scored it; not an evaluation of the search's,
+	 * which C->evals counts */
+	if (O->C->simple) {
+		long evals = O->C->evals;
+		order_key(O->C, O->s, m, &pk, &np, false);
+		O->C->evals = evals;
+	}
 	return true;
 }
 
@@ -302,7 +311,7 @@ order_improve(RmCtx *C, const int *s, int *m, long evals, double maxcost,
 	O.buf = ar_alloc(a, sizeof *O.buf * ((size_t)O.capm + 1));
 	O.maker = order_makers(C->d, a);
 	memcpy(O.s, s, sizeof *O.s * (size_t)*m);
-	if (!order_key(C, O.s, O.m, &O.peak, &O.npeak))
+	if (!order_key(C, O.s, O.m, &O.peak, &O.npeak, false))
 		return NULL;
 	while (O.evals > 0) {
 		O.inst = ar_alloc(&step, sizeof *O.inst * ((size_t)C->ev.ninst + 1));
@@ -312,7 +321,7 @@ order_improve(RmCtx *C, const int *s, int *m, long evals, double maxcost,
 		if (!moved)
 			break;
 	}
-	order_key(C, O.s, O.m, &O.peak, &O.npeak);     /* C->ev describes it */
+	order_key(C, O.s, O.m, &O.peak, &O.npeak, false);      /* C->ev describes it */
 	*m = O.m;
 	return O.s;
 }
@@ -505,7 +514,7 @@ rm_reorder_pool(RmCtx *C, RmPool *pool, double cap, int k)
 		const int *st = rm_cand_steps(C, &pool->c[pick[i]], &m);
 		long evals = C->eff->order_work / (k * ((long)m + C->eff->size)) + 1;
 		int *s;
-		/* order_improve copies st first, so a build's C->step is safe */
+		/* order_improve copies st first, so a build's C->b.step is safe */
 		if (st && (s = order_improve(C, st, &m, evals, cap, true, &a)) &&
 		    C->ev.peak < pool->c[pick[i]].peak)
 			rm_pool_add_sched(pool, s, m, &C->ev);

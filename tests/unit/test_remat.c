@@ -449,6 +449,123 @@ plain_dag(Dag *d, uint64_t *seed, int n, Arena *a)
 	dag_finish(d);
 }
 
+/* The gap descent's incremental scorer (remat_delta.c) gives rm_score's
+ * peak, recompute cost and excess over a threshold for every plan that
+ * changes one to three gaps of the loaded one (any states, EARLY
+ * included), and tells the plans rm_score refuses. */
+static void
+test_delta_matches_score(void **state)
+{
+	(void)state;
+	uint64_t seed = 11;
+	long compared = 0;
+
+	for (int iter = 0; iter < 200; iter++) {
+		Arena a;
+		Dag d;
+		RmCtx C;
+		ar_init(&a);
+		/* every fourth a training graph with views, which rm_score
+		 * (and so the scorer) hands to lv_eval */
+		RdOptions o = {3, 12, true, true, true, true, false};
+		if (iter % 4 == 3)
+			rd_make(&d, &seed, &o, &a);
+		else
+			plain_dag(&d, &seed, 5 + iter % 60, &a);
+		rm_ctx_init(&C, &d);
+		RmDelta *X = rm_delta_new(&C, &a);
+		unsigned char *st = rm_state_new(&C, &a);
+		for (int g = 0; g < C.ngap; g++)
+			st[g] = rd_next(&seed) % 3 ? GAP_KEEP :
+			        (unsigned char)(rd_next(&seed) % 3);
+		const MemEval *ev = rm_delta_load(X, st, 0);
+		assert_non_null(ev);
+		int64_t T = ev->peak - ev->peak / (1 + (int64_t)(rd_next(&seed) % 8));
+		assert_non_null(rm_delta_load(X, st, T));
+		for (int k = 0; k < 30 && C.ngap > 0; k++) {
+			int gap[3], ng = 1 + (int)(rd_next(&seed) % 3);
+			unsigned char old[3];
+			RmScore sc;
+			for (int i = 0; i < ng; i++) {
+				gap[i] = (int)(rd_next(&seed) % (uint64_t)C.ngap);
+				old[i] = st[gap[i]];
+			}
+			for (int i = 0; i < ng; i++) {
+				st[gap[i]] = (unsigned char)(rd_next(&seed) % 3);
+				if (C.gearly[gap[i]] >= 0 && rd_next(&seed) % 2)
+					st[gap[i]] = GAP_EARLY;
+			}
+			bool ok = rm_delta_score(X, st, gap, ng, &sc);
+			const MemEval *full = rm_score(&C, st);
+			assert_int_equal(ok, full != NULL);
+			if (full) {
+				int64_t e = 0;
+				for (int i = 0; i < full->nsteps; i++)
+					if (full->live_bytes[i] > T)
+						e += full->live_bytes[i] - T;
+				assert_int_equal(sc.peak, full->peak);
+				assert_int_equal(sc.cost, full->recompute_cost);
+				assert_int_equal(sc.exc, e);
+				compared++;
+			}
+			/* now and then the changed plan becomes the loaded one */
+			if (rd_next(&seed) % 4 == 0) {
+				assert_non_null(rm_delta_load(X, st, T));
+			} else {
+				for (int i = ng - 1; i >= 0; i--)
+					st[gap[i]] = old[i];
+			}
+		}
+		rm_ctx_free(&C);
+		ar_free(&a);
+	}
+	assert_true(compared > 3000);
+}
+
+/* rm_score_steps, the order search's shortcut, scores explicit steps as
+ * lv_eval does, and refuses what it refuses (a use before its tensor is
+ * made, a node that never runs). */
+static void
+test_score_steps_matches_eval(void **state)
+{
+	(void)state;
+	uint64_t seed = 5;
+
+	for (int iter = 0; iter < 200; iter++) {
+		Arena a;
+		Dag d;
+		RmCtx C;
+		ar_init(&a);
+		plain_dag(&d, &seed, 5 + iter % 40, &a);
+		rm_ctx_init(&C, &d);
+		unsigned char *st = rm_state_new(&C, &a);
+		for (int g = 0; g < C.ngap; g++)
+			st[g] = (unsigned char)(rd_next(&seed) % 3);
+		assert_true(rm_build(&C, st));
+		int n = C.b.nstep;
+		int *s = ar_alloc(&a, sizeof *s * (size_t)(n + 1));
+		memcpy(s, C.b.step, sizeof *s * (size_t)n);
+		/* a random move of one step, valid or not */
+		int i = (int)(rd_next(&seed) % (uint64_t)n), j = (int)(rd_next(&seed) % (uint64_t)n);
+		int v = s[i];
+		memmove(s + i, s + i + 1, sizeof *s * (size_t)(n - i - 1));
+		memmove(s + j + 1, s + j, sizeof *s * (size_t)(n - 1 - j));
+		s[j] = v;
+		int m = iter % 7 == 0 ? n - 1 : n;      /* drops the last step */
+		const MemEval *fast = rm_score_steps(&C, s, m);
+		bool fok = fast != NULL;
+		int64_t peak = fok ? fast->peak : 0, cost = fok ? fast->recompute_cost : 0;
+		const MemEval *ev = rm_eval_steps(&C, s, m);
+		assert_int_equal(fok, ev != NULL);
+		if (ev) {
+			assert_int_equal(ev->peak, peak);
+			assert_int_equal(ev->recompute_cost, cost);
+		}
+		rm_ctx_free(&C);
+		ar_free(&a);
+	}
+}
+
 /* rm_score, the searches' shortcut, scores every plan -- any mix of gap
  * states, EARLY recomputes included -- exactly as lv_eval does. */
 static void
@@ -551,9 +668,9 @@ test_early_recompute(void **state)
 	const MemEval *ev = rm_eval(&C, st);
 	assert_int_equal(ev->peak, 501);
 	assert_int_equal(ev->recompute_cost, 12);
-	assert_int_equal(C.nstep, 10);
-	assert_int_equal(C.step[6], 2);         /* t, right before n6 */
-	assert_int_equal(C.step[7], 6);
+	assert_int_equal(C.b.nstep, 10);
+	assert_int_equal(C.b.step[6], 2);         /* t, right before n6 */
+	assert_int_equal(C.b.step[7], 6);
 	rm_ctx_free(&C);
 	ar_free(&a);
 }
@@ -571,6 +688,8 @@ main(void)
 		cmocka_unit_test(test_reorder_fits),
 		cmocka_unit_test(test_views_budget),
 		cmocka_unit_test(test_score_matches_eval),
+		cmocka_unit_test(test_delta_matches_score),
+		cmocka_unit_test(test_score_steps_matches_eval),
 		cmocka_unit_test(test_early_recompute),
 	};
 	return cmocka_run_group_tests_name("remat", tests, NULL, NULL);
