@@ -5,6 +5,9 @@
  * made and prints its dump when asked (remat -d PASS). */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__              /* defined by the headers above */
+#include <malloc.h>
+#endif
 
 #include "driver.h"
 
@@ -121,6 +124,30 @@ same_steps(const Schedule *x, const Schedule *y)
 	       (x->n == 0 || !memcmp(x->step, y->step, sizeof *x->step * (size_t)x->n));
 }
 
+/* While the syntax tree lives, arena blocks (64 KiB and up) are mapped, so
+ * that freeing one gives it back: glibc raises its mapping threshold with
+ * each mapped block freed, after which the tree's pieces, freed during
+ * instantiation, would stay in the heap unused (100 MB of a 300k-statement
+ * file). Once the tree is gone, blocks come from the heap again and are
+ * reused there: the planners make and free tens of thousands of blocks,
+ * and mapping each one took as much system time as the planning itself. */
+void
+heap_for_tree(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+#endif
+}
+
+static void
+heap_after_tree(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);   /* glibc's own ceiling */
+	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+#endif
+}
+
 /* --stages needs as many outermost def calls as stages, and --stage-blocks
  * must name every one. */
 static int
@@ -162,8 +189,10 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	ir_graph_init(&an->g, a, file);
 	if (net_instantiate(p, o, &an->g, d))
 		return 1;
-	if (po->tree)
+	if (po->tree) {
 		ar_free(po->tree);      /* the largest thing alive on a big file */
+		heap_after_tree();
+	}
 	if ((rc = after_pass(an, PASS_INSTANTIATE, NULL, po, a)))
 		return rc;
 	if (shape_infer(&an->g, d))

@@ -77,6 +77,8 @@ bool pass_checks_default(void);
  * reported to d), 3 (no schedule fits the budget; an->plan holds the
  * smallest peak found). With verify, checks every evaluation with vf_check
  * and returns 4 on a mismatch. po may be NULL: no dumps, default checks. */
+/* main: arena blocks mapped while the syntax tree lives (analyze.c) */
+void heap_for_tree(void);
 int analyze(const Program *p, const char *file, const NetOptions *o,
             const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
             const PassOptions *po);

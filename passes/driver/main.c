@@ -2,9 +2,6 @@
  * handing the result to a report or the code generator. The pipeline
  * itself is analyze() in passes/driver/analyze.c. */
 #include <errno.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -839,13 +836,7 @@ main(int argc, char **argv)
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-#ifdef __GLIBC__
-	/* Arena blocks (64 KiB and up) are mapped, so that freeing one gives it
-	 * back: glibc raises its threshold with each mapped block freed, after
-	 * which the syntax tree's pieces, freed during instantiation, would
-	 * stay in the heap unused (100 MB of a 300k-statement file). */
-	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
-#endif
+	heap_for_tree();
 	parse_args(&o, argc, argv);
 	if (o.checkmate)
 		rc = cm_run(o.file, &o.goal, o.json, o.verify, stdout);
