@@ -19,7 +19,7 @@
 /* ---------------------------------------------------------------- passes/driver/analyze.c */
 /* --stages: one pipeline stage's figures, for the stage table. */
 typedef struct StageRow {
-	int stage, first_block, last_block, in_flight;
+	int stage, first_block, last_block, in_flight, micro_batches;
 	int64_t peak, recompute_cost, send_bytes, recv_bytes;
 	int peak_step;
 	int64_t breakdown[CAT_COUNT];

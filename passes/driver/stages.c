@@ -29,6 +29,7 @@ fill_row(StageRow *r, const Analysis *an)
 	r->first_block = an->pipe.first_block;
 	r->last_block = an->pipe.last_block;
 	r->in_flight = an->pipe.in_flight;
+	r->micro_batches = an->pipe.micro_batches;
 	r->send_bytes = an->pipe.send_bytes;
 	r->recv_bytes = an->pipe.recv_bytes;
 	r->peak = an->ev.peak;
