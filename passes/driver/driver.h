@@ -143,6 +143,12 @@ int analyze_stages(const Program *p, const char *file, const NetOptions *o,
                    const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
                    const PassOptions *po);
 
+/* -o with --stages K: every stage analysed again (warnings quiet), the
+ * program of the K stages written to f (codegen/emit.c). Returns analyze's
+ * status, or 4 when writing fails. */
+int stages_program(const Program *p, const char *file, const NetOptions *o,
+                   const PlanGoal *goal, const PassOptions *po, FILE *f);
+
 /* Analyzes p again with NAME=value among the -D overrides (none when name
  * is NULL), warnings quiet and diagnostics to msgs (stderr when NULL), into
  * an and the arena a, which it initialises and the caller frees. Returns

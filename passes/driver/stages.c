@@ -6,6 +6,7 @@
  * one way the driver analyzes the same program again with another setting
  * (--max-batch, --sweep, --zero-table). Reads the Program and options;
  * writes the Analysis and the rows (in the caller's arena). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
@@ -75,6 +76,40 @@ analyze_stages(const Program *p, const char *file, const NetOptions *o,
 		return 4;
 	an->stage_rows = rows;
 	an->nstage_rows = K;
+	return rc;
+}
+
+/* The stages' analyses live together until the program is written: codegen
+ * reads each stage's plan, and every stage's section is in the one file. */
+int
+stages_program(const Program *p, const char *file, const NetOptions *o,
+               const PlanGoal *goal, const PassOptions *po, FILE *f)
+{
+	int K = o->pipe.stages, rc = 0, s;
+	Arena *ar = xcalloc((size_t)K, sizeof *ar);
+	Analysis *an = xcalloc((size_t)K, sizeof *an);
+	CgStage *st = xcalloc((size_t)K, sizeof *st);
+	PassOptions quiet = po ? *po : (PassOptions){0, NULL, pass_checks_default()};
+	Diag d;
+
+	quiet.dump = 0;
+	diag_init(&d, NULL, stderr);
+	d.quiet_warnings = true;
+	for (s = 0; s < K && rc == 0; s++) {
+		int r;
+		ar_init(&ar[s]);
+		r = run_stage(p, file, o, s, goal, false, &an[s], &ar[s], &d, &quiet);
+		rc = r == 1 || r == 4 ? r : 0;
+		st[s] = (CgStage){&an[s].g, &an[s].d, &an[s].plan.sched, &an[s].ev,
+		                  an[s].arena_bytes};
+	}
+	if (rc == 0 && cg_emit_pipeline(st, K, f))
+		rc = 4;
+	while (s-- > 0)
+		ar_free(&ar[s]);
+	free(ar);
+	free(an);
+	free(st);
 	return rc;
 }
 
