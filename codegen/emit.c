@@ -102,9 +102,7 @@ typedef struct Em {
 	/* one rank of a data-parallel step (g->settings.dist) */
 	int ranks;
 	bool dist, zero2, zero3;
-	int *gunit;             /* Dag tensor -> gathered unit + 1, or 0 */
-	int *par_unit;          /* param number -> its gathered unit + 1 */
-	int64_t *par_goff;      /* param number -> byte offset in the gathered buffer */
+	int *gnode;             /* Dag tensor -> the gather making it + 1, or 0 */
 	/* a pipeline stage (g->settings.pipe): its section of the program */
 	int stage, nstages, mbs;
 	bool *held;             /* param number -> the stage holds it */
@@ -207,17 +205,24 @@ inst_dtype(Em *e, int t)
 static const char *view_ref(Em *e, int t);
 
 /* ZeRO-3: param p's full weights, in the gathered buffer of its unit that
- * the step reads (each step that reads a weight reads its unit's gather). */
+ * the step reads (each step that reads a weight reads its unit's gather;
+ * in a pipeline stage each micro-batch's): the params of a unit lie
+ * concatenated in the gather's order. */
 static const char *
 gathered_ref(Em *e, int p)
 {
 	char *b = nextbuf(e);
 	for (int i = 0; i < e->node->nin; i++) {
 		int t = e->node->in[i];
-		if (e->gunit[t] && e->gunit[t] == e->par_unit[p]) {
-			snprintf(b, CG_REFLEN, "rt_gathered(D[%d], %lld, &rt_par[%d])", e->cur[t],
-			         (long long)e->par_goff[p], p);
-			return b;
+		const DagNode *gn = e->gnode[t] ? &e->d->node[e->gnode[t] - 1] : NULL;
+		int64_t off = 0;
+		for (int j = 0; gn && j < gn->ncomm_params; j++) {
+			if (gn->comm_params[j] == e->params[p]) {
+				snprintf(b, CG_REFLEN, "rt_gathered(D[%d], %lld, &rt_par[%d])", e->cur[t],
+				         (long long)off, p);
+				return b;
+			}
+			off += ten(e, gn->comm_params[j])->bytes;
 		}
 	}
 	ir_assert(!"a step reads a weight but not its unit's gather");
@@ -762,10 +767,12 @@ emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
 static void
 emit_gather(Em *e, const DagNode *nd, int k)
 {
+	int64_t off = 0;
 	for (int j = 0; j < nd->ncomm_params; j++) {
 		int p = e->param_of[nd->comm_params[j]];
-		out(e, "\trt_gather(P[%d], D[%d], %lld, %lld);\n", p, k, (long long)e->par_goff[p],
+		out(e, "\trt_gather(P[%d], D[%d], %lld, %lld);\n", p, k, (long long)off,
 		    (long long)ten(e, nd->comm_params[j])->numel);
+		off += ten(e, nd->comm_params[j])->bytes;
 	}
 }
 
@@ -1099,8 +1106,8 @@ persistent_offsets(Em *e)
 		ir_assert(e->held[p] || e->nstages > 1);
 }
 
-/* One rank of a data-parallel step: where each param lies in its unit's
- * gathered buffer (ZeRO-3). */
+/* One rank of a data-parallel step: its settings, and the gather making
+ * each gathered buffer (ZeRO-3). */
 static void
 dist_setup(Em *e)
 {
@@ -1109,22 +1116,10 @@ dist_setup(Em *e)
 	e->dist = e->ranks > 1 || o->offload_optimizer || o->offload_params || e->nstages > 1;
 	e->zero2 = e->dist && o->zero >= 2 && e->g->train;
 	e->zero3 = e->dist && o->zero >= 3 && e->g->train;
-	e->gunit = ar_alloc(&e->a, sizeof(int) * (size_t)(e->d->nt + 1));
-	e->par_unit = ar_alloc(&e->a, sizeof(int) * (size_t)(e->nparam + 1));
-	e->par_goff = ar_alloc(&e->a, sizeof(int64_t) * (size_t)(e->nparam + 1));
-	for (int v = 0; v < e->d->nnode; v++) {
-		const DagNode *nd = &e->d->node[v];
-		int64_t off = 0;
-		if (nd->comm != COMM_ALLGATHER)
-			continue;
-		e->gunit[nd->out[0]] = nd->block_plus1 + 1;
-		for (int j = 0; j < nd->ncomm_params; j++) {
-			int p = e->param_of[nd->comm_params[j]];
-			e->par_unit[p] = nd->block_plus1 + 1;
-			e->par_goff[p] = off;
-			off += ten(e, nd->comm_params[j])->bytes;
-		}
-	}
+	e->gnode = ar_alloc(&e->a, sizeof(int) * (size_t)(e->d->nt + 1));
+	for (int v = 0; v < e->d->nnode; v++)
+		if (e->d->node[v].comm == COMM_ALLGATHER)
+			e->gnode[e->d->node[v].out[0]] = v + 1;
 }
 
 static void

@@ -474,6 +474,25 @@ schedule(Pipe *P, int *order, int *n, const int *grad, const bool *sent_later)
 		backward_copy(P, P->cur, order, n, grad, sent_later);
 }
 
+/* The stage's sends and receives keep the schedule's order: each runs after
+ * the one before it (DagNode.fwd_plus1, which every planner honours). A
+ * plan is free to move a receive, which reads nothing, to the start; then
+ * stage 0 would wait for micro-batch 0's gradient before sending its
+ * activation, and the pipeline would deadlock. */
+static void
+chain_boundaries(Dag *d)
+{
+	int prev = -1;
+
+	for (int i = 0; i < d->nbase; i++) {
+		DagNode *nd = &d->node[d->base_order[i]];
+		if (nd->pipe == PIPE_NONE || nd->pipe == PIPE_LOAD)
+			continue;
+		nd->fwd_plus1 = prev + 1;
+		prev = d->base_order[i];
+	}
+}
+
 int
 pipeline_blocks(const Dag *d)
 {
@@ -531,6 +550,7 @@ pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage, PipeStat
 	ir_assert(n == d->nnode);
 	d->base_order = order;
 	d->nbase = n;
+	chain_boundaries(d);
 	st->stage = stage;
 	st->first_block = first[stage];
 	st->last_block = first[stage + 1] - 1;
