@@ -1291,7 +1291,7 @@ emit_epilogue(Em *e)
 			int dt = gt >= 0 && e->held[p] ? e->dag_of[gt] : -1;
 			if (dt >= 0 && e->zero2)
 				out(e, "\trt_cksum_shards(\"%s\", G[%d], %lld, rt_key(\"%s\"));\n",
-				    str(e, e->d->t[dt].name), p, (long long)ten(e, e->params[p])->numel,
+				    str(e, ten(e, gt)->id), p, (long long)ten(e, e->params[p])->numel,
 				    str(e, ten(e, e->params[p])->id));
 			else if (dt >= 0 && e->cur[dt] >= 0)
 				out(e, "\trt_cksum(\"%s\", D[%d]);\n\trt_dirgrad(D[%d], rt_key(\"%s\"));\n",

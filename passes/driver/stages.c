@@ -79,6 +79,24 @@ analyze_stages(const Program *p, const char *file, const NetOptions *o,
 	return rc;
 }
 
+/* The program receives each activation's gradient from one later stage:
+ * an activation that several later stages read is refused, clearly. */
+static int
+one_gradient_sender(const Analysis *an)
+{
+	const Dag *d = &an->d;
+
+	for (int v = 0; v < d->nnode; v++)
+		if (d->node[v].pipe == PIPE_RECV_GRAD && d->node[v].npeer > 1) {
+			fprintf(stderr, "remat: -o --stages: stages %d and %d both read '%s' of stage %d "
+			        "and send its gradient back; the program receives it from one stage "
+			        "(move the cut with --stage-blocks)\n", d->node[v].peer[0],
+			        d->node[v].peer[1], d->node[v].name, an->pipe.stage);
+			return 1;
+		}
+	return 0;
+}
+
 /* The stages' analyses live together until the program is written: codegen
  * reads each stage's plan, and every stage's section is in the one file. */
 int
@@ -99,7 +117,7 @@ stages_program(const Program *p, const char *file, const NetOptions *o,
 		int r;
 		ar_init(&ar[s]);
 		r = run_stage(p, file, o, s, goal, false, &an[s], &ar[s], &d, &quiet);
-		rc = r == 1 || r == 4 ? r : 0;
+		rc = r == 1 || r == 4 ? r : one_gradient_sender(&an[s]);
 		st[s] = (CgStage){&an[s].g, &an[s].d, &an[s].plan.sched, &an[s].ev,
 		                  an[s].arena_bytes};
 	}
