@@ -46,7 +46,7 @@ static ncclComm_t rt_nccl;
 
 static void **rt_hostp;         /* host allocations, freed by rt_dist_end */
 static int64_t rt_nhost;
-static int rt_stage, rt_nstages = 1, rt_world;  /* pipeline stage, world rank */
+static int rt_stage, rt_world;  /* pipeline stage, world rank */
 static double *rt_mb_loss;      /* a pipeline's loss per micro-batch */
 static int rt_nmb;
 #ifdef REMAT_MPI
@@ -165,7 +165,6 @@ rt_dist_start(int *argc, char ***argv, int ranks, int stages)
 		exit(2);
 	}
 	rt_stage = rt_world / ranks;
-	rt_nstages = stages;
 	rt_rank = rt_world % ranks;
 	rt_nranks = ranks;
 	MPI_Comm_split(MPI_COMM_WORLD, rt_stage, rt_rank, &rt_comm);
@@ -190,6 +189,7 @@ rt_dist_start(int *argc, char ***argv, int ranks, int stages)
 #else
 	(void)argc;
 	(void)argv;
+	rt_stage = rt_world = 0;
 	if (ranks * stages != 1)
 		rt_die("this program runs as several ranks: build it with -DREMAT_MPI "
 		       "(mpicc) and run it with mpirun");
