@@ -180,6 +180,42 @@ test_schedule_order(void **state)
 	ar_free(&a);
 }
 
+/* The boundary nodes say what they exchange with which stage (stage 0
+ * sends to 1 and receives gradients from it; stage 1 the reverse; loads
+ * have no peer), and each send or receive follows the one before it in
+ * the schedule (fwd_plus1), so that no plan reorders the messages. */
+static void
+test_boundary_nodes(void **state)
+{
+	Analysis an;
+	Arena a;
+
+	(void)state;
+	for (int s = 0; s < 2; s++) {
+		int prev = -1, nb = 0;
+		assert_int_equal(run(&an, &a, 2, s, 3, false, 0, NULL), 0);
+		for (int i = 0; i < an.d.nbase; i++) {
+			int v = an.d.base_order[i];
+			const DagNode *nd = &an.d.node[v];
+			if (nd->pipe == PIPE_NONE)
+				continue;
+			if (nd->pipe == PIPE_LOAD) {
+				assert_int_equal(nd->npeer, 0);
+				continue;
+			}
+			nb++;
+			assert_int_equal(nd->npeer, 1);
+			assert_int_equal(nd->peer[0], 1 - s);
+			assert_true(s ? nd->pipe == PIPE_RECV || nd->pipe == PIPE_SEND_GRAD
+			              : nd->pipe == PIPE_SEND || nd->pipe == PIPE_RECV_GRAD);
+			assert_int_equal(nd->fwd_plus1, prev + 1);
+			prev = v;
+		}
+		assert_int_equal(nb, 2 * 3);    /* one each way per micro-batch */
+		ar_free(&a);
+	}
+}
+
 int
 main(void)
 {
@@ -188,6 +224,7 @@ main(void)
 		cmocka_unit_test(test_gpipe_holds_more),
 		cmocka_unit_test(test_explicit_split),
 		cmocka_unit_test(test_schedule_order),
+		cmocka_unit_test(test_boundary_nodes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
