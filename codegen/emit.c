@@ -60,10 +60,18 @@
  *   ZeRO-3 every read of a weight goes to its unit's gathered buffer that
  *   the step reads, and from ZeRO 2 the epilogue gathers the gradients
  *   from the shards for the checksums.
+ * - Pipeline stages (g->settings.pipe, cg_emit_pipeline): one section per
+ *   stage, each the one-rank program of that stage's plan with its
+ *   file-scope names renamed by #define (section_names); main runs world
+ *   rank w's stage. A stage's DAG is its whole schedule (pipeline.c), with
+ *   M copies of each op: each step first binds the op's IR tensors to its
+ *   copy's Dag tensors (bind). Boundary steps (emit_pipe_step) load a
+ *   micro-batch's data, or send and receive activations and gradients
+ *   (runtime_dist.h); the last stage records each micro-batch's loss.
  * - Checked by tests/unit/test_emit.c (finite differences, a miscounting
  *   program fails), tests/codegen/run.sh (every example at tiny dims,
  *   -O0, -O1, -O2 and a --budget, both modes, bit-identical checksums) and
- *   tests/mpi.sh (sharded programs under mpirun).
+ *   tests/mpi.sh (sharded and pipelined programs under mpirun).
  */
 #include <math.h>
 #include <ctype.h>
@@ -1299,9 +1307,12 @@ emit_epilogue(Em *e)
 				    str(e, ten(e, e->params[p])->id));
 		}
 	}
-	for (int i = 0; i < g->noutputs; i++) {
-		int dt = e->dag_of[g->outputs[i]];
-		if (!g->train && dt >= 0 && e->cur[dt] >= 0)
+	/* every output; a pipeline stage's, of each micro-batch (mb<m>:name) */
+	for (int dt = 0; !g->train && dt < e->d->nt; dt++) {
+		bool output = false;
+		for (int i = 0; i < g->noutputs; i++)
+			output |= e->d->t[dt].ir_tensor == g->outputs[i];
+		if (output && e->cur[dt] >= 0)
 			out(e, "\trt_cksum(\"%s\", D[%d]);\n", str(e, e->d->t[dt].name), e->cur[dt]);
 	}
 	out(e, "}\n");

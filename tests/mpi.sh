@@ -19,7 +19,9 @@
 # run with --data-rank m N + r; and for each data rank r the checksums of
 # its stages' gradients, summed over the stages (a tied param is held by
 # two), are M times the mean of the M N single-process runs' (the
-# micro-batches accumulate, the N ranks average), within 1e-4.
+# micro-batches accumulate, the N ranks average), within 1e-4. With
+# --infer, the last stage's output of each micro-batch is the single
+# run's, bit for bit.
 # Negative controls: a program built with -DREMAT_FAULT_SUM (sums the
 # gradients without averaging) must fail the gradient check; one built
 # with -DREMAT_FAULT_RECV (corrupts every received activation) must fail
@@ -66,7 +68,7 @@ pipe-zero2-gpt2-gpipe|2|2|-O0 --micro-batches 2 --schedule gpipe --zero 2 --offl
 pipe-zero3-llama|2|2|-O2 --micro-batches 3 --zero 3 --prefetch 1 --offload params $llama|llama"
 npcases=$(echo "$pcases" | wc -l)
 
-echo "1..$((ncases * 3 + npcases * 3 + 6))"
+echo "1..$((ncases * 3 + npcases * 3 + 7))"
 i=0
 failed=0
 ok() { i=$((i + 1)); echo "ok $i - $*"; }
@@ -290,6 +292,34 @@ echo "$cases" | {
 	done <<EOF
 $pcases
 EOF
+	# inference through 2 stages: each micro-batch's output on the last
+	# stage is the single-process program's on that micro-batch's data
+	stem="$out/pipe-infer-gpt2"
+	bad=
+	# shellcheck disable=SC2086
+	if "$REMAT" --infer --stages 2 --micro-batches 2 $gpt2 -o "$stem.c" "$ex/gpt2.net" >/dev/null \
+	     2>"$stem.err" &&
+	   "$MPICC" -x c -std=c11 -O1 -Wall -Werror -DREMAT_HOST -DREMAT_MPI "$stem.c" -o "$stem" -lm \
+	     2>>"$stem.err" &&
+	   "$REMAT" --infer $gpt2 -o "$stem.single.c" "$ex/gpt2.net" >/dev/null 2>>"$stem.err" &&
+	   "$CC" -x c -std=c11 -O1 -DREMAT_HOST "$stem.single.c" -o "$stem.single" -lm 2>>"$stem.err" &&
+	   mpi_run "$stem" 2 tracked; then
+		for w in 0 1; do
+			grep -q "^rank $w: OK$" "$stem.tracked.$w" || bad="$bad rank $w not OK;"
+		done
+		for m in 0 1; do
+			a=$("$stem.single" --data-rank $m | sed -n 's/^checksum loss: //p')
+			b=$(sed -n "s/^rank 1: checksum mb$m:loss: //p" "$stem.tracked.1")
+			[ -n "$a" ] && [ "$a" = "$b" ] || bad="$bad micro-batch $m: ${b:-?} vs ${a:-?};"
+		done
+	else
+		bad=" emit, build or run failed"
+	fi
+	if [ -z "$bad" ]; then
+		ok "pipe-infer-gpt2: 2 stages, measured = predicted, each micro-batch's output as the single run's"
+	else
+		notok "pipe-infer-gpt2:$bad"; sed 's/^/# /' "$stem.err" | head -10
+	fi
 	# the negative control: a sum where the mean belongs is caught
 	stem="$out/zero2-tiny-buckets"
 	if ! "$MPICC" -x c -std=c11 -O1 -DREMAT_HOST -DREMAT_MPI -DREMAT_FAULT_SUM "$stem.c" \
