@@ -245,7 +245,7 @@ ref(Em *e, int t)
 	char *b = nextbuf(e);
 	if (t < 0) {
 		strcpy(b, "rt_none()");
-	} else if (e->zero3 && e->param_of[t] >= 0) {
+	} else if (e->zero3 && e->param_of[t] >= 0 && !ten(e, t)->buffer) {
 		return gathered_ref(e, e->param_of[t]);
 	} else if (e->param_of[t] >= 0) {
 		snprintf(b, CG_REFLEN, "P[%d]", e->param_of[t]);
@@ -1224,7 +1224,8 @@ dist_place(Em *e, int i)
 }
 
 /* Persistent buffer i of one data-parallel rank: a weight (its shard from
- * ZeRO-3), a shard of master copy or optimizer state, a gradient shard. */
+ * ZeRO-3; a `buffer` param whole), a shard of master copy or optimizer
+ * state, a gradient shard. */
 static void
 emit_dist_buffer(Em *e, int i)
 {
@@ -1232,7 +1233,7 @@ emit_dist_buffer(Em *e, int i)
 	const Tensor *t = ten(e, d->persistent_ir[i]);
 	int p = e->param_of[d->persistent_ir[i]];
 	MemCat c = d->persistent_cat[i];
-	if (c == CAT_PARAMS && !e->zero3) {
+	if (c == CAT_PARAMS && (!e->zero3 || t->buffer)) {     /* whole */
 		out(e, "\tP[%d] = rt_desc(%s, rt_par[%d].dt, rt_par[%d].nd, rt_par[%d].shape);\n",
 		    p, dist_place(e, i), p, p, p);
 		out(e, "\trt_param(P[%d], rt_key(\"%s\"));\n", p, str(e, t->id));

@@ -51,6 +51,8 @@ ex="$SRCDIR/examples"
 gpt2="-DB=2 -DS=16 -DD=32 -DH=2 -DL=2 -DV=64"
 llama="-DB=1 -DS=16 -DD=32 -DH=2 -DL=2 -DF=64 -DV=64"
 mlp="-DB=4 -DHW=4 -DHID=16 -DK=3"
+# BatchNorm running statistics: buffers, whole on every rank under ZeRO-3
+mobilenet="-DB=2 -DHW=32 -DK=10"
 
 # name | ranks | remat flags (level, dims, distribution) | example
 cases="zero1-tiny|2|-O0 --zero 1|tiny
@@ -58,7 +60,8 @@ zero0-mlp|4|-O0 --zero 0 $mlp|mlp
 zero2-tiny-buckets|4|-O0 --zero 2 --bucket 256B|tiny
 zero2-mlp-offload|2|-O1 --zero 2 --offload optimizer $mlp|mlp
 zero3-gpt2|2|-O2 --zero 3 $gpt2|gpt2
-zero3-llama-offload|4|-O1 --zero 3 --offload optimizer --offload params $llama|llama"
+zero3-llama-offload|4|-O1 --zero 3 --offload optimizer --offload params $llama|llama
+zero3-mobilenet-buffers|2|-O1 --zero 3 --offload params $mobilenet|mobilenetv2"
 ncases=$(echo "$cases" | wc -l)
 # name | stages | ranks per stage | remat flags | example
 pcases="pipe-1f1b-gpt2|2|1|-O0 --micro-batches 4 $gpt2|gpt2

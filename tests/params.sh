@@ -14,9 +14,11 @@ gpt2          124439808   examples/gpt2.net                              Hugging
 bert          110106428   examples/bert.net                              BertForPreTraining, bert-base
 llama2-7b     6738415616  -DD=4096 -DH=32 -DL=32 -DF=11008 examples/llama.net   LLaMA-2-7B
 lora          124734720   examples/lora.net                              PEFT, gpt2 c_attn r=8
+vit           86567656    examples/vit.net                               torchvision vit_b_16
+densenet      7978856     examples/densenet.net                          torchvision densenet121
 '
 n=$(echo "$cases" | grep -c .)
-echo "1..$((n + 2))"
+echo "1..$((n + 3))"
 i=0
 field() { tr ',' '\n' | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -1; }
 echo "$cases" | grep . | while read -r name want rest; do
@@ -45,7 +47,7 @@ fi
 i=$((n + 2))
 tmp=$(mktemp -d) || exit 99
 sed 's/^param w2 : f32\[HID, OUT\];/&\nparam stat : f32[100] buffer;/' examples/tiny.net >"$tmp/buf.net"
-ok=1
+ok=1 ok3=1
 for pr in declared mixed; do
 	a=$("$REMAT" --json --precision $pr examples/tiny.net)
 	b=$("$REMAT" --json --precision $pr "$tmp/buf.net")
@@ -56,9 +58,31 @@ for pr in declared mixed; do
 	[ "$(echo "$b" | field master_bytes)" = "$(echo "$a" | field master_bytes)" ] &&
 	[ -n "$pa" ] && [ "$pb" = "$((pa + 400))" ] || ok=0
 done
+# Under --zero 3 (and --offload params) a buffer stays whole on every
+# rank, unlike the sharded weights: the rank's params category is tiny's
+# plus the whole 400 B, and the weights line leaves out exactly those (it
+# went negative when the buffer was sharded but subtracted whole).
+for d in "--zero 3:192 B" "--zero 3 --offload params:0 B"; do
+	fl=${d%%:*} wline=${d#*:}
+	# shellcheck disable=SC2086
+	a=$("$REMAT" --json --ranks 4 $fl examples/tiny.net)
+	# shellcheck disable=SC2086
+	b=$("$REMAT" --json --ranks 4 $fl "$tmp/buf.net")
+	# shellcheck disable=SC2086
+	h=$("$REMAT" --ranks 4 $fl "$tmp/buf.net" | sed -n 's/^  weights *//p')
+	[ "$(echo "$b" | field bytes)" = "$(($(echo "$a" | field bytes) + 400))" ] &&
+	[ "$(echo "$b" | field peak_bytes)" = "$(($(echo "$a" | field peak_bytes) + 400))" ] &&
+	[ "${h%%  *}" = "$wline" ] || { ok3=0; echo "# $fl: weights '$h'"; }
+done
 rm -rf "$tmp"
 if [ $ok = 1 ]; then
 	echo "ok $i - a buffer is not a parameter and adds its bytes to the peak"
 else
 	echo "not ok $i - buffer params"
+fi
+i=$((n + 3))
+if [ $ok3 = 1 ]; then
+	echo "ok $i - under --zero 3 and --offload params a buffer stays whole on every rank (the weights are sharded or offloaded) and the weights line leaves it out"
+else
+	echo "not ok $i - sharded buffer params"
 fi

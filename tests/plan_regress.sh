@@ -6,6 +6,8 @@
 # what must coexist at the last backward step: the params and every param
 # grad (2 x 200 x 32 x 32 x 4 bytes) and that step's input and gradient
 # (2 x 64 x 32 x 4). Plans that keep stale instances alive sit at -O0 there.
+# Then every example at its real dims: -O2 (replayed by --verify) at or
+# below each baseline its JSON report gives (-O0, sqrt(n), per-def).
 # Prints TAP.
 set -u
 : "${REMAT:?}" "${SRCDIR:?}"
@@ -33,7 +35,8 @@ peak() {
 	printf '%s\n' "$out" | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p'
 }
 
-echo "1..4"
+nex=$(ls examples/*.net | wc -l)
+echo "1..$((4 + nex))"
 i=0
 for case in "mlp:-" "gpt2:$gpt2" "llama:$llama"; do
 	i=$((i + 1))
@@ -55,3 +58,22 @@ if [ -n "$p2" ] && [ "$p2" -le $((bound + bound / 20)) ]; then
 else
 	echo "not ok 4 - mlp -O2 '$p2' over 1.05 x $bound"
 fi
+# field NAME: the first "NAME": {"peak_bytes": N} of the JSON on stdin
+base() { tr -d '\n' | sed -n "s/.*\"$1\": {\"peak_bytes\": \([0-9]*\).*/\1/p"; }
+i=4
+for f in examples/*.net; do
+	i=$((i + 1))
+	j=$("$REMAT" -O2 --json --verify "$f") || { echo "not ok $i - $f: remat -O2 --verify failed"; continue; }
+	p2=$(printf '%s\n' "$j" | tr ',' '\n' | sed -n 's/^ *"peak_bytes": *\([0-9]*\).*/\1/p' | head -1)
+	bad=
+	for b in O0 sqrt_n per_def; do
+		v=$(printf '%s\n' "$j" | base $b)
+		[ -z "$v" ] && continue         # null: the baseline does not apply
+		[ -n "$p2" ] && [ "$p2" -le "$v" ] || bad="$bad $b $v;"
+	done
+	if [ -n "$p2" ] && [ -z "$bad" ]; then
+		echo "ok $i - $f: -O2 $p2 at or below every baseline"
+	else
+		echo "not ok $i - $f: -O2 ${p2:-?} above$bad"
+	fi
+done

@@ -14,7 +14,7 @@
 void lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
 
 /* ---------------------------------------------------------------- passes/eval/verify.c */
-/* An independent, simple (quadratic) evaluator for --verify. Returns true
+/* An independent, simple (linear) evaluator for --verify. Returns true
  * when it agrees with ev on validity, every step's live_bytes, the peak and
  * peak_step; otherwise writes the first disagreement to why. */
 bool vf_check(const Dag *d, const Schedule *s, const MemEval *ev,

@@ -76,11 +76,15 @@ shard_buffer(Dist *D, int i)
 	const Tensor *t = &D->g->t[d->persistent_ir[i]];
 	int64_t elem = t->numel ? d->persistent_buf[i] / t->numel : 0;
 	bool state = c == CAT_MASTER || c == CAT_OPTIMIZER;
+	/* buffers (BatchNorm's running statistics) stay whole on every rank,
+	 * as FSDP and DeepSpeed keep module buffers out of the flat sharded
+	 * (and offloaded) parameters */
+	bool weight = c == CAT_PARAMS && !t->buffer;
 	int64_t bytes = d->persistent_buf[i];
 
-	if ((state && o->zero >= 1) || (c == CAT_PARAMS && o->zero >= 3))
+	if ((state && o->zero >= 1) || (weight && o->zero >= 3))
 		bytes = dag_shard_elems(t->numel, o->ranks) * elem;
-	if ((state && o->offload_optimizer) || (c == CAT_PARAMS && o->offload_params)) {
+	if ((state && o->offload_optimizer) || (weight && o->offload_params)) {
 		D->st->host[c] += bytes;
 		d->persistent_host[i] = bytes;
 		bytes = 0;
@@ -227,8 +231,8 @@ find_units(Dist *D)
 		for (int i = 0; op && i < op->nin; i++) {
 			int p = ir_storage_root(g, op->in[i]);
 			int *slot = param_slot(D, d->node[v].micro_batch, p);
-			if (g->t[p].kind != TK_PARAM || *slot)
-				continue;
+			if (g->t[p].kind != TK_PARAM || g->t[p].buffer || *slot)
+				continue;       /* a buffer is whole on every rank */
 			*slot = unit_of_node(D, v) + 1;
 			D->unit_bytes[*slot - 1] += g->t[p].bytes;
 		}

@@ -36,6 +36,8 @@ tiny_flags() {
 	moe) echo "-DB=2 -DS=16 -DD=32 -DH=2 -DL=2 -DV=64 -DE=4" ;;
 	lora) echo "-DB=2 -DS=16 -DD=32 -DH=2 -DL=2 -DV=64 -DR=4" ;;
 	bert) echo "-DB=2 -DS=16 -DD=32 -DH=2 -DL=2 -DV=64" ;;
+	vit) echo "-DB=2 -DHW=32 -DP=8 -DD=32 -DH=2 -DL=2 -DF=64 -DK=10" ;;
+	densenet) echo "-DB=2 -DHW=32 -DG=4 -DK=10" ;;
 	*) return 1 ;;
 	esac
 }
