@@ -18,5 +18,19 @@
 int cg_emit(const Graph *g, const Dag *d, const Schedule *s, const MemEval *ev,
             int64_t arena_bytes, FILE *out);
 
+/* One pipeline stage's plan (g->settings.pipe names the stage). */
+typedef struct CgStage {
+	const Graph *g;
+	const Dag *d;
+	const Schedule *s;
+	const MemEval *ev;
+	int64_t arena_bytes;
+} CgStage;
+
+/* The program of a K-stage pipeline (st[k]: stage k's plan), run as
+ * K x N ranks under mpirun (docs/distributed.md, "Running a pipeline");
+ * with K = 1, cg_emit's program. Returns 0, or non-zero on an I/O error. */
+int cg_emit_pipeline(const CgStage *st, int K, FILE *out);
+
 
 #endif

@@ -60,10 +60,18 @@
  *   ZeRO-3 every read of a weight goes to its unit's gathered buffer that
  *   the step reads, and from ZeRO 2 the epilogue gathers the gradients
  *   from the shards for the checksums.
+ * - Pipeline stages (g->settings.pipe, cg_emit_pipeline): one section per
+ *   stage, each the one-rank program of that stage's plan with its
+ *   file-scope names renamed by #define (section_names); main runs world
+ *   rank w's stage. A stage's DAG is its whole schedule (pipeline.c), with
+ *   M copies of each op: each step first binds the op's IR tensors to its
+ *   copy's Dag tensors (bind). Boundary steps (emit_pipe_step) load a
+ *   micro-batch's data, or send and receive activations and gradients
+ *   (runtime_dist.h); the last stage records each micro-batch's loss.
  * - Checked by tests/unit/test_emit.c (finite differences, a miscounting
  *   program fails), tests/codegen/run.sh (every example at tiny dims,
  *   -O0, -O1, -O2 and a --budget, both modes, bit-identical checksums) and
- *   tests/mpi.sh (sharded programs under mpirun).
+ *   tests/mpi.sh (sharded and pipelined programs under mpirun).
  */
 #include <math.h>
 #include <ctype.h>
@@ -102,9 +110,10 @@ typedef struct Em {
 	/* one rank of a data-parallel step (g->settings.dist) */
 	int ranks;
 	bool dist, zero2, zero3;
-	int *gunit;             /* Dag tensor -> gathered unit + 1, or 0 */
-	int *par_unit;          /* param number -> its gathered unit + 1 */
-	int64_t *par_goff;      /* param number -> byte offset in the gathered buffer */
+	int *gnode;             /* Dag tensor -> the gather making it + 1, or 0 */
+	/* a pipeline stage (g->settings.pipe): its section of the program */
+	int stage, nstages, mbs;
+	bool *held;             /* param number -> the stage holds it */
 } Em;
 
 enum { CG_REFLEN = 256 };       /* a reference: rt_ones of 8 dims fits */
@@ -204,17 +213,24 @@ inst_dtype(Em *e, int t)
 static const char *view_ref(Em *e, int t);
 
 /* ZeRO-3: param p's full weights, in the gathered buffer of its unit that
- * the step reads (each step that reads a weight reads its unit's gather). */
+ * the step reads (each step that reads a weight reads its unit's gather;
+ * in a pipeline stage each micro-batch's): the params of a unit lie
+ * concatenated in the gather's order. */
 static const char *
 gathered_ref(Em *e, int p)
 {
 	char *b = nextbuf(e);
 	for (int i = 0; i < e->node->nin; i++) {
 		int t = e->node->in[i];
-		if (e->gunit[t] && e->gunit[t] == e->par_unit[p]) {
-			snprintf(b, CG_REFLEN, "rt_gathered(D[%d], %lld, &rt_par[%d])", e->cur[t],
-			         (long long)e->par_goff[p], p);
-			return b;
+		const DagNode *gn = e->gnode[t] ? &e->d->node[e->gnode[t] - 1] : NULL;
+		int64_t off = 0;
+		for (int j = 0; gn && j < gn->ncomm_params; j++) {
+			if (gn->comm_params[j] == e->params[p]) {
+				snprintf(b, CG_REFLEN, "rt_gathered(D[%d], %lld, &rt_par[%d])", e->cur[t],
+				         (long long)off, p);
+				return b;
+			}
+			off += ten(e, gn->comm_params[j])->bytes;
 		}
 	}
 	ir_assert(!"a step reads a weight but not its unit's gather");
@@ -759,10 +775,12 @@ emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
 static void
 emit_gather(Em *e, const DagNode *nd, int k)
 {
+	int64_t off = 0;
 	for (int j = 0; j < nd->ncomm_params; j++) {
 		int p = e->param_of[nd->comm_params[j]];
-		out(e, "\trt_gather(P[%d], D[%d], %lld, %lld);\n", p, k, (long long)e->par_goff[p],
+		out(e, "\trt_gather(P[%d], D[%d], %lld, %lld);\n", p, k, (long long)off,
 		    (long long)ten(e, nd->comm_params[j])->numel);
+		off += ten(e, nd->comm_params[j])->bytes;
 	}
 }
 
@@ -859,6 +877,95 @@ emit_comm_step(Em *e, int i)
 	ar_init(&e->refs);
 }
 
+/* ---- a pipeline stage's boundary (layouts: codegen/runtime_dist.h) */
+
+/* The message tag of Dag tensor t in the node's micro-batch: both ends
+ * name the same IR tensor (an activation, or its gradient). */
+static long long
+pipe_tag(Em *e, int t)
+{
+	return (long long)e->d->t[t].ir_tensor * e->mbs + e->node->micro_batch;
+}
+
+/* A recv_grad: the gradient into a new instance, or into the step's
+ * temporary and added, as a backward step's contribution is. */
+static void
+emit_recv_grad(Em *e, int i, int *next)
+{
+	const DagNode *nd = e->node;
+	int t = nd->acc[0].tensor;
+	int64_t toff[2];
+
+	ir_assert(nd->nacc == 1 && nd->npeer == 1 && nd->acc[0].view_src < 0);
+	mp_temp_layout(e->d, e->ev, e->s, i, toff);
+	if (toff[0] >= 0) {
+		out(e, "\t{ RtT t0 = rt_tmp(D[%d], %s, %lld);\n", e->cur[t],
+		    dt_enum(e, inst_dtype(e, t)), (long long)toff[0]);
+		out(e, "\trt_recv(t0, %d, %lld, 0);\n\trt_copy(t0, D[%d], 1); }\n", nd->peer[0],
+		    pipe_tag(e, t), e->cur[t]);
+		return;
+	}
+	e->cur[t] = (*next)++;
+	ir_assert(e->ev->inst[e->cur[t]].tensor == t);
+	out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", e->cur[t], e->cur[t],
+	    cmt(e, e->d->t[t].name));
+	out(e, "\trt_recv(D[%d], %d, %lld, 0);\n", e->cur[t], nd->peer[0], pipe_tag(e, t));
+}
+
+/* Step i of a boundary node: a micro-batch's data, an activation or a
+ * gradient from or to another stage. */
+static void
+emit_pipe_step(Em *e, int i)
+{
+	const DagNode *nd = &e->d->node[e->s->step[i]];
+	int next = e->ev->step_prod[i + 1];
+	e->node = nd;
+	out(e, "\t/* step %d: %s %s */\n", i, step_kind_name(e->ev->kind[i]), cmt(e, nd->name));
+	out(e, "\trt_begin(%d, %lld, %lld);\n", i, (long long)e->ev->temp_bytes[i],
+	    (long long)(e->ev->temp_offset ? e->ev->temp_offset[i] : -1));
+	if (nd->pipe == PIPE_LOAD || nd->pipe == PIPE_RECV) {
+		int t = nd->out[0], k = next++;
+		const DagTensor *dt = &e->d->t[t];
+		ir_assert(e->ev->inst[k].tensor == t);
+		e->cur[t] = k;
+		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, cmt(e, dt->name));
+		if (nd->pipe == PIPE_LOAD)
+			out(e, "\trt_init(D[%d], rt_dkey_mb(\"%s\", %d), %lld);\n", k,
+			    str(e, ten(e, dt->ir_tensor)->id), nd->micro_batch,
+			    (long long)e->range[dt->ir_tensor]);
+		else
+			out(e, "\trt_recv(D[%d], %d, %lld, 1);\n", k, nd->peer[0], pipe_tag(e, t));
+	} else if (nd->pipe == PIPE_RECV_GRAD) {
+		emit_recv_grad(e, i, &next);
+	} else {
+		for (int j = 0; j < nd->npeer; j++)
+			out(e, "\trt_send(D[%d], %d, %lld);\n", e->cur[nd->in[0]], nd->peer[j],
+			    pipe_tag(e, nd->in[0]));
+	}
+	ir_assert(next == e->ev->step_prod[i + 2]);
+	out(e, "\trt_end(%lld);\n", (long long)e->ev->live_bytes[i]);
+	for (int q = e->drop[i]; q >= 0; q = e->dnext[q])
+		out(e, "\trt_drop(D[%d], &rt_inst[%d]);\n", q, q);
+	ar_free(&e->refs);
+	ar_init(&e->refs);
+}
+
+/* A pipeline stage runs M copies of each op: the IR tensors of the step's
+ * op name the Dag tensors of the step's copy. */
+static void
+bind(Em *e, const DagNode *nd)
+{
+	for (int j = 0; j < nd->nin; j++)
+		e->dag_of[e->d->t[nd->in[j]].ir_tensor] = nd->in[j];
+	for (int j = 0; j < nd->nout; j++)
+		e->dag_of[e->d->t[nd->out[j]].ir_tensor] = nd->out[j];
+	for (int j = 0; j < nd->nacc; j++) {
+		e->dag_of[e->d->t[nd->acc[j].tensor].ir_tensor] = nd->acc[j].tensor;
+		if (nd->acc[j].view_src >= 0)
+			e->dag_of[e->d->t[nd->acc[j].view_src].ir_tensor] = nd->acc[j].view_src;
+	}
+}
+
 /* Step i: allocations, kernels, the memory check, the frees. */
 static void
 emit_step(Em *e, int i)
@@ -868,6 +975,12 @@ emit_step(Em *e, int i)
 		emit_comm_step(e, i);
 		return;
 	}
+	if (nd->pipe != PIPE_NONE) {
+		emit_pipe_step(e, i);
+		return;
+	}
+	if (e->nstages > 1)
+		bind(e, nd);
 	const Op *o = &e->g->op[nd->ir_op];
 	int64_t *toff = ar_alloc(&e->a, sizeof *toff * (size_t)(nd->nacc + 1));
 	int64_t tb = mp_temp_layout(e->d, e->ev, e->s, i, toff);
@@ -904,7 +1017,9 @@ emit_step(Em *e, int i)
 		out(e, "\trt_touch(%lld, %lld);\n", (long long)toff[nd->nacc], (long long)nd->workspace);
 	ir_assert(next == e->ev->step_prod[i + 2]);
 	for (int j = 0; j < nd->nout && e->g->loss >= 0; j++)
-		if (e->d->t[nd->out[j]].ir_tensor == e->g->loss)
+		if (e->d->t[nd->out[j]].ir_tensor == e->g->loss && e->nstages > 1)
+			out(e, "\trt_loss_mb(D[%d], %d);\n", e->cur[nd->out[j]], nd->micro_batch);
+		else if (e->d->t[nd->out[j]].ir_tensor == e->g->loss)
 			out(e, "\trt_loss(D[%d]);\n", e->cur[nd->out[j]]);
 	out(e, "\trt_end(%lld);\n", (long long)e->ev->live_bytes[i]);
 	for (int k = e->drop[i]; k >= 0; k = e->dnext[k])
@@ -974,53 +1089,45 @@ lifetimes(Em *e)
 	}
 }
 
-/* Each param's weight buffer and its arena offset; checks that the Dag
- * lists every persistent byte. */
+/* Each param's weight buffer and its arena offset, and which params the
+ * program holds; checks that the Dag lists every persistent byte. */
 static void
 persistent_offsets(Em *e)
 {
 	const Dag *d = e->d;
 	int64_t sum[CAT_COUNT] = {0};
 	e->par_off = ar_alloc(&e->a, sizeof *e->par_off * (size_t)(e->nparam + 1));
+	e->held = ar_alloc(&e->a, (size_t)e->nparam + 1);
 	for (int p = 0; p < e->nparam; p++)
 		e->par_off[p] = -1;
 	for (int i = 0; i < d->npersistent; i++) {
 		sum[d->persistent_cat[i]] += d->persistent_buf[i];
-		if (d->persistent_cat[i] == CAT_PARAMS)
+		if (d->persistent_cat[i] == CAT_PARAMS) {
 			e->par_off[e->param_of[d->persistent_ir[i]]] = e->ev->persistent_offset[i];
+			e->held[e->param_of[d->persistent_ir[i]]] = true;
+		}
 	}
 	for (int c = 0; c < CAT_COUNT; c++)
 		ir_assert(sum[c] == d->persistent[c]);
+	/* a pipeline stage holds the params its ops read; a whole step, all */
 	for (int p = 0; p < e->nparam; p++)
-		ir_assert(e->par_off[p] >= 0);
+		ir_assert(e->held[p] || e->nstages > 1);
 }
 
-/* One rank of a data-parallel step: where each param lies in its unit's
- * gathered buffer (ZeRO-3). */
+/* One rank of a data-parallel step: its settings, and the gather making
+ * each gathered buffer (ZeRO-3). */
 static void
 dist_setup(Em *e)
 {
 	const DistOptions *o = &e->g->settings.dist;
 	e->ranks = o->ranks > 1 ? o->ranks : 1;
-	e->dist = e->ranks > 1 || o->offload_optimizer || o->offload_params;
+	e->dist = e->ranks > 1 || o->offload_optimizer || o->offload_params || e->nstages > 1;
 	e->zero2 = e->dist && o->zero >= 2 && e->g->train;
 	e->zero3 = e->dist && o->zero >= 3 && e->g->train;
-	e->gunit = ar_alloc(&e->a, sizeof(int) * (size_t)(e->d->nt + 1));
-	e->par_unit = ar_alloc(&e->a, sizeof(int) * (size_t)(e->nparam + 1));
-	e->par_goff = ar_alloc(&e->a, sizeof(int64_t) * (size_t)(e->nparam + 1));
-	for (int v = 0; v < e->d->nnode; v++) {
-		const DagNode *nd = &e->d->node[v];
-		int64_t off = 0;
-		if (nd->comm != COMM_ALLGATHER)
-			continue;
-		e->gunit[nd->out[0]] = nd->block_plus1 + 1;
-		for (int j = 0; j < nd->ncomm_params; j++) {
-			int p = e->param_of[nd->comm_params[j]];
-			e->par_unit[p] = nd->block_plus1 + 1;
-			e->par_goff[p] = off;
-			off += ten(e, nd->comm_params[j])->bytes;
-		}
-	}
+	e->gnode = ar_alloc(&e->a, sizeof(int) * (size_t)(e->d->nt + 1));
+	for (int v = 0; v < e->d->nnode; v++)
+		if (e->d->node[v].comm == COMM_ALLGATHER)
+			e->gnode[e->d->node[v].out[0]] = v + 1;
 }
 
 static void
@@ -1029,6 +1136,9 @@ setup(Em *e)
 	const Graph *g = e->g;
 	const Dag *d = e->d;
 	ar_init(&e->a);
+	e->nstages = g->settings.pipe.stages > 1 ? g->settings.pipe.stages : 1;
+	e->stage = g->settings.pipe.stage;
+	e->mbs = g->settings.pipe.micro_batches;
 	e->dag_of = ar_alloc(&e->a, sizeof(int) * (size_t)(g->nt + 1));
 	e->param_of = ar_alloc(&e->a, sizeof(int) * (size_t)(g->nt + 1));
 	e->params = ar_alloc(&e->a, sizeof(int) * (size_t)(g->nt + 1));
@@ -1187,10 +1297,10 @@ emit_epilogue(Em *e)
 	if (g->train) {
 		for (int p = 0; p < e->nparam; p++) {
 			int gt = ten(e, e->params[p])->grad;
-			int dt = gt >= 0 ? e->dag_of[gt] : -1;
+			int dt = gt >= 0 && e->held[p] ? e->dag_of[gt] : -1;
 			if (dt >= 0 && e->zero2)
 				out(e, "\trt_cksum_shards(\"%s\", G[%d], %lld, rt_key(\"%s\"));\n",
-				    str(e, e->d->t[dt].name), p, (long long)ten(e, e->params[p])->numel,
+				    str(e, ten(e, gt)->id), p, (long long)ten(e, e->params[p])->numel,
 				    str(e, ten(e, e->params[p])->id));
 			else if (dt >= 0 && e->cur[dt] >= 0)
 				out(e, "\trt_cksum(\"%s\", D[%d]);\n\trt_dirgrad(D[%d], rt_key(\"%s\"));\n",
@@ -1198,9 +1308,12 @@ emit_epilogue(Em *e)
 				    str(e, ten(e, e->params[p])->id));
 		}
 	}
-	for (int i = 0; i < g->noutputs; i++) {
-		int dt = e->dag_of[g->outputs[i]];
-		if (!g->train && dt >= 0 && e->cur[dt] >= 0)
+	/* every output; a pipeline stage's, of each micro-batch (mb<m>:name) */
+	for (int dt = 0; !g->train && dt < e->d->nt; dt++) {
+		bool output = false;
+		for (int i = 0; i < g->noutputs; i++)
+			output |= e->d->t[dt].ir_tensor == g->outputs[i];
+		if (output && e->cur[dt] >= 0)
 			out(e, "\trt_cksum(\"%s\", D[%d]);\n", str(e, e->d->t[dt].name), e->cur[dt]);
 	}
 	out(e, "}\n");
@@ -1215,42 +1328,123 @@ has_f64(const Graph *g)
 	return false;
 }
 
+/* What a pipeline stage sends over its step: bytes and messages, for the
+ * send buffer (runtime_dist.h). */
+static void
+send_totals(Em *e, int64_t *bytes, int64_t *n)
+{
+	*bytes = *n = 0;
+	for (int i = 0; i < e->ev->nsteps; i++) {
+		const DagNode *nd = &e->d->node[e->s->step[i]];
+		if (nd->pipe == PIPE_SEND || nd->pipe == PIPE_SEND_GRAD) {
+			*bytes += nd->npeer * e->d->t[nd->in[0]].bytes;
+			*n += nd->npeer;
+		}
+	}
+}
+
+/* The file-scope names of a section: in a pipeline's program each stage
+ * has its section, these names renamed by #define to the stage's own. */
+static const char *const section_names[] = {
+	"rt_inst", "rt_par", "D", "P", "G", "rt_prologue", "rt_epilogue", "rt_main",
+};
+
+/* The tables, the steps and rt_main, which runs the step and returns
+ * rt_finish's status. */
+static void
+emit_section(Em *e, int64_t arena_bytes)
+{
+	const MemEval *ev = e->ev;
+	int n = (int)(sizeof section_names / sizeof *section_names);
+	for (int j = 0; j < n && e->nstages > 1; j++)
+		out(e, "\n#define %s %s_s%d", section_names[j], section_names[j], e->stage);
+	out(e, "%s", e->nstages > 1 ? "\n" : "");
+	emit_tables(e);
+	emit_prologue(e);
+	for (int c = 0; c * CG_CHUNK < ev->nsteps; c++) {
+		out(e, "\nstatic void\nrt_run_s%d_%d(void)\n{\n", e->stage, c);
+		for (int i = c * CG_CHUNK; i < ev->nsteps && i < (c + 1) * CG_CHUNK; i++)
+			emit_step(e, i);
+		out(e, "}\n");
+	}
+	emit_epilogue(e);
+	out(e, "\nstatic int\nrt_main(int argc, char **argv)\n{\n");
+	out(e, "\trt_start(argc, argv, %lld);\n", (long long)arena_bytes);
+	if (e->nstages > 1) {
+		int64_t bytes, nsend;
+		send_totals(e, &bytes, &nsend);
+		out(e, "\trt_pipe_setup(%d, %lld, %lld);\n", e->mbs, (long long)bytes, (long long)nsend);
+	}
+	out(e, "\trt_prologue();\n");
+	for (int c = 0; c * CG_CHUNK < ev->nsteps; c++)
+		out(e, "\trt_run_s%d_%d();\n", e->stage, c);
+	out(e, "\trt_epilogue();\n%s", e->nstages > 1 ? "\trt_pipe_losses();\n" : "");
+	out(e, "\treturn rt_finish(%lldLL, %lldLL);\n}\n", (long long)ev->peak, (long long)arena_bytes);
+	for (int j = 0; j < n && e->nstages > 1; j++)
+		out(e, "#undef %s\n", section_names[j]);
+}
+
+static bool
+any_f64(const CgStage *st, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (has_f64(st[i].g))
+			return true;
+	return false;
+}
+
 int
 cg_emit(const Graph *g, const Dag *d, const Schedule *s, const MemEval *ev,
         int64_t arena_bytes, FILE *f)
 {
-	Em e = {.g = g, .d = d, .s = s, .ev = ev, .out = f};
+	CgStage st = {g, d, s, ev, arena_bytes};
+	return cg_emit_pipeline(&st, 1, f);
+}
+
+int
+cg_emit_pipeline(const CgStage *st, int K, FILE *f)
+{
+	Em e = {.g = st[0].g, .d = st[0].d, .s = st[0].s, .ev = st[0].ev, .out = f};
+	int ranks = st[0].g->settings.dist.ranks > 1 ? st[0].g->settings.dist.ranks : 1;
 	ar_init(&e.refs);
 	setup(&e);
 	out(&e, "/* %s -- generated by remat: %d steps, %d instances.\n"
 	    " * Build: nvcc -fmad=false -x cu FILE, or cc -x c -std=c11 -O1 -DREMAT_HOST FILE -lm.\n"
-	    " * Run: ./a.out [--tracked | --arena] */\n", cmt(&e, g->file ? g->file : "-"),
-	    ev->nsteps, ev->ninst);
-	if (e.dist)
+	    " * Run: ./a.out [--tracked | --arena] */\n", cmt(&e, e.g->file ? e.g->file : "-"),
+	    e.ev->nsteps, e.ev->ninst);
+	if (K > 1)
+		out(&e, "/* %d pipeline stages of %d rank%s each (docs/distributed.md, \"Running a\n"
+		    " * pipeline\"): build with -DREMAT_MPI, with mpicc (host mode) or nvcc and\n"
+		    " * -lmpi -lnccl; run: mpirun -np %d ./a.out. World rank w runs stage w / %d. */\n",
+		    K, ranks, ranks > 1 ? "s" : "", K * ranks, ranks);
+	else if (e.dist)
 		out(&e, "/* One rank of %d (docs/distributed.md): build with -DREMAT_MPI, with mpicc\n"
 		    " * (host mode) or nvcc and -lmpi -lnccl; run: mpirun -np %d ./a.out */\n",
 		    e.ranks, e.ranks);
-	if (has_f64(g))
+	if (any_f64(st, K))
 		out(&e, "#define RT_F64 1\n");
 	fputs(cg_runtime_src, f);
-	emit_tables(&e);
-	emit_prologue(&e);
-	for (int c = 0; c * CG_CHUNK < ev->nsteps; c++) {
-		out(&e, "\nstatic void\nrt_run_%d(void)\n{\n", c);
-		for (int i = c * CG_CHUNK; i < ev->nsteps && i < (c + 1) * CG_CHUNK; i++)
-			emit_step(&e, i);
-		out(&e, "}\n");
+	for (int k = 0; k < K; k++) {
+		if (k) {
+			ar_free(&e.a);
+			e = (Em){.g = st[k].g, .d = st[k].d, .s = st[k].s, .ev = st[k].ev, .out = f,
+			         .refs = e.refs};
+			setup(&e);
+		}
+		emit_section(&e, st[k].arena_bytes);
 	}
-	emit_epilogue(&e);
 	out(&e, "\nint\nmain(int argc, char **argv)\n{\n");
-	if (e.dist)
-		out(&e, "\trt_dist_start(&argc, &argv, %d);\n", e.ranks);
-	out(&e, "\trt_start(argc, argv, %lld);\n\trt_prologue();\n", (long long)arena_bytes);
-	for (int c = 0; c * CG_CHUNK < ev->nsteps; c++)
-		out(&e, "\trt_run_%d();\n", c);
-	out(&e, "\trt_epilogue();\n\treturn %srt_finish(%lldLL, %lldLL)%s;\n}\n",
-	    e.dist ? "rt_dist_end(" : "", (long long)ev->peak, (long long)arena_bytes,
-	    e.dist ? ")" : "");
+	if (K > 1) {
+		out(&e, "\trt_dist_start(&argc, &argv, %d, %d);\n\tswitch (rt_stage) {\n", ranks, K);
+		for (int k = 0; k < K; k++)
+			out(&e, "\tcase %d: return rt_dist_end(rt_main_s%d(argc, argv));\n", k, k);
+		out(&e, "\t}\n\treturn 2;\n}\n");
+	} else if (e.dist) {
+		out(&e, "\trt_dist_start(&argc, &argv, %d, 1);\n", e.ranks);
+		out(&e, "\treturn rt_dist_end(rt_main(argc, argv));\n}\n");
+	} else {
+		out(&e, "\treturn rt_main(argc, argv);\n}\n");
+	}
 	ar_free(&e.a);
 	ar_free(&e.refs);
 	return ferror(f) ? 1 : 0;

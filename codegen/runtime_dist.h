@@ -23,7 +23,18 @@
  *   (all-reduce) or into the gradient shards (reduce-scatter) scaled by 1/N:
  *   ranks average their gradients, as DDP, FSDP and DeepSpeed do.
  *   -DREMAT_FAULT_SUM leaves out the 1/N (a wrong reduction, for the tests'
- *   negative control).
+ *   negative control). Gradient shards are added to (zeroed at the start),
+ *   so that the micro-batches of a pipeline stage accumulate into them.
+ *
+ * Pipeline stages (--stages K, docs/distributed.md "Running a pipeline"):
+ * world rank w is rank w mod N of stage w / N; the collectives run over
+ * the stage's N ranks (rt_comm). A boundary tensor goes to the same data
+ * rank of the peer stage with MPI_Bsend, into a buffer attached outside the
+ * counted memory (the transport's, as NCCL's and MPI's eager buffers are),
+ * so a send completes at once and a rank waits only in its receives; under
+ * nvcc it is staged through host memory. Message tags are IR tensor x M +
+ * micro-batch. -DREMAT_FAULT_RECV adds 1 to the first element of every
+ * received activation (the tests' negative control).
  */
 #ifdef REMAT_MPI
 #include <mpi.h>
@@ -35,6 +46,13 @@ static ncclComm_t rt_nccl;
 
 static void **rt_hostp;         /* host allocations, freed by rt_dist_end */
 static int64_t rt_nhost;
+static int rt_stage, rt_world;  /* pipeline stage, world rank */
+static double *rt_mb_loss;      /* a pipeline's loss per micro-batch */
+static int rt_nmb;
+#ifdef REMAT_MPI
+static MPI_Comm rt_comm;        /* the ranks of this stage */
+static void *rt_bsend;          /* the attached send buffer */
+#endif
 
 RT_FN int64_t
 rt_dtsize(int dt)
@@ -125,33 +143,42 @@ rt_mpi_sum(int dt)
 #endif
 #endif
 
-/* Before rt_start: joins the N ranks (the device of a GPU rank is its
- * rank modulo the devices present). */
+/* Before rt_start: joins the K x N ranks (world rank w: rank w mod N of
+ * stage w / N; the device of a GPU rank is w modulo the devices present). */
 RT_FN void
-rt_dist_start(int *argc, char ***argv, int ranks)
+rt_dist_start(int *argc, char ***argv, int ranks, int stages)
 {
 #ifdef REMAT_MPI
+	int world = 1;
 	MPI_Init(argc, argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rt_rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &rt_nranks);
-	if (rt_nranks != ranks) {
-		if (rt_rank == 0)
+	MPI_Comm_rank(MPI_COMM_WORLD, &rt_world);
+	MPI_Comm_size(MPI_COMM_WORLD, &world);
+	if (world != ranks * stages) {
+		if (rt_world == 0) {
 			fprintf(stderr, "remat runtime: planned for %d ranks, running on %d: "
-			        "mpirun -np %d\n", ranks, rt_nranks, ranks);
+			        "mpirun -np %d", ranks * stages, world, ranks * stages);
+			if (stages > 1)
+				fprintf(stderr, " (%d pipeline stages x %d ranks)", stages, ranks);
+			fprintf(stderr, "\n");
+		}
 		MPI_Finalize();
 		exit(2);
 	}
+	rt_stage = rt_world / ranks;
+	rt_rank = rt_world % ranks;
+	rt_nranks = ranks;
+	MPI_Comm_split(MPI_COMM_WORLD, rt_stage, rt_rank, &rt_comm);
 	rt_data_rank = rt_rank;
-	if (ranks > 1)
-		snprintf(rt_who, sizeof rt_who, "rank %d: ", rt_rank);
+	if (world > 1)
+		snprintf(rt_who, sizeof rt_who, "rank %d: ", rt_world);
 #ifdef RT_GPU
 	int ndev = 1;
 	ncclUniqueId id;
 	rt_cuda(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
-	rt_cuda(cudaSetDevice(rt_rank % ndev), "cudaSetDevice");
+	rt_cuda(cudaSetDevice(rt_world % ndev), "cudaSetDevice");
 	if (rt_rank == 0)
 		rt_ncclok(ncclGetUniqueId(&id), "ncclGetUniqueId");
-	MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+	MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, rt_comm);
 	rt_ncclok(ncclCommInitRank(&rt_nccl, rt_nranks, id, rt_rank), "ncclCommInitRank");
 #else
 	MPI_Op_create(rt_sum_f16, 1, &rt_mpi_ops[0]);
@@ -162,7 +189,8 @@ rt_dist_start(int *argc, char ***argv, int ranks)
 #else
 	(void)argc;
 	(void)argv;
-	if (ranks != 1)
+	rt_stage = rt_world = 0;
+	if (ranks * stages != 1)
 		rt_die("this program runs as several ranks: build it with -DREMAT_MPI "
 		       "(mpicc) and run it with mpirun");
 #endif
@@ -180,13 +208,20 @@ rt_dist_end(int bad)
 #endif
 	}
 	free(rt_hostp);
+	free(rt_mb_loss);
 #ifdef REMAT_MPI
+	if (rt_bsend) {         /* waits for the buffered sends to leave */
+		int n;
+		MPI_Buffer_detach(&rt_bsend, &n);
+		free(rt_bsend);
+	}
 #ifdef RT_GPU
 	ncclCommDestroy(rt_nccl);
 #else
 	for (int i = 0; i < 4; i++)
 		MPI_Op_free(&rt_mpi_ops[i]);
 #endif
+	MPI_Comm_free(&rt_comm);
 	MPI_Finalize();
 #endif
 	return bad;
@@ -263,7 +298,7 @@ rt_allgather_in_place(unsigned char *full, int64_t E, int64_t s, int64_t es)
 			                        r, rt_nccl, 0), "ncclBroadcast");
 	rt_ncclok(ncclGroupEnd(), "ncclGroupEnd");
 #else
-	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, full, cnt, dis, MPI_BYTE, MPI_COMM_WORLD);
+	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, full, cnt, dis, MPI_BYTE, rt_comm);
 #endif
 	free(cnt);
 #else
@@ -290,7 +325,8 @@ rt_gathered(RtT buf, int64_t off, const RtInst *par)
 }
 
 /* Elements [start, start + n) of gradient g to the step's block at byte
- * off (pack), or back from it, averaged over the ranks (unpack). */
+ * off (unpack 0), or back from it, averaged over the ranks (unpack 1:
+ * replacing them; 2: added to them). */
 RT_FN void
 rt_pack(RtT g, int64_t start, int64_t n, int64_t off, int unpack)
 {
@@ -303,7 +339,7 @@ rt_pack(RtT g, int64_t start, int64_t n, int64_t off, int unpack)
 	if (!n)
 		return;
 	if (unpack)
-		rt_b_unary(RT_SCALE, rt_none(), b, flat, 0, scale);
+		rt_b_unary(RT_SCALE, rt_none(), b, flat, unpack == 2, scale);
 	else
 		rt_copy(flat, b, 0);
 }
@@ -318,7 +354,7 @@ rt_allreduce(int64_t off, int64_t n, int dt)
 #ifdef RT_GPU
 	rt_ncclok(ncclAllReduce(p, p, (size_t)n, rt_nccl_type(dt), ncclSum, rt_nccl, 0), "ncclAllReduce");
 #else
-	MPI_Allreduce(MPI_IN_PLACE, p, rt_count(n), rt_mpi_type(dt), rt_mpi_sum(dt), MPI_COMM_WORLD);
+	MPI_Allreduce(MPI_IN_PLACE, p, rt_count(n), rt_mpi_type(dt), rt_mpi_sum(dt), rt_comm);
 #endif
 #else
 	(void)off; (void)n; (void)dt;
@@ -353,7 +389,7 @@ rt_reduce_scatter(int64_t off, const int64_t *cnt, int dt)
 		rt_die("out of memory");
 	for (int r = 0; r < rt_nranks; r++)
 		rc[r] = rt_count(cnt[r]);
-	MPI_Reduce_scatter(MPI_IN_PLACE, p, rc, rt_mpi_type(dt), rt_mpi_sum(dt), MPI_COMM_WORLD);
+	MPI_Reduce_scatter(MPI_IN_PLACE, p, rc, rt_mpi_type(dt), rt_mpi_sum(dt), rt_comm);
 	free(rc);
 	(void)mine;
 	return off;             /* MPI leaves the rank's part at the start */
@@ -363,13 +399,13 @@ rt_reduce_scatter(int64_t off, const int64_t *cnt, int dt)
 #endif
 }
 
-/* The summed part at byte off into this rank's shard of a gradient of E
- * elements, averaged; returns the offset of the next gradient's part. */
+/* The summed part at byte off added to this rank's shard of a gradient of
+ * E elements, averaged; returns the offset of the next gradient's part. */
 RT_FN int64_t
 rt_unpack_shard(RtT shard, int64_t off, int64_t E)
 {
 	int64_t c = rt_shard_n(E, shard.n, rt_rank);
-	rt_pack(shard, 0, c, off, 1);
+	rt_pack(shard, 0, c, off, 2);
 	return off + c * rt_dtsize(shard.dt);
 }
 
@@ -384,4 +420,124 @@ rt_cksum_shards(const char *name, RtT shard, int64_t E, uint64_t key)
 	rt_cksum(name, f);
 	rt_dirgrad(f, key);
 	rt_raw_free(full);
+}
+
+/* ---------------------------------------------------------------- pipeline */
+
+/* A stage's step of M micro-batches that sends `bytes` in `nsends`
+ * messages: the loss slots and the send buffer. */
+RT_FN void
+rt_pipe_setup(int M, int64_t bytes, int64_t nsends)
+{
+	rt_nmb = M;
+	rt_mb_loss = (double *)malloc(sizeof(double) * (size_t)M);
+	if (!rt_mb_loss)
+		rt_die("out of memory");
+	for (int m = 0; m < M; m++)
+		rt_mb_loss[m] = NAN;
+#ifdef REMAT_MPI
+	int64_t n = bytes + nsends * MPI_BSEND_OVERHEAD;
+	rt_bsend = malloc((size_t)(n ? n : 1));
+	if (!rt_bsend)
+		rt_die("out of memory");
+	MPI_Buffer_attach(rt_bsend, rt_count(n));
+#else
+	(void)bytes; (void)nsends;
+#endif
+}
+
+/* The init key of input `name` in micro-batch mb: data rank mb N + r, as
+ * the single-process program's --data-rank. */
+RT_FN uint64_t
+rt_dkey_mb(const char *name, int mb)
+{
+	return rt_key(name) + (uint64_t)((int64_t)mb * rt_nranks + rt_rank) * 0xD1B54A32D192ED03ull;
+}
+
+/* Micro-batch mb's loss (its first computation: recomputing it changes
+ * nothing); the step's loss is their sum. */
+RT_FN void
+rt_loss_mb(RtT t, int mb)
+{
+	double sum = 0;
+	if (rt_mb_loss[mb] == rt_mb_loss[mb])
+		return;
+	rt_loss_value = NAN;
+	rt_loss(t);
+	rt_mb_loss[mb] = rt_loss_value;
+	for (int m = 0; m < rt_nmb; m++)
+		if (rt_mb_loss[m] == rt_mb_loss[m])
+			sum += rt_mb_loss[m];
+	rt_loss_value = sum;
+}
+
+RT_FN void
+rt_pipe_losses(void)
+{
+	for (int m = 0; m < rt_nmb; m++)
+		if (rt_mb_loss[m] == rt_mb_loss[m])
+			printf("%sloss of micro-batch %d: %.17g\n", rt_who, m, rt_mb_loss[m]);
+}
+
+#ifdef REMAT_MPI
+RT_FN int
+rt_tag(int64_t tag)
+{
+	int *ub, flag = 0;
+	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+	if (flag && tag > *ub)
+		rt_die("a pipeline message tag past MPI_TAG_UB");
+	return (int)tag;
+}
+#endif
+
+/* Tensor t to the same data rank of `stage`. */
+RT_FN void
+rt_send(RtT t, int stage, int64_t tag)
+{
+#ifdef REMAT_MPI
+	int64_t bytes = t.n * rt_dtsize(t.dt);
+	void *h = t.p;
+#ifdef RT_GPU
+	h = malloc((size_t)(bytes ? bytes : 1));
+	if (!h)
+		rt_die("out of memory");
+	rt_cuda(cudaMemcpy(h, t.p, (size_t)bytes, cudaMemcpyDeviceToHost), "send");
+#endif
+	MPI_Bsend(h, rt_count(bytes), MPI_BYTE, stage * rt_nranks + rt_rank, rt_tag(tag),
+	          MPI_COMM_WORLD);
+#ifdef RT_GPU
+	free(h);
+#endif
+#else
+	(void)t; (void)stage; (void)tag;
+#endif
+}
+
+/* Tensor t from the same data rank of `stage`. */
+RT_FN void
+rt_recv(RtT t, int stage, int64_t tag, int activation)
+{
+#ifdef REMAT_MPI
+	int64_t bytes = t.n * rt_dtsize(t.dt);
+	void *h = t.p;
+#ifdef RT_GPU
+	h = malloc((size_t)(bytes ? bytes : 1));
+	if (!h)
+		rt_die("out of memory");
+#endif
+	MPI_Recv(h, rt_count(bytes), MPI_BYTE, stage * rt_nranks + rt_rank, rt_tag(tag),
+	         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+#ifdef RT_GPU
+	rt_cuda(cudaMemcpy(t.p, h, (size_t)bytes, cudaMemcpyHostToDevice), "recv");
+	free(h);
+#endif
+#if defined(REMAT_FAULT_RECV) && !defined(RT_GPU)
+	if (activation && t.n && t.dt != RT_DT_U8 && t.dt != RT_DT_BOOL)
+		rt_put(&t, 0, rt_get(&t, 0) + 1);
+#endif
+#else
+	(void)t; (void)stage; (void)tag;
+#endif
+	(void)activation;
 }

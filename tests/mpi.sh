@@ -11,10 +11,24 @@
 #   gradients (the full gradient, reassembled from the shards from ZeRO 2
 #   on): both checksums within 1e-4 of the larger one (the plain sum of a
 #   gradient can cancel to nearly 0, where its rounding is all that is left).
+# Pipeline cases (--stages K --micro-batches M, K x N ranks: world rank w
+# runs stage w / N as data rank w mod N) pass when every rank measures its
+# peak equal to its prediction, that prediction being its stage's in
+# remat's JSON report (pipeline.stages[].peak_bytes); the last stage's
+# loss of micro-batch m is bit-identical to the single-process program
+# run with --data-rank m N + r; and for each data rank r the checksums of
+# its stages' gradients, summed over the stages (a tied param is held by
+# two), are M times the mean of the M N single-process runs' (the
+# micro-batches accumulate, the N ranks average), within 1e-4. With
+# --infer, the last stage's output of each micro-batch is the single
+# run's, bit for bit.
 # Negative controls: a program built with -DREMAT_FAULT_SUM (sums the
-# gradients without averaging) must fail the gradient check; a program
-# planned for 2 ranks must refuse 3, and refuse to run without MPI. When
-# $NVCC is set, one program compiles as CUDA with NCCL (compile only).
+# gradients without averaging) must fail the gradient check; one built
+# with -DREMAT_FAULT_RECV (corrupts every received activation) must fail
+# the loss check; a program planned for 2 ranks must refuse 3, a pipeline
+# of 2 x 2 ranks must refuse 2, and a 2-rank program must refuse to run
+# without MPI. When $NVCC is set, one sharded and one pipeline program
+# compile as CUDA with NCCL (compile only).
 # Skips (77) without mpicc and mpirun. Outputs: $BUILDDIR/tests/out/mpi,
 # removed when every test passes.
 set -u
@@ -49,8 +63,15 @@ zero3-gpt2|2|-O2 --zero 3 $gpt2|gpt2
 zero3-llama-offload|4|-O1 --zero 3 --offload optimizer --offload params $llama|llama
 zero3-mobilenet-buffers|2|-O1 --zero 3 --offload params $mobilenet|mobilenetv2"
 ncases=$(echo "$cases" | wc -l)
+# name | stages | ranks per stage | remat flags | example
+pcases="pipe-1f1b-gpt2|2|1|-O0 --micro-batches 4 $gpt2|gpt2
+pipe-gpipe-gpt2|2|1|-O2 --micro-batches 3 --schedule gpipe $gpt2|gpt2
+pipe-zero1-gpt2|2|2|-O1 --micro-batches 2 --zero 1 $gpt2|gpt2
+pipe-zero2-gpt2-gpipe|2|2|-O0 --micro-batches 2 --schedule gpipe --zero 2 --offload optimizer $gpt2|gpt2
+pipe-zero3-llama|2|2|-O2 --micro-batches 3 --zero 3 --prefetch 1 --offload params $llama|llama"
+npcases=$(echo "$pcases" | wc -l)
 
-echo "1..$((ncases * 3 + 4))"
+echo "1..$((ncases * 3 + npcases * 3 + 7))"
 i=0
 failed=0
 ok() { i=$((i + 1)); echo "ok $i - $*"; }
@@ -141,20 +162,167 @@ run_case() {
 	fi
 }
 
+# Data rank r's gradient checksums summed over the stages (the rank
+# outputs $1.tracked.w, w = s N + r, of $2 stages of $3 ranks) against M
+# ($4) times the mean of the M N single-process runs $1.single.0..; prints
+# what differs, true when nothing does.
+pipe_grads_match() {
+	bad=0
+	r=0
+	while [ $r -lt "$3" ]; do
+		files=$(s=0; while [ $s -lt "$2" ]; do echo "$1.tracked.$((s * $3 + r))"; s=$((s + 1)); done)
+		singles=$(d=0; while [ $d -lt $(($4 * $3)) ]; do echo "$1.single.$d"; d=$((d + 1)); done)
+		# shellcheck disable=SC2086
+		awk -v n="$(($4 * $3))" -v m="$4" -v r="$r" '
+			FNR == 1 { f++ }
+			f <= n && /^checksum / { s[$2] += m * $3 / n; w[$2] += m * $4 / n; next }
+			f > n && /checksum / { sub(/^rank [0-9]+: /, ""); gs[$2] += $3; gw[$2] += $4 }
+			function abs(x) { return x < 0 ? -x : x }
+			function close_to(a, b, mm) { return abs(a - b) <= 1e-4 * mm + 1e-12 }
+			END {
+				for (k in s) {
+					mm = abs(s[k]) > abs(w[k]) ? abs(s[k]) : abs(w[k])
+					if (!(k in gs)) { print "data rank " r ": no checksum of " k; bad = 1 }
+					else if (!close_to(gs[k], s[k], mm) || !close_to(gw[k], w[k], mm)) {
+						print "data rank " r ": " k " " gs[k] " " gw[k] " vs " s[k] " " w[k]; bad = 1
+					}
+				}
+				exit bad
+			}' $singles $files || bad=1
+		r=$((r + 1))
+	done
+	return $bad
+}
+
+# Loss of every micro-batch on the last stage's ranks (outputs $2.w)
+# against the single runs $1.single.d; $3 stages, $4 ranks, $5 M. Prints
+# what differs.
+pipe_losses_match() {
+	r=0
+	while [ $r -lt "$4" ]; do
+		w=$((($3 - 1) * $4 + r))
+		m=0
+		while [ $m -lt "$5" ]; do
+			a=$(sed -n 's/^loss: //p' "$1.single.$((m * $4 + r))")
+			b=$(sed -n "s/^rank $w: loss of micro-batch $m: //p" "$2.$w")
+			[ -n "$a" ] && [ "$a" = "$b" ] || echo "rank $w micro-batch $m: loss ${b:-?}, single ${a:-?}"
+			m=$((m + 1))
+		done
+		r=$((r + 1))
+	done
+}
+
+run_pipe() {
+	name=$1 K=$2 N=$3 flags=$4 net=$5
+	np=$((K * N))
+	M=$(echo "$flags" | sed -n 's/.*--micro-batches \([0-9]*\).*/\1/p')
+	stem="$out/$name"
+	# shellcheck disable=SC2086
+	if ! "$REMAT" --stages "$K" --ranks "$N" $flags --json -o "$stem.c" "$ex/$net.net" \
+	     >"$stem.json" 2>"$stem.err" ||
+	   ! "$MPICC" -x c -std=c11 -O1 -Wall -Werror -DREMAT_HOST -DREMAT_MPI "$stem.c" -o "$stem" -lm \
+	     2>>"$stem.err"; then
+		notok "$name: emit or mpicc failed"; sed 's/^/# /' "$stem.err" | head -20
+		i=$((i + 2)); return
+	fi
+	bad=
+	for m in tracked arena; do
+		mpi_run "$stem" "$np" $m || bad="$bad $m: mpirun failed;"
+		w=0
+		while [ $w -lt "$np" ]; do
+			f="$stem.$m.$w"
+			want=$(tr -d '\n' <"$stem.json" |
+			       sed -n "s/.*{\"stage\": $((w / N)),[^}]*\"peak_bytes\": \([0-9]*\).*/\1/p")
+			grep -q "^rank $w: OK$" "$f" 2>/dev/null || bad="$bad $m rank $w: not OK;"
+			got=$(sed -n "s/^rank $w: measured peak: \([0-9]*\) bytes.*/\1/p" "$f" 2>/dev/null)
+			pred=$(sed -n "s/^rank $w: predicted peak: \([0-9]*\) bytes/\1/p" "$f" 2>/dev/null)
+			[ -n "$got" ] && [ "$got" = "$pred" ] && [ "$pred" = "$want" ] ||
+				bad="$bad $m rank $w: measured ${got:-?}, predicted ${pred:-?}, report ${want:-?};"
+			w=$((w + 1))
+		done
+	done
+	if [ -z "$bad" ]; then
+		ok "$name: $K stages x $N ranks, each measured peak = predicted = its stage's report"
+	else
+		notok "$name:$bad"; sed 's/^/# /' "$stem.err" | head -10
+	fi
+	# the single-process reference: same net and level, one run per data rank
+	# shellcheck disable=SC2086
+	if ! "$REMAT" $(echo "$flags" | sed 's/--[a-z-]* [0-9a-zA-Z]*//g') -o "$stem.single.c" \
+	     "$ex/$net.net" >/dev/null 2>>"$stem.err" ||
+	   ! "$CC" -x c -std=c11 -O1 -DREMAT_HOST "$stem.single.c" -o "$stem.single" -lm 2>>"$stem.err"; then
+		notok "$name: single-process program failed"; i=$((i + 1)); return
+	fi
+	d=0
+	while [ $d -lt $((M * N)) ]; do
+		"$stem.single" --data-rank $d >"$stem.single.$d" 2>>"$stem.err"
+		d=$((d + 1))
+	done
+	diff=$(pipe_losses_match "$stem" "$stem.tracked" "$K" "$N" "$M")
+	if [ -z "$diff" ]; then
+		ok "$name: the last stage's loss of each micro-batch is its data's single-process loss"
+	else
+		notok "$name: losses differ"; echo "$diff" | head -5 | sed 's/^/# /'
+	fi
+	if diff=$(pipe_grads_match "$stem" "$K" "$N" "$M"); then
+		ok "$name: each data rank's gradients, summed over stages, are the single runs' over M micro-batches"
+	else
+		notok "$name: gradients differ"; echo "$diff" | head -5 | sed 's/^/# /'
+	fi
+}
+
 echo "$cases" | {
-	# nvcc takes a while: the CUDA build (ZeRO-3 with both offloads, so that
-	# gathers, reduce-scatters and host buffers are all in it) compiles in the
-	# background meanwhile.
+	# nvcc takes a while: the CUDA builds (ZeRO-3 with both offloads, so that
+	# gathers, reduce-scatters and host buffers are all in it, and a 2-stage
+	# pipeline of 2 ZeRO-3 ranks, with its sends and receives) compile in
+	# the background meanwhile.
 	nv="$out/zero3-tiny-nv"
 	if [ -n "$NVCC" ]; then
+		# shellcheck disable=SC2086
 		{ "$REMAT" --ranks 2 --zero 3 --offload optimizer --offload params -o "$nv.cu" \
 			"$ex/tiny.net" >/dev/null &&
+		  "$REMAT" --stages 2 --ranks 2 --zero 3 $gpt2 -o "$nv.pipe.cu" "$ex/gpt2.net" >/dev/null &&
 		  "$NVCC" -x cu -fmad=false -DREMAT_MPI $("$MPICC" --showme:compile) -c "$nv.cu" \
-			-o "$nv.o"; echo $? >"$nv.status"; } >"$nv.log" 2>&1 </dev/null &
+			-o "$nv.o" &&
+		  "$NVCC" -x cu -fmad=false -DREMAT_MPI $("$MPICC" --showme:compile) -c "$nv.pipe.cu" \
+			-o "$nv.pipe.o"; echo $? >"$nv.status"; } >"$nv.log" 2>&1 </dev/null &
 	fi
 	while IFS='|' read -r name np flags net; do
 		run_case "$name" "$np" "$flags" "$net"
 	done
+	while IFS='|' read -r name K N flags net; do
+		run_pipe "$name" "$K" "$N" "$flags" "$net"
+	done <<EOF
+$pcases
+EOF
+	# inference through 2 stages: each micro-batch's output on the last
+	# stage is the single-process program's on that micro-batch's data
+	stem="$out/pipe-infer-gpt2"
+	bad=
+	# shellcheck disable=SC2086
+	if "$REMAT" --infer --stages 2 --micro-batches 2 $gpt2 -o "$stem.c" "$ex/gpt2.net" >/dev/null \
+	     2>"$stem.err" &&
+	   "$MPICC" -x c -std=c11 -O1 -Wall -Werror -DREMAT_HOST -DREMAT_MPI "$stem.c" -o "$stem" -lm \
+	     2>>"$stem.err" &&
+	   "$REMAT" --infer $gpt2 -o "$stem.single.c" "$ex/gpt2.net" >/dev/null 2>>"$stem.err" &&
+	   "$CC" -x c -std=c11 -O1 -DREMAT_HOST "$stem.single.c" -o "$stem.single" -lm 2>>"$stem.err" &&
+	   mpi_run "$stem" 2 tracked; then
+		for w in 0 1; do
+			grep -q "^rank $w: OK$" "$stem.tracked.$w" || bad="$bad rank $w not OK;"
+		done
+		for m in 0 1; do
+			a=$("$stem.single" --data-rank $m | sed -n 's/^checksum loss: //p')
+			b=$(sed -n "s/^rank 1: checksum mb$m:loss: //p" "$stem.tracked.1")
+			[ -n "$a" ] && [ "$a" = "$b" ] || bad="$bad micro-batch $m: ${b:-?} vs ${a:-?};"
+		done
+	else
+		bad=" emit, build or run failed"
+	fi
+	if [ -z "$bad" ]; then
+		ok "pipe-infer-gpt2: 2 stages, measured = predicted, each micro-batch's output as the single run's"
+	else
+		notok "pipe-infer-gpt2:$bad"; sed 's/^/# /' "$stem.err" | head -10
+	fi
 	# the negative control: a sum where the mean belongs is caught
 	stem="$out/zero2-tiny-buckets"
 	if ! "$MPICC" -x c -std=c11 -O1 -DREMAT_HOST -DREMAT_MPI -DREMAT_FAULT_SUM "$stem.c" \
@@ -174,6 +342,26 @@ echo "$cases" | {
 	else
 		notok "2 ranks on 3: no message"; sed 's/^/# /' "$stem.np3" | head -5
 	fi
+	# a corrupted activation on its way to the next stage is caught
+	stem="$out/pipe-1f1b-gpt2"
+	if ! "$MPICC" -x c -std=c11 -O1 -DREMAT_HOST -DREMAT_MPI -DREMAT_FAULT_RECV "$stem.c" \
+	     -o "$stem.fault" -lm 2>>"$stem.err" || ! mpi_run "$stem.fault" 2 tracked; then
+		notok "the pipeline with a corrupted receive does not build or run"
+	elif [ -z "$(pipe_losses_match "$stem" "$stem.fault.tracked" 2 1 4)" ]; then
+		notok "a corrupted received activation passes the loss check"
+	else
+		ok "a corrupted received activation fails the loss check"
+	fi
+	stem="$out/pipe-zero1-gpt2"
+	if "$MPIRUN" --oversubscribe -np 2 "$stem" >"$stem.np2" 2>&1 </dev/null; then
+		notok "a pipeline planned for 2 x 2 ranks runs on 2"
+	elif grep -q "planned for 4 ranks, running on 2: mpirun -np 4 (2 pipeline stages x 2 ranks)" \
+	     "$stem.np2"; then
+		ok "a pipeline planned for 2 stages x 2 ranks refuses 2 ranks, and says so"
+	else
+		notok "2 x 2 ranks on 2: no message"; sed 's/^/# /' "$stem.np2" | head -5
+	fi
+	stem="$out/zero1-tiny"
 	if "$CC" -x c -std=c11 -O1 -DREMAT_HOST "$stem.c" -o "$stem.nompi" -lm 2>>"$stem.err" &&
 	   ! "$stem.nompi" >/dev/null 2>"$stem.nompi.err" &&
 	   grep -q "build it with -DREMAT_MPI" "$stem.nompi.err"; then
@@ -185,9 +373,9 @@ echo "$cases" | {
 	if [ -z "$NVCC" ]; then
 		skip "nvcc not found: NCCL build not compiled"
 	elif [ "$(cat "$nv.status" 2>/dev/null)" = 0 ]; then
-		ok "a ZeRO-3 program with offload compiles as CUDA with NCCL and MPI"
+		ok "a ZeRO-3 program with offload and a 2-stage pipeline compile as CUDA with NCCL and MPI"
 	else
-		notok "nvcc failed on the ZeRO-3 program"; sed 's/^/# /' "$nv.log" | head -20
+		notok "nvcc failed on the ZeRO-3 or the pipeline program"; sed 's/^/# /' "$nv.log" | head -20
 	fi
 	[ $failed = 0 ] && rm -rf "$out"
 	exit $failed

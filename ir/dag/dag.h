@@ -111,6 +111,17 @@ typedef enum DagComm {
 	                           param's gradient shard */
 } DagComm;
 
+/* A pipeline stage's boundary node (passes/graph/pipeline.c; the generated
+ * program sends and receives it through MPI, codegen/runtime_dist.h). */
+typedef enum DagPipe {
+	PIPE_NONE,
+	PIPE_LOAD,              /* out[0]: a data input of micro_batch */
+	PIPE_RECV,              /* out[0]: an activation from stage peer[0] */
+	PIPE_SEND,              /* in[0]: an activation to each stage of peer[] */
+	PIPE_RECV_GRAD,         /* acc[0]: the gradient stages peer[] send back */
+	PIPE_SEND_GRAD          /* in[0]: a gradient back to stage peer[0] */
+} DagPipe;
+
 typedef struct DagNode {
 	const char *name;       /* schedules name ops by their first output */
 	int64_t cost;           /* FLOPs (or Checkmate cost_cpu) */
@@ -137,6 +148,9 @@ typedef struct DagNode {
 	DagComm comm;           /* a communication step, or COMM_NONE */
 	int ncomm_params;
 	int *comm_params;       /* COMM_ALLGATHER: the IR params it gathers */
+	DagPipe pipe;           /* a pipeline boundary step, or PIPE_NONE */
+	int npeer;
+	int *peer;              /* the stages it exchanges with */
 } DagNode;
 
 typedef struct Dag {

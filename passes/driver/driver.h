@@ -19,7 +19,7 @@
 /* ---------------------------------------------------------------- passes/driver/analyze.c */
 /* --stages: one pipeline stage's figures, for the stage table. */
 typedef struct StageRow {
-	int stage, first_block, last_block, in_flight;
+	int stage, first_block, last_block, in_flight, micro_batches;
 	int64_t peak, recompute_cost, send_bytes, recv_bytes;
 	int peak_step;
 	int64_t breakdown[CAT_COUNT];
@@ -148,6 +148,12 @@ void graph_json(const Graph *g, FILE *out);
 int analyze_stages(const Program *p, const char *file, const NetOptions *o,
                    const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
                    const PassOptions *po);
+
+/* -o with --stages K: every stage analysed again (warnings quiet), the
+ * program of the K stages written to f (codegen/emit.c). Returns analyze's
+ * status, or 4 when writing fails. */
+int stages_program(const Program *p, const char *file, const NetOptions *o,
+                   const PlanGoal *goal, const PassOptions *po, FILE *f);
 
 /* Analyzes p again with NAME=value among the -D overrides (none when name
  * is NULL), warnings quiet and diagnostics to msgs (stderr when NULL), into

@@ -498,8 +498,8 @@ check_parallel(const Options *o)
 		if (o->net.pipe.nsplit && o->net.pipe.nsplit != o->net.pipe.stages)
 			diag_usage("--stage-blocks: %d counts for %d stages", o->net.pipe.nsplit,
 			           o->net.pipe.stages);
-		if (o->out || o->checkmate || o->dump_ir)
-			diag_usage("--stages cannot be combined with -o, --import or --dump-ir");
+		if (o->checkmate || o->dump_ir)
+			diag_usage("--stages cannot be combined with --import or --dump-ir");
 	} else if (o->net.pipe.micro_batches || o->net.pipe.gpipe || o->net.pipe.nsplit) {
 		diag_usage("--micro-batches, --schedule and --stage-blocks need --stages K (K > 1)");
 	}
@@ -609,12 +609,23 @@ read_source(const char *path, Arena *a)
 	return src;
 }
 
+/* What -o writes from: the analysis, and for a pipeline the program and
+ * options to analyse every stage again. */
+typedef struct OutCtx {
+	const Analysis *an;
+	const Program *prog;
+	const Options *o;
+} OutCtx;
+
 /* -o: the generated program (written through out_write, viz.h). */
 static int
 write_cuda(FILE *f, const void *ctx)
 {
-	const Analysis *an = ctx;
+	const OutCtx *c = ctx;
+	const Analysis *an = c->an;
 
+	if (c->o->net.pipe.stages > 1)
+		return stages_program(c->prog, c->o->file, &c->o->net, &c->o->goal, &c->o->passes, f);
 	return cg_emit(&an->g, &an->d, &an->plan.sched, &an->ev, an->arena_bytes, f);
 }
 
@@ -778,7 +789,7 @@ compile(Options *o, const Source *src, Arena *a, Arena *tree)
 		return max_batch(prog, o, &an);
 	if (o->gpu.preset)
 		an.gpu = &o->gpu;
-	if (o->out && (rc = out_write(o->out, write_cuda, &an)))
+	if (o->out && (rc = out_write(o->out, write_cuda, &(OutCtx){&an, prog, o})))
 		return rc;
 	if ((rc = viz_write_files(&o->viz, &an)))
 		return rc;

@@ -201,8 +201,8 @@ stages(const Analysis *an, const ReportOptions *ro, FILE *out)
 		snprintf(blocks, sizeof blocks, "%d-%d", r->first_block, r->last_block);
 		fprintf(out, "  %-6d %-9s %-9d %-22s %-8d %s / %s\n", r->stage, blocks, r->in_flight,
 		        report_size(r->peak, buf), r->peak_step,
-		        report_size(r->send_bytes / r->in_flight, sb),
-		        report_size(r->recv_bytes / r->in_flight, rb));
+		        report_size(r->send_bytes / r->micro_batches, sb),
+		        report_size(r->recv_bytes / r->micro_batches, rb));
 	}
 	(void)ro;
 }

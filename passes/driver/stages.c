@@ -6,6 +6,7 @@
  * one way the driver analyzes the same program again with another setting
  * (--max-batch, --sweep, --zero-table). Reads the Program and options;
  * writes the Analysis and the rows (in the caller's arena). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
@@ -29,6 +30,7 @@ fill_row(StageRow *r, const Analysis *an)
 	r->first_block = an->pipe.first_block;
 	r->last_block = an->pipe.last_block;
 	r->in_flight = an->pipe.in_flight;
+	r->micro_batches = an->pipe.micro_batches;
 	r->send_bytes = an->pipe.send_bytes;
 	r->recv_bytes = an->pipe.recv_bytes;
 	r->peak = an->ev.peak;
@@ -74,6 +76,58 @@ analyze_stages(const Program *p, const char *file, const NetOptions *o,
 		return 4;
 	an->stage_rows = rows;
 	an->nstage_rows = K;
+	return rc;
+}
+
+/* The program receives each activation's gradient from one later stage:
+ * an activation that several later stages read is refused, clearly. */
+static int
+one_gradient_sender(const Analysis *an)
+{
+	const Dag *d = &an->d;
+
+	for (int v = 0; v < d->nnode; v++)
+		if (d->node[v].pipe == PIPE_RECV_GRAD && d->node[v].npeer > 1) {
+			fprintf(stderr, "remat: -o --stages: stages %d and %d both read '%s' of stage %d "
+			        "and send its gradient back; the program receives it from one stage "
+			        "(move the cut with --stage-blocks)\n", d->node[v].peer[0],
+			        d->node[v].peer[1], d->node[v].name, an->pipe.stage);
+			return 1;
+		}
+	return 0;
+}
+
+/* The stages' analyses live together until the program is written: codegen
+ * reads each stage's plan, and every stage's section is in the one file. */
+int
+stages_program(const Program *p, const char *file, const NetOptions *o,
+               const PlanGoal *goal, const PassOptions *po, FILE *f)
+{
+	int K = o->pipe.stages, rc = 0, s;
+	Arena *ar = xcalloc((size_t)K, sizeof *ar);
+	Analysis *an = xcalloc((size_t)K, sizeof *an);
+	CgStage *st = xcalloc((size_t)K, sizeof *st);
+	PassOptions quiet = po ? *po : (PassOptions){0, NULL, pass_checks_default()};
+	Diag d;
+
+	quiet.dump = 0;
+	diag_init(&d, NULL, stderr);
+	d.quiet_warnings = true;
+	for (s = 0; s < K && rc == 0; s++) {
+		int r;
+		ar_init(&ar[s]);
+		r = run_stage(p, file, o, s, goal, false, &an[s], &ar[s], &d, &quiet);
+		rc = r == 1 || r == 4 ? r : one_gradient_sender(&an[s]);
+		st[s] = (CgStage){&an[s].g, &an[s].d, &an[s].plan.sched, &an[s].ev,
+		                  an[s].arena_bytes};
+	}
+	if (rc == 0 && cg_emit_pipeline(st, K, f))
+		rc = 4;
+	while (s-- > 0)
+		ar_free(&ar[s]);
+	free(ar);
+	free(an);
+	free(st);
 	return rc;
 }
 

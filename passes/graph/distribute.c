@@ -207,7 +207,7 @@ param_slot(const Dist *D, int c, int p)
  * forward op of that copy that reads it (the root for ops outside every
  * def); and each unit's bytes. Boundary nodes (send, recv) read no param. */
 static void
-find_units(Dist *D, int nfwd)
+find_units(Dist *D)
 {
 	const Graph *g = D->g;
 	const Dag *d = D->d;
@@ -225,8 +225,9 @@ find_units(Dist *D, int nfwd)
 	D->unit_copy = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	for (int v = 0; v < d->nnode; v++)
 		D->unit_copy[unit_of_node(D, v)] = d->node[v].micro_batch;
-	for (int v = 0; v < nfwd; v++) {
-		const Op *op = d->node[v].ir_op >= 0 ? &g->op[d->node[v].ir_op] : NULL;
+	for (int v = 0; v < d->nnode; v++) {
+		const Op *op = d->node[v].ir_op >= 0 && !d->node[v].is_backward
+		             ? &g->op[d->node[v].ir_op] : NULL;
 		for (int i = 0; op && i < op->nin; i++) {
 			int p = ir_storage_root(g, op->in[i]);
 			int *slot = param_slot(D, d->node[v].micro_batch, p);
@@ -268,7 +269,7 @@ unit_params(Dist *D)
 /* The gather nodes and their outputs, and the reads of every node whose op
  * reads a weight of the unit. */
 static void
-gathers(Dist *D, int nfwd)
+gathers(Dist *D)
 {
 	const Graph *g = D->g;
 	int nold = D->d->nnode;
@@ -310,7 +311,7 @@ gathers(Dist *D, int nfwd)
 			int u = *param_slot(D, n->micro_batch, ir_storage_root(g, op->in[i])) - 1;
 			if (u < 0 || D->gather_f[u] < 0)
 				continue;
-			add_input(D, v, v < nfwd ? D->gathered_f[u] : D->gathered_b[u]);
+			add_input(D, v, n->is_backward ? D->gathered_b[u] : D->gathered_f[u]);
 		}
 	}
 }
@@ -460,13 +461,11 @@ void
 distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a)
 {
 	Dist D = {.g = g, .d = d, .a = a, .o = o, .st = st, .cap_t = d->nt, .cap_n = d->nnode};
-	int nold = d->nnode, nfwd = 0;
+	int nold = d->nnode;
 
 	memset(st, 0, sizeof *st);
 	if (!dist_active(o))
 		return;
-	while (nfwd < nold && !d->node[nfwd].is_backward)
-		nfwd++;
 	d->persistent_host = ar_alloc(a, sizeof(int64_t) * (size_t)(d->npersistent + 1));
 	for (int i = 0; i < d->npersistent; i++)
 		shard_buffer(&D, i);
@@ -475,9 +474,9 @@ distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a
 		return;
 	}
 	if (o->zero >= 3) {
-		find_units(&D, nfwd);
+		find_units(&D);
 		unit_params(&D);
-		gathers(&D, nfwd);
+		gathers(&D);
 	}
 	if (o->ranks > 1)
 		buckets(&D);

@@ -71,7 +71,9 @@ typedef struct PipeStats {
 	int first_block, last_block;    /* its outermost def call instances */
 	int nblocks;                    /* in the whole model */
 	int in_flight;                  /* micro-batches whose activations it holds */
-	int64_t send_bytes, recv_bytes; /* activations crossing its boundaries */
+	int micro_batches;              /* M: the step runs each once */
+	int64_t send_bytes, recv_bytes; /* activations crossing its boundaries
+	                                   over the step's M micro-batches */
 } PipeStats;
 /* Outermost def call instances in the lowered Dag (its largest block). */
 int pipeline_blocks(const Dag *d);

@@ -5,9 +5,14 @@
  * block to that block's stage (so the head and the loss to the last).
  *
  * Stage s keeps `w` micro-batches in flight: min(K - s, M) under 1F1B, M
- * under GPipe. Its DAG holds w copies of the stage's forward and backward
- * nodes, in the order that peaks: the w forwards, then the w backwards,
- * oldest first. What crosses a stage boundary becomes a node of its own:
+ * under GPipe. Its DAG is the stage's whole step: M copies of the stage's
+ * forward and backward nodes, in the order its schedule runs them. GPipe:
+ * the M forwards, then the M backwards. 1F1B: K - s - 1 forwards (at most
+ * M) to warm up, then a forward and the oldest backward in turn, then the
+ * remaining backwards; so at most w micro-batches are ever in flight, and
+ * the generated program runs exactly this order on the stage's ranks.
+ * What crosses a stage boundary becomes a node of its own (DagNode.pipe,
+ * with the stages it exchanges with in DagNode.peer):
  * - `recv` produces, per micro-batch, each activation (or data input) the
  *   stage reads but does not make, at the start of that micro-batch's
  *   forward; `send` reads each activation a later stage needs, right after
@@ -19,8 +24,9 @@
  * the stage reads (a param read by two stages, like a tied embedding, is
  * held by both); their gradients are shared by the copies and accumulate
  * over the micro-batches, as they do on one GPU (under ZeRO 2/3, each copy
- * has its own, reduce-scattered by distribute.c). Every node records its
- * copy in DagNode.micro_batch.
+ * has its own, reduce-scattered by distribute.c): they are made by the
+ * stage's first backward. Every node records its copy in
+ * DagNode.micro_batch.
  *
  * Reads the Graph (which params an op reads) and the lowered Dag; writes a
  * new Dag in the arena over *d, and the stage's PipeStats. */
@@ -33,14 +39,14 @@ typedef struct Pipe {
 	const Dag *full;
 	Dag *d;                 /* the stage's, being built */
 	Arena *a;
-	int stage, w;
+	int K, stage, w, M;     /* w in flight, M micro-batches (copies) */
+	bool gpipe;
 	int cur;                /* the copy whose nodes are being added */
 	bool grads_per_copy;    /* param gradients reduced per micro-batch */
-	bool grads_from_start;  /* micro-batches beyond those in flight ran */
 	int *stage_of;          /* [full nnode] the stage of each node */
 	int *producer;          /* [full nt] node making the tensor, or -1 */
-	int *copy_t;            /* [w * full nt] stage tensor of (copy, tensor), or -1 */
-	int *copy_n;            /* [w * full nnode] stage node of (copy, node) */
+	int *copy_t;            /* [M * full nt] stage tensor of (copy, tensor), or -1 */
+	int *copy_n;            /* [M * full nnode] stage node of (copy, node) */
 	int cap_t, cap_n;
 	PipeStats *st;
 } Pipe;
@@ -199,7 +205,7 @@ add_n(Pipe *P, const char *name, bool backward, int nin, int nout, int nacc)
 static const char *
 copy_name(Pipe *P, int c, const char *name)
 {
-	return P->w > 1 ? ar_printf(P->a, "mb%d:%s", c, name) : name;
+	return P->M > 1 ? ar_printf(P->a, "mb%d:%s", c, name) : name;
 }
 
 /* Whether full tensor t is made inside the stage. */
@@ -212,10 +218,7 @@ local(const Pipe *P, int t)
 /* The stage tensor of full tensor t in copy c, made on first use. Param
  * gradients are shared by every copy, as they accumulate over the
  * micro-batches, unless ZeRO 2/3 reduce-scatters each micro-batch's
- * gradients into the shard (as --accumulate does). When the stage runs more
- * micro-batches than it holds in flight (1F1B, M > K - s), earlier
- * micro-batches' backwards have run before this step's forwards: their
- * accumulated gradients exist from the start, as under --accumulate. */
+ * gradients into the shard (as --accumulate does). */
 static int
 tensor_of(Pipe *P, int c, int t)
 {
@@ -230,8 +233,6 @@ tensor_of(Pipe *P, int c, int t)
 	if (*slot < 0) {
 		int x = add_t(P, src, shared ? src->name : copy_name(P, c, src->name));
 		*slot = x;
-		if (src->cat == CAT_PARAM_GRADS && P->grads_from_start)
-			P->d->t[x].from_start = true;
 		/* a view of a tensor of the stage stays a view of that tensor's
 		 * copy; what arrives from another stage is a buffer of its own */
 		if (src->view_src >= 0 && local(P, t))
@@ -250,6 +251,37 @@ push(int *list, int *n, int x)
 	list[(*n)++] = x;
 }
 
+/* A boundary node of kind k and its peers: the producer's stage of full
+ * tensor t (receiving an activation, sending its gradient back) or every
+ * later stage whose forward reads t (sending it, receiving the gradients). */
+static int
+add_boundary(Pipe *P, DagPipe k, const char *name, int t, bool backward)
+{
+	const Dag *f = P->full;
+	int x = add_n(P, name, backward, 1, 1, 1);
+	DagNode *n;
+
+	n = &P->d->node[x];
+	n->pipe = k;
+	n->peer = ar_alloc(P->a, sizeof(int) * (size_t)(k == PIPE_SEND || k == PIPE_RECV_GRAD
+	                                                ? P->K + 1 : 1));
+	if (k == PIPE_LOAD)
+		return x;
+	if (k == PIPE_RECV || k == PIPE_SEND_GRAD) {
+		n->peer[n->npeer++] = P->stage_of[P->producer[t]];
+		return x;
+	}
+	for (int v = 0; v < f->nnode; v++) {
+		const DagNode *fn = &f->node[v];
+		bool reads = false;
+		for (int i = 0; !fn->is_backward && i < fn->nin; i++)
+			reads |= fn->in[i] == t;
+		if (reads && P->stage_of[v] > P->stage)
+			push(n->peer, &n->npeer, P->stage_of[v]);
+	}
+	return x;
+}
+
 /* One micro-batch's forward: recv/load nodes for what the stage reads but
  * does not make, then its nodes, each followed by the sends of what a later
  * stage reads. */
@@ -266,8 +298,9 @@ forward_copy(Pipe *P, int c, int *order, int *n, const bool *sent_later)
 			int t = fn->in[i], x;
 			if (local(P, t) || P->copy_t[(size_t)c * (size_t)f->nt + (size_t)t] >= 0)
 				continue;
-			x = add_n(P, ar_printf(P->a, "%s(%s)", P->producer[t] < 0 ? "load" : "recv",
-			          copy_name(P, c, f->t[t].name)), false, 0, 1, 0);
+			x = add_boundary(P, P->producer[t] < 0 ? PIPE_LOAD : PIPE_RECV,
+			                 ar_printf(P->a, "%s(%s)", P->producer[t] < 0 ? "load" : "recv",
+			                           copy_name(P, c, f->t[t].name)), t, false);
 			P->d->node[x].out[P->d->node[x].nout++] = tensor_of(P, c, t);
 			P->d->t[tensor_of(P, c, t)].from_start = false;
 			order[(*n)++] = x;
@@ -297,8 +330,8 @@ forward_copy(Pipe *P, int c, int *order, int *n, const bool *sent_later)
 			int s;
 			if (!sent_later[fn->out[i]])
 				continue;
-			s = add_n(P, ar_printf(P->a, "send(%s)", copy_name(P, c, f->t[fn->out[i]].name)),
-			          false, 1, 0, 0);
+			s = add_boundary(P, PIPE_SEND, ar_printf(P->a, "send(%s)",
+			                 copy_name(P, c, f->t[fn->out[i]].name)), fn->out[i], false);
 			P->d->node[s].in[P->d->node[s].nin++] = tensor_of(P, c, fn->out[i]);
 			order[(*n)++] = s;
 			P->st->send_bytes += f->t[fn->out[i]].bytes;
@@ -319,8 +352,8 @@ backward_copy(Pipe *P, int c, int *order, int *n, const int *grad_of_t,
 		int g = grad_of_t[t], x;
 		if (g < 0 || !sent_later[t] || !local(P, t))
 			continue;
-		x = add_n(P, ar_printf(P->a, "recv_grad(%s)", copy_name(P, c, f->t[t].name)),
-		          true, 0, 0, 1);
+		x = add_boundary(P, PIPE_RECV_GRAD, ar_printf(P->a, "recv_grad(%s)",
+		                 copy_name(P, c, f->t[t].name)), t, true);
 		P->d->node[x].acc[0] = (DagAcc){tensor_of(P, c, g), -1, false};
 		P->d->node[x].nacc = 1;
 		order[(*n)++] = x;
@@ -354,8 +387,8 @@ backward_copy(Pipe *P, int c, int *order, int *n, const int *grad_of_t,
 		int g = grad_of_t[t], x;
 		if (g < 0 || local(P, t) || P->copy_t[(size_t)c * (size_t)f->nt + (size_t)g] < 0)
 			continue;
-		x = add_n(P, ar_printf(P->a, "send_grad(%s)", copy_name(P, c, f->t[t].name)),
-		          true, 1, 0, 0);
+		x = add_boundary(P, PIPE_SEND_GRAD, ar_printf(P->a, "send_grad(%s)",
+		                 copy_name(P, c, f->t[t].name)), t, true);
 		P->d->node[x].in[P->d->node[x].nin++] = tensor_of(P, c, g);
 		order[(*n)++] = x;
 	}
@@ -417,6 +450,49 @@ stage_persistent(Pipe *P)
 	}
 }
 
+/* The stage's step in its schedule's order: GPipe runs every forward, then
+ * every backward; 1F1B warms up with K - s - 1 forwards, then runs the
+ * next forward and the oldest backward in turn, and cools down with the
+ * backwards left. Each micro-batch's backward follows its forward, and
+ * stage s + 1 runs micro-batch m's forward (backward) only after stage s
+ * sent it (before it needs it back): with buffered sends, no rank of the
+ * pipeline waits on another forever. */
+static void
+schedule(Pipe *P, int *order, int *n, const int *grad, const bool *sent_later)
+{
+	int warm = P->gpipe || !P->g->train ? P->M : P->w - 1, b = 0;
+
+	for (P->cur = 0; P->cur < warm; P->cur++)
+		forward_copy(P, P->cur, order, n, sent_later);
+	for (int f = warm; f < P->M; f++, b++) {     /* 1F1B's steady state */
+		P->cur = f;
+		forward_copy(P, f, order, n, sent_later);
+		P->cur = b;
+		backward_copy(P, b, order, n, grad, sent_later);
+	}
+	for (P->cur = b; P->g->train && P->cur < P->M; P->cur++)
+		backward_copy(P, P->cur, order, n, grad, sent_later);
+}
+
+/* The stage's sends and receives keep the schedule's order: each runs after
+ * the one before it (DagNode.fwd_plus1, which every planner honours). A
+ * plan is free to move a receive, which reads nothing, to the start; then
+ * stage 0 would wait for micro-batch 0's gradient before sending its
+ * activation, and the pipeline would deadlock. */
+static void
+chain_boundaries(Dag *d)
+{
+	int prev = -1;
+
+	for (int i = 0; i < d->nbase; i++) {
+		DagNode *nd = &d->node[d->base_order[i]];
+		if (nd->pipe == PIPE_NONE || nd->pipe == PIPE_LOAD)
+			continue;
+		nd->fwd_plus1 = prev + 1;
+		prev = d->base_order[i];
+	}
+}
+
 int
 pipeline_blocks(const Dag *d)
 {
@@ -444,8 +520,10 @@ pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage, PipeStat
 	split_blocks(g, &full, o, nb, first, a);
 	P.w = o->gpipe ? o->micro_batches
 	      : (K - stage < o->micro_batches ? K - stage : o->micro_batches);
+	P.K = K;
+	P.M = o->micro_batches;
+	P.gpipe = o->gpipe;
 	P.grads_per_copy = dist_active(&g->settings.dist) && g->settings.dist.zero >= 2;
-	P.grads_from_start = o->micro_batches > P.w;
 	P.stage_of = ar_alloc(a, sizeof(int) * (size_t)(full.nnode + 1));
 	assign_stages(&P, first, K);
 	P.producer = ar_alloc(a, sizeof(int) * (size_t)(full.nt + 1));
@@ -459,25 +537,24 @@ pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage, PipeStat
 		for (int i = 0; !full.node[v].is_backward && i < full.node[v].nin; i++)
 			if (P.stage_of[v] > stage && local(&P, full.node[v].in[i]))
 				sent_later[full.node[v].in[i]] = true;
-	nct = (size_t)P.w * (size_t)full.nt;
+	nct = (size_t)P.M * (size_t)full.nt;
 	P.copy_t = ar_alloc(a, sizeof(int) * (nct + 1));
-	P.copy_n = ar_alloc(a, sizeof(int) * ((size_t)P.w * (size_t)full.nnode + 1));
+	P.copy_n = ar_alloc(a, sizeof(int) * ((size_t)P.M * (size_t)full.nnode + 1));
 	for (size_t i = 0; i < nct; i++)
 		P.copy_t[i] = -1;
 	memset(d, 0, sizeof *d);
 	grad = grads_by_tensor(&P);
 	stage_persistent(&P);
-	order = ar_alloc(a, sizeof(int) * (size_t)(P.w * (full.nnode + 2 * full.nt) + 1));
-	for (P.cur = 0; P.cur < P.w; P.cur++)
-		forward_copy(&P, P.cur, order, &n, sent_later);
-	for (P.cur = 0; g->train && P.cur < P.w; P.cur++)
-		backward_copy(&P, P.cur, order, &n, grad, sent_later);
+	order = ar_alloc(a, sizeof(int) * ((size_t)P.M * (size_t)(full.nnode + 2 * full.nt) + 1));
+	schedule(&P, order, &n, grad, sent_later);
 	ir_assert(n == d->nnode);
 	d->base_order = order;
 	d->nbase = n;
+	chain_boundaries(d);
 	st->stage = stage;
 	st->first_block = first[stage];
 	st->last_block = first[stage + 1] - 1;
 	st->in_flight = P.w;
+	st->micro_batches = P.M;
 	dag_finish(d);
 }

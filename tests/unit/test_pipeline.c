@@ -76,10 +76,10 @@ test_split_and_in_flight(void **state)
 		assert_int_equal(an.pipe.last_block, 2 + 2 * s);
 		assert_int_equal(an.pipe.in_flight, 2 - s);
 		pers += an.d.persistent[CAT_PARAMS];
-		fwd += an.d.forward_cost / an.pipe.in_flight;
-		/* one send (stage 0) or receive (stage 1) per micro-batch in flight */
-		assert_int_equal(count_nodes(&an.d, s ? "recv(" : "send("), an.pipe.in_flight);
-		assert_int_equal(count_nodes(&an.d, s ? "send_grad(" : "recv_grad("), an.pipe.in_flight);
+		fwd += an.d.forward_cost / 4;
+		/* the whole step: one send (stage 0) or receive (stage 1) per micro-batch */
+		assert_int_equal(count_nodes(&an.d, s ? "recv(" : "send("), 4);
+		assert_int_equal(count_nodes(&an.d, s ? "send_grad(" : "recv_grad("), 4);
 		ar_free(&a);
 		assert_int_equal(run(&an, &a, 2, s, 4, true, 0, NULL), 0);
 		assert_int_equal(an.pipe.in_flight, 4);
@@ -130,31 +130,90 @@ test_explicit_split(void **state)
 	ar_free(&a);
 }
 
-/* Under 1F1B the last of 2 stages holds 1 micro-batch in flight but runs
- * all M: with M = 4 the backwards of earlier micro-batches ran before this
- * step's forward, so the accumulated gradients of its params (two f32
- * [32, 32] weights) are live from the first step; with M = 1 they are not
- * yet made. Everything else is the same DAG. */
+/* The stage's step in its schedule's order, as a string of F<m> and B<m>
+ * (a micro-batch's forward, backward), one per change of phase. */
 static void
-test_last_stage_grads(void **state)
+phases(const Dag *d, char *buf, size_t n)
+{
+	int last = -1;
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < d->nbase; i++) {
+		const DagNode *nd = &d->node[d->base_order[i]];
+		int key = nd->micro_batch * 2 + nd->is_backward;
+		if (key == last)
+			continue;
+		last = key;
+		len += (size_t)snprintf(buf + len, n - len, "%c%d ", nd->is_backward ? 'B' : 'F',
+		                        nd->micro_batch);
+		assert_true(len < n);
+	}
+}
+
+/* 1F1B on stage 0 of 2 with M = 4: one forward to warm up, then a forward
+ * and the oldest backward in turn, then the last backward; stage 1 runs
+ * each micro-batch's backward right after its forward; GPipe runs every
+ * forward first. The accumulated gradients are made by the first backward,
+ * never live from the start. */
+static void
+test_schedule_order(void **state)
 {
 	Analysis an;
 	Arena a;
-	int64_t first[2];
+	char got[128];
 
 	(void)state;
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(run(&an, &a, 2, 1, i ? 4 : 1, false, 0, NULL), 0);
-		assert_int_equal(an.pipe.in_flight, 1);
-		first[i] = an.base.live_bytes[0];
-		ar_free(&a);
-	}
-	assert_int_equal(first[1] - first[0], 2 * 32 * 32 * 4);
-	/* stage 0 holds both micro-batches of M = 2: nothing ran before */
-	assert_int_equal(run(&an, &a, 2, 0, 2, false, 0, NULL), 0);
+	assert_int_equal(run(&an, &a, 2, 0, 4, false, 0, NULL), 0);
+	phases(&an.d, got, sizeof got);
+	assert_string_equal(got, "F0 F1 B0 F2 B1 F3 B2 B3 ");
 	for (int t = 0; t < an.d.nt; t++)
 		assert_false(an.d.t[t].cat == CAT_PARAM_GRADS && an.d.t[t].from_start);
 	ar_free(&a);
+	assert_int_equal(run(&an, &a, 2, 1, 4, false, 0, NULL), 0);
+	phases(&an.d, got, sizeof got);
+	assert_string_equal(got, "F0 B0 F1 B1 F2 B2 F3 B3 ");
+	ar_free(&a);
+	assert_int_equal(run(&an, &a, 2, 1, 3, true, 0, NULL), 0);
+	phases(&an.d, got, sizeof got);
+	assert_string_equal(got, "F0 F1 F2 B0 B1 B2 ");
+	ar_free(&a);
+}
+
+/* The boundary nodes say what they exchange with which stage (stage 0
+ * sends to 1 and receives gradients from it; stage 1 the reverse; loads
+ * have no peer), and each send or receive follows the one before it in
+ * the schedule (fwd_plus1), so that no plan reorders the messages. */
+static void
+test_boundary_nodes(void **state)
+{
+	Analysis an;
+	Arena a;
+
+	(void)state;
+	for (int s = 0; s < 2; s++) {
+		int prev = -1, nb = 0;
+		assert_int_equal(run(&an, &a, 2, s, 3, false, 0, NULL), 0);
+		for (int i = 0; i < an.d.nbase; i++) {
+			int v = an.d.base_order[i];
+			const DagNode *nd = &an.d.node[v];
+			if (nd->pipe == PIPE_NONE)
+				continue;
+			if (nd->pipe == PIPE_LOAD) {
+				assert_int_equal(nd->npeer, 0);
+				continue;
+			}
+			nb++;
+			assert_int_equal(nd->npeer, 1);
+			assert_int_equal(nd->peer[0], 1 - s);
+			assert_true(s ? nd->pipe == PIPE_RECV || nd->pipe == PIPE_SEND_GRAD
+			              : nd->pipe == PIPE_SEND || nd->pipe == PIPE_RECV_GRAD);
+			assert_int_equal(nd->fwd_plus1, prev + 1);
+			prev = v;
+		}
+		assert_int_equal(nb, 2 * 3);    /* one each way per micro-batch */
+		ar_free(&a);
+	}
 }
 
 int
@@ -164,7 +223,8 @@ main(void)
 		cmocka_unit_test(test_split_and_in_flight),
 		cmocka_unit_test(test_gpipe_holds_more),
 		cmocka_unit_test(test_explicit_split),
-		cmocka_unit_test(test_last_stage_grads),
+		cmocka_unit_test(test_schedule_order),
+		cmocka_unit_test(test_boundary_nodes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
