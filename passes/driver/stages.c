@@ -107,7 +107,7 @@ stages_program(const Program *p, const char *file, const NetOptions *o,
 	Arena *ar = xcalloc((size_t)K, sizeof *ar);
 	Analysis *an = xcalloc((size_t)K, sizeof *an);
 	CgStage *st = xcalloc((size_t)K, sizeof *st);
-	PassOptions quiet = po ? *po : (PassOptions){0, NULL, pass_checks_default()};
+	PassOptions quiet = po ? *po : (PassOptions){0, NULL, pass_checks_default(), NULL};
 	Diag d;
 
 	quiet.dump = 0;
