@@ -489,6 +489,24 @@ rt_tag(int64_t tag)
 		rt_die("a pipeline message tag past MPI_TAG_UB");
 	return (int)tag;
 }
+
+/* The memory MPI sends from or receives into for t: t's own, or in a CUDA
+ * build a host buffer (the pipeline's messages go through host memory),
+ * which the caller copies and frees. */
+RT_FN void *
+rt_msg_buf(RtT t, int64_t bytes)
+{
+#ifdef RT_GPU
+	void *h = malloc((size_t)(bytes ? bytes : 1));
+	if (!h)
+		rt_die("out of memory");
+	(void)t;
+	return h;
+#else
+	(void)bytes;
+	return t.p;
+#endif
+}
 #endif
 
 /* Tensor t to the same data rank of `stage`. */
@@ -497,11 +515,8 @@ rt_send(RtT t, int stage, int64_t tag)
 {
 #ifdef REMAT_MPI
 	int64_t bytes = t.n * rt_dtsize(t.dt);
-	void *h = t.p;
+	void *h = rt_msg_buf(t, bytes);
 #ifdef RT_GPU
-	h = malloc((size_t)(bytes ? bytes : 1));
-	if (!h)
-		rt_die("out of memory");
 	rt_cuda(cudaMemcpy(h, t.p, (size_t)bytes, cudaMemcpyDeviceToHost), "send");
 #endif
 	MPI_Bsend(h, rt_count(bytes), MPI_BYTE, stage * rt_nranks + rt_rank, rt_tag(tag),
@@ -520,12 +535,8 @@ rt_recv(RtT t, int stage, int64_t tag, int activation)
 {
 #ifdef REMAT_MPI
 	int64_t bytes = t.n * rt_dtsize(t.dt);
-	void *h = t.p;
-#ifdef RT_GPU
-	h = malloc((size_t)(bytes ? bytes : 1));
-	if (!h)
-		rt_die("out of memory");
-#endif
+	void *h = rt_msg_buf(t, bytes);
+
 	MPI_Recv(h, rt_count(bytes), MPI_BYTE, stage * rt_nranks + rt_rank, rt_tag(tag),
 	         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 #ifdef RT_GPU
