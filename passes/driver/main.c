@@ -750,6 +750,8 @@ compile(Options *o, const Source *src, Arena *a, Arena *tree)
 	int rc;
 
 	diag_init(&d, src, stderr);
+	if (analyzed_once(o))
+		heap_for_tree();
 	prog = analyzed_once(o) ? net_parse_once(src, tree, &d) : net_parse(src, tree, &d);
 	if (!prog || d.nerrors)
 		return 1;
@@ -847,7 +849,6 @@ main(int argc, char **argv)
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	heap_for_tree();
 	parse_args(&o, argc, argv);
 	if (o.checkmate)
 		rc = cm_run(o.file, &o.goal, o.json, o.verify, stdout);
