@@ -583,7 +583,11 @@ search(RmCtx *C, RmPool *pool, int64_t budget, double cap, const Knobs *K)
 			if ((cap < 0 || (double)pool->c[i].cost <= cap) && pool->c[i].peak < T)
 				T = pool->c[i].peak;
 		int64_t step = (T - lb) / 4 + 1;
-		for (int k = 0; k < 2 * K->ladder && step > 0 && T - step >= lb; k++) {
+		/* down to 2^-16 of the base peak: the same rungs whatever the
+		 * unit of the bytes (halving to 0 took 57 failed rungs per order
+		 * on a graph with bytes near 2^57, 0.2 s on 40 nodes) */
+		int64_t least = K->base >> 16;
+		for (int k = 0; k < 2 * K->ladder && step > least && T - step >= lb; k++) {
 			const MemEval *ev = candidate(&D, pool, T - step, K->tries, cap);
 			if (ev && ev->peak < T &&
 			    (cap < 0 || (double)ev->recompute_cost <= cap))
