@@ -104,6 +104,43 @@ grads_match() {
 		      exit bad }' $(r=0; while [ $r -lt "$2" ]; do echo "$1.single.$r"; r=$((r + 1)); done) $3
 }
 
+# Runs program $1 on $2 ranks in both modes and appends to $bad what
+# differs on each rank w: not OK, or measured peak, prediction and the
+# report's peak (printed by the command $3 given w) not all equal.
+check_ranks() {
+	for m in tracked arena; do
+		mpi_run "$1" "$2" $m || bad="$bad $m: mpirun failed;"
+		w=0
+		while [ $w -lt "$2" ]; do
+			f="$1.$m.$w"
+			want=$($3 $w)
+			grep -q "^rank $w: OK$" "$f" 2>/dev/null || bad="$bad $m rank $w: not OK;"
+			got=$(sed -n "s/^rank $w: measured peak: \([0-9]*\) bytes.*/\1/p" "$f" 2>/dev/null)
+			pred=$(sed -n "s/^rank $w: predicted peak: \([0-9]*\) bytes/\1/p" "$f" 2>/dev/null)
+			[ -n "$got" ] && [ "$got" = "$pred" ] && [ "$pred" = "$want" ] ||
+				bad="$bad $m rank $w: measured ${got:-?}, predicted ${pred:-?}, report ${want:-?};"
+			w=$((w + 1))
+		done
+	done
+}
+
+# The single-process reference of case $1 (flags $2, example $3): the same
+# net and level without the distribution flags, as $1.single; false when
+# remat or the compiler fails.
+build_single() {
+	# shellcheck disable=SC2086
+	"$REMAT" $(echo "$2" | sed 's/--[a-z-]* [0-9a-zA-Z]*//g') -o "$1.single.c" \
+	     "$ex/$3.net" >/dev/null 2>>"$1.err" &&
+	"$CC" -x c -std=c11 -O1 -DREMAT_HOST "$1.single.c" -o "$1.single" -lm 2>>"$1.err"
+}
+
+# the report's peak (every rank the same) and a stage's, for check_ranks
+report_peak() { sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p' "$stem.report"; }
+stage_peak() {
+	tr -d '\n' <"$stem.json" |
+	sed -n "s/.*{\"stage\": $(($1 / N)),[^}]*\"peak_bytes\": \([0-9]*\).*/\1/p"
+}
+
 run_case() {
 	name=$1 np=$2 flags=$3 net=$4
 	stem="$out/$name"
@@ -114,31 +151,16 @@ run_case() {
 		notok "$name: emit or mpicc failed"; sed 's/^/# /' "$stem.err" | head -20
 		i=$((i + 2)); return
 	fi
-	want=$(sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p' "$stem.report")
+	want=$(report_peak)
 	bad=
-	for m in tracked arena; do
-		mpi_run "$stem" "$np" $m || bad="$bad $m: mpirun failed;"
-		r=0
-		while [ $r -lt "$np" ]; do
-			f="$stem.$m.$r"
-			grep -q "^rank $r: OK$" "$f" 2>/dev/null || bad="$bad $m rank $r: not OK;"
-			got=$(sed -n "s/^rank $r: measured peak: \([0-9]*\) bytes.*/\1/p" "$f" 2>/dev/null)
-			pred=$(sed -n "s/^rank $r: predicted peak: \([0-9]*\) bytes/\1/p" "$f" 2>/dev/null)
-			[ -n "$got" ] && [ "$got" = "$pred" ] && [ "$pred" = "$want" ] ||
-				bad="$bad $m rank $r: measured ${got:-?}, predicted ${pred:-?}, report ${want:-?};"
-			r=$((r + 1))
-		done
-	done
+	check_ranks "$stem" "$np" report_peak
 	if [ -z "$bad" ]; then
 		ok "$name: $np ranks, each measured peak = predicted = report ($want bytes)"
 	else
 		notok "$name:$bad"; sed 's/^/# /' "$stem.err" | head -10
 	fi
-	# the single-process reference: same net and level, one rank per data rank
-	# shellcheck disable=SC2086
-	if ! "$REMAT" $(echo "$flags" | sed 's/--[a-z]* [0-9a-zA-Z]*//g') -o "$stem.single.c" \
-	     "$ex/$net.net" >/dev/null 2>>"$stem.err" ||
-	   ! "$CC" -x c -std=c11 -O1 -DREMAT_HOST "$stem.single.c" -o "$stem.single" -lm 2>>"$stem.err"; then
+	# the single-process reference: one rank per data rank
+	if ! build_single "$stem" "$flags" "$net"; then
 		notok "$name: single-process program failed"; i=$((i + 1)); return
 	fi
 	bad=
@@ -226,31 +248,14 @@ run_pipe() {
 		i=$((i + 2)); return
 	fi
 	bad=
-	for m in tracked arena; do
-		mpi_run "$stem" "$np" $m || bad="$bad $m: mpirun failed;"
-		w=0
-		while [ $w -lt "$np" ]; do
-			f="$stem.$m.$w"
-			want=$(tr -d '\n' <"$stem.json" |
-			       sed -n "s/.*{\"stage\": $((w / N)),[^}]*\"peak_bytes\": \([0-9]*\).*/\1/p")
-			grep -q "^rank $w: OK$" "$f" 2>/dev/null || bad="$bad $m rank $w: not OK;"
-			got=$(sed -n "s/^rank $w: measured peak: \([0-9]*\) bytes.*/\1/p" "$f" 2>/dev/null)
-			pred=$(sed -n "s/^rank $w: predicted peak: \([0-9]*\) bytes/\1/p" "$f" 2>/dev/null)
-			[ -n "$got" ] && [ "$got" = "$pred" ] && [ "$pred" = "$want" ] ||
-				bad="$bad $m rank $w: measured ${got:-?}, predicted ${pred:-?}, report ${want:-?};"
-			w=$((w + 1))
-		done
-	done
+	check_ranks "$stem" "$np" stage_peak
 	if [ -z "$bad" ]; then
 		ok "$name: $K stages x $N ranks, each measured peak = predicted = its stage's report"
 	else
 		notok "$name:$bad"; sed 's/^/# /' "$stem.err" | head -10
 	fi
-	# the single-process reference: same net and level, one run per data rank
-	# shellcheck disable=SC2086
-	if ! "$REMAT" $(echo "$flags" | sed 's/--[a-z-]* [0-9a-zA-Z]*//g') -o "$stem.single.c" \
-	     "$ex/$net.net" >/dev/null 2>>"$stem.err" ||
-	   ! "$CC" -x c -std=c11 -O1 -DREMAT_HOST "$stem.single.c" -o "$stem.single" -lm 2>>"$stem.err"; then
+	# the single-process reference: one run per data rank
+	if ! build_single "$stem" "$flags" "$net"; then
 		notok "$name: single-process program failed"; i=$((i + 1)); return
 	fi
 	d=0
