@@ -58,7 +58,7 @@ if [ -n "$p2" ] && [ "$p2" -le $((bound + bound / 20)) ]; then
 else
 	echo "not ok 4 - mlp -O2 '$p2' over 1.05 x $bound"
 fi
-# field NAME: the first "NAME": {"peak_bytes": N} of the JSON on stdin
+# base NAME: the peak of baseline NAME ("NAME": {"peak_bytes": N}) in the JSON on stdin
 base() { tr -d '\n' | sed -n "s/.*\"$1\": {\"peak_bytes\": \([0-9]*\).*/\1/p"; }
 i=4
 for f in examples/*.net; do
