@@ -62,6 +62,35 @@ plan_base(const Dag *d, const PlanGoal *goal, Arena *a)
 	return r;
 }
 
+/* Whether the base schedule, valid, meets the lower bound; it is then
+ * optimal for any goal (no peak is smaller, no recompute cheaper than its
+ * none) and *r is its plan. An inference chain is such a graph: the
+ * search's model of the DAG (about 200 bytes a node) is not built. */
+static bool
+base_at_bound(const Dag *d, const PlanGoal *goal, Arena *a, PlanResult *r)
+{
+	Schedule base;
+	MemEval ev;
+	Arena s;
+	bool at;
+
+	ar_init(&s);
+	base = dag_base_schedule(d, &s);
+	lv_eval(d, &base, &ev, &s);
+	at = ev.valid && ev.peak == rm_lower_bound(d);
+	if (at) {
+		memset(r, 0, sizeof *r);
+		r->sched.n = base.n;
+		r->sched.step = ar_alloc(a, sizeof *r->sched.step * (size_t)(base.n + 1));
+		memcpy(r->sched.step, base.step, sizeof *base.step * (size_t)base.n);
+		r->peak = ev.peak;
+		r->fits = goal->budget < 0 || ev.peak <= goal->budget;
+		r->lower_bound = ev.peak;
+	}
+	ar_free(&s);
+	return at;
+}
+
 PlanResult
 rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 {
@@ -73,6 +102,8 @@ rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 
 	if (goal->exact)
 		return rm_plan_exact(d, goal, a);
+	if (goal->level >= 2 && base_at_bound(d, goal, a, &r))
+		return r;
 	rm_ctx_init(&C, d);
 	C.lower = rm_lower_bound(d);
 	st = rm_state_new(&C, &C.mem);
