@@ -92,6 +92,15 @@ after_pass(const Analysis *an, Pass p, const Schedule *s, const PassOptions *po,
 	return 0;
 }
 
+static bool
+has_backward_step(const MemEval *ev)
+{
+	for (int i = 0; i < ev->nsteps; i++)
+		if (ev->kind[i] == STEP_BACKWARD)
+			return true;
+	return false;
+}
+
 /* The lower bound's parts, and for a planned level the plans
  * users write by hand (sqrt(n) and per-def checkpointing), replayed
  * through the verifier with --verify. */
@@ -106,6 +115,14 @@ baselines(Analysis *an, const PlanGoal *goal, bool verify, Arena *a)
 	if (goal->level == 0)
 		return 0;
 	an->has_baselines = true;
+	if (!has_backward_step(&an->base)) {
+		/* neither applies: the -O0 peak, as rm_plan_sqrtn would find
+		 * it by evaluating the base again (twice 20 MB on 300k ops) */
+		an->sqrtn = (PlanResult){.peak = an->base.peak, .fits = true,
+		                         .lower_bound = an->lb.bytes};
+		an->perblock = an->sqrtn;
+		return 0;
+	}
 	an->sqrtn = rm_plan_sqrtn(&an->d, a);
 	an->perblock = rm_plan_perblock(&an->d, a);
 	for (int i = 0; i < 2 && verify; i++)
@@ -227,11 +244,14 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	base = dag_base_schedule(&an->d, a);
 	if ((rc = vf_evaluate(&an->d, &base, &an->base, verify, a)))
 		return rc;
-	if (goal->level == 0 && goal->budget < 0 && !goal->exact) {
-		/* -O0 is the base schedule: no planning, no second evaluation */
+	if (!goal->exact && ((goal->level == 0 && goal->budget < 0) ||
+	                     (goal->level >= 2 && an->base.peak == rm_lower_bound(&an->d)))) {
+		/* -O0 is the base schedule: no planning, no second evaluation;
+		 * so is -O2 when the base meets the lower bound (rm_plan would
+		 * find the same: nothing beats it, whatever the goal) */
 		an->plan.sched = base;
 		an->plan.peak = an->base.peak;
-		an->plan.fits = true;
+		an->plan.fits = goal->budget < 0 || an->base.peak <= goal->budget;
 		an->plan.lower_bound = rm_lower_bound(&an->d);
 		an->ev = an->base;
 		if ((rc = after_pass(an, PASS_PLAN, &an->plan.sched, po, a)))
