@@ -13,6 +13,7 @@ ast_init(Ast *ast, Arena *a, Diag *d, const char *file)
 	ast->a = a;
 	ast->d = d;
 	ast->file = file;
+	ast->fid = loc_intern(file);
 	ast->line = 1;
 	ast->col = 1;
 }
@@ -20,7 +21,7 @@ ast_init(Ast *ast, Arena *a, Diag *d, const char *file)
 Loc
 ast_loc(const Ast *ast, int line, int col)
 {
-	return (Loc){ast->file, line, col};
+	return loc_at(ast->fid, line, col);
 }
 
 /* Grows a list of elements of size elsz so that one more fits. Lists

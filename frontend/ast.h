@@ -162,6 +162,7 @@ typedef struct Ast {
 	int npieces, cappieces;
 	Diag *d;
 	const char *file;
+	int fid;                /* file's loc_intern index, for ast_loc */
 	Program *prog;          /* set by the start rule */
 	/* scanner */
 	int line, col;          /* position of the next byte */

@@ -447,7 +447,7 @@ apply_overrides(Inst *in)
 		const DimOverride *ov = &in->o->defs[i];
 		int *k = map_find(&in->dims, ov->name, 0);
 		if (!k) {
-			diag_error(in->d, (Loc){in->p->file, 0, 0},
+			diag_error(in->d, loc_make(in->p->file, 0, 0),
 			           "-D %s=%lld: no dim or batch named '%s'", ov->name,
 			           (long long)ov->value, ov->name);
 			continue;
@@ -594,7 +594,7 @@ inst_dims_and_settings(Inst *in)
 {
 	const NetOptions *o = in->o;
 	Settings *st = &in->g->settings;
-	Loc accloc = {in->p->file, 0, 0};
+	Loc accloc = loc_make(in->p->file, 0, 0);
 	int64_t k;
 
 	st->optimizer = OPT_ADAMW;
@@ -619,7 +619,7 @@ inst_dims_and_settings(Inst *in)
 		st->mixed = o->mixed;
 	st->pytorch = o->pytorch;
 	if (o->accumulate_set) {
-		accloc = (Loc){in->p->file, 0, 0};
+		accloc = loc_make(in->p->file, 0, 0);
 		if (o->accumulate < 1)
 			diag_error(in->d, accloc, "--accumulate %lld: must be at least 1",
 			           (long long)o->accumulate);

@@ -921,7 +921,7 @@ net_instantiate(const Program *p, const NetOptions *o, Graph *g, Diag *d)
 	if (!g->file)
 		g->file = p->file;
 	if (!p->stmts->n)       /* no line to point at: the whole file is empty */
-		diag_error(d, (Loc){p->file, 0, 0}, "no statements (the file is empty or "
+		diag_error(d, loc_make(p->file, 0, 0), "no statements (the file is empty or "
 		           "only comments)");
 	check_placement(&in, p->stmts, true, false);
 	inst_defs(&in);

@@ -26,7 +26,7 @@ loss_loc(const Graph *g)
 	for (int i = 0; i < g->noutputs; i++)
 		if (g->outputs[i] == g->loss && g->output_loc)
 			return g->output_loc[i];
-	return (Loc){g->file, 0, 0};
+	return loc_make(g->file, 0, 0);
 }
 
 /* Checks the training output; 0 when backward can start from it. */
@@ -42,7 +42,7 @@ check_loss(const Graph *g, Diag *d)
 		return 1;
 	}
 	if (g->loss < 0) {
-		diag_error(d, (Loc){g->file, 0, 0}, "training needs an output");
+		diag_error(d, loc_make(g->file, 0, 0), "training needs an output");
 		return 1;
 	}
 	t = &g->t[g->loss];
