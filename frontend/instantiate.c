@@ -724,8 +724,7 @@ decl_type(Inst *in, Scope *sc, Tensor *t, const Type *ty)
 		ok &= dims_of(in, sc, ty->dims->v[i], &shape[i]);
 	if (!ok)
 		return;
-	t->ndim = ty->dims->n;
-	memcpy(t->shape, shape, sizeof shape[0] * (size_t)t->ndim);
+	ir_set_shape(in->g, t, ty->dims->n, shape);
 }
 
 /* param w : T;  input x : T; */

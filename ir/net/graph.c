@@ -137,6 +137,37 @@ ir_set_params(Graph *g, int o, const OpParams *p)
 	*op->p = *p;
 }
 
+void
+ir_set_shape(Graph *g, Tensor *t, int ndim, const int64_t *shape)
+{
+	/* a scalar's shape: non-NULL, so that copying zero axes from it is
+	 * well defined; nothing is ever written through a shape */
+	static int64_t no_axes[1];
+	int64_t *s;
+
+	ir_assert(ndim >= -1 && ndim <= IR_MAXDIM);
+	if (ndim > 0 && t->ndim == ndim && t->shape &&
+	    !memcmp(t->shape, shape, sizeof *s * (size_t)ndim))
+		return;         /* the shape it has: a pass run again */
+	if (ndim <= 0) {
+		t->ndim = ndim;
+		if (ndim == 0)
+			t->shape = no_axes;
+		return;
+	}
+	s = ar_array(g->arena, (size_t)ndim, sizeof *s);
+	memcpy(s, shape, sizeof *s * (size_t)ndim);
+	t->shape = s;
+	t->ndim = ndim;
+}
+
+void
+ir_share_shape(Tensor *t, const Tensor *from)
+{
+	t->shape = from->shape;
+	t->ndim = from->ndim;
+}
+
 int
 ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc)
 {

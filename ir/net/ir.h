@@ -52,10 +52,15 @@ typedef enum TensorKind {
 } TensorKind;
 
 /* A million-op graph has millions of these: the small fields are bit
- * fields and packed at the end (144 bytes, no padding). */
+ * fields and packed at the end (80 bytes, no padding). The shape lives out
+ * of line, ndim elements in the graph's arena: most tensors have two to
+ * four axes, and room for IR_MAXDIM in every one was 64 of 144 bytes. */
 typedef struct Tensor {
 	const char *id;         /* stable id: "block.3.h@1", "x:mask", "grad(h)" */
-	int64_t shape[IR_MAXDIM];
+	int64_t *shape;         /* [ndim], set by ir_set_shape only; NULL until
+	                           the first shape is set. Tensors may share one
+	                           array (a grad has its tensor's), so never
+	                           write through it: set a new shape instead */
 	int64_t numel;          /* elements */
 	int64_t bytes;          /* numel * dtype_size: its logical size, also for views */
 	const char *role;       /* extras: "mask", "mean", "rstd", "lse", "lsm", "indices" */
@@ -252,6 +257,12 @@ int ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc);
 /* Creates op `o`'s outputs (ids given) and its extras (ids "<out0>:<role>",
  * roles from the op table), setting producer and kind. */
 void ir_set_outputs(Graph *g, int o, const char *const *ids, int nout);
+/* Gives t (a tensor of g) ndim axes of the given sizes (copied into g's
+ * arena), or ndim -1: unknown. */
+void ir_set_shape(Graph *g, Tensor *t, int ndim, const int64_t *shape);
+/* Gives t from's shape, sharing its array: an elementwise op's output,
+ * a tensor's grad. */
+void ir_share_shape(Tensor *t, const Tensor *from);
 void ir_params_default(OpParams *p);
 extern const OpParams ir_no_params;     /* the defaults, shared read-only */
 /* Stores p as op o's parameters (allocating them if o shared the defaults). */

@@ -194,8 +194,7 @@ make_grad(Graph *g, int t)
 
 	x = &g->t[t];   /* g->t may have moved */
 	gr->dtype = param && g->settings.mixed ? DT_F32 : x->dtype;
-	gr->ndim = x->ndim;
-	memcpy(gr->shape, x->shape, sizeof gr->shape);
+	ir_share_shape(gr, x);
 	gr->numel = x->numel;
 	gr->scope = x->scope;
 	gr->grad_of = t;

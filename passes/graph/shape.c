@@ -139,6 +139,24 @@ size_tensor(Tensor *t)
 	return true;
 }
 
+/* Gives x the shape, sharing the array of an input that has the same one
+ * (most ops keep a shape): 300k chained ops would otherwise hold 300k
+ * copies of it. */
+static void
+set_shape(Ctx *c, Tensor *x, int ndim, const int64_t *shape)
+{
+	for (int i = 0; i < c->op->nin; i++) {
+		const Tensor *a = in(c, i);
+
+		if (a->ndim == ndim && a->shape &&
+		    !memcmp(a->shape, shape, sizeof(int64_t) * (size_t)ndim)) {
+			ir_share_shape(x, a);
+			return;
+		}
+	}
+	ir_set_shape(c->g, x, ndim, shape);
+}
+
 /* Gives tensor t its type; reports a tensor too large to hold. */
 static int
 set_type(Ctx *c, int t, Dtype dt, int ndim, const int64_t *shape)
@@ -147,8 +165,7 @@ set_type(Ctx *c, int t, Dtype dt, int ndim, const int64_t *shape)
 
 	ir_assert(ndim >= 0 && ndim <= IR_MAXDIM);
 	x->dtype = dt;
-	x->ndim = ndim;
-	memmove(x->shape, shape, sizeof(int64_t) * (size_t)ndim);
+	set_shape(c, x, ndim, shape);
 	if (!size_tensor(x)) {
 		x->ndim = -1;
 		return err(c, "'%s' %s %s is larger than 2^62 bytes", x->id,

@@ -54,14 +54,15 @@ int
 decl(const char *id, TensorKind k, Dtype dt, int ndim, ...)
 {
 	int t = ir_add_tensor(&g, id, k, loc_make("t.net", 1, 1));
+	int64_t shape[IR_MAXDIM];
 	va_list ap;
 
 	g.t[t].dtype = dt;
-	g.t[t].ndim = ndim;
 	va_start(ap, ndim);
 	for (int i = 0; i < ndim; i++)
-		g.t[t].shape[i] = va_arg(ap, int);
+		shape[i] = va_arg(ap, int);
 	va_end(ap);
+	ir_set_shape(&g, &g.t[t], ndim, shape);
 	return t;
 }
 
