@@ -43,7 +43,7 @@ grow(Ast *ast, void *v, int n, int *cap, size_t elsz)
 static Expr *
 node(Ast *ast, ExprKind kind, Loc loc)
 {
-	Expr *e = ar_alloc(ast->a, sizeof *e);
+	Expr *e = ar_array(ast->a, 1, sizeof *e);
 
 	e->kind = kind;
 	e->loc = loc;
@@ -56,7 +56,7 @@ node(Ast *ast, ExprKind kind, Loc loc)
 static void
 set_depth(Ast *ast, Expr *e, int below)
 {
-	e->depth = below + 1;
+	e->depth = below < AST_MAXDEPTH ? below + 1 : AST_MAXDEPTH + 1;
 	if (e->depth > AST_MAXDEPTH && !ast->deep_reported) {
 		ast->deep_reported = true;
 		diag_error(ast->d, e->loc, "expression nested too deeply (more than %d levels)",
@@ -298,7 +298,7 @@ ast_type(Ast *ast, Loc loc, Dtype dt, ExprList *dims)
 static Stmt *
 stmt(Ast *ast, StmtKind kind, Loc loc)
 {
-	Stmt *s = ar_alloc(ast->a, sizeof *s);
+	Stmt *s = ar_array(ast->a, 1, sizeof *s);
 
 	s->kind = kind;
 	s->loc = loc;

@@ -42,7 +42,9 @@ void *ar_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
 void *ar_array(Arena *a, size_t n, size_t size);
 void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; old
                                  may be moved or freed; bytes past oldn are
-                                 not necessarily zero: fill what you use */
+                                 not necessarily zero: fill what you use;
+                                 aligned as newn allows (at most 16), as
+                                 ar_array */
 /* Gives back an array that ar_grow put on the heap (a large one), now;
  * anything else stays until ar_free. For tables rebuilt in a new array
  * rather than grown in place. */
