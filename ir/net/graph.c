@@ -161,6 +161,18 @@ ir_set_shape(Graph *g, Tensor *t, int ndim, const int64_t *shape)
 	t->ndim = ndim;
 }
 
+const char *
+ir_op_scope(const Graph *g, const Op *o)
+{
+	return o->nout > 0 ? g->t[o->out[0]].scope : "";
+}
+
+int64_t
+ir_op_workspace(const Op *o)
+{
+	return o->custom ? o->custom->workspace : 0;
+}
+
 void
 ir_share_shape(Tensor *t, const Tensor *from)
 {
@@ -218,13 +230,12 @@ ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc)
 	} else {
 		op->p = (OpParams *)&ir_no_params;      /* never written: see ir.h */
 	}
-	op->scope = "";
 	op->loc = loc;
 	return g->nop++;
 }
 
 void
-ir_set_outputs(Graph *g, int o, const char *const *ids, int nout)
+ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *scope)
 {
 	const OpInfo *info = &ir_optab[g->op[o].kind];
 	int i, t, nextra;
@@ -234,7 +245,7 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout)
 	for (i = 0; i < nout; i++) {
 		t = ir_add_tensor(g, ids[i], TK_ACT, g->op[o].loc);
 		g->t[t].producer = o;
-		g->t[t].scope = g->op[o].scope;
+		g->t[t].scope = scope;
 		g->op[o].out[i] = t;
 	}
 	nextra = info->nextra;
@@ -243,7 +254,7 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout)
 		t = ir_add_tensor(g, id, TK_EXTRA, g->op[o].loc);
 		g->t[t].producer = o;
 		g->t[t].role = info->extra_role[i];
-		g->t[t].scope = g->op[o].scope;
+		g->t[t].scope = scope;
 		g->op[o].extra[i] = t;
 	}
 	g->op[o].nextra = nextra;
@@ -260,7 +271,7 @@ ir_add_extra(Graph *g, int o, int k)
 	                            info->extra_role[k]), TK_EXTRA, g->op[o].loc);
 	g->t[t].producer = o;
 	g->t[t].role = info->extra_role[k];
-	g->t[t].scope = g->op[o].scope;
+	g->t[t].scope = ir_op_scope(g, &g->op[o]);
 	g->op[o].extra[k] = t;
 	g->op[o].nextra = k + 1;
 }

@@ -166,7 +166,6 @@ backward_flops(const Graph *g, Op *op)
 	int64_t f = op->flops, twice = (int64_t)(info->bwd_factor * 2);
 
 	if (op->kind == OP_CUSTOM) {
-		op->workspace = op->custom->workspace;
 		f = op->custom->backward_flops;
 		if (f < 0 && __builtin_mul_overflow(op->flops, 2, &f))
 			return false;

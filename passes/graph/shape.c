@@ -3,8 +3,9 @@
  * Reads: Graph.t[] (declared dtype/shape of params and inputs), Graph.op[]
  * (kind, in, out, extra, p, custom) and the op table (ir/net/optab.c).
  * Writes: Tensor.dtype, ndim, shape, numel, bytes, view_of, needs_grad of
- * every param, input, output and extra; Op.flops, Op.p.axis_norm, and
- * Op.workspace of custom ops (it is charged in inference too).
+ * every param, input, output and extra; Op.flops and Op.p.axis_norm. (A
+ * custom op's workspace is read from its CustomOp, ir_op_workspace, and is
+ * charged in inference too.)
  *
  * Choices where ops.md is silent:
  * - Both matmul operands need at least 2 dimensions; a 1-D operand is an
@@ -787,7 +788,6 @@ rule_custom(Ctx *c)
 {
 	const CustomOp *cu = c->op->custom;
 
-	c->op->workspace = cu->workspace;
 	for (int i = 0; i < cu->out_ndim; i++)
 		if (cu->out_shape[i] < 1)
 			return err(c, "declared output %s has a dimension less than 1",

@@ -77,7 +77,7 @@ mk(OpKind k, const char *out, int nin, ...)
 		in[i] = va_arg(ap, int);
 	va_end(ap);
 	o = ir_add_op(&g, k, in, nin, loc_make("t.net", 2, 5));
-	ir_set_outputs(&g, o, &out, 1);
+	ir_set_outputs(&g, o, &out, 1, "");
 	return o;
 }
 
