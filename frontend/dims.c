@@ -37,7 +37,7 @@ map_find(const Map *m, const char *name, int scope)
 		MapEntry *e = &m->e[i];
 		if (!e->name)
 			return NULL;
-		if (e->hash == h && e->scope == scope && !strcmp(e->name, name))
+		if (e->scope == scope && !strcmp(e->name, name))
 			return &e->val;
 	}
 }
@@ -54,7 +54,7 @@ map_rehash(Map *m, Arena *a)
 	for (int i = 0; i < m->cap; i++) {
 		if (!old[i].name)
 			continue;
-		int j = (int)(old[i].hash & (uint32_t)(cap - 1));
+		int j = (int)(keyhash(old[i].name, old[i].scope) & (uint32_t)(cap - 1));
 		while (m->e[j].name)
 			j = (j + 1) & (cap - 1);
 		m->e[j] = old[i];
@@ -65,8 +65,8 @@ map_rehash(Map *m, Arena *a)
 }
 
 /* Half full while small, three quarters once large: a 300k-name table
- * takes 2^19 slots (12 MB), not 2^20 (25 MB), and linear probing is still
- * short at 3/4. Small tables keep their layout, so the order in which
+ * takes 2^19 slots (8 MB), not 2^20, and linear probing is still short at
+ * 3/4. Small tables keep their layout, so the order in which
  * hints.c offers equally close names is the one it always was; past
  * MAP_DENSE_CAP slots that order (which name of a tie is suggested) is
  * another, as arbitrary. */
@@ -95,7 +95,7 @@ map_put(Map *m, Arena *a, const char *name, int scope)
 		;
 	/* keys are copied: a statement's tree may be freed once it has run
 	 * (net_parse_once), the table lives on */
-	m->e[i] = (MapEntry){ar_strdup(a, name), h, scope, -1};
+	m->e[i] = (MapEntry){ar_strdup(a, name), scope, -1};
 	m->n++;
 	return &m->e[i].val;
 }
