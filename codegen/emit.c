@@ -541,7 +541,7 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 			}
 		if (first)
 			out(e, "\trt_fill(%s, 0);\n", y);
-		out(e, "\trt_touch(%lld, %lld);\n", (long long)wsoff, (long long)o->workspace);
+		out(e, "\trt_touch(%lld, %lld);\n", (long long)wsoff, (long long)ir_op_workspace(o));
 		break;
 	}
 	default:                /* views: nothing to run */

@@ -13,6 +13,7 @@ ast_init(Ast *ast, Arena *a, Diag *d, const char *file)
 	ast->a = a;
 	ast->d = d;
 	ast->file = file;
+	ast->fid = loc_intern(file);
 	ast->line = 1;
 	ast->col = 1;
 }
@@ -20,7 +21,7 @@ ast_init(Ast *ast, Arena *a, Diag *d, const char *file)
 Loc
 ast_loc(const Ast *ast, int line, int col)
 {
-	return (Loc){ast->file, line, col};
+	return loc_at(ast->fid, line, col);
 }
 
 /* Grows a list of elements of size elsz so that one more fits. Lists
@@ -42,7 +43,7 @@ grow(Ast *ast, void *v, int n, int *cap, size_t elsz)
 static Expr *
 node(Ast *ast, ExprKind kind, Loc loc)
 {
-	Expr *e = ar_alloc(ast->a, sizeof *e);
+	Expr *e = ar_array(ast->a, 1, sizeof *e);
 
 	e->kind = kind;
 	e->loc = loc;
@@ -55,7 +56,7 @@ node(Ast *ast, ExprKind kind, Loc loc)
 static void
 set_depth(Ast *ast, Expr *e, int below)
 {
-	e->depth = below + 1;
+	e->depth = below < AST_MAXDEPTH ? below + 1 : AST_MAXDEPTH + 1;
 	if (e->depth > AST_MAXDEPTH && !ast->deep_reported) {
 		ast->deep_reported = true;
 		diag_error(ast->d, e->loc, "expression nested too deeply (more than %d levels)",
@@ -297,7 +298,7 @@ ast_type(Ast *ast, Loc loc, Dtype dt, ExprList *dims)
 static Stmt *
 stmt(Ast *ast, StmtKind kind, Loc loc)
 {
-	Stmt *s = ar_alloc(ast->a, sizeof *s);
+	Stmt *s = ar_array(ast->a, 1, sizeof *s);
 
 	s->kind = kind;
 	s->loc = loc;

@@ -44,12 +44,15 @@ typedef struct ArgList {
 } ArgList;
 
 /* The fields of one kind share storage with the others' (read only those
- * of e->kind): a 300k-statement file makes 600k expressions, at 64 bytes
+ * of e->kind): a 300k-statement file makes 600k expressions, at 40 bytes
  * each instead of 112. */
 struct Expr {
-	ExprKind kind;
-	int depth;              /* 1 for a leaf */
+	ExprKind kind : 8;
+	int op : 8;             /* EX_BIN: '+' '-' '*' '/' '@' */
+	int depth : 16;         /* 1 for a leaf; saturates at AST_MAXDEPTH + 1,
+	                           which is reported */
 	Loc loc;                /* where the expression starts */
+	Loc oploc;              /* EX_BIN: the operator, for arithmetic errors */
 	union {
 		int64_t i;      /* EX_INT */
 		double real;    /* EX_REAL */
@@ -61,9 +64,6 @@ struct Expr {
 		};
 		struct {
 			Expr *l, *r;            /* EX_BIN; EX_NEG uses l */
-			Loc oploc;              /* EX_BIN: the operator, for
-			                           arithmetic errors */
-			int op;                 /* EX_BIN */
 		};
 		ExprList *items;        /* EX_LIST, EX_TUPLE (never NULL) */
 	};
@@ -119,18 +119,24 @@ typedef enum StmtKind {
  *   train       kvs
  *   return      exprs
  */
+/* No kind uses both fields of a union (72 bytes, not 96: a 300k-statement
+ * file has 300k of them); read only the fields of s->kind. */
 struct Stmt {
-	StmtKind kind;
+	StmtKind kind : 8;
+	bool frozen;            /* param: `frozen` (no grad, no optimizer state) */
+	bool buffer;            /* param: `buffer` (frozen, and not a parameter) */
 	Loc loc;                /* the statement's first token */
 	Name name;
 	NameList *names;
-	Type *type;
 	Expr *e;
-	ExprList *exprs;
-	KvList *kvs;
-	StmtList *body;
-	bool frozen;            /* param: `frozen` (no grad, no optimizer state) */
-	bool buffer;            /* param: `buffer` (frozen, and not a parameter) */
+	union {
+		Type *type;     /* input, param, op */
+		StmtList *body; /* def, repeat */
+	};
+	union {
+		KvList *kvs;    /* dim, batch, op, train */
+		ExprList *exprs; /* return */
+	};
 };
 
 /* net_parse_once's tree comes in pieces: the top-level statements after the
@@ -162,6 +168,7 @@ typedef struct Ast {
 	int npieces, cappieces;
 	Diag *d;
 	const char *file;
+	int fid;                /* file's loc_intern index, for ast_loc */
 	Program *prog;          /* set by the start rule */
 	/* scanner */
 	int line, col;          /* position of the next byte */

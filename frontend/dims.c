@@ -37,7 +37,7 @@ map_find(const Map *m, const char *name, int scope)
 		MapEntry *e = &m->e[i];
 		if (!e->name)
 			return NULL;
-		if (e->hash == h && e->scope == scope && !strcmp(e->name, name))
+		if (e->scope == scope && !strcmp(e->name, name))
 			return &e->val;
 	}
 }
@@ -54,7 +54,7 @@ map_rehash(Map *m, Arena *a)
 	for (int i = 0; i < m->cap; i++) {
 		if (!old[i].name)
 			continue;
-		int j = (int)(old[i].hash & (uint32_t)(cap - 1));
+		int j = (int)(keyhash(old[i].name, old[i].scope) & (uint32_t)(cap - 1));
 		while (m->e[j].name)
 			j = (j + 1) & (cap - 1);
 		m->e[j] = old[i];
@@ -62,6 +62,21 @@ map_rehash(Map *m, Arena *a)
 	ar_release(a, old);
 	m->cap = cap;
 	(void)e;
+}
+
+/* Half full while small, three quarters once large: a 300k-name table
+ * takes 2^19 slots (8 MB), not 2^20, and linear probing is still short at
+ * 3/4. Small tables keep their layout, so the order in which
+ * hints.c offers equally close names is the one it always was; past
+ * MAP_DENSE_CAP slots that order (which name of a tie is suggested) is
+ * another, as arbitrary. */
+enum { MAP_DENSE_CAP = 1 << 16 };
+
+static bool
+map_full(const Map *m)
+{
+	return m->cap < MAP_DENSE_CAP ? 2 * (m->n + 1) > m->cap
+	                              : 4 * (int64_t)(m->n + 1) > 3 * (int64_t)m->cap;
 }
 
 int *
@@ -73,14 +88,14 @@ map_put(Map *m, Arena *a, const char *name, int scope)
 
 	if (v)
 		return v;
-	if (2 * (m->n + 1) > m->cap)
+	if (map_full(m))
 		map_rehash(m, a);
 	h = keyhash(name, scope);
 	for (i = (int)(h & (uint32_t)(m->cap - 1)); m->e[i].name; i = (i + 1) & (m->cap - 1))
 		;
 	/* keys are copied: a statement's tree may be freed once it has run
 	 * (net_parse_once), the table lives on */
-	m->e[i] = (MapEntry){ar_strdup(a, name), h, scope, -1};
+	m->e[i] = (MapEntry){ar_strdup(a, name), scope, -1};
 	m->n++;
 	return &m->e[i].val;
 }
@@ -359,8 +374,13 @@ inst_defs(Inst *in)
 {
 	const StmtList *top = in->p->stmts;
 	Edges *es;
+	int n = 0;
 
-	in->def = ar_alloc(&in->tmp, sizeof *in->def * ((size_t)top->n + 1));
+	/* room for the defs only: one record per top-level statement was
+	 * 4.8 MB of zeroes for a 300k-statement file */
+	for (int i = 0; i < top->n; i++)
+		n += top->v[i]->kind == ST_DEF;
+	in->def = ar_alloc(&in->tmp, sizeof *in->def * ((size_t)n + 1));
 	for (int i = 0; i < top->n; i++) {
 		const Stmt *s = top->v[i];
 		if (s->kind != ST_DEF)
@@ -447,7 +467,7 @@ apply_overrides(Inst *in)
 		const DimOverride *ov = &in->o->defs[i];
 		int *k = map_find(&in->dims, ov->name, 0);
 		if (!k) {
-			diag_error(in->d, (Loc){in->p->file, 0, 0},
+			diag_error(in->d, loc_make(in->p->file, 0, 0),
 			           "-D %s=%lld: no dim or batch named '%s'", ov->name,
 			           (long long)ov->value, ov->name);
 			continue;
@@ -594,7 +614,7 @@ inst_dims_and_settings(Inst *in)
 {
 	const NetOptions *o = in->o;
 	Settings *st = &in->g->settings;
-	Loc accloc = {in->p->file, 0, 0};
+	Loc accloc = loc_make(in->p->file, 0, 0);
 	int64_t k;
 
 	st->optimizer = OPT_ADAMW;
@@ -619,7 +639,7 @@ inst_dims_and_settings(Inst *in)
 		st->mixed = o->mixed;
 	st->pytorch = o->pytorch;
 	if (o->accumulate_set) {
-		accloc = (Loc){in->p->file, 0, 0};
+		accloc = loc_make(in->p->file, 0, 0);
 		if (o->accumulate < 1)
 			diag_error(in->d, accloc, "--accumulate %lld: must be at least 1",
 			           (long long)o->accumulate);
@@ -765,8 +785,12 @@ void
 inst_customs(Inst *in)
 {
 	const StmtList *top = in->p->stmts;
+	int n = 0;
 
-	in->custom = ar_alloc(&in->tmp, sizeof *in->custom * ((size_t)top->n + 1));
+	/* room for the op declarations only, as inst_defs */
+	for (int i = 0; i < top->n; i++)
+		n += top->v[i]->kind == ST_OP;
+	in->custom = ar_alloc(&in->tmp, sizeof *in->custom * ((size_t)n + 1));
 	for (int i = 0; i < top->n; i++) {
 		const Stmt *s = top->v[i];
 		if (s->kind != ST_OP)

@@ -11,9 +11,10 @@
 #define INST_MAXTENSORS (1 << 24)  /* default cap on the graph's tensors */
 
 /* An open-addressing table from (scope, name) to an int. */
+/* 16 bytes: the hash is not kept (map_rehash computes it again), which
+ * was a third of a 300k-name table. */
 typedef struct MapEntry {
 	const char *name;
-	uint32_t hash;
 	int scope;
 	int val;
 } MapEntry;

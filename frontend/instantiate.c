@@ -222,8 +222,7 @@ make_op(Inst *in, Scope *sc, OpKind kind, const int *ins, int nin, const Expr *e
 	if (!root)
 		mid[0] = ar_printf(g->arena, "%s~%d", nm->base, ++nm->j);
 	o = ir_add_op(g, kind, ins, nin, e->loc);
-	g->op[o].scope = sc->prefix;
-	ir_set_outputs(g, o, root ? nm->ids : mid, nout);
+	ir_set_outputs(g, o, root ? nm->ids : mid, nout, sc->prefix);
 	if (nout == 1)
 		return one(g->op[o].out[0]);
 	return (Val){VK_MULTI, -1, nout, g->op[o].out};
@@ -399,11 +398,15 @@ op_params(Inst *in, Scope *sc, const Expr *e, OpKind k, int ntensor, OpParams *p
 	return ok && !msg;
 }
 
-/* Evaluates the first n positional arguments as operands. */
+enum { FEW_ARGS = 4 };
+
+/* Evaluates the first n positional arguments as operands, into few (room
+ * for FEW_ARGS, the caller's) when they fit: make_op copies them, and an
+ * array in the arena for every call was 4.8 MB of a 300k-call file. */
 static const int *
-tensor_args(Inst *in, Scope *sc, const Expr *e, int n, Namer *nm, bool *ok)
+tensor_args(Inst *in, Scope *sc, const Expr *e, int n, Namer *nm, bool *ok, int *few)
 {
-	int *ts = ar_alloc(&in->tmp, sizeof(int) * ((size_t)n + 1));
+	int *ts = n <= FEW_ARGS ? few : ar_array(&in->tmp, (size_t)n + 1, sizeof(int));
 	int k = 0;
 
 	for (int i = 0; i < e->args->n && k < n; i++) {
@@ -424,10 +427,11 @@ call_builtin(Inst *in, Scope *sc, const Expr *e, OpKind k, Namer *nm, bool root)
 	bool ok = true;
 	OpParams prm;
 	const int *ts;
+	int few[FEW_ARGS] = {0};
 
 	if (!check_arity(in, e, info, p))
 		return poison;
-	ts = tensor_args(in, sc, e, nt, nm, &ok);
+	ts = tensor_args(in, sc, e, nt, nm, &ok, few);
 	if (!op_params(in, sc, e, k, nt, &prm) || !ok)
 		return poison;
 	if (k == OP_SPLIT) {
@@ -467,6 +471,7 @@ call_custom(Inst *in, Scope *sc, const Expr *e, const CustomInfo *ci, Namer *nm,
 	int n = ci->s->names->n, p = npositional(e);
 	bool ok = no_attrs(in, e, "custom op");
 	const int *ts;
+	int few[FEW_ARGS] = {0};
 	Val v;
 
 	if (p != n) {
@@ -474,14 +479,12 @@ call_custom(Inst *in, Scope *sc, const Expr *e, const CustomInfo *ci, Namer *nm,
 		           n == 1 ? "" : "s", p);
 		return poison;
 	}
-	ts = tensor_args(in, sc, e, n, nm, &ok);
+	ts = tensor_args(in, sc, e, n, nm, &ok, few);
 	if (!ok || !ci->op)
 		return poison;
 	v = make_op(in, sc, OP_CUSTOM, ts, n, e, nm, root, 1, e->name);
-	if (v.kind != VK_POISON) {
+	if (v.kind != VK_POISON)
 		in->g->op[in->g->nop - 1].custom = ci->op;
-		in->g->op[in->g->nop - 1].workspace = ci->op->workspace;
-	}
 	return v;
 }
 
@@ -724,8 +727,7 @@ decl_type(Inst *in, Scope *sc, Tensor *t, const Type *ty)
 		ok &= dims_of(in, sc, ty->dims->v[i], &shape[i]);
 	if (!ok)
 		return;
-	t->ndim = ty->dims->n;
-	memcpy(t->shape, shape, sizeof shape[0] * (size_t)t->ndim);
+	ir_set_shape(in->g, t, ty->dims->n, shape);
 }
 
 /* param w : T;  input x : T; */
@@ -921,7 +923,7 @@ net_instantiate(const Program *p, const NetOptions *o, Graph *g, Diag *d)
 	if (!g->file)
 		g->file = p->file;
 	if (!p->stmts->n)       /* no line to point at: the whole file is empty */
-		diag_error(d, (Loc){p->file, 0, 0}, "no statements (the file is empty or "
+		diag_error(d, loc_make(p->file, 0, 0), "no statements (the file is empty or "
 		           "only comments)");
 	check_placement(&in, p->stmts, true, false);
 	inst_defs(&in);

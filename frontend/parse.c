@@ -27,7 +27,7 @@ parse(const Source *src, Arena *a, Diag *d, bool pieces)
 	if (pieces)
 		ast_pieces(&ast);
 	if (src->len > INT_MAX / 2) {
-		diag_error(d, (Loc){src->name, 0, 0}, "file too large (%zu bytes)", src->len);
+		diag_error(d, loc_make(src->name, 0, 0), "file too large (%zu bytes)", src->len);
 		return NULL;
 	}
 	if (net_yylex_init_extra(&ast, &sc))

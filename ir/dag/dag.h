@@ -41,12 +41,12 @@
  *   (order: see Dag); a view of a param is a DagTensor with
  *   persistent_view set. Each IR input is a from_start tensor (CAT_INPUTS).
  * - forward op o (program order) -> one node, once=false, name = id of
- *   o.out[0], cost = o.flops, workspace = o.workspace, in = o's distinct
+ *   o.out[0], cost = o.flops, workspace = ir_op_workspace(o), in = o's distinct
  *   non-param inputs, out = o.out[] then o.extra[] (CAT_ACTIVATIONS).
  * - backward of o (for ops with has_backward, reverse program order) -> one
  *   node, once=true, is_backward=true, fwd_plus1 = o's forward node + 1,
  *   same name, cost = o.bwd_flops,
- *   workspace = o.workspace; in = grad(out[i]) for each output that has a
+ *   workspace = ir_op_workspace(o); in = grad(out[i]) for each output that has a
  *   grad (none for the loss op), then o.saves[] minus params; acc = one
  *   entry per distinct input a that needs grad, {grad(a), view_src =
  *   grad(o.out[0]) when o is reshape/flatten/transpose/permute and a is not

@@ -47,7 +47,7 @@ ir_dump(const Graph *g, FILE *out)
 		        t->id, ir_tensor_op(g, i), dtype_name(t->dtype),
 		        ir_shape_str(t, shape, sizeof shape), (long long)t->bytes,
 		        kind_name(t->kind), t->view_of >= 0 ? g->t[t->view_of].id : "-",
-		        t->needs_grad ? "yes" : "no", t->loc.file, t->loc.line, t->loc.col);
+		        t->needs_grad ? "yes" : "no", loc_file(t->loc), t->loc.line, (int)t->loc.col);
 	}
 }
 

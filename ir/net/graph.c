@@ -137,6 +137,49 @@ ir_set_params(Graph *g, int o, const OpParams *p)
 	*op->p = *p;
 }
 
+void
+ir_set_shape(Graph *g, Tensor *t, int ndim, const int64_t *shape)
+{
+	/* a scalar's shape: non-NULL, so that copying zero axes from it is
+	 * well defined; nothing is ever written through a shape */
+	static int64_t no_axes[1];
+	int64_t *s;
+
+	ir_assert(ndim >= -1 && ndim <= IR_MAXDIM);
+	if (ndim > 0 && t->ndim == ndim && t->shape &&
+	    !memcmp(t->shape, shape, sizeof *s * (size_t)ndim))
+		return;         /* the shape it has: a pass run again */
+	if (ndim <= 0) {
+		t->ndim = ndim;
+		if (ndim == 0)
+			t->shape = no_axes;
+		return;
+	}
+	s = ar_array(g->arena, (size_t)ndim, sizeof *s);
+	memcpy(s, shape, sizeof *s * (size_t)ndim);
+	t->shape = s;
+	t->ndim = ndim;
+}
+
+const char *
+ir_op_scope(const Graph *g, const Op *o)
+{
+	return o->nout > 0 ? g->t[o->out[0]].scope : "";
+}
+
+int64_t
+ir_op_workspace(const Op *o)
+{
+	return o->custom ? o->custom->workspace : 0;
+}
+
+void
+ir_share_shape(Tensor *t, const Tensor *from)
+{
+	t->shape = from->shape;
+	t->ndim = from->ndim;
+}
+
 int
 ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc)
 {
@@ -187,13 +230,12 @@ ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc)
 	} else {
 		op->p = (OpParams *)&ir_no_params;      /* never written: see ir.h */
 	}
-	op->scope = "";
 	op->loc = loc;
 	return g->nop++;
 }
 
 void
-ir_set_outputs(Graph *g, int o, const char *const *ids, int nout)
+ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *scope)
 {
 	const OpInfo *info = &ir_optab[g->op[o].kind];
 	int i, t, nextra;
@@ -203,7 +245,7 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout)
 	for (i = 0; i < nout; i++) {
 		t = ir_add_tensor(g, ids[i], TK_ACT, g->op[o].loc);
 		g->t[t].producer = o;
-		g->t[t].scope = g->op[o].scope;
+		g->t[t].scope = scope;
 		g->op[o].out[i] = t;
 	}
 	nextra = info->nextra;
@@ -212,7 +254,7 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout)
 		t = ir_add_tensor(g, id, TK_EXTRA, g->op[o].loc);
 		g->t[t].producer = o;
 		g->t[t].role = info->extra_role[i];
-		g->t[t].scope = g->op[o].scope;
+		g->t[t].scope = scope;
 		g->op[o].extra[i] = t;
 	}
 	g->op[o].nextra = nextra;
@@ -229,7 +271,7 @@ ir_add_extra(Graph *g, int o, int k)
 	                            info->extra_role[k]), TK_EXTRA, g->op[o].loc);
 	g->t[t].producer = o;
 	g->t[t].role = info->extra_role[k];
-	g->t[t].scope = g->op[o].scope;
+	g->t[t].scope = ir_op_scope(g, &g->op[o]);
 	g->op[o].extra[k] = t;
 	g->op[o].nextra = k + 1;
 }

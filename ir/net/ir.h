@@ -52,10 +52,15 @@ typedef enum TensorKind {
 } TensorKind;
 
 /* A million-op graph has millions of these: the small fields are bit
- * fields and packed at the end (144 bytes, no padding). */
+ * fields and packed at the end (80 bytes, no padding). The shape lives out
+ * of line, ndim elements in the graph's arena: most tensors have two to
+ * four axes, and room for IR_MAXDIM in every one was 64 of 144 bytes. */
 typedef struct Tensor {
 	const char *id;         /* stable id: "block.3.h@1", "x:mask", "grad(h)" */
-	int64_t shape[IR_MAXDIM];
+	int64_t *shape;         /* [ndim], set by ir_set_shape only; NULL until
+	                           the first shape is set. Tensors may share one
+	                           array (a grad has its tensor's), so never
+	                           write through it: set a new shape instead */
 	int64_t numel;          /* elements */
 	int64_t bytes;          /* numel * dtype_size: its logical size, also for views */
 	const char *role;       /* extras: "mask", "mean", "rstd", "lse", "lsm", "indices" */
@@ -146,25 +151,26 @@ typedef struct CustomOp {
 	Loc loc;
 } CustomOp;
 
+/* 88 bytes, no padding: the small fields share a word, a custom op's
+ * scratch bytes (forward and backward) are read from its CustomOp
+ * (ir_op_workspace) and an op's def instance prefix from its first output
+ * (ir_op_scope), rather than kept in every op. */
 typedef struct Op {
-	OpKind kind;
+	OpKind kind : 8;
+	int nextra : 8;         /* at most IR_MAXEXTRA */
+	bool has_backward;      /* autodiff */
 	int nin;
 	int *in;                /* tensor indices, in argument order */
 	int nout;               /* 1, or n for split */
-	int nextra;
+	int nsaves;             /* autodiff */
 	int *out;               /* out[0] names the op in schedules */
 	int extra[IR_MAXEXTRA]; /* extra output tensors */
 	OpParams *p;            /* ops that take attributes own one; every other
 	                           op shares ir_no_params (read-only) */
 	const CustomOp *custom; /* OP_CUSTOM only */
 	int64_t flops;          /* shape pass: forward FLOPs */
-	/* autodiff */
-	bool has_backward;
-	int nsaves;
-	int64_t bwd_flops;
-	int *saves;             /* tensor indices the backward reads */
-	int64_t workspace;      /* custom ops: scratch bytes, forward and backward */
-	const char *scope;      /* def instance prefix, "" at top level */
+	int64_t bwd_flops;      /* autodiff */
+	int *saves;             /* autodiff: tensor indices the backward reads */
 	Loc loc;
 } Op;
 
@@ -250,13 +256,26 @@ int ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc);
 /* Appends an op with nin inputs (copied) and no outputs yet. */
 int ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc);
 /* Creates op `o`'s outputs (ids given) and its extras (ids "<out0>:<role>",
- * roles from the op table), setting producer and kind. */
-void ir_set_outputs(Graph *g, int o, const char *const *ids, int nout);
+ * roles from the op table), setting producer, kind and scope (the def
+ * instance prefix, "" at top level). */
+void ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *scope);
+/* The def instance prefix op o was made in ("" at top level): its
+ * outputs'. */
+const char *ir_op_scope(const Graph *g, const Op *o);
+/* Gives t (a tensor of g) ndim axes of the given sizes (copied into g's
+ * arena), or ndim -1: unknown. */
+void ir_set_shape(Graph *g, Tensor *t, int ndim, const int64_t *shape);
+/* Gives t from's shape, sharing its array: an elementwise op's output,
+ * a tensor's grad. */
+void ir_share_shape(Tensor *t, const Tensor *from);
 void ir_params_default(OpParams *p);
 extern const OpParams ir_no_params;     /* the defaults, shared read-only */
 /* Stores p as op o's parameters (allocating them if o shared the defaults). */
 void ir_set_params(Graph *g, int o, const OpParams *p);
 int64_t ir_numel(const Tensor *t);
+/* Scratch bytes op o needs while it runs: a custom op's declared
+ * workspace, 0 for every built-in op. */
+int64_t ir_op_workspace(const Op *o);
 /* The tensor whose storage t really uses: follows view_of to the root. */
 int ir_storage_root(const Graph *g, int t);
 /* Shape as "[8, 1024, 768]" into buf; returns buf. */

@@ -172,7 +172,12 @@ ar_grow(Arena *a, void *old, size_t oldn, size_t newn)
 		return p;
 	}
 	if (newn < GROW_HEAP_MIN) {
-		p = ar_alloc(a, newn);
+		/* aligned as the size allows, as ar_array: the one-element
+		 * name and argument lists of a big tree would take 32 bytes
+		 * for 24 */
+		size_t align = newn & -newn;
+
+		p = newn ? bump(a, newn, align < 16 ? align : 16) : ar_alloc(a, 0);
 	} else {
 		p = xcalloc(1, newn);
 		n = ar_alloc(a, sizeof *n);

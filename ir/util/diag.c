@@ -1,11 +1,65 @@
 /* ir/util/diag.c -- user diagnostics: "file:line:col: error: msg", the source
  * line and a caret, collected in order up to DIAG_MAX_ERRORS (warnings up
  * to DIAG_MAX_WARNINGS). */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
+
+/* The interned file names; index 0 is "no file". Process-wide, as the
+ * names are: a Loc must print the same wherever it travels (a graph, its
+ * DAG, a report), and no run uses more than a few. */
+static char *loc_names[LOC_FILES_MAX + 2];
+static int loc_nnames = 1;
+
+int
+loc_intern(const char *file)
+{
+	int i;
+
+	if (!file)
+		return 0;
+	for (i = 1; i < loc_nnames; i++)
+		if (!strcmp(loc_names[i], file))
+			return i;
+	if (loc_nnames > LOC_FILES_MAX) {
+		/* the table is full: one shared entry that says so, never
+		 * another file's name */
+		if (loc_nnames == LOC_FILES_MAX + 1) {
+			loc_names[loc_nnames] = xmalloc(sizeof LOC_FILE_OTHER);
+			memcpy(loc_names[loc_nnames++], LOC_FILE_OTHER, sizeof LOC_FILE_OTHER);
+		}
+		return LOC_FILES_MAX + 1;
+	}
+	loc_names[loc_nnames] = xmalloc(strlen(file) + 1);
+	strcpy(loc_names[loc_nnames], file);
+	return loc_nnames++;
+}
+
+Loc
+loc_at(int fid, long line, long col)
+{
+	Loc l;
+
+	l.line = line < 0 ? 0 : line > INT_MAX ? INT_MAX : (int)line;
+	l.col = col < 0 ? 0u : col > LOC_COL_MAX ? (unsigned)LOC_COL_MAX : (unsigned)col;
+	l.fid = (unsigned)fid;
+	return l;
+}
+
+Loc
+loc_make(const char *file, long line, long col)
+{
+	return loc_at(loc_intern(file), line, col);
+}
+
+const char *
+loc_file(Loc loc)
+{
+	return loc.fid ? loc_names[loc.fid] : NULL;
+}
 
 void
 diag_init(Diag *d, const Source *src, FILE *out)
@@ -101,12 +155,13 @@ static void
 report(Diag *d, Loc loc, const char *what, const char *fmt, va_list ap)
 {
 	char msg[DIAG_MSG_MAX + 1];
+	const char *file = loc_file(loc);
 	int n;
 
-	if (loc.file && loc.line > 0)
-		fprintf(d->out, "%s:%d:%d: %s: ", loc.file, loc.line, loc.col, what);
-	else if (loc.file)
-		fprintf(d->out, "%s: %s: ", loc.file, what);
+	if (file && loc.line > 0)
+		fprintf(d->out, "%s:%d:%d: %s: ", file, loc.line, (int)loc.col, what);
+	else if (file)
+		fprintf(d->out, "%s: %s: ", file, what);
 	else
 		fprintf(d->out, "remat: %s: ", what);
 	n = vsnprintf(msg, sizeof msg, fmt, ap);

@@ -42,7 +42,9 @@ void *ar_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
 void *ar_array(Arena *a, size_t n, size_t size);
 void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; old
                                  may be moved or freed; bytes past oldn are
-                                 not necessarily zero: fill what you use */
+                                 not necessarily zero: fill what you use;
+                                 aligned as newn allows (at most 16), as
+                                 ar_array */
 /* Gives back an array that ar_grow put on the heap (a large one), now;
  * anything else stays until ar_free. For tables rebuilt in a new array
  * rather than grown in place. */
@@ -61,11 +63,32 @@ _Noreturn void ir_die(const char *file, int line, const char *what);
 
 /* ---------------------------------------------------------------- ir/util/diag.c */
 
-/* A place in a source file. line and col count from 1; col counts bytes. */
+/* A place in a source file. line and col count from 1; col counts bytes.
+ * Eight bytes, not sixteen: every tensor, op and syntax node carries one,
+ * and a run names only a handful of files (the source, <stdin>, -D, an
+ * ONNX or Checkmate input), so the file is an index into a table of
+ * interned names (loc_intern) instead of a pointer. Make one with loc_make
+ * or loc_at, read the file back with loc_file. */
 typedef struct Loc {
-	const char *file;       /* as named on the command line ("-": <stdin>) */
-	int line, col;
+	int line;
+	unsigned col : 24;      /* saturates at LOC_COL_MAX */
+	unsigned fid : 8;       /* 0: no file; else loc_intern's index */
 } Loc;
+
+#define LOC_COL_MAX 0xffffff    /* a column past this (a line over 16 MiB)
+                                   is reported as this */
+#define LOC_FILES_MAX 254       /* distinct names; past that, every new one
+                                   shares LOC_FILE_OTHER (see loc_intern) */
+#define LOC_FILE_OTHER "<more than 254 files>"
+
+/* The index of file in the table of names (added on first use, copied);
+ * 0 for NULL. A run that names more than LOC_FILES_MAX files gets one
+ * last index whose name is LOC_FILE_OTHER: messages about those files say
+ * so rather than name another file. */
+int loc_intern(const char *file);
+Loc loc_at(int fid, long line, long col);       /* fid from loc_intern */
+Loc loc_make(const char *file, long line, long col);
+const char *loc_file(Loc loc);                  /* NULL: no file */
 
 /* User diagnostics. Errors are collected in order and printed as
  *   file:line:col: error: message

@@ -39,13 +39,13 @@ calls(const Graph *g, int *region, int *lo, int *hi)
 	int n = 0;
 
 	for (int o = 0; o < g->nop; o++) {
-		const char *sc = g->op[o].scope ? g->op[o].scope : "";
+		const char *sc = ir_op_scope(g, &g->op[o]);
 		size_t len = call_len(sc);
 		region[o] = -1;
 		if (!len)
 			continue;
-		if (n > 0 && !strncmp(g->op[lo[n - 1]].scope, sc, len) &&
-		    call_len(g->op[lo[n - 1]].scope) == len) {
+		if (n > 0 && !strncmp(ir_op_scope(g, &g->op[lo[n - 1]]), sc, len) &&
+		    call_len(ir_op_scope(g, &g->op[lo[n - 1]])) == len) {
 			region[o] = n - 1;
 			hi[n - 1] = o;
 			continue;
@@ -293,7 +293,7 @@ torch_plan(const Analysis *an, TorchPlan *tp, Arena *a)
 static void
 put_call(FILE *f, const Graph *g, const TorchPlan *tp, int r)
 {
-	const char *sc = g->op[tp->lo[r]].scope;
+	const char *sc = ir_op_scope(g, &g->op[tp->lo[r]]);
 
 	fprintf(f, "%.*s", (int)call_len(sc), sc);
 }

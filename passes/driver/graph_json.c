@@ -76,7 +76,7 @@ put_op(const Graph *g, int o, FILE *out)
 	fputs(", \"extra\": ", out);
 	put_list(out, op->extra, op->nextra);
 	fputs(", \"scope\": ", out);
-	json_put_str(out, op->scope ? op->scope : "");
+	json_put_str(out, ir_op_scope(g, op));
 	/* the defaults that depend on other attributes, resolved */
 	if (op->kind == OP_MAXPOOL2D || op->kind == OP_AVGPOOL2D)
 		fprintf(out, ", \"pool_stride\": %lld", (long long)(

@@ -254,7 +254,7 @@ tensor(const Graph *g, int i, Out *o)
 	else
 		O_LIT(o, "null");
 	O_LIT(o, ", \"loc\": \"");
-	o_escaped(o, t->loc.file ? t->loc.file : "");
+	o_escaped(o, loc_file(t->loc) ? loc_file(t->loc) : "");
 	o_putc(o, ':');
 	o_int(o, t->loc.line);
 	o_putc(o, ':');

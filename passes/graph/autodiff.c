@@ -26,7 +26,7 @@ loss_loc(const Graph *g)
 	for (int i = 0; i < g->noutputs; i++)
 		if (g->outputs[i] == g->loss && g->output_loc)
 			return g->output_loc[i];
-	return (Loc){g->file, 0, 0};
+	return loc_make(g->file, 0, 0);
 }
 
 /* Checks the training output; 0 when backward can start from it. */
@@ -42,7 +42,7 @@ check_loss(const Graph *g, Diag *d)
 		return 1;
 	}
 	if (g->loss < 0) {
-		diag_error(d, (Loc){g->file, 0, 0}, "training needs an output");
+		diag_error(d, loc_make(g->file, 0, 0), "training needs an output");
 		return 1;
 	}
 	t = &g->t[g->loss];
@@ -166,7 +166,6 @@ backward_flops(const Graph *g, Op *op)
 	int64_t f = op->flops, twice = (int64_t)(info->bwd_factor * 2);
 
 	if (op->kind == OP_CUSTOM) {
-		op->workspace = op->custom->workspace;
 		f = op->custom->backward_flops;
 		if (f < 0 && __builtin_mul_overflow(op->flops, 2, &f))
 			return false;
@@ -194,8 +193,7 @@ make_grad(Graph *g, int t)
 
 	x = &g->t[t];   /* g->t may have moved */
 	gr->dtype = param && g->settings.mixed ? DT_F32 : x->dtype;
-	gr->ndim = x->ndim;
-	memcpy(gr->shape, x->shape, sizeof gr->shape);
+	ir_share_shape(gr, x);
 	gr->numel = x->numel;
 	gr->scope = x->scope;
 	gr->grad_of = t;

@@ -56,7 +56,7 @@ add_node(Lowering *L, int o, bool backward)
 
 	n->name = L->g->t[op->out[0]].id;
 	n->cost = backward ? op->bwd_flops : op->flops;
-	n->workspace = op->workspace;
+	n->workspace = ir_op_workspace(op);
 	n->once = backward;
 	n->is_backward = backward;
 	n->ir_op = o;
@@ -164,12 +164,13 @@ grad_tensors(Lowering *L)
 static int
 block_of(Lowering *L, const Op *op)
 {
-	size_t k = ir_outer_scope_len(op->scope);
+	const char *scope = ir_op_scope(L->g, op);
+	size_t k = ir_outer_scope_len(scope);
 
 	if (k == 0)
 		return 0;
-	if (!L->call || k != L->ncall || strncmp(op->scope, L->call, k)) {
-		L->call = op->scope;
+	if (!L->call || k != L->ncall || strncmp(scope, L->call, k)) {
+		L->call = scope;
 		L->ncall = k;
 		L->nblock++;
 	}

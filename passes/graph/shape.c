@@ -3,8 +3,9 @@
  * Reads: Graph.t[] (declared dtype/shape of params and inputs), Graph.op[]
  * (kind, in, out, extra, p, custom) and the op table (ir/net/optab.c).
  * Writes: Tensor.dtype, ndim, shape, numel, bytes, view_of, needs_grad of
- * every param, input, output and extra; Op.flops, Op.p.axis_norm, and
- * Op.workspace of custom ops (it is charged in inference too).
+ * every param, input, output and extra; Op.flops and Op.p.axis_norm. (A
+ * custom op's workspace is read from its CustomOp, ir_op_workspace, and is
+ * charged in inference too.)
  *
  * Choices where ops.md is silent:
  * - Both matmul operands need at least 2 dimensions; a 1-D operand is an
@@ -139,6 +140,24 @@ size_tensor(Tensor *t)
 	return true;
 }
 
+/* Gives x the shape, sharing the array of an input that has the same one
+ * (most ops keep a shape): 300k chained ops would otherwise hold 300k
+ * copies of it. */
+static void
+set_shape(Ctx *c, Tensor *x, int ndim, const int64_t *shape)
+{
+	for (int i = 0; i < c->op->nin; i++) {
+		const Tensor *a = in(c, i);
+
+		if (a->ndim == ndim && a->shape &&
+		    !memcmp(a->shape, shape, sizeof(int64_t) * (size_t)ndim)) {
+			ir_share_shape(x, a);
+			return;
+		}
+	}
+	ir_set_shape(c->g, x, ndim, shape);
+}
+
 /* Gives tensor t its type; reports a tensor too large to hold. */
 static int
 set_type(Ctx *c, int t, Dtype dt, int ndim, const int64_t *shape)
@@ -147,8 +166,7 @@ set_type(Ctx *c, int t, Dtype dt, int ndim, const int64_t *shape)
 
 	ir_assert(ndim >= 0 && ndim <= IR_MAXDIM);
 	x->dtype = dt;
-	x->ndim = ndim;
-	memmove(x->shape, shape, sizeof(int64_t) * (size_t)ndim);
+	set_shape(c, x, ndim, shape);
 	if (!size_tensor(x)) {
 		x->ndim = -1;
 		return err(c, "'%s' %s %s is larger than 2^62 bytes", x->id,
@@ -770,7 +788,6 @@ rule_custom(Ctx *c)
 {
 	const CustomOp *cu = c->op->custom;
 
-	c->op->workspace = cu->workspace;
 	for (int i = 0; i < cu->out_ndim; i++)
 		if (cu->out_shape[i] < 1)
 			return err(c, "declared output %s has a dimension less than 1",

@@ -53,15 +53,16 @@ reset_msgs(void)
 int
 decl(const char *id, TensorKind k, Dtype dt, int ndim, ...)
 {
-	int t = ir_add_tensor(&g, id, k, (Loc){"t.net", 1, 1});
+	int t = ir_add_tensor(&g, id, k, loc_make("t.net", 1, 1));
+	int64_t shape[IR_MAXDIM];
 	va_list ap;
 
 	g.t[t].dtype = dt;
-	g.t[t].ndim = ndim;
 	va_start(ap, ndim);
 	for (int i = 0; i < ndim; i++)
-		g.t[t].shape[i] = va_arg(ap, int);
+		shape[i] = va_arg(ap, int);
 	va_end(ap);
+	ir_set_shape(&g, &g.t[t], ndim, shape);
 	return t;
 }
 
@@ -75,8 +76,8 @@ mk(OpKind k, const char *out, int nin, ...)
 	for (int i = 0; i < nin; i++)
 		in[i] = va_arg(ap, int);
 	va_end(ap);
-	o = ir_add_op(&g, k, in, nin, (Loc){"t.net", 2, 5});
-	ir_set_outputs(&g, o, &out, 1);
+	o = ir_add_op(&g, k, in, nin, loc_make("t.net", 2, 5));
+	ir_set_outputs(&g, o, &out, 1, "");
 	return o;
 }
 

@@ -110,13 +110,44 @@ test_diag_caret(void **state)
 	(void)state;
 	src.len = strlen(src.text);
 	diag_init(&d, &src, f);
-	diag_error(&d, (Loc){"m.net", 2, 10}, "undefined name '%s'", "y");
+	diag_error(&d, loc_make("m.net", 2, 10), "undefined name '%s'", "y");
 	fclose(f);
 	assert_string_equal(buf, "m.net:2:10: error: undefined name 'y'\n"
 	                         "x = relu(y);\n"
 	                         "         ^\n");
 	assert_int_equal(d.nerrors, 1);
 	free(buf);
+}
+
+/* A Loc is eight bytes; its file comes back by name, a column past
+ * LOC_COL_MAX saturates, and names past the table's room share one entry
+ * that says so rather than another file's name. */
+static void
+test_loc_interning(void **state)
+{
+	char name[32];
+	Loc a, b, c;
+	(void)state;
+	assert_int_equal(sizeof(Loc), 8);
+	a = loc_make("a.net", 3, 7);
+	b = loc_make("b.net", 1, (long)LOC_COL_MAX + 5);
+	c = loc_make("a.net", 2147483647L + 10, -1);
+	assert_string_equal(loc_file(a), "a.net");
+	assert_string_equal(loc_file(b), "b.net");
+	assert_int_equal(a.fid, c.fid);
+	assert_int_equal(a.line, 3);
+	assert_int_equal(a.col, 7);
+	assert_int_equal(b.col, LOC_COL_MAX);
+	assert_int_equal(c.line, 2147483647);
+	assert_int_equal(c.col, 0);
+	assert_null(loc_file(loc_make(NULL, 1, 1)));
+	for (int i = 0; i < LOC_FILES_MAX + 3; i++) {
+		snprintf(name, sizeof name, "f%d.net", i);
+		a = loc_make(name, 1, 1);
+	}
+	assert_string_equal(loc_file(a), LOC_FILE_OTHER);
+	assert_string_equal(loc_file(b), "b.net");
+	assert_string_equal(loc_file(loc_make("f0.net", 1, 1)), "f0.net");
 }
 
 int
@@ -129,6 +160,7 @@ main(void)
 		cmocka_unit_test(test_children_and_release),
 		cmocka_unit_test(test_dtypes),
 		cmocka_unit_test(test_diag_caret),
+		cmocka_unit_test(test_loc_interning),
 	};
 	return cmocka_run_group_tests_name("arena", tests, NULL, NULL);
 }

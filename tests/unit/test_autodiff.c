@@ -21,7 +21,7 @@ train(int t)
 	g.outputs = ar_alloc(&arena, sizeof(int));
 	g.output_loc = ar_alloc(&arena, sizeof(Loc));
 	g.outputs[0] = t;
-	g.output_loc[0] = (Loc){"t.net", 9, 1};
+	g.output_loc[0] = loc_make("t.net", 9, 1);
 	g.noutputs = 1;
 	g.loss = t;
 	g.train = true;
@@ -91,8 +91,8 @@ test_two_outputs(void **state)
 	g.outputs = ar_alloc(&arena, 2 * sizeof(int));
 	g.output_loc = ar_alloc(&arena, 2 * sizeof(Loc));
 	g.outputs[0] = a, g.outputs[1] = b;
-	g.output_loc[0] = (Loc){"t.net", 9, 1};
-	g.output_loc[1] = (Loc){"t.net", 10, 1};
+	g.output_loc[0] = loc_make("t.net", 9, 1);
+	g.output_loc[1] = loc_make("t.net", 10, 1);
 	g.noutputs = 2;
 	g.loss = a;
 	assert_int_equal(autodiff(&g, &diag), 1);
@@ -285,8 +285,8 @@ test_split_concat(void **state)
 	int w = decl("w", TK_PARAM, DT_F32, 2, 4, 6);
 	int in[1] = {w};
 	const char *ids[3] = {"q", "k", "v"};
-	int sp = ir_add_op(&g, OP_SPLIT, in, 1, (Loc){"t.net", 2, 5});
-	ir_set_outputs(&g, sp, ids, 3);
+	int sp = ir_add_op(&g, OP_SPLIT, in, 1, loc_make("t.net", 2, 5));
+	ir_set_outputs(&g, sp, ids, 3, "");
 	g.op[sp].p->n = 3, g.op[sp].p->axis = 1;
 	int q = g.op[sp].out[0], k = g.op[sp].out[1];
 	int c = mk(OP_CONCAT, "c", 2, q, q);
@@ -317,7 +317,7 @@ test_custom(void **state)
 	assert_int_equal(train(out(o)), 0);
 	check_saves(o, 2, x, out(o));
 	assert_int_equal(g.op[o].bwd_flops, 200);
-	assert_int_equal(g.op[o].workspace, 64);
+	assert_int_equal(ir_op_workspace(&g.op[o]), 64);
 	assert_true(g.t[w].grad >= 0);
 	cu.backward_flops = 7;
 	g.op[o].has_backward = false;

@@ -164,7 +164,7 @@ test_gpt_ids(void **state)
 	/* scopes, locations, mode */
 	t = tensor(r, "block.3.h");
 	assert_string_equal(r->g.t[t].scope, "block.3.");
-	assert_string_equal(r->g.op[r->g.t[t].producer].scope, "block.3.");
+	assert_string_equal(ir_op_scope(&r->g, &r->g.op[r->g.t[t].producer]), "block.3.");
 	assert_int_equal(r->g.t[t].loc.line, 11);
 	assert_int_equal(r->g.t[t].loc.col, 7);
 	t = tensor(r, "block.0.x@1");                      /* x + a @ wo starts at x */
@@ -301,7 +301,7 @@ test_custom_op(void **state)
 	op = &r->g.op[1];
 	assert_int_equal(op->custom->backward_flops, 5);
 	assert_int_equal(op->custom->workspace, 64);
-	assert_int_equal(op->workspace, 64);
+	assert_int_equal(ir_op_workspace(op), 64);
 	assert_int_equal(op->custom->out_ndim, 0);
 	done(r);
 }

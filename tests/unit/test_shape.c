@@ -710,9 +710,9 @@ test_split(void **state)
 	int x = decl("x", TK_PARAM, DT_F16, 2, 4, 12);
 	int in[1] = {x};
 	const char *ids[3] = {"q", "k", "v"};
-	int o = ir_add_op(&g, OP_SPLIT, in, 1, (Loc){"t.net", 2, 5});
+	int o = ir_add_op(&g, OP_SPLIT, in, 1, loc_make("t.net", 2, 5));
 	(void)state;
-	ir_set_outputs(&g, o, ids, 3);
+	ir_set_outputs(&g, o, ids, 3, "");
 	g.op[o].p->n = 3, g.op[o].p->axis = -1;
 	infer_ok();
 	for (int i = 0; i < 3; i++) {
@@ -729,11 +729,11 @@ test_split_errors(void **state)
 	int x = decl("x", TK_INPUT, DT_F16, 2, 4, 12);
 	int in[1] = {x};
 	const char *ids[3] = {"q", "k", "v"};
-	int o1 = ir_add_op(&g, OP_SPLIT, in, 1, (Loc){"t.net", 2, 5});
-	int o2 = ir_add_op(&g, OP_SPLIT, in, 1, (Loc){"t.net", 2, 5});
+	int o1 = ir_add_op(&g, OP_SPLIT, in, 1, loc_make("t.net", 2, 5));
+	int o2 = ir_add_op(&g, OP_SPLIT, in, 1, loc_make("t.net", 2, 5));
 	(void)state;
-	ir_set_outputs(&g, o1, ids, 3);
-	ir_set_outputs(&g, o2, ids, 2);
+	ir_set_outputs(&g, o1, ids, 3, "");
+	ir_set_outputs(&g, o2, ids, 2, "");
 	g.op[o1].p->n = 3, g.op[o1].p->axis = 0;
 	g.op[o2].p->n = 3, g.op[o2].p->axis = 1;
 	assert_int_equal(shape_infer(&g, &diag), 2);
@@ -777,7 +777,7 @@ test_custom(void **state)
 	assert_int_equal(shape_infer(&g, &diag), 1);
 	check_shape(out(o1), DT_F16, 2, 8, 32);
 	assert_int_equal(g.op[o1].flops, 1234);
-	assert_int_equal(g.op[o1].workspace, 4096);
+	assert_int_equal(ir_op_workspace(&g.op[o1]), 4096);
 	assert_true(g.t[out(o1)].needs_grad);
 	assert_string_equal(said(), "t.net:2:5: error: fused_mlp: takes 2 arguments, not 1\n");
 	reset_msgs();
