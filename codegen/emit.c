@@ -202,9 +202,9 @@ inst_dtype(Em *e, int t)
 {
 	const DagTensor *dt = &e->d->t[t];
 	const Tensor *it = ten(e, dt->ir_tensor);
-	if (it->numel > 0 && !dt->persistent_view && dt->view_src < 0 &&
-	    dt->bytes != it->numel * dtype_size(it->dtype)) {
-		int64_t sz = dt->bytes / it->numel;
+	if (ir_numel(it) > 0 && !dt->persistent_view && dt->view_src < 0 &&
+	    dt->bytes != ir_numel(it) * dtype_size(it->dtype)) {
+		int64_t sz = dt->bytes / ir_numel(it);
 		return sz == 8 ? DT_F64 : sz == 4 ? DT_F32 : sz == 2 ? DT_F16 : DT_U8;
 	}
 	return it->dtype;
@@ -779,7 +779,7 @@ emit_gather(Em *e, const DagNode *nd, int k)
 	for (int j = 0; j < nd->ncomm_params; j++) {
 		int p = e->param_of[nd->comm_params[j]];
 		out(e, "\trt_gather(P[%d], D[%d], %lld, %lld);\n", p, k, (long long)off,
-		    (long long)ten(e, nd->comm_params[j])->numel);
+		    (long long)ir_numel(ten(e, nd->comm_params[j])));
 		off += ten(e, nd->comm_params[j])->bytes;
 	}
 }
@@ -794,7 +794,7 @@ emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
 	for (int r = 0; r < (nd->comm == COMM_ALLREDUCE ? 1 : e->ranks); r++)
 		for (int j = 0; j < nd->nin; j++) {
 			int t = nd->in[j];
-			int64_t n = ten(e, e->d->t[t].ir_tensor)->numel, st = 0;
+			int64_t n = ir_numel(ten(e, e->d->t[t].ir_tensor)), st = 0;
 			if (inst_dtype(e, t) != (int)dt)
 				continue;
 			if (nd->comm == COMM_REDUCE_SCATTER) {
@@ -812,7 +812,7 @@ emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
 		out(e, "\trt_allreduce(%lld, %lld, %s);\n", (long long)off, (long long)((pos - off) / es), rdt);
 		for (int j = 0, q = (int)off; j < nd->nin; j++) {
 			int t = nd->in[j];
-			int64_t n = ten(e, e->d->t[t].ir_tensor)->numel;
+			int64_t n = ir_numel(ten(e, e->d->t[t].ir_tensor));
 			if (inst_dtype(e, t) != (int)dt)
 				continue;
 			out(e, "\trt_pack(D[%d], 0, %lld, %d, 1);\n", e->cur[t], (long long)n, q);
@@ -825,7 +825,7 @@ emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
 		int64_t c = 0;
 		for (int j = 0; j < nd->nin; j++)
 			if (inst_dtype(e, nd->in[j]) == (int)dt)
-				c += dag_shard_count(ten(e, e->d->t[nd->in[j]].ir_tensor)->numel, e->ranks, r);
+				c += dag_shard_count(ir_numel(ten(e, e->d->t[nd->in[j]].ir_tensor)), e->ranks, r);
 		out(e, "%s%lld", r ? ", " : "", (long long)c);
 	}
 	out(e, "};\n\t\tint64_t o = rt_reduce_scatter(%lld, cnt, %s);\n", (long long)off, rdt);
@@ -833,7 +833,7 @@ emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
 		const Tensor *gt = ten(e, e->d->t[nd->in[j]].ir_tensor);
 		if (inst_dtype(e, nd->in[j]) == (int)dt)
 			out(e, "\t\to = rt_unpack_shard(G[%d], o, %lld);\n", e->param_of[gt->grad_of],
-			    (long long)gt->numel);
+			    (long long)ir_numel(gt));
 	}
 	out(e, "\t\t(void)o;\n\t}\n");
 	return pos - off;
@@ -1239,12 +1239,12 @@ emit_dist_buffer(Em *e, int i)
 		out(e, "\trt_param(P[%d], rt_key(\"%s\"));\n", p, str(e, t->id));
 	} else if (c == CAT_PARAMS) {
 		out(e, "\tP[%d] = rt_shard(%s, %s, %lld);\n", p, dist_place(e, i), dt_enum(e, t->dtype),
-		    (long long)dag_shard_elems(t->numel, e->ranks));
+		    (long long)dag_shard_elems(ir_numel(t), e->ranks));
 		out(e, "\trt_param_shard(P[%d], rt_key(\"%s\"), %lld);\n", p, str(e, t->id),
-		    (long long)t->numel);
+		    (long long)ir_numel(t));
 	} else if (c == CAT_PARAM_GRADS) {
 		out(e, "\tG[%d] = rt_shard(%s, %s, %lld);\n\trt_fill(G[%d], 0);\n", p, dist_place(e, i),
-		    dt_enum(e, inst_dtype(e, e->dag_of[t->grad])), (long long)dag_shard_elems(t->numel, e->ranks), p);
+		    dt_enum(e, inst_dtype(e, e->dag_of[t->grad])), (long long)dag_shard_elems(ir_numel(t), e->ranks), p);
 	} else {
 		out(e, "\t(void)%s;  /* %s of %s */\n", dist_place(e, i),
 		    c == CAT_MASTER ? "master copy" : "optimizer state", cmt(e, t->id));
@@ -1300,7 +1300,7 @@ emit_epilogue(Em *e)
 			int dt = gt >= 0 && e->held[p] ? e->dag_of[gt] : -1;
 			if (dt >= 0 && e->zero2)
 				out(e, "\trt_cksum_shards(\"%s\", G[%d], %lld, rt_key(\"%s\"));\n",
-				    str(e, ten(e, gt)->id), p, (long long)ten(e, e->params[p])->numel,
+				    str(e, ten(e, gt)->id), p, (long long)ir_numel(ten(e, e->params[p])),
 				    str(e, ten(e, e->params[p])->id));
 			else if (dt >= 0 && e->cur[dt] >= 0)
 				out(e, "\trt_cksum(\"%s\", D[%d]);\n\trt_dirgrad(D[%d], rt_key(\"%s\"));\n",

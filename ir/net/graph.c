@@ -253,7 +253,7 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *sc
 		const char *id = ar_cat(g->arena, ids[0], ":", info->extra_role[i]);
 		t = ir_add_tensor(g, id, TK_EXTRA, g->op[o].loc);
 		g->t[t].producer = o;
-		g->t[t].role = info->extra_role[i];
+		g->t[t].role = (unsigned)i + 1;
 		g->t[t].scope = scope;
 		g->op[o].extra[i] = t;
 	}
@@ -270,20 +270,18 @@ ir_add_extra(Graph *g, int o, int k)
 	t = ir_add_tensor(g, ar_cat(g->arena, g->t[g->op[o].out[0]].id, ":",
 	                            info->extra_role[k]), TK_EXTRA, g->op[o].loc);
 	g->t[t].producer = o;
-	g->t[t].role = info->extra_role[k];
+	g->t[t].role = (unsigned)k + 1;
 	g->t[t].scope = ir_op_scope(g, &g->op[o]);
 	g->op[o].extra[k] = t;
 	g->op[o].nextra = k + 1;
 }
 
-int64_t
-ir_numel(const Tensor *t)
+const char *
+ir_role(const Graph *g, const Tensor *t)
 {
-	int64_t n = 1;
-
-	for (int i = 0; i < t->ndim; i++)
-		n *= t->shape[i];
-	return n;
+	if (!t->role)
+		return NULL;
+	return ir_optab[g->op[t->producer].kind].extra_role[t->role - 1];
 }
 
 int

@@ -51,38 +51,55 @@ typedef enum TensorKind {
 	TK_PARAM_GRAD   /* grad(w) for a param w (autodiff) */
 } TensorKind;
 
-/* A million-op graph has millions of these: the small fields are bit
- * fields and packed at the end (80 bytes, no padding). The shape lives out
- * of line, ndim elements in the graph's arena: most tensors have two to
- * four axes, and room for IR_MAXDIM in every one was 64 of 144 bytes. */
+/* A million-op graph has millions of these, so every byte counts (16 B
+ * is 4.8 MB at 300k tensors): 64 bytes, no padding. The small fields are
+ * bit fields in one 32-bit unit (nothing takes their address); the element
+ * count is not kept but read from bytes (ir_numel: every dtype is a whole
+ * number of bytes), an extra's role is an index into its op's row of the
+ * op table (ir_role). The shape lives out of line, ndim elements in the
+ * graph's arena: most tensors have two to four axes, and room for
+ * IR_MAXDIM in every one was 64 of 144 bytes. */
 typedef struct Tensor {
 	const char *id;         /* stable id: "block.3.h@1", "x:mask", "grad(h)" */
 	int64_t *shape;         /* [ndim], set by ir_set_shape only; NULL until
 	                           the first shape is set. Tensors may share one
 	                           array (a grad has its tensor's), so never
 	                           write through it: set a new shape instead */
-	int64_t numel;          /* elements */
-	int64_t bytes;          /* numel * dtype_size: its logical size, also for views */
-	const char *role;       /* extras: "mask", "mean", "rstd", "lse", "lsm", "indices" */
+	int64_t bytes;          /* numel * dtype_size: its logical size, also for
+	                           views; 0 until shape inference sized it */
 	const char *scope;      /* def instance prefix, "" at top level: "block.3." */
 	Loc loc;                /* where the expression or declaration starts */
 	int producer;           /* op index for TK_ACT/TK_EXTRA, else -1 */
 	int view_of;            /* views: the tensor whose storage it aliases, else -1 */
 	int grad;               /* autodiff: index of grad(this), or -1 */
 	int grad_of;            /* for TK_GRAD/TK_PARAM_GRAD: the tensor it is grad of */
-	TensorKind kind : 8;
-	Dtype dtype : 8;        /* DT_NONE until shape inference (or on error) */
-	int ndim : 8;           /* -1 until shape inference (or on error); at
+	TensorKind kind : 3;
+	Dtype dtype : 5;        /* DT_NONE until shape inference (or on error) */
+	int ndim : 5;           /* -1 until shape inference (or on error); at
 	                           most IR_MAXDIM */
-	bool needs_grad;        /* shape pass: floating and (a param or from one) */
-	bool saved;             /* autodiff: some backward op saves it (per ops.md) */
-	bool frozen;            /* a `frozen` param: no grad, master or optimizer
+	unsigned role : 2;      /* TK_EXTRA: 1 + k for the op table's
+	                           extra_role[k] of its producer; else 0 */
+	bool needs_grad : 1;    /* shape pass: floating and (a param or from one) */
+	bool saved : 1;         /* autodiff: some backward op saves it (per ops.md) */
+	bool frozen : 1;        /* a `frozen` param: no grad, master or optimizer
 	                           state; its weight lives for the whole step */
-	bool buffer;            /* a `buffer` param (also frozen): persistent state
+	bool buffer : 1;        /* a `buffer` param (also frozen): persistent state
 	                           that is not a parameter (BatchNorm's running
 	                           statistics); not in the parameter count */
-	bool reaches_output;    /* autodiff: a grad-needing path leads to the loss */
+	bool reaches_output : 1; /* autodiff: a grad-needing path leads to the loss */
 } Tensor;
+
+/* 300k tensors x 16 B is 4.8 MB of issue 15's 100 MB: a field added here
+ * must pay for itself. */
+_Static_assert(sizeof(Tensor) == 64, "Tensor grew past 64 bytes");
+
+/* Elements of t: bytes / dtype_size, exact since every dtype is a whole
+ * number of bytes; 0 until shape inference sized it. */
+static inline int64_t
+ir_numel(const Tensor *t)
+{
+	return t->bytes && t->dtype != DT_NONE ? t->bytes / dtype_size(t->dtype) : 0;
+}
 
 /* Op kinds. The op library itself -- arity, attributes, shape rule, FLOPs,
  * saves, extras -- is one table in ir/net/optab.c, indexed by OpKind. */
@@ -272,10 +289,12 @@ void ir_params_default(OpParams *p);
 extern const OpParams ir_no_params;     /* the defaults, shared read-only */
 /* Stores p as op o's parameters (allocating them if o shared the defaults). */
 void ir_set_params(Graph *g, int o, const OpParams *p);
-int64_t ir_numel(const Tensor *t);
 /* Scratch bytes op o needs while it runs: a custom op's declared
  * workspace, 0 for every built-in op. */
 int64_t ir_op_workspace(const Op *o);
+/* An extra's role ("mask", "mean", "rstd", "lse", "dmask", "lsm",
+ * "indices": the op table's name for it); NULL for every other tensor. */
+const char *ir_role(const Graph *g, const Tensor *t);
 /* The tensor whose storage t really uses: follows view_of to the root. */
 int ir_storage_root(const Graph *g, int t);
 /* Shape as "[8, 1024, 768]" into buf; returns buf. */

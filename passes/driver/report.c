@@ -108,12 +108,12 @@ static void
 count_param(ReportTotals *r, const Tensor *t)
 {
 	if (t->buffer) {
-		r->buffers += t->numel;
+		r->buffers += ir_numel(t);
 		r->buffer_bytes += t->bytes;
 		return;
 	}
-	r->params += t->numel;
-	r->frozen += t->frozen ? t->numel : 0;
+	r->params += ir_numel(t);
+	r->frozen += t->frozen ? ir_numel(t) : 0;
 }
 
 /* A pipeline stage holds the params its operations read, and their

@@ -194,11 +194,10 @@ make_grad(Graph *g, int t)
 	x = &g->t[t];   /* g->t may have moved */
 	gr->dtype = param && g->settings.mixed ? DT_F32 : x->dtype;
 	ir_share_shape(gr, x);
-	gr->numel = x->numel;
 	gr->scope = x->scope;
 	gr->grad_of = t;
 	g->t[t].grad = gt;
-	return !__builtin_mul_overflow(gr->numel, dtype_size(gr->dtype), &gr->bytes) &&
+	return !__builtin_mul_overflow(ir_numel(x), dtype_size(gr->dtype), &gr->bytes) &&
 	       gr->bytes <= ((int64_t)1 << 62);
 }
 

@@ -70,9 +70,9 @@ check_shapes(const Graph *g, char *why, size_t n)
 				            (long long)x->shape[k]);
 			numel *= x->shape[k];
 		}
-		if (numel != x->numel || x->bytes != numel * dtype_size(x->dtype))
+		if (x->bytes != numel * dtype_size(x->dtype))
 			return why_fail(why, n, "tensor %s: %lld elements, %lld bytes",
-			            x->id, (long long)x->numel, (long long)x->bytes);
+			            x->id, (long long)numel, (long long)x->bytes);
 		if (x->view_of >= 0 && g->t[x->view_of].bytes < x->bytes)
 			return why_fail(why, n, "view %s is larger than its base", x->id);
 	}
@@ -92,7 +92,7 @@ check_grads(const Graph *g, char *why, size_t n)
 			if (!in_range(x->grad_of, g->nt))
 				return why_fail(why, n, "gradient %s is of tensor %d", x->id, x->grad_of);
 			of = &g->t[x->grad_of];
-			if (of->grad != t || x->numel != of->numel)
+			if (of->grad != t || ir_numel(x) != ir_numel(of))
 				return why_fail(why, n, "gradient %s does not match %s", x->id, of->id);
 			if ((x->kind == TK_PARAM_GRAD) != (of->kind == TK_PARAM))
 				return why_fail(why, n, "gradient %s has the wrong kind", x->id);

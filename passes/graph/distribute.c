@@ -74,7 +74,7 @@ shard_buffer(Dist *D, int i)
 	const DistOptions *o = D->o;
 	MemCat c = d->persistent_cat[i];
 	const Tensor *t = &D->g->t[d->persistent_ir[i]];
-	int64_t elem = t->numel ? d->persistent_buf[i] / t->numel : 0;
+	int64_t elem = ir_numel(t) ? d->persistent_buf[i] / ir_numel(t) : 0;
 	bool state = c == CAT_MASTER || c == CAT_OPTIMIZER;
 	/* buffers (BatchNorm's running statistics) stay whole on every rank,
 	 * as FSDP and DeepSpeed keep module buffers out of the flat sharded
@@ -83,7 +83,7 @@ shard_buffer(Dist *D, int i)
 	int64_t bytes = d->persistent_buf[i];
 
 	if ((state && o->zero >= 1) || (weight && o->zero >= 3))
-		bytes = dag_shard_elems(t->numel, o->ranks) * elem;
+		bytes = dag_shard_elems(ir_numel(t), o->ranks) * elem;
 	if ((state && o->offload_optimizer) || (weight && o->offload_params)) {
 		D->st->host[c] += bytes;
 		d->persistent_host[i] = bytes;
@@ -126,8 +126,8 @@ grad_shards(Dist *D)
 		if (seen[gt->grad_of])
 			continue;
 		seen[gt->grad_of] = true;
-		elem = gt->numel ? gt->bytes / gt->numel : 0;
-		d->persistent_buf[n] = dag_shard_elems(gt->numel, D->o->ranks) * elem;
+		elem = ir_numel(gt) ? gt->bytes / ir_numel(gt) : 0;
+		d->persistent_buf[n] = dag_shard_elems(ir_numel(gt), D->o->ranks) * elem;
 		d->persistent_cat[n] = CAT_PARAM_GRADS;
 		d->persistent_ir[n] = gt->grad_of;
 		d->persistent_host[n] = 0;

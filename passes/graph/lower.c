@@ -101,10 +101,10 @@ param_buffers(Lowering *L, int i)
 	if (!g->train || t->frozen)     /* frozen: the weight only */
 		return;
 	if (s->mixed && t->dtype != DT_F32)
-		add_persistent(L, i, CAT_MASTER, t->numel * 4);
+		add_persistent(L, i, CAT_MASTER, ir_numel(t) * 4);
 	for (int k = 0; k < nstates; k++)
 		add_persistent(L, i, CAT_OPTIMIZER,
-		               t->numel * (s->mixed ? 4 : dtype_size(t->dtype)));
+		               ir_numel(t) * (s->mixed ? 4 : dtype_size(t->dtype)));
 }
 
 /* Creates the Dag tensors for every non-param forward tensor, in IR order,

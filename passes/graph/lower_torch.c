@@ -140,13 +140,13 @@ extras(Torch *T)
 
 		if (op->kind == OP_MSE_LOSS && T->dag_of[op->out[0]] >= 0)
 			/* the mean is a 0-dim view of the unreduced loss */
-			T->d->t[T->dag_of[op->out[0]]].bytes = g->t[op->in[0]].numel * esz;
+			T->d->t[T->dag_of[op->out[0]]].bytes = ir_numel(&g->t[op->in[0]]) * esz;
 		if (op->kind != OP_LAYERNORM && op->kind != OP_DROPOUT)
 			continue;
 		for (int k = 0; k < op->nextra; k++) {
 			int dt = T->dag_of[op->extra[k]];
 			if (dt >= 0)
-				T->d->t[dt].bytes = g->t[op->extra[k]].numel * esz;
+				T->d->t[dt].bytes = ir_numel(&g->t[op->extra[k]]) * esz;
 		}
 	}
 }
@@ -197,7 +197,7 @@ aliases_grad_out(Torch *T, const Op *op, int a, int gout, int64_t *st)
 		/* AddBackward returns grad itself for each same-shaped input
 		 * (SubBackward for the first only); a broadcast input gets a
 		 * reduced new buffer */
-		if (x->numel != y->numel || (op->kind == OP_SUB && a != op->in[0]))
+		if (ir_numel(x) != ir_numel(y) || (op->kind == OP_SUB && a != op->in[0]))
 			return false;
 		memcpy(st, T->st[gout], sizeof T->st[0]);
 		return true;

@@ -123,7 +123,7 @@ mul64(int64_t *acc, int64_t x)
 	return !__builtin_mul_overflow(*acc, x, acc);
 }
 
-/* numel and bytes from shape; false when it overflows or passes 2^62. */
+/* bytes from shape; false when it overflows or passes 2^62. */
 static bool
 size_tensor(Tensor *t)
 {
@@ -135,7 +135,6 @@ size_tensor(Tensor *t)
 	b = n;
 	if (!mul64(&b, dtype_size(t->dtype)) || b > MAXBYTES)
 		return false;
-	t->numel = n;
 	t->bytes = b;
 	return true;
 }
@@ -644,11 +643,11 @@ rule_reshape(Ctx *c)
 		else if (!mul64(&known, s[i]))
 			known = -1;
 	}
-	if (known > 0 && hole >= 0 && x->numel % known == 0)
-		s[hole] = x->numel / known;
-	else if (known < 0 || hole >= 0 || known != x->numel)
+	if (known > 0 && hole >= 0 && ir_numel(x) % known == 0)
+		s[hole] = ir_numel(x) / known;
+	else if (known < 0 || hole >= 0 || known != ir_numel(x))
 		return err(c, "cannot reshape %s (%lld elements) into %s", shp(x),
-		           (long long)x->numel, dims_str(p->list, p->nlist));
+		           (long long)ir_numel(x), dims_str(p->list, p->nlist));
 	return set_out(c, 0, x->dtype, p->nlist, s);
 }
 
@@ -950,30 +949,30 @@ count_flops(Ctx *c, int64_t *f)
 		*f = 0;
 		return true;
 	case FL_IN:
-		return mul64(f, x->numel);
+		return mul64(f, ir_numel(x));
 	case FL_OUT:
-		return mul64(f, out->numel);
+		return mul64(f, ir_numel(out));
 	case FL_MATMUL:         /* 2 M N K batch = 2 n(out) K */
-		return mul64(f, 2) && mul64(f, out->numel) &&
+		return mul64(f, 2) && mul64(f, ir_numel(out)) &&
 		       mul64(f, x->shape[x->ndim - 1]);
 	case FL_CONV2D: {       /* 2 N O H' W' (C/groups) KH KW = 2 n(out) n(w)/O */
 		const Tensor *w = in(c, 1);
-		return mul64(f, 2) && mul64(f, out->numel) && mul64(f, w->shape[1]) &&
+		return mul64(f, 2) && mul64(f, ir_numel(out)) && mul64(f, w->shape[1]) &&
 		       mul64(f, w->shape[2]) && mul64(f, w->shape[3]);
 	}
 	case FL_ATTENTION:      /* 4 B H S T Dh = 4 n(q) T */
-		if (!(mul64(f, 4) && mul64(f, x->numel) && mul64(f, in(c, 1)->shape[2])))
+		if (!(mul64(f, 4) && mul64(f, ir_numel(x)) && mul64(f, in(c, 1)->shape[2])))
 			return false;
 		if (c->op->p->causal)
 			*f /= 2;
 		{       /* + n(scores) for a mask, + 2 n(scores) for dropout */
-			int64_t sc = x->numel / x->shape[3] * in(c, 1)->shape[2], m = 0;
+			int64_t sc = ir_numel(x) / x->shape[3] * in(c, 1)->shape[2], m = 0;
 			m += c->op->nin == 4 ? 1 : 0;
 			m += c->op->nextra == 2 ? 2 : 0;
 			return !m || (mul64(&sc, m) && !__builtin_add_overflow(*f, sc, f));
 		}
 	case FL_POOL:
-		return mul64(f, out->numel) && mul64(f, k) && mul64(f, k);
+		return mul64(f, ir_numel(out)) && mul64(f, k) && mul64(f, k);
 	case FL_CUSTOM:
 		*f = c->op->custom->flops;
 		return true;
@@ -981,10 +980,10 @@ count_flops(Ctx *c, int64_t *f)
 		int64_t lg = 0;
 		while (lg < 63 && ((int64_t)1 << lg) < k + 1)
 			lg++;
-		return mul64(f, x->numel) && mul64(f, lg);
+		return mul64(f, ir_numel(x)) && mul64(f, lg);
 	}
 	case FL_LAST:
-		return mul64(f, in(c, c->op->nin - 1)->numel);
+		return mul64(f, ir_numel(in(c, c->op->nin - 1)));
 	}
 	return false;
 }
@@ -1023,7 +1022,7 @@ poisoned(Ctx *c)
 {
 	for (int i = 0; i < c->op->nin; i++)
 		if ((in(c, i)->kind == TK_INPUT || in(c, i)->kind == TK_PARAM) &&
-		    in(c, i)->numel == 0)
+		    ir_numel(in(c, i)) == 0)
 			infer_decl(c->g, c->op->in[i], c->d);
 	for (int i = 0; i < c->op->nin; i++)
 		if (in(c, i)->ndim < 0)

@@ -26,7 +26,7 @@ check_shape(int t, Dtype dt, int ndim, ...)
 		n *= d;
 	}
 	va_end(ap);
-	assert_int_equal(g.t[t].numel, n);
+	assert_int_equal(ir_numel(&g.t[t]), n);
 	assert_int_equal(g.t[t].bytes, n * dtype_size(dt));
 }
 
