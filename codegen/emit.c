@@ -440,7 +440,7 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 {
 	const char *x = o->nin > 0 ? ref(e, o->in[0]) : "", *y = ref(e, o->out[0]);
 	const char *x1 = o->nin > 1 ? ref(e, o->in[1]) : "", *x2 = o->nin > 2 ? ref(e, o->in[2]) : "";
-	const char *e0 = o->nextra > 0 ? ref(e, o->extra[0]) : "", *e1 = o->nextra > 1 ? ref(e, o->extra[1]) : "";
+	const char *e0 = o->nextra > 0 ? ref(e, ir_extra(o, 0)) : "", *e1 = o->nextra > 1 ? ref(e, ir_extra(o, 1)) : "";
 	const OpParams *p = o->p;
 	int ax = o->nin > 0 ? axis_of(ten(e, o->in[0]), p->axis_norm) : 0;
 	switch (o->kind) {
@@ -559,7 +559,7 @@ emit_contrib(Em *e, const Op *o, int q, const char *const *g, const char *dst, i
 	int ax = axis_of(x, p->axis_norm);
 	const char *a = ref(e, o->in[0]), *b = o->nin > 1 ? ref(e, o->in[1]) : "";
 	const char *c = o->nin > 2 ? ref(e, o->in[2]) : "", *y = ref(e, o->out[0]);
-	const char *e0 = o->nextra > 0 ? ref(e, o->extra[0]) : "", *e1 = o->nextra > 1 ? ref(e, o->extra[1]) : "";
+	const char *e0 = o->nextra > 0 ? ref(e, ir_extra(o, 0)) : "", *e1 = o->nextra > 1 ? ref(e, ir_extra(o, 1)) : "";
 	switch (o->kind) {
 	case OP_RELU: case OP_SIGMOID: case OP_TANH: case OP_EXP: case OP_SQRT:
 		out(e, "\trt_b_unary(%s, %s, %s, %s, %d, 0);\n", unary_name(o->kind), y, g[0], dst, add);
@@ -989,7 +989,7 @@ emit_step(Em *e, int i)
 	e->step = i;
 	ir_assert(tb == e->ev->temp_bytes[i]);
 	out(e, "\t/* step %d: %s %s (%s) */\n", i, step_kind_name(e->ev->kind[i]), nd->name,
-	    o->kind == OP_CUSTOM ? o->custom->name : ir_optab[o->kind].name);
+	    o->kind == OP_CUSTOM ? o->p->custom->name : ir_optab[o->kind].name);
 	out(e, "\trt_begin(%d, %lld, %lld);\n", i, (long long)tb,
 	    (long long)(e->ev->temp_offset ? e->ev->temp_offset[i] : -1));
 	for (int j = 0; j < nd->nout; j++) {

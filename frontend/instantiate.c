@@ -484,7 +484,7 @@ call_custom(Inst *in, Scope *sc, const Expr *e, const CustomInfo *ci, Namer *nm,
 		return poison;
 	v = make_op(in, sc, OP_CUSTOM, ts, n, e, nm, root, 1, e->name);
 	if (v.kind != VK_POISON)
-		in->g->op[in->g->nop - 1].custom = ci->op;
+		ir_set_custom(in->g, in->g->nop - 1, ci->op);
 	return v;
 }
 

@@ -24,7 +24,7 @@ ir_tensor_op(const Graph *g, int t)
 	if (x->kind == TK_GRAD || x->kind == TK_PARAM_GRAD)
 		return "grad";
 	if (g->op[x->producer].kind == OP_CUSTOM)
-		return g->op[x->producer].custom->name;
+		return g->op[x->producer].p->custom->name;
 	return ir_optab[g->op[x->producer].kind].name;
 }
 

@@ -138,6 +138,15 @@ ir_set_params(Graph *g, int o, const OpParams *p)
 }
 
 void
+ir_set_custom(Graph *g, int o, const CustomOp *cu)
+{
+	OpParams p = *g->op[o].p;
+
+	p.custom = cu;
+	ir_set_params(g, o, &p);
+}
+
+void
 ir_set_shape(Graph *g, Tensor *t, int ndim, const int64_t *shape)
 {
 	/* a scalar's shape: non-NULL, so that copying zero axes from it is
@@ -170,7 +179,7 @@ ir_op_scope(const Graph *g, const Op *o)
 int64_t
 ir_op_workspace(const Op *o)
 {
-	return o->custom ? o->custom->workspace : 0;
+	return o->p->custom ? o->p->custom->workspace : 0;
 }
 
 void
@@ -240,7 +249,7 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *sc
 	const OpInfo *info = &ir_optab[g->op[o].kind];
 	int i, t, nextra;
 
-	g->op[o].out = ar_array(g->arena, (size_t)nout, sizeof(int));
+	g->op[o].out = ar_array(g->arena, (size_t)nout + (size_t)info->nextra, sizeof(int));
 	g->op[o].nout = nout;
 	for (i = 0; i < nout; i++) {
 		t = ir_add_tensor(g, ids[i], TK_ACT, g->op[o].loc);
@@ -255,16 +264,16 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *sc
 		g->t[t].producer = o;
 		g->t[t].role = (unsigned)i + 1;
 		g->t[t].scope = scope;
-		g->op[o].extra[i] = t;
+		g->op[o].out[nout + i] = t;
 	}
-	g->op[o].nextra = nextra;
+	g->op[o].nextra = (unsigned)nextra;
 }
 
 void
 ir_add_extra(Graph *g, int o, int k)
 {
 	const OpInfo *info = &ir_optab[g->op[o].kind];
-	int t;
+	int t, *out;
 
 	ir_assert(k == g->op[o].nextra && k < IR_MAXEXTRA && info->extra_role[k]);
 	t = ir_add_tensor(g, ar_cat(g->arena, g->t[g->op[o].out[0]].id, ":",
@@ -272,8 +281,12 @@ ir_add_extra(Graph *g, int o, int k)
 	g->t[t].producer = o;
 	g->t[t].role = (unsigned)k + 1;
 	g->t[t].scope = ir_op_scope(g, &g->op[o]);
-	g->op[o].extra[k] = t;
-	g->op[o].nextra = k + 1;
+	/* out[] is exact-size in the arena: a fresh one with room for t */
+	out = ar_array(g->arena, (size_t)g->op[o].nout + (size_t)k + 1, sizeof(int));
+	memcpy(out, g->op[o].out, sizeof(int) * ((size_t)g->op[o].nout + (size_t)k));
+	out[g->op[o].nout + k] = t;
+	g->op[o].out = out;
+	g->op[o].nextra = (unsigned)k + 1;
 }
 
 const char *

@@ -126,7 +126,6 @@ typedef enum OpKind {
  * shape inference normalizes them into the *_norm fields. */
 typedef struct OpParams {
 	int64_t axis;           /* split, concat, slice, softmax, sum, mean */
-	bool has_axis;          /* sum/mean: false means "all axes" */
 	int64_t n;              /* split: number of parts */
 	int64_t i, j;           /* transpose */
 	int64_t start, end;     /* slice; flatten uses start */
@@ -135,7 +134,6 @@ typedef struct OpParams {
 	int64_t scale;          /* upsample2d */
 	double p;               /* dropout */
 	double c;               /* scale */
-	bool causal;            /* attention */
 	double dropout;         /* attention: dropout on the probabilities */
 	double cmin, cmax;      /* clamp: bounds (-inf, inf when not given) */
 	int64_t ignore_index;   /* cross_entropy: labels equal to it count for
@@ -149,6 +147,10 @@ typedef struct OpParams {
 	                           the k-th positional parameter; decides the
 	                           defaults that depend on others (pool stride = k,
 	                           flatten start = 1) */
+	bool has_axis;          /* sum/mean: false means "all axes" */
+	bool causal;            /* attention */
+	const struct CustomOp *custom; /* OP_CUSTOM only (ir_set_custom): here
+	                           rather than in Op, so only those ops pay */
 } OpParams;
 
 #define IR_POS_BIT 16
@@ -168,28 +170,41 @@ typedef struct CustomOp {
 	Loc loc;
 } CustomOp;
 
-/* 88 bytes, no padding: the small fields share a word, a custom op's
- * scratch bytes (forward and backward) are read from its CustomOp
- * (ir_op_workspace) and an op's def instance prefix from its first output
- * (ir_op_scope), rather than kept in every op. */
+/* 72 bytes, no padding: a 300k-op graph holds 300k of these. The small
+ * fields share a word; extra outputs follow the outputs in out[] (ir_extra);
+ * a custom op's declaration hangs off its OpParams (ops other than
+ * OP_CUSTOM share ir_no_params, whose custom is NULL); its scratch bytes
+ * are read from there (ir_op_workspace) and an op's def instance prefix
+ * from its first output (ir_op_scope), rather than kept in every op. */
 typedef struct Op {
 	OpKind kind : 8;
-	int nextra : 8;         /* at most IR_MAXEXTRA */
-	bool has_backward;      /* autodiff */
+	unsigned nextra : 2;    /* at most IR_MAXEXTRA */
+	bool has_backward : 1;  /* autodiff */
 	int nin;
-	int *in;                /* tensor indices, in argument order */
 	int nout;               /* 1, or n for split */
 	int nsaves;             /* autodiff */
-	int *out;               /* out[0] names the op in schedules */
-	int extra[IR_MAXEXTRA]; /* extra output tensors */
-	OpParams *p;            /* ops that take attributes own one; every other
-	                           op shares ir_no_params (read-only) */
-	const CustomOp *custom; /* OP_CUSTOM only */
+	int *in;                /* tensor indices, in argument order */
+	int *out;               /* [nout + nextra]: the outputs, out[0] names the
+	                           op in schedules, then the extra outputs */
+	OpParams *p;            /* ops that take attributes own one, and custom
+	                           ops; every other op shares ir_no_params
+	                           (read-only) */
 	int64_t flops;          /* shape pass: forward FLOPs */
 	int64_t bwd_flops;      /* autodiff */
 	int *saves;             /* autodiff: tensor indices the backward reads */
 	Loc loc;
 } Op;
+
+/* 300k ops x 8 B is 2.4 MB of issue 15's 100 MB: a field added here must
+ * pay for itself. */
+_Static_assert(sizeof(Op) == 72, "Op grew past 72 bytes");
+
+/* Op o's k-th extra output (k < o->nextra): x:mask, h:mean, ... */
+static inline int
+ir_extra(const Op *o, int k)
+{
+	return o->out[o->nout + k];
+}
 
 typedef enum Optimizer {
 	OPT_SGD, OPT_MOMENTUM, OPT_ADAGRAD, OPT_RMSPROP, OPT_LION, OPT_ADAM, OPT_ADAMW,
@@ -289,6 +304,9 @@ void ir_params_default(OpParams *p);
 extern const OpParams ir_no_params;     /* the defaults, shared read-only */
 /* Stores p as op o's parameters (allocating them if o shared the defaults). */
 void ir_set_params(Graph *g, int o, const OpParams *p);
+/* Makes op o (an OP_CUSTOM) the declared custom op cu: gives it OpParams
+ * of its own to hold it. */
+void ir_set_custom(Graph *g, int o, const CustomOp *cu);
 /* Scratch bytes op o needs while it runs: a custom op's declared
  * workspace, 0 for every built-in op. */
 int64_t ir_op_workspace(const Op *o);

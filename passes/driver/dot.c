@@ -109,7 +109,7 @@ forward(Dot *D)
 		for (int i = 0; i < op->nout; i++)
 			edge_out(D, "f", o, op->out[i]);
 		for (int i = 0; i < op->nextra; i++)
-			edge_out(D, "f", o, op->extra[i]);
+			edge_out(D, "f", o, ir_extra(op, i));
 	}
 }
 

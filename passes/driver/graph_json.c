@@ -68,13 +68,13 @@ put_op(const Graph *g, int o, FILE *out)
 	const Op *op = &g->op[o];
 
 	fputs("    {\"op\": ", out);
-	json_put_str(out, op->kind == OP_CUSTOM ? op->custom->name : ir_optab[op->kind].name);
+	json_put_str(out, op->kind == OP_CUSTOM ? op->p->custom->name : ir_optab[op->kind].name);
 	fprintf(out, ", \"custom\": %s, \"in\": ", op->kind == OP_CUSTOM ? "true" : "false");
 	put_list(out, op->in, op->nin);
 	fputs(", \"out\": ", out);
 	put_list(out, op->out, op->nout);
 	fputs(", \"extra\": ", out);
-	put_list(out, op->extra, op->nextra);
+	put_list(out, op->out + op->nout, op->nextra);
 	fputs(", \"scope\": ", out);
 	json_put_str(out, ir_op_scope(g, op));
 	/* the defaults that depend on other attributes, resolved */

@@ -115,9 +115,9 @@ find_saves(Graph *g, Op *op)
 
 	if (op->kind == OP_CUSTOM) {
 		for (int i = 0; i < op->nin; i++)
-			if (op->custom->saves_arg && op->custom->saves_arg[i])
+			if (op->p->custom->saves_arg && op->p->custom->saves_arg[i])
 				add_save(s, &n, op->in[i]);
-		if (op->custom->saves_out)
+		if (op->p->custom->saves_out)
 			add_save(s, &n, op->out[0]);
 	}
 	for (int k = 0; op->kind != OP_CUSTOM && k < IR_MAXSAVE; k++) {
@@ -135,7 +135,7 @@ find_saves(Graph *g, Op *op)
 		else if (r->kind == SV_OUT)
 			add_save(s, &n, op->out[r->i]);
 		else if (r->kind == SV_EXTRA)
-			add_save(s, &n, op->extra[r->i]);
+			add_save(s, &n, ir_extra(op, r->i));
 	}
 	op->saves = s;
 	op->nsaves = n;
@@ -166,7 +166,7 @@ backward_flops(const Graph *g, Op *op)
 	int64_t f = op->flops, twice = (int64_t)(info->bwd_factor * 2);
 
 	if (op->kind == OP_CUSTOM) {
-		f = op->custom->backward_flops;
+		f = op->p->custom->backward_flops;
 		if (f < 0 && __builtin_mul_overflow(op->flops, 2, &f))
 			return false;
 		op->bwd_flops = f;
@@ -243,7 +243,7 @@ autodiff(Graph *g, Diag *d)
 		find_saves(g, op);
 		if (!backward_flops(g, op))
 			diag_error(d, op->loc, "%s: backward FLOP count overflows 64 bits",
-			           op->kind == OP_CUSTOM ? op->custom->name :
+			           op->kind == OP_CUSTOM ? op->p->custom->name :
 			           ir_optab[op->kind].name);
 	}
 	nt = g->nt;

@@ -20,7 +20,7 @@ check_structure(const Graph *g, char *why, size_t n)
 {
 	for (int o = 0; o < g->nop; o++) {
 		const Op *op = &g->op[o];
-		if (op->nin < 0 || op->nout < 1 || op->nextra < 0 || op->nextra > IR_MAXEXTRA)
+		if (op->nin < 0 || op->nout < 1 || op->nextra > IR_MAXEXTRA)
 			return why_fail(why, n, "op %d has %d inputs, %d outputs, %d extras",
 			            o, op->nin, op->nout, op->nextra);
 		for (int i = 0; i < op->nin; i++) {
@@ -31,8 +31,8 @@ check_structure(const Graph *g, char *why, size_t n)
 				return why_fail(why, n, "op %d reads %s before op %d makes it",
 				            o, g->t[t].id, g->t[t].producer);
 		}
-		for (int i = 0; i < op->nout + op->nextra; i++) {
-			int t = i < op->nout ? op->out[i] : op->extra[i - op->nout];
+		for (int i = 0; i < op->nout + (int)op->nextra; i++) {
+			int t = op->out[i];     /* the outputs, then the extras */
 			if (!in_range(t, g->nt) || g->t[t].producer != o)
 				return why_fail(why, n, "op %d's output %d is not marked as made by it", o, i);
 		}

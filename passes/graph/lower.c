@@ -193,7 +193,7 @@ forward_node(Lowering *L, int o)
 	for (int i = 0; i < op->nout; i++)
 		n->out[n->nout++] = L->dag_of[op->out[i]];
 	for (int i = 0; i < op->nextra; i++)
-		n->out[n->nout++] = L->dag_of[op->extra[i]];
+		n->out[n->nout++] = L->dag_of[ir_extra(op, i)];
 }
 
 static bool

@@ -144,9 +144,9 @@ extras(Torch *T)
 		if (op->kind != OP_LAYERNORM && op->kind != OP_DROPOUT)
 			continue;
 		for (int k = 0; k < op->nextra; k++) {
-			int dt = T->dag_of[op->extra[k]];
+			int dt = T->dag_of[ir_extra(op, k)];
 			if (dt >= 0)
-				T->d->t[dt].bytes = ir_numel(&g->t[op->extra[k]]) * esz;
+				T->d->t[dt].bytes = ir_numel(&g->t[ir_extra(op, k)]) * esz;
 		}
 	}
 }
@@ -231,7 +231,7 @@ backward_rules(Torch *T)
 		if (op->kind == OP_CROSS_ENTROPY)
 			/* NllLossBackward's dense [N, C] gradient of the log-probs,
 			 * live while LogSoftmaxBackward makes grad(logits) */
-			n->workspace += d->t[T->dag_of[op->extra[0]]].bytes;
+			n->workspace += d->t[T->dag_of[ir_extra(op, 0)]].bytes;
 		for (int j = 0; j < n->nacc; j++) {
 			DagAcc *ac = &n->acc[j];
 			int ga = d->t[ac->tensor].ir_tensor, a = g->t[ga].grad_of;

@@ -87,8 +87,8 @@ shp(const Tensor *t)
 static const char *
 op_name(const Op *op)
 {
-	if (op->kind == OP_CUSTOM && op->custom)
-		return op->custom->name;
+	if (op->kind == OP_CUSTOM && op->p->custom)
+		return op->p->custom->name;
 	return ir_optab[op->kind].name;
 }
 
@@ -183,7 +183,7 @@ set_out(Ctx *c, int i, Dtype dt, int ndim, const int64_t *shape)
 static int
 set_extra(Ctx *c, int i, Dtype dt, int ndim, const int64_t *shape)
 {
-	return set_type(c, c->op->extra[i], dt, ndim, shape);
+	return set_type(c, ir_extra(c->op, i), dt, ndim, shape);
 }
 
 /* Normalizes a possibly negative axis into [0, ndim); false if outside. */
@@ -785,7 +785,7 @@ rule_concat(Ctx *c)
 static int
 rule_custom(Ctx *c)
 {
-	const CustomOp *cu = c->op->custom;
+	const CustomOp *cu = c->op->p->custom;
 
 	for (int i = 0; i < cu->out_ndim; i++)
 		if (cu->out_shape[i] < 1)
@@ -974,7 +974,7 @@ count_flops(Ctx *c, int64_t *f)
 	case FL_POOL:
 		return mul64(f, ir_numel(out)) && mul64(f, k) && mul64(f, k);
 	case FL_CUSTOM:
-		*f = c->op->custom->flops;
+		*f = c->op->p->custom->flops;
 		return true;
 	case FL_TOPK: {
 		int64_t lg = 0;
@@ -1038,8 +1038,8 @@ check_args(Ctx *c)
 	int n = c->op->nin, lo = info->min_args, hi = info->max_args;
 
 	if (c->op->kind == OP_CUSTOM) {
-		ir_assert(c->op->custom);
-		lo = hi = c->op->custom->nargs;
+		ir_assert(c->op->p->custom);
+		lo = hi = c->op->p->custom->nargs;
 	}
 	if (n < lo || (hi >= 0 && n > hi)) {
 		if (lo == hi)
@@ -1065,8 +1065,8 @@ poison_outputs(Ctx *c)
 		c->g->t[c->op->out[i]].dtype = DT_NONE;
 	}
 	for (int i = 0; i < c->op->nextra; i++) {
-		c->g->t[c->op->extra[i]].ndim = -1;
-		c->g->t[c->op->extra[i]].dtype = DT_NONE;
+		c->g->t[ir_extra(c->op, i)].ndim = -1;
+		c->g->t[ir_extra(c->op, i)].dtype = DT_NONE;
 	}
 }
 
@@ -1084,7 +1084,7 @@ mark_outputs(Ctx *c)
 		t->view_of = ir_optab[c->op->kind].is_view ? c->op->in[0] : -1;
 	}
 	for (int i = 0; i < c->op->nextra; i++)
-		c->g->t[c->op->extra[i]].needs_grad = false;
+		c->g->t[ir_extra(c->op, i)].needs_grad = false;
 }
 
 int

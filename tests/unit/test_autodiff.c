@@ -127,7 +127,7 @@ test_saves_unary(void **state)
 			check_saves(o, 0);
 		else
 			check_saves(o, 1, rows[i].what == 1 ? w : rows[i].what == 2 ?
-			            out(o) : g.op[o].extra[0]);
+			            out(o) : ir_extra(&g.op[o], 0));
 		assert_false(g.t[l].saved);
 	}
 }
@@ -175,7 +175,7 @@ test_saves_linear(void **state)
 	check_saves(o1, 1, x);
 	check_saves(o2, 2, w, out(o1));
 	check_saves(o3, 1, img);
-	check_saves(o4, 3, q, out(o4), g.op[o4].extra[0]);
+	check_saves(o4, 3, q, out(o4), ir_extra(&g.op[o4], 0));
 	assert_int_equal(g.op[o1].bwd_flops, g.op[o1].flops);
 	assert_int_equal(g.op[o2].bwd_flops, 2 * g.op[o2].flops);
 	assert_int_equal(g.op[o3].bwd_flops, g.op[o3].flops);
@@ -210,12 +210,12 @@ test_saves_norm_pool_loss(void **state)
 	s = out(mk(OP_ADD, "s2", 2, s, sum_of(out(o9))));
 	s = out(mk(OP_ADD, "s3", 2, s, sum_of(out(o10))));
 	assert_int_equal(train(s), 0);
-	check_saves(o1, 3, x, g.op[o1].extra[0], g.op[o1].extra[1]);
-	check_saves(o2, 3, out(o1), g.op[o2].extra[0], g.op[o2].extra[1]);
-	check_saves(o3, 2, out(o2), g.op[o3].extra[0]);
-	check_saves(o4, 2, out(o3), g.op[o4].extra[0]);
+	check_saves(o1, 3, x, ir_extra(&g.op[o1], 0), ir_extra(&g.op[o1], 1));
+	check_saves(o2, 3, out(o1), ir_extra(&g.op[o2], 0), ir_extra(&g.op[o2], 1));
+	check_saves(o3, 2, out(o2), ir_extra(&g.op[o3], 0));
+	check_saves(o4, 2, out(o3), ir_extra(&g.op[o4], 0));
 	check_saves(o5, 0);
-	check_saves(o6, 2, g.op[o6].extra[0], lab);
+	check_saves(o6, 2, ir_extra(&g.op[o6], 0), lab);
 	check_saves(o7, 1, idx);
 	check_saves(o8, 1, out(o7));
 	check_saves(o9, 0);
@@ -313,7 +313,7 @@ test_custom(void **state)
 	int x = decl("x", TK_INPUT, DT_F32, 1, 8), w = decl("w", TK_PARAM, DT_F32, 1, 8);
 	int o = mk(OP_CUSTOM, "y", 2, x, w);
 	(void)state;
-	g.op[o].custom = &cu;
+	ir_set_custom(&g, o, &cu);
 	assert_int_equal(train(out(o)), 0);
 	check_saves(o, 2, x, out(o));
 	assert_int_equal(g.op[o].bwd_flops, 200);

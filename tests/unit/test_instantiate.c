@@ -290,19 +290,19 @@ test_custom_op(void **state)
 	assert_int_equal(r->nerr, 0);
 	op = &r->g.op[0];
 	assert_int_equal(op->kind, OP_CUSTOM);
-	assert_string_equal(op->custom->name, "fused");
-	assert_int_equal(op->custom->flops, 2 * 2 * 3 * 4 * 8);
-	assert_int_equal(op->custom->backward_flops, 4 * 2 * 3 * 4 * 8);
-	assert_true(op->custom->saves_arg[0]);
-	assert_false(op->custom->saves_arg[1]);
-	assert_true(op->custom->saves_out);
-	assert_int_equal(op->custom->out_ndim, 3);
-	assert_int_equal(op->custom->out_shape[2], 8);
+	assert_string_equal(op->p->custom->name, "fused");
+	assert_int_equal(op->p->custom->flops, 2 * 2 * 3 * 4 * 8);
+	assert_int_equal(op->p->custom->backward_flops, 4 * 2 * 3 * 4 * 8);
+	assert_true(op->p->custom->saves_arg[0]);
+	assert_false(op->p->custom->saves_arg[1]);
+	assert_true(op->p->custom->saves_out);
+	assert_int_equal(op->p->custom->out_ndim, 3);
+	assert_int_equal(op->p->custom->out_shape[2], 8);
 	op = &r->g.op[1];
-	assert_int_equal(op->custom->backward_flops, 5);
-	assert_int_equal(op->custom->workspace, 64);
+	assert_int_equal(op->p->custom->backward_flops, 5);
+	assert_int_equal(op->p->custom->workspace, 64);
 	assert_int_equal(ir_op_workspace(op), 64);
-	assert_int_equal(op->custom->out_ndim, 0);
+	assert_int_equal(op->p->custom->out_ndim, 0);
 	done(r);
 }
 

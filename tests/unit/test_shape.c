@@ -232,9 +232,11 @@ test_dropout(void **state)
 	g.op[o].p->p = 0.1;
 	infer_ok();
 	check_shape(out(o), DT_F16, 2, 4, 3);
-	check_shape(g.op[o].extra[0], DT_U8, 2, 4, 3);
-	assert_string_equal(g.t[g.op[o].extra[0]].id, "y:mask");
-	assert_false(g.t[g.op[o].extra[0]].needs_grad);
+	check_shape(ir_extra(&g.op[o], 0), DT_U8, 2, 4, 3);
+	assert_string_equal(g.t[ir_extra(&g.op[o], 0)].id, "y:mask");
+	assert_string_equal(ir_role(&g, &g.t[ir_extra(&g.op[o], 0)]), "mask");
+	assert_null(ir_role(&g, &g.t[g.op[o].out[0]]));
+	assert_false(g.t[ir_extra(&g.op[o], 0)].needs_grad);
 	assert_int_equal(g.op[o].flops, 24);
 }
 
@@ -421,8 +423,8 @@ test_attention(void **state)
 	g.op[o2].p->causal = true;
 	infer_ok();
 	check_shape(out(o1), DT_F16, 4, 2, 4, 16, 8);
-	check_shape(g.op[o1].extra[0], DT_F32, 3, 2, 4, 16);
-	assert_string_equal(g.t[g.op[o1].extra[0]].id, "a:lse");
+	check_shape(ir_extra(&g.op[o1], 0), DT_F32, 3, 2, 4, 16);
+	assert_string_equal(g.t[ir_extra(&g.op[o1], 0)].id, "a:lse");
 	assert_int_equal(g.op[o1].flops, 4LL * 2 * 4 * 16 * 32 * 8);
 	assert_int_equal(g.op[o2].flops, 2LL * 2 * 4 * 16 * 32 * 8);
 }
@@ -456,18 +458,19 @@ test_norms(void **state)
 	(void)state;
 	infer_ok();
 	check_shape(out(o1), DT_F16, 3, 2, 5, 8);
-	check_shape(g.op[o1].extra[0], DT_F32, 2, 2, 5);
-	check_shape(g.op[o1].extra[1], DT_F32, 2, 2, 5);
-	assert_string_equal(g.t[g.op[o1].extra[1]].id, "h:rstd");
+	check_shape(ir_extra(&g.op[o1], 0), DT_F32, 2, 2, 5);
+	check_shape(ir_extra(&g.op[o1], 1), DT_F32, 2, 2, 5);
+	assert_string_equal(g.t[ir_extra(&g.op[o1], 1)].id, "h:rstd");
+	assert_string_equal(ir_role(&g, &g.t[ir_extra(&g.op[o1], 1)]), "rstd");
 	assert_int_equal(g.op[o1].flops, 5 * 80);
 	check_shape(out(o2), DT_F16, 3, 2, 5, 8);
-	check_shape(g.op[o2].extra[0], DT_F32, 2, 2, 5);
+	check_shape(ir_extra(&g.op[o2], 0), DT_F32, 2, 2, 5);
 	assert_int_equal(g.op[o2].flops, 4 * 80);
 	check_shape(out(o3), DT_BF16, 4, 2, 3, 4, 4);
-	check_shape(g.op[o3].extra[0], DT_F32, 1, 3);
+	check_shape(ir_extra(&g.op[o3], 0), DT_F32, 1, 3);
 	assert_int_equal(g.op[o3].flops, 5 * 96);
 	assert_true(g.t[out(o1)].needs_grad);
-	assert_false(g.t[g.op[o1].extra[0]].needs_grad);
+	assert_false(g.t[ir_extra(&g.op[o1], 0)].needs_grad);
 }
 
 static void
@@ -512,8 +515,8 @@ test_pools(void **state)
 	g.op[o4].p->scale = 2;
 	infer_ok();
 	check_shape(out(o1), DT_F32, 4, 2, 3, 3, 3);
-	check_shape(g.op[o1].extra[0], DT_I64, 4, 2, 3, 3, 3);
-	assert_string_equal(g.t[g.op[o1].extra[0]].id, "m:indices");
+	check_shape(ir_extra(&g.op[o1], 0), DT_I64, 4, 2, 3, 3, 3);
+	assert_string_equal(g.t[ir_extra(&g.op[o1], 0)].id, "m:indices");
 	assert_int_equal(g.op[o1].flops, 54 * 9);
 	check_shape(out(o2), DT_F32, 4, 2, 3, 5, 5);    /* (9+2-2)/2+1 */
 	assert_int_equal(g.op[o2].flops, 150 * 4);
@@ -568,8 +571,8 @@ test_cross_entropy(void **state)
 	(void)state;
 	infer_ok();
 	check_shape(out(o), DT_F32, 0);
-	check_shape(g.op[o].extra[0], DT_F16, 3, 2, 5, 10);
-	assert_string_equal(g.t[g.op[o].extra[0]].id, "loss:lsm");
+	check_shape(ir_extra(&g.op[o], 0), DT_F16, 3, 2, 5, 10);
+	assert_string_equal(g.t[ir_extra(&g.op[o], 0)].id, "loss:lsm");
 	assert_int_equal(g.op[o].flops, 500);
 	assert_true(g.t[out(o)].needs_grad);
 }
@@ -772,8 +775,8 @@ test_custom(void **state)
 	int x = decl("x", TK_INPUT, DT_F16, 2, 8, 16), w = decl("w", TK_PARAM, DT_F16, 2, 16, 32);
 	int o1 = mk(OP_CUSTOM, "y", 2, x, w), o2 = mk(OP_CUSTOM, "z", 1, x);
 	(void)state;
-	g.op[o1].custom = &cu;
-	g.op[o2].custom = &cu;
+	ir_set_custom(&g, o1, &cu);
+	ir_set_custom(&g, o2, &cu);
 	assert_int_equal(shape_infer(&g, &diag), 1);
 	check_shape(out(o1), DT_F16, 2, 8, 32);
 	assert_int_equal(g.op[o1].flops, 1234);
