@@ -221,8 +221,8 @@ make_op(Inst *in, Scope *sc, OpKind kind, const int *ins, int nin, const Expr *e
 		return poison;
 	if (!root)
 		mid[0] = ar_printf(g->arena, "%s~%d", nm->base, ++nm->j);
-	o = ir_add_op(g, kind, ins, nin, e->loc);
-	ir_set_outputs(g, o, root ? nm->ids : mid, nout, sc->prefix);
+	o = ir_add_op(g, kind, ins, nin);
+	ir_set_outputs(g, o, root ? nm->ids : mid, nout, sc->prefix, e->loc);
 	if (nout == 1)
 		return one(g->op[o].out[0]);
 	return (Val){VK_MULTI, -1, nout, g->op[o].out};

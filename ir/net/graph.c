@@ -176,6 +176,12 @@ ir_op_scope(const Graph *g, const Op *o)
 	return o->nout > 0 ? g->t[o->out[0]].scope : "";
 }
 
+Loc
+ir_op_loc(const Graph *g, const Op *o)
+{
+	return g->t[o->out[0]].loc;
+}
+
 int64_t
 ir_op_workspace(const Op *o)
 {
@@ -216,7 +222,7 @@ ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc)
 }
 
 int
-ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc)
+ir_add_op(Graph *g, OpKind kind, const int *in, int nin)
 {
 	Op *op;
 
@@ -239,12 +245,12 @@ ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc)
 	} else {
 		op->p = (OpParams *)&ir_no_params;      /* never written: see ir.h */
 	}
-	op->loc = loc;
 	return g->nop++;
 }
 
 void
-ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *scope)
+ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *scope,
+               Loc loc)
 {
 	const OpInfo *info = &ir_optab[g->op[o].kind];
 	int i, t, nextra;
@@ -252,7 +258,7 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *sc
 	g->op[o].out = ar_array(g->arena, (size_t)nout + (size_t)info->nextra, sizeof(int));
 	g->op[o].nout = nout;
 	for (i = 0; i < nout; i++) {
-		t = ir_add_tensor(g, ids[i], TK_ACT, g->op[o].loc);
+		t = ir_add_tensor(g, ids[i], TK_ACT, loc);
 		g->t[t].producer = o;
 		g->t[t].scope = scope;
 		g->op[o].out[i] = t;
@@ -260,7 +266,7 @@ ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *sc
 	nextra = info->nextra;
 	for (i = 0; i < nextra; i++) {
 		const char *id = ar_cat(g->arena, ids[0], ":", info->extra_role[i]);
-		t = ir_add_tensor(g, id, TK_EXTRA, g->op[o].loc);
+		t = ir_add_tensor(g, id, TK_EXTRA, loc);
 		g->t[t].producer = o;
 		g->t[t].role = (unsigned)i + 1;
 		g->t[t].scope = scope;
@@ -277,7 +283,8 @@ ir_add_extra(Graph *g, int o, int k)
 
 	ir_assert(k == g->op[o].nextra && k < IR_MAXEXTRA && info->extra_role[k]);
 	t = ir_add_tensor(g, ar_cat(g->arena, g->t[g->op[o].out[0]].id, ":",
-	                            info->extra_role[k]), TK_EXTRA, g->op[o].loc);
+	                            info->extra_role[k]), TK_EXTRA,
+	                  ir_op_loc(g, &g->op[o]));
 	g->t[t].producer = o;
 	g->t[t].role = (unsigned)k + 1;
 	g->t[t].scope = ir_op_scope(g, &g->op[o]);

@@ -170,8 +170,9 @@ typedef struct CustomOp {
 	Loc loc;
 } CustomOp;
 
-/* 72 bytes, no padding: a 300k-op graph holds 300k of these. The small
+/* 64 bytes, no padding: a 300k-op graph holds 300k of these. The small
  * fields share a word; extra outputs follow the outputs in out[] (ir_extra);
+ * the op's source location is its outputs' (ir_op_loc);
  * a custom op's declaration hangs off its OpParams (ops other than
  * OP_CUSTOM share ir_no_params, whose custom is NULL); its scratch bytes
  * are read from there (ir_op_workspace) and an op's def instance prefix
@@ -192,12 +193,11 @@ typedef struct Op {
 	int64_t flops;          /* shape pass: forward FLOPs */
 	int64_t bwd_flops;      /* autodiff */
 	int *saves;             /* autodiff: tensor indices the backward reads */
-	Loc loc;
 } Op;
 
 /* 300k ops x 8 B is 2.4 MB of issue 15's 100 MB: a field added here must
  * pay for itself. */
-_Static_assert(sizeof(Op) == 72, "Op grew past 72 bytes");
+_Static_assert(sizeof(Op) == 64, "Op grew past 64 bytes");
 
 /* Op o's k-th extra output (k < o->nextra): x:mask, h:mean, ... */
 static inline int
@@ -286,11 +286,15 @@ void ir_graph_init(Graph *g, Arena *a, const char *file);
 /* Appends a tensor with the given id and kind; shape unknown (ndim -1). */
 int ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc);
 /* Appends an op with nin inputs (copied) and no outputs yet. */
-int ir_add_op(Graph *g, OpKind kind, const int *in, int nin, Loc loc);
-/* Creates op `o`'s outputs (ids given) and its extras (ids "<out0>:<role>",
- * roles from the op table), setting producer, kind and scope (the def
- * instance prefix, "" at top level). */
-void ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *scope);
+int ir_add_op(Graph *g, OpKind kind, const int *in, int nin);
+/* Creates op `o`'s nout >= 1 outputs (ids given) and its extras (ids
+ * "<out0>:<role>", roles from the op table), setting producer, kind, scope
+ * (the def instance prefix, "" at top level) and loc, where the op's
+ * expression starts: the op keeps none of its own (ir_op_loc). */
+void ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *scope,
+                    Loc loc);
+/* Where op o's expression starts: its outputs' location. */
+Loc ir_op_loc(const Graph *g, const Op *o);
 /* The def instance prefix op o was made in ("" at top level): its
  * outputs'. */
 const char *ir_op_scope(const Graph *g, const Op *o);

@@ -227,7 +227,7 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 		Loc at = x.tensor >= 0 && dg->t[x.tensor].ir_tensor >= 0
 		         ? an->g.t[dg->t[x.tensor].ir_tensor].loc
 		         : x.node >= 0 && dg->node[x.node].ir_op >= 0
-		         ? an->g.op[dg->node[x.node].ir_op].loc : loc_make(file, 0, 0);
+		         ? ir_op_loc(&an->g, &an->g.op[dg->node[x.node].ir_op]) : loc_make(file, 0, 0);
 		diag_error(d, at, "network too large: the total of its %s passes 2^60 at '%s' (see "
 		           "docs/limits.md)", x.what, x.tensor >= 0 ? dg->t[x.tensor].name
 		           : x.node >= 0 ? dg->node[x.node].name : "the parameters");

@@ -102,7 +102,7 @@ forward(Dot *D)
 		const Op *op = &g->op[o];
 		fprintf(D->f, "  f%d [shape=box, style=\"rounded,filled\", fillcolor=\"#f4f4f4\", label=", o);
 		put_quoted(D->f, ar_printf(D->a, "%s = %s\nline %d", g->t[op->out[0]].id, ir_tensor_op(g, op->out[0]),
-		                           op->loc.line));
+		                           ir_op_loc(g, op).line));
 		fputs("];\n", D->f);
 		for (int i = 0; i < op->nin; i++)
 			edge_in(D, op->in[i], "f", o);

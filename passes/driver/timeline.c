@@ -75,7 +75,7 @@ viz_step_line(const Analysis *an, int step)
 {
 	int op = an->d.node[an->plan.sched.step[step]].ir_op;
 
-	return op >= 0 && op < an->g.nop ? an->g.op[op].loc.line : 0;
+	return op >= 0 && op < an->g.nop ? ir_op_loc(&an->g, &an->g.op[op]).line : 0;
 }
 
 int

@@ -242,7 +242,7 @@ autodiff(Graph *g, Diag *d)
 			continue;
 		find_saves(g, op);
 		if (!backward_flops(g, op))
-			diag_error(d, op->loc, "%s: backward FLOP count overflows 64 bits",
+			diag_error(d, ir_op_loc(g, op), "%s: backward FLOP count overflows 64 bits",
 			           op->kind == OP_CUSTOM ? op->p->custom->name :
 			           ir_optab[op->kind].name);
 	}

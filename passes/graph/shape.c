@@ -106,7 +106,7 @@ err(Ctx *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	diag_error(c->d, c->op->loc, "%s: %s", op_name(c->op), buf);
+	diag_error(c->d, ir_op_loc(c->g, c->op), "%s: %s", op_name(c->op), buf);
 	return 1;
 }
 

@@ -64,11 +64,11 @@ graph_warn_dead(const Graph *g, Diag *d)
 		if (up[o] != o)
 			continue;
 		if (size[o] == 1)
-			diag_warning(d, op->loc, "'%s' needs grad but does not reach the "
+			diag_warning(d, ir_op_loc(g, op), "'%s' needs grad but does not reach the "
 			             "training output '%s'; it has no backward",
 			             g->t[op->out[0]].id, g->t[g->loss].id);
 		else
-			diag_warning(d, op->loc, "'%s' needs grad but does not reach the "
+			diag_warning(d, ir_op_loc(g, op), "'%s' needs grad but does not reach the "
 			             "training output '%s'; it and the %d later ops of its "
 			             "branch have no backward", g->t[op->out[0]].id,
 			             g->t[g->loss].id, size[o] - 1);

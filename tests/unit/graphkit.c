@@ -76,8 +76,8 @@ mk(OpKind k, const char *out, int nin, ...)
 	for (int i = 0; i < nin; i++)
 		in[i] = va_arg(ap, int);
 	va_end(ap);
-	o = ir_add_op(&g, k, in, nin, loc_make("t.net", 2, 5));
-	ir_set_outputs(&g, o, &out, 1, "");
+	o = ir_add_op(&g, k, in, nin);
+	ir_set_outputs(&g, o, &out, 1, "", loc_make("t.net", 2, 5));
 	return o;
 }
 

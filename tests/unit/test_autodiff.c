@@ -285,8 +285,8 @@ test_split_concat(void **state)
 	int w = decl("w", TK_PARAM, DT_F32, 2, 4, 6);
 	int in[1] = {w};
 	const char *ids[3] = {"q", "k", "v"};
-	int sp = ir_add_op(&g, OP_SPLIT, in, 1, loc_make("t.net", 2, 5));
-	ir_set_outputs(&g, sp, ids, 3, "");
+	int sp = ir_add_op(&g, OP_SPLIT, in, 1);
+	ir_set_outputs(&g, sp, ids, 3, "", loc_make("t.net", 2, 5));
 	g.op[sp].p->n = 3, g.op[sp].p->axis = 1;
 	int q = g.op[sp].out[0], k = g.op[sp].out[1];
 	int c = mk(OP_CONCAT, "c", 2, q, q);

@@ -713,9 +713,9 @@ test_split(void **state)
 	int x = decl("x", TK_PARAM, DT_F16, 2, 4, 12);
 	int in[1] = {x};
 	const char *ids[3] = {"q", "k", "v"};
-	int o = ir_add_op(&g, OP_SPLIT, in, 1, loc_make("t.net", 2, 5));
+	int o = ir_add_op(&g, OP_SPLIT, in, 1);
 	(void)state;
-	ir_set_outputs(&g, o, ids, 3, "");
+	ir_set_outputs(&g, o, ids, 3, "", loc_make("t.net", 2, 5));
 	g.op[o].p->n = 3, g.op[o].p->axis = -1;
 	infer_ok();
 	for (int i = 0; i < 3; i++) {
@@ -732,11 +732,11 @@ test_split_errors(void **state)
 	int x = decl("x", TK_INPUT, DT_F16, 2, 4, 12);
 	int in[1] = {x};
 	const char *ids[3] = {"q", "k", "v"};
-	int o1 = ir_add_op(&g, OP_SPLIT, in, 1, loc_make("t.net", 2, 5));
-	int o2 = ir_add_op(&g, OP_SPLIT, in, 1, loc_make("t.net", 2, 5));
+	int o1 = ir_add_op(&g, OP_SPLIT, in, 1);
+	int o2 = ir_add_op(&g, OP_SPLIT, in, 1);
 	(void)state;
-	ir_set_outputs(&g, o1, ids, 3, "");
-	ir_set_outputs(&g, o2, ids, 2, "");
+	ir_set_outputs(&g, o1, ids, 3, "", loc_make("t.net", 2, 5));
+	ir_set_outputs(&g, o2, ids, 2, "", loc_make("t.net", 2, 5));
 	g.op[o1].p->n = 3, g.op[o1].p->axis = 0;
 	g.op[o2].p->n = 3, g.op[o2].p->axis = 1;
 	assert_int_equal(shape_infer(&g, &diag), 2);
