@@ -247,7 +247,8 @@ typedef struct MemEval {
 	                           that produce, in node.acc order. */
 	int64_t *temp_offset;   /* memory planner: [nsteps] arena offset of the
 	                           step's temporary block (mp_temp_layout), or
-	                           -1 when the step has no temporaries */
+	                           -1 when the step has no temporaries; NULL
+	                           when no step has any */
 	int64_t *persistent_offset; /* memory planner: [Dag.npersistent] arena
 	                           offset of each persistent buffer */
 } MemEval;
