@@ -230,7 +230,8 @@ typedef struct MemEval {
 	bool valid;
 	char error[256];        /* why it is invalid */
 	int nsteps;
-	StepKind *kind;         /* [nsteps] */
+	uint8_t *kind;          /* [nsteps] each step's StepKind, a byte: the
+	                           per-step arrays add up on a big graph */
 	int64_t *live_bytes;    /* [nsteps] memory at each step */
 	int64_t *temp_bytes;    /* [nsteps] temporaries at each step */
 	int64_t peak;
