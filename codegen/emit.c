@@ -55,7 +55,7 @@
  *   workspace is allocated in the step's block and written (0x5a bytes).
  * - Data parallelism (g->settings.dist, the Dag distribute.c made): the
  *   program is one rank. Persistent buffers are shards (offloaded ones on
- *   the host, Dag.persistent_host); a DagNode.comm step runs its
+ *   the host, Dag.persistent_host); a DagXfer.comm step runs its
  *   collective (emit_comm_step; layouts in codegen/runtime_dist.h); under
  *   ZeRO-3 every read of a weight goes to its unit's gathered buffer that
  *   the step reads, and from ZeRO 2 the epilogue gathers the gradients
@@ -222,7 +222,7 @@ gathered_ref(Em *e, int p)
 	char *b = nextbuf(e);
 	for (int i = 0; i < e->node->nin; i++) {
 		int t = e->node->in[i];
-		const DagNode *gn = e->gnode[t] ? &e->d->node[e->gnode[t] - 1] : NULL;
+		const DagXfer *gn = e->gnode[t] ? dag_xfer(e->d, e->gnode[t] - 1) : NULL;
 		int64_t off = 0;
 		for (int j = 0; gn && j < gn->ncomm_params; j++) {
 			if (gn->comm_params[j] == e->params[p]) {
@@ -773,7 +773,7 @@ emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
 
 /* A gather: each param of the unit into the gathered buffer (instance k). */
 static void
-emit_gather(Em *e, const DagNode *nd, int k)
+emit_gather(Em *e, const DagXfer *nd, int k)
 {
 	int64_t off = 0;
 	for (int j = 0; j < nd->ncomm_params; j++) {
@@ -791,13 +791,14 @@ emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
 {
 	int64_t es = dtype_size(dt), pos = off;
 	const char *rdt = dt_enum(e, dt);
-	for (int r = 0; r < (nd->comm == COMM_ALLREDUCE ? 1 : e->ranks); r++)
+	DagComm comm = dag_xfer(e->d, (int)(nd - e->d->node))->comm;
+	for (int r = 0; r < (comm == COMM_ALLREDUCE ? 1 : e->ranks); r++)
 		for (int j = 0; j < nd->nin; j++) {
 			int t = nd->in[j];
 			int64_t n = ir_numel(ten(e, e->d->t[t].ir_tensor)), st = 0;
 			if (inst_dtype(e, t) != (int)dt)
 				continue;
-			if (nd->comm == COMM_REDUCE_SCATTER) {
+			if (comm == COMM_REDUCE_SCATTER) {
 				st = r * dag_shard_elems(n, e->ranks);
 				n = dag_shard_count(n, e->ranks, r);
 			}
@@ -808,7 +809,7 @@ emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
 		}
 	if (pos == off)
 		return 0;
-	if (nd->comm == COMM_ALLREDUCE) {
+	if (comm == COMM_ALLREDUCE) {
 		out(e, "\trt_allreduce(%lld, %lld, %s);\n", (long long)off, (long long)((pos - off) / es), rdt);
 		for (int j = 0, q = (int)off; j < nd->nin; j++) {
 			int t = nd->in[j];
@@ -857,16 +858,17 @@ static void
 emit_comm_step(Em *e, int i)
 {
 	const DagNode *nd = &e->d->node[e->s->step[i]];
+	const DagXfer *x = dag_xfer(e->d, e->s->step[i]);
 	int k = e->ev->step_prod[i + 1];
 	int64_t tb = e->ev->temp_bytes[i];
 	out(e, "\t/* step %d: %s %s */\n", i, step_kind_name(e->ev->kind[i]), cmt(e, nd->name));
 	out(e, "\trt_begin(%d, %lld, %lld);\n", i, (long long)tb,
 	    (long long)(e->ev->temp_offset ? e->ev->temp_offset[i] : -1));
-	if (nd->comm == COMM_ALLGATHER) {
+	if (x->comm == COMM_ALLGATHER) {
 		ir_assert(nd->nout == 1 && e->ev->inst[k].tensor == nd->out[0]);
 		e->cur[nd->out[0]] = k;
 		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, cmt(e, nd->name));
-		emit_gather(e, nd, k);
+		emit_gather(e, x, k);
 	} else {
 		emit_bucket(e, nd);
 	}
@@ -890,18 +892,18 @@ pipe_tag(Em *e, int t)
 /* A recv_grad: the gradient into a new instance, or into the step's
  * temporary and added, as a backward step's contribution is. */
 static void
-emit_recv_grad(Em *e, int i, int *next)
+emit_recv_grad(Em *e, int i, const DagXfer *x, int *next)
 {
 	const DagNode *nd = e->node;
 	int t = nd->acc[0].tensor;
 	int64_t toff[2];
 
-	ir_assert(nd->nacc == 1 && nd->npeer == 1 && nd->acc[0].view_src < 0);
+	ir_assert(nd->nacc == 1 && x->npeer == 1 && nd->acc[0].view_src < 0);
 	mp_temp_layout(e->d, e->ev, e->s, i, toff);
 	if (toff[0] >= 0) {
 		out(e, "\t{ RtT t0 = rt_tmp(D[%d], %s, %lld);\n", e->cur[t],
 		    dt_enum(e, inst_dtype(e, t)), (long long)toff[0]);
-		out(e, "\trt_recv(t0, %d, %lld, 0);\n\trt_copy(t0, D[%d], 1); }\n", nd->peer[0],
+		out(e, "\trt_recv(t0, %d, %lld, 0);\n\trt_copy(t0, D[%d], 1); }\n", x->peer[0],
 		    pipe_tag(e, t), e->cur[t]);
 		return;
 	}
@@ -909,7 +911,7 @@ emit_recv_grad(Em *e, int i, int *next)
 	ir_assert(e->ev->inst[e->cur[t]].tensor == t);
 	out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", e->cur[t], e->cur[t],
 	    cmt(e, e->d->t[t].name));
-	out(e, "\trt_recv(D[%d], %d, %lld, 0);\n", e->cur[t], nd->peer[0], pipe_tag(e, t));
+	out(e, "\trt_recv(D[%d], %d, %lld, 0);\n", e->cur[t], x->peer[0], pipe_tag(e, t));
 }
 
 /* Step i of a boundary node: a micro-batch's data, an activation or a
@@ -918,28 +920,29 @@ static void
 emit_pipe_step(Em *e, int i)
 {
 	const DagNode *nd = &e->d->node[e->s->step[i]];
+	const DagXfer *x = dag_xfer(e->d, e->s->step[i]);
 	int next = e->ev->step_prod[i + 1];
 	e->node = nd;
 	out(e, "\t/* step %d: %s %s */\n", i, step_kind_name(e->ev->kind[i]), cmt(e, nd->name));
 	out(e, "\trt_begin(%d, %lld, %lld);\n", i, (long long)e->ev->temp_bytes[i],
 	    (long long)(e->ev->temp_offset ? e->ev->temp_offset[i] : -1));
-	if (nd->pipe == PIPE_LOAD || nd->pipe == PIPE_RECV) {
+	if (x->pipe == PIPE_LOAD || x->pipe == PIPE_RECV) {
 		int t = nd->out[0], k = next++;
 		const DagTensor *dt = &e->d->t[t];
 		ir_assert(e->ev->inst[k].tensor == t);
 		e->cur[t] = k;
 		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, cmt(e, dt->name));
-		if (nd->pipe == PIPE_LOAD)
+		if (x->pipe == PIPE_LOAD)
 			out(e, "\trt_init(D[%d], rt_dkey_mb(\"%s\", %d), %lld);\n", k,
 			    str(e, ten(e, dt->ir_tensor)->id), nd->micro_batch,
 			    (long long)e->range[dt->ir_tensor]);
 		else
-			out(e, "\trt_recv(D[%d], %d, %lld, 1);\n", k, nd->peer[0], pipe_tag(e, t));
-	} else if (nd->pipe == PIPE_RECV_GRAD) {
-		emit_recv_grad(e, i, &next);
+			out(e, "\trt_recv(D[%d], %d, %lld, 1);\n", k, x->peer[0], pipe_tag(e, t));
+	} else if (x->pipe == PIPE_RECV_GRAD) {
+		emit_recv_grad(e, i, x, &next);
 	} else {
-		for (int j = 0; j < nd->npeer; j++)
-			out(e, "\trt_send(D[%d], %d, %lld);\n", e->cur[nd->in[0]], nd->peer[j],
+		for (int j = 0; j < x->npeer; j++)
+			out(e, "\trt_send(D[%d], %d, %lld);\n", e->cur[nd->in[0]], x->peer[j],
 			    pipe_tag(e, nd->in[0]));
 	}
 	ir_assert(next == e->ev->step_prod[i + 2]);
@@ -971,11 +974,12 @@ static void
 emit_step(Em *e, int i)
 {
 	const DagNode *nd = &e->d->node[e->s->step[i]];
-	if (nd->comm != COMM_NONE) {
+	const DagXfer *x = dag_xfer(e->d, e->s->step[i]);
+	if (x->comm != COMM_NONE) {
 		emit_comm_step(e, i);
 		return;
 	}
-	if (nd->pipe != PIPE_NONE) {
+	if (x->pipe != PIPE_NONE) {
 		emit_pipe_step(e, i);
 		return;
 	}
@@ -1126,7 +1130,7 @@ dist_setup(Em *e)
 	e->zero3 = e->dist && o->zero >= 3 && e->g->train;
 	e->gnode = ar_alloc(&e->a, sizeof(int) * (size_t)(e->d->nt + 1));
 	for (int v = 0; v < e->d->nnode; v++)
-		if (e->d->node[v].comm == COMM_ALLGATHER)
+		if (dag_xfer(e->d, v)->comm == COMM_ALLGATHER)
 			e->gnode[e->d->node[v].out[0]] = v + 1;
 }
 
@@ -1336,9 +1340,10 @@ send_totals(Em *e, int64_t *bytes, int64_t *n)
 	*bytes = *n = 0;
 	for (int i = 0; i < e->ev->nsteps; i++) {
 		const DagNode *nd = &e->d->node[e->s->step[i]];
-		if (nd->pipe == PIPE_SEND || nd->pipe == PIPE_SEND_GRAD) {
-			*bytes += nd->npeer * e->d->t[nd->in[0]].bytes;
-			*n += nd->npeer;
+		const DagXfer *x = dag_xfer(e->d, e->s->step[i]);
+		if (x->pipe == PIPE_SEND || x->pipe == PIPE_SEND_GRAD) {
+			*bytes += x->npeer * e->d->t[nd->in[0]].bytes;
+			*n += x->npeer;
 		}
 	}
 }

@@ -13,7 +13,7 @@ check_tensors(const Dag *d, char *why, size_t n)
 {
 	for (int t = 0; t < d->nt; t++) {
 		const DagTensor *x = &d->t[t];
-		if (x->bytes < 0 || x->cat < 0 || x->cat >= CAT_COUNT)
+		if (x->bytes < 0 || x->cat >= CAT_COUNT)       /* cat is unsigned */
 			return why_fail(why, n, "tensor %s: %lld bytes, category %d", x->name,
 			            (long long)x->bytes, (int)x->cat);
 		if (x->view_src < -1 || x->view_src >= d->nt || x->view_src == t)

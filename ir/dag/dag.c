@@ -138,10 +138,34 @@ dag_push_node(Dag *d, int *cap, Arena *a)
 	if (d->nnode == *cap) {
 		int k = *cap < 32 ? 64 : 2 * *cap;
 		d->node = ar_grow(a, d->node, sizeof *d->node * (size_t)*cap, sizeof *d->node * (size_t)k);
+		if (d->xfer)
+			d->xfer = ar_grow(a, d->xfer, sizeof *d->xfer * (size_t)*cap,
+			                  sizeof *d->xfer * (size_t)k);
 		*cap = k;
 	}
+	if (d->xfer)
+		memset(&d->xfer[d->nnode], 0, sizeof *d->xfer);
 	n = &d->node[d->nnode++];
 	memset(n, 0, sizeof *n);
 	n->ir_op = -1;
 	return n;
+}
+
+const DagXfer *
+dag_xfer(const Dag *d, int v)
+{
+	static const DagXfer none;
+
+	return d->xfer ? &d->xfer[v] : &none;
+}
+
+/* The side array is zeroed up to cap so that the nodes pushed before it
+ * existed read as ordinary ones. */
+DagXfer *
+dag_xfer_set(Dag *d, int v, int cap, Arena *a)
+{
+	ir_assert(v < d->nnode && d->nnode <= cap);
+	if (!d->xfer)
+		d->xfer = ar_alloc(a, sizeof *d->xfer * (size_t)cap);
+	return &d->xfer[v];
 }

@@ -72,19 +72,25 @@ typedef enum MemCat {
 
 const char *memcat_name(MemCat c);      /* "params", "master", ... (JSON keys) */
 
+/* One per activation and gradient of a big graph: cat is a byte so that
+ * the flags pack with it and the struct takes 32 bytes, not 40, while the
+ * fields keep their order (tests build tensors positionally). */
 typedef struct DagTensor {
 	const char *name;
 	int64_t bytes;          /* logical size; a view instance owns 0 */
 	int view_src;           /* static view: tensor it aliases, else -1 */
 	bool persistent_view;   /* a view of a param (transpose(wte)): owns
 	                           nothing and keeps nothing alive */
-	MemCat cat;
+	uint8_t cat;            /* a MemCat */
 	bool from_start;        /* produced before step 0 (inputs; param grads
 	                           under accumulation) */
 	bool to_end;            /* once produced, live through the last step
 	                           (infer outputs, param grads) */
 	int ir_tensor;          /* the IR tensor it stands for, or -1 */
 } DagTensor;
+
+_Static_assert(sizeof(void *) != 8 || sizeof(DagTensor) == 32,
+               "DagTensor grew: one per activation and gradient, keep it unpadded");
 
 typedef struct DagAcc {
 	int tensor;             /* the gradient contributed to */
@@ -122,18 +128,21 @@ typedef enum DagPipe {
 	PIPE_SEND_GRAD          /* in[0]: a gradient back to stage peer[0] */
 } DagPipe;
 
+/* A node's size matters: lowering makes one per op and backward op (300k
+ * ops: 600k nodes), so DagNode keeps only what every node has, ordered
+ * without padding (pointers and int64_t first, then ints, then the two
+ * flags: 78 bytes used of 80). What only communication and pipeline
+ * boundary nodes have is a DagXfer of the Dag's side array (dag_xfer). */
 typedef struct DagNode {
 	const char *name;       /* schedules name ops by their first output */
 	int64_t cost;           /* FLOPs (or Checkmate cost_cpu) */
 	int64_t workspace;      /* temporary bytes while it runs */
-	bool once;              /* runs exactly once, never recomputed (backward) */
-	bool is_backward;       /* labelled "backward" in schedules */
-	int nin;
 	int *in;                /* tensors used (deduplicated) */
-	int nout;
 	int *out;               /* tensors produced */
-	int nacc;
 	DagAcc *acc;            /* gradient contributions */
+	int nin;
+	int nout;
+	int nacc;
 	int ir_op;              /* the IR op it stands for, or -1 */
 	int fwd_plus1;          /* a backward node: its forward node + 1, which
 	                           must run before it (memory-model.md); 0 when
@@ -145,13 +154,24 @@ typedef struct DagNode {
 	int micro_batch;        /* a pipeline stage's in-flight copy the node
 	                           belongs to (0 outside pipelines), so that
 	                           distribute.c gathers and reduces per copy */
+	bool once;              /* runs exactly once, never recomputed (backward) */
+	bool is_backward;       /* labelled "backward" in schedules */
+} DagNode;
+
+_Static_assert(sizeof(void *) != 8 || sizeof(DagNode) == 80,
+               "DagNode grew: one per op and backward op, keep it unpadded");
+
+/* The fields of a communication step (passes/graph/distribute.c) or a
+ * pipeline boundary node (passes/graph/pipeline.c), one per node in
+ * Dag.xfer when some node has them. */
+typedef struct DagXfer {
 	DagComm comm;           /* a communication step, or COMM_NONE */
 	int ncomm_params;
 	int *comm_params;       /* COMM_ALLGATHER: the IR params it gathers */
 	DagPipe pipe;           /* a pipeline boundary step, or PIPE_NONE */
 	int npeer;
 	int *peer;              /* the stages it exchanges with */
-} DagNode;
+} DagXfer;
 
 typedef struct Dag {
 	DagTensor *t;
@@ -176,6 +196,10 @@ typedef struct Dag {
 	/* distribute.c: [npersistent] bytes of each buffer offloaded to the
 	 * host (its persistent_buf is then 0), or NULL when none is */
 	int64_t *persistent_host;
+	/* [node capacity] the DagXfer of each node (dag_xfer_set makes it,
+	 * dag_push_node grows it), or NULL while no node communicates: read
+	 * it through dag_xfer */
+	DagXfer *xfer;
 	int64_t forward_cost;   /* sum of cost over recomputable (!once) nodes */
 	int64_t total_cost;     /* sum of cost over all nodes */
 } Dag;
@@ -206,7 +230,8 @@ typedef struct MemEval {
 	bool valid;
 	char error[256];        /* why it is invalid */
 	int nsteps;
-	StepKind *kind;         /* [nsteps] */
+	uint8_t *kind;          /* [nsteps] each step's StepKind, a byte: the
+	                           per-step arrays add up on a big graph */
 	int64_t *live_bytes;    /* [nsteps] memory at each step */
 	int64_t *temp_bytes;    /* [nsteps] temporaries at each step */
 	int64_t peak;
@@ -223,7 +248,8 @@ typedef struct MemEval {
 	                           that produce, in node.acc order. */
 	int64_t *temp_offset;   /* memory planner: [nsteps] arena offset of the
 	                           step's temporary block (mp_temp_layout), or
-	                           -1 when the step has no temporaries */
+	                           -1 when the step has no temporaries; NULL
+	                           when no step has any */
 	int64_t *persistent_offset; /* memory planner: [Dag.npersistent] arena
 	                           offset of each persistent buffer */
 } MemEval;
@@ -237,6 +263,12 @@ StepKind dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen)
  * to d, growing its array in a; *cap is the array's capacity. */
 DagTensor *dag_push_tensor(Dag *d, int *cap, Arena *a);
 DagNode *dag_push_node(Dag *d, int *cap, Arena *a);
+
+/* Node v's DagXfer (an all-zero one, COMM_NONE and PIPE_NONE, when the
+ * Dag has none); dag_xfer_set makes the side array (cap: the node array's
+ * capacity, as given to dag_push_node) so that v's can be written. */
+const DagXfer *dag_xfer(const Dag *d, int v);
+DagXfer *dag_xfer_set(Dag *d, int v, int cap, Arena *a);
 
 /* ---------------------------------------------------------------- ir/dag/check.c */
 /* The DAG's invariants (indices, one producer per tensor, views, cost

@@ -83,9 +83,16 @@ after_pass(const Analysis *an, Pass p, const Schedule *s, const PassOptions *po,
 {
 	char why[256];
 
-	if (po->check && !check_pass(an, p, s, a, why, sizeof why)) {
-		fprintf(stderr, "remat: internal error: after %s: %s\n", pass_name(p), why);
-		return 4;
+	if (po->check) {
+		Arena scratch;  /* the checks' tables: gone before the next pass */
+		bool ok;
+		ar_init(&scratch);
+		ok = check_pass(an, p, s, &scratch, why, sizeof why);
+		ar_free(&scratch);
+		if (!ok) {
+			fprintf(stderr, "remat: internal error: after %s: %s\n", pass_name(p), why);
+			return 4;
+		}
 	}
 	if (po->dump & (1u << p))
 		dump_pass(an, p, s, a, po->dump_out ? po->dump_out : stdout);

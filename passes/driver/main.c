@@ -1,13 +1,16 @@
 /* passes/driver/main.c -- the remat command line: options, reading the source, and
  * handing the result to a report or the code generator. The pipeline
  * itself is analyze() in passes/driver/analyze.c. */
+#define _DEFAULT_SOURCE 1       /* madvise (source_evict), beside POSIX 2008 */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -577,18 +580,58 @@ parse_args(Options *o, int argc, char **argv)
 	warn_no_effect(o);
 }
 
-/* Reads the whole file (or stdin for "-"); exits 1 with a message. */
+/* A regular file is mapped rather than copied, when the bytes after its
+ * end in its last page (zeros) terminate the text: the lexer reads the
+ * text once, and after the parse only the lines diagnostics echo are
+ * needed, which the kernel reads back from the file when touched
+ * (source_evict); a copy would keep the whole text resident to the end
+ * (7 MB for 300k statements). Returns the mapped length, or 0. */
+static size_t
+map_source(FILE *f, Source *src)
+{
+	struct stat st;
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 || page <= 0 ||
+	    (uint64_t)st.st_size >= SIZE_MAX / 2 || st.st_size % page == 0)
+		return 0;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+	if (p == MAP_FAILED)
+		return 0;
+	src->text = p;
+	src->len = (size_t)st.st_size;
+	return src->len;
+}
+
+/* After the parse: a mapped source's pages leave memory, to be read back
+ * from the file by a diagnostic that echoes a line. */
+static void
+source_evict(const Source *src, size_t mapped)
+{
+	if (mapped)
+		madvise((void *)(uintptr_t)src->text, mapped, MADV_DONTNEED);
+}
+
+/* Reads the whole file (or stdin for "-"), mapping it where map_source
+ * can (*mapped: the mapped length, for munmap; else 0); exits 1 with a
+ * message. */
 static Source
-read_source(const char *path, Arena *a)
+read_source(const char *path, Arena *a, size_t *mapped)
 {
 	Source src = {strcmp(path, "-") ? path : "<stdin>", NULL, 0};
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
 	size_t cap = 1 << 16, n;
 	char *buf;
 
+	*mapped = 0;
 	if (!f) {
 		fprintf(stderr, "remat: cannot open '%s': %s\n", path, strerror(errno));
 		exit(1);
+	}
+	if (f != stdin && (*mapped = map_source(f, &src))) {
+		fclose(f);
+		return src;
 	}
 	buf = xmalloc(cap);
 	while ((n = fread(buf + src.len, 1, cap - src.len - 1, f)) > 0) {
@@ -742,7 +785,7 @@ analyzed_once(const Options *o)
  * syntax tree has an arena of its own (tree), freed by analyze() when the
  * program is analyzed once, else here. */
 static int
-compile(Options *o, const Source *src, Arena *a, Arena *tree)
+compile(Options *o, const Source *src, size_t mapped, Arena *a, Arena *tree)
 {
 	Program *prog;
 	Analysis an;
@@ -755,6 +798,7 @@ compile(Options *o, const Source *src, Arena *a, Arena *tree)
 	prog = analyzed_once(o) ? net_parse_once(src, tree, &d) : net_parse(src, tree, &d);
 	if (!prog || d.nerrors)
 		return 1;
+	source_evict(src, mapped);
 	if (analyzed_once(o))
 		o->passes.tree = tree;
 	if (o->dump_ir || o->graph_json) {
@@ -811,6 +855,7 @@ run_net(Options *o)
 {
 	Arena a, tree;
 	Source src;
+	size_t mapped = 0;
 	int rc;
 
 	ar_init(&a);
@@ -818,11 +863,13 @@ run_net(Options *o)
 	if (o->onnx)
 		rc = onnx_import(o->file, &o->onnx_opt, &o->net, &a, &src);
 	else
-		src = read_source(o->file, &a), rc = 0;
+		src = read_source(o->file, &a, &mapped), rc = 0;
 	if (rc == 0)
-		rc = compile(o, &src, &a, &tree);
+		rc = compile(o, &src, mapped, &a, &tree);
 	ar_free(&tree);
 	ar_free(&a);
+	if (mapped)
+		munmap((void *)(uintptr_t)src.text, mapped);
 	if (fflush(stdout) && rc == 0)
 		rc = 4;
 	return rc;

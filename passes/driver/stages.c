@@ -86,14 +86,16 @@ one_gradient_sender(const Analysis *an)
 {
 	const Dag *d = &an->d;
 
-	for (int v = 0; v < d->nnode; v++)
-		if (d->node[v].pipe == PIPE_RECV_GRAD && d->node[v].npeer > 1) {
+	for (int v = 0; v < d->nnode; v++) {
+		const DagXfer *x = dag_xfer(d, v);
+		if (x->pipe == PIPE_RECV_GRAD && x->npeer > 1) {
 			fprintf(stderr, "remat: -o --stages: stages %d and %d both read '%s' of stage %d "
 			        "and send its gradient back; the program receives it from one stage "
-			        "(move the cut with --stage-blocks)\n", d->node[v].peer[0],
-			        d->node[v].peer[1], d->node[v].name, an->pipe.stage);
+			        "(move the cut with --stage-blocks)\n", x->peer[0],
+			        x->peer[1], d->node[v].name, an->pipe.stage);
 			return 1;
 		}
+	}
 	return 0;
 }
 

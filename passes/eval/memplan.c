@@ -462,7 +462,7 @@ int64_t
 mp_plan(const Dag *d, MemEval *ev, Arena *a)
 {
 	Arena scratch;          /* blocks, sort orders, treaps: gone on return */
-	int *end, n = 0;
+	int *end, n = 0, ntemp = 0;
 	Block *bl;
 	int64_t *lin;
 	int64_t base = place_persistent(d, ev, a), top;
@@ -472,7 +472,8 @@ mp_plan(const Dag *d, MemEval *ev, Arena *a)
 	for (int k = 0; k < ev->ninst; k++)   /* size bl exactly: it is large */
 		n += ev->inst[k].owned > 0;
 	for (int s = 0; s < ev->nsteps; s++)
-		n += ev->temp_bytes && ev->temp_bytes[s] > 0;
+		ntemp += ev->temp_bytes && ev->temp_bytes[s] > 0;
+	n += ntemp;
 	bl = ar_alloc(&scratch, sizeof *bl * (size_t)(n + 1));
 	n = 0;
 
@@ -483,8 +484,10 @@ mp_plan(const Dag *d, MemEval *ev, Arena *a)
 		if (in->owned > 0)
 			bl[n++] = (Block){align_up(in->owned), in->start, end[k], 0, &in->offset};
 	}
-	ev->temp_offset = ar_alloc(a, sizeof *ev->temp_offset * (size_t)(ev->nsteps + 1));
-	for (int s = 0; s < ev->nsteps; s++) {
+	/* no step with temporaries (an inference chain): no array of -1s */
+	ev->temp_offset = ntemp ? ar_alloc(a, sizeof *ev->temp_offset * (size_t)(ev->nsteps + 1))
+	                        : NULL;
+	for (int s = 0; ntemp && s < ev->nsteps; s++) {
 		ev->temp_offset[s] = -1;
 		if (ev->temp_bytes && ev->temp_bytes[s] > 0)
 			bl[n++] = (Block){align_up(ev->temp_bytes[s]), s, s, 0, &ev->temp_offset[s]};

@@ -290,15 +290,17 @@ gathers(Dist *D)
 		D->gathered_b[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
 		D->gather_b[u] = new_node(D, nm, true);
 		for (int k = 0; k < 2; k++) {   /* the node array is final now */
-			DagNode *n = &D->d->node[k ? D->gather_b[u] : D->gather_f[u]];
+			int v = k ? D->gather_b[u] : D->gather_f[u];
+			DagNode *n = &D->d->node[v];
+			DagXfer *x = dag_xfer_set(D->d, v, D->cap_n, D->a);
 			n->block_plus1 = u <= D->nblocks ? u : 0;
 			n->micro_batch = D->unit_copy[u];
 			n->out = ar_alloc(D->a, sizeof(int));
 			n->out[0] = k ? D->gathered_b[u] : D->gathered_f[u];
 			n->nout = 1;
-			n->comm = COMM_ALLGATHER;
-			n->comm_params = D->unit_list[u];
-			n->ncomm_params = D->unit_nparams[u];
+			x->comm = COMM_ALLGATHER;
+			x->comm_params = D->unit_list[u];
+			x->ncomm_params = D->unit_nparams[u];
 		}
 		D->st->nunits++;
 		if (D->st->max_gather < D->unit_bytes[u])
@@ -358,7 +360,8 @@ buckets(Dist *D)
 			memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
 			d->node[v].nin = nm;
 			d->node[v].workspace = bytes;
-			d->node[v].comm = reduce_scatter ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
+			dag_xfer_set(d, v, D->cap_n, D->a)->comm =
+				reduce_scatter ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
 			D->bucket_after[d->base_order[i]] = v;
 			if (D->st->max_bucket < bytes)
 				D->st->max_bucket = bytes;

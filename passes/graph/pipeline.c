@@ -11,8 +11,8 @@
  * M) to warm up, then a forward and the oldest backward in turn, then the
  * remaining backwards; so at most w micro-batches are ever in flight, and
  * the generated program runs exactly this order on the stage's ranks.
- * What crosses a stage boundary becomes a node of its own (DagNode.pipe,
- * with the stages it exchanges with in DagNode.peer):
+ * What crosses a stage boundary becomes a node of its own (DagXfer.pipe,
+ * with the stages it exchanges with in DagXfer.peer):
  * - `recv` produces, per micro-batch, each activation (or data input) the
  *   stage reads but does not make, at the start of that micro-batch's
  *   forward; `send` reads each activation a later stage needs, right after
@@ -259,9 +259,8 @@ add_boundary(Pipe *P, DagPipe k, const char *name, int t, bool backward)
 {
 	const Dag *f = P->full;
 	int x = add_n(P, name, backward, 1, 1, 1);
-	DagNode *n;
+	DagXfer *n = dag_xfer_set(P->d, x, P->cap_n, P->a);
 
-	n = &P->d->node[x];
 	n->pipe = k;
 	n->peer = ar_alloc(P->a, sizeof(int) * (size_t)(k == PIPE_SEND || k == PIPE_RECV_GRAD
 	                                                ? P->K + 1 : 1));
@@ -485,10 +484,10 @@ chain_boundaries(Dag *d)
 	int prev = -1;
 
 	for (int i = 0; i < d->nbase; i++) {
-		DagNode *nd = &d->node[d->base_order[i]];
-		if (nd->pipe == PIPE_NONE || nd->pipe == PIPE_LOAD)
+		DagPipe k = dag_xfer(d, d->base_order[i])->pipe;
+		if (k == PIPE_NONE || k == PIPE_LOAD)
 			continue;
-		nd->fwd_plus1 = prev + 1;
+		d->node[d->base_order[i]].fwd_plus1 = prev + 1;
 		prev = d->base_order[i];
 	}
 }

@@ -38,7 +38,7 @@ typedef struct Climb {
 	int64_t peak, cost;
 	double maxcost;         /* < 0: no cap */
 	long left;              /* evaluations left */
-	StepKind *kind;         /* [cap] the current schedule's step kinds */
+	uint8_t *kind;          /* [cap] the current schedule's StepKinds */
 	int *fwd;               /* [nnode] once nodes: the recomputable node
 	                           of the same name, or -1 */
 	int *mark;              /* [nnode] scratch */

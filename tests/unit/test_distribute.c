@@ -327,23 +327,24 @@ test_comm_nodes(void **state)
 	d = &r.an.d;
 	for (int v = 0; v < d->nnode; v++) {
 		const DagNode *n = &d->node[v];
+		const DagXfer *x = dag_xfer(d, v);
 		int64_t bytes = 0;
 		if (!strncmp(n->name, "reduce_scatter", 14))
-			assert_int_equal(n->comm, COMM_REDUCE_SCATTER);
+			assert_int_equal(x->comm, COMM_REDUCE_SCATTER);
 		if (!strncmp(n->name, "reduce_scatter", 14))
 			nbucket++;
 		if (strncmp(n->name, "allgather", 9)) {
-			assert_true(n->comm != COMM_ALLGATHER);
+			assert_true(x->comm != COMM_ALLGATHER);
 			continue;
 		}
-		assert_int_equal(n->comm, COMM_ALLGATHER);
-		for (int j = 0; j < n->ncomm_params; j++) {
-			const Tensor *t = &r.an.g.t[n->comm_params[j]];
+		assert_int_equal(x->comm, COMM_ALLGATHER);
+		for (int j = 0; j < x->ncomm_params; j++) {
+			const Tensor *t = &r.an.g.t[x->comm_params[j]];
 			assert_int_equal(t->kind, TK_PARAM);
 			bytes += t->bytes;
 			if (!n->is_backward) {
 				assert_true(nfwd < 8);
-				fwd[nfwd++] = n->comm_params[j];
+				fwd[nfwd++] = x->comm_params[j];
 			}
 			else
 				nbwd++;

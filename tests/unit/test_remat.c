@@ -441,9 +441,11 @@ plain_dag(Dag *d, uint64_t *seed, int n, Arena *a)
 		out[0] = i;
 		d->t[i] = (DagTensor){name, 8 + (int64_t)(rd_next(seed) % 500), -1,
 		                      false, CAT_ACTIVATIONS, false, false, -1};
-		d->node[i] = (DagNode){name, (int64_t)(rd_next(seed) % 100),
-		                       rd_next(seed) % 4 ? 0 : 64, false, false,
-		                       nin, in, 1, out, 0, NULL, -1, 0};
+		int64_t cost = (int64_t)(rd_next(seed) % 100);
+		int64_t ws = rd_next(seed) % 4 ? 0 : 64;
+		d->node[i] = (DagNode){.name = name, .cost = cost, .workspace = ws,
+		                       .nin = nin, .in = in, .nout = 1, .out = out,
+		                       .ir_op = -1};
 		d->base_order[i] = i;
 	}
 	dag_finish(d);
@@ -651,8 +653,8 @@ test_early_recompute(void **state)
 		out[0] = i;
 		d.t[i] = (DagTensor){"t", bytes[i], -1, false, CAT_ACTIVATIONS,
 		                     false, false, -1};
-		d.node[i] = (DagNode){"n", 10 + i, 0, false, false, nin, in, 1,
-		                      out, 0, NULL, -1, 0};
+		d.node[i] = (DagNode){.name = "n", .cost = 10 + i, .nin = nin, .in = in,
+		                      .nout = 1, .out = out, .ir_op = -1};
 		d.base_order[i] = i;
 	}
 	dag_finish(&d);
