@@ -643,6 +643,7 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	out->name = o->emit_net ? o->emit_net : ar_printf(a, "%s.net", name);
 	out->text = ar_strndup(a, text.s, text.n);
 	out->len = text.n;
+	out->reread = false;    /* the text is generated, not the file */
 	onnx__model_proto__free_unpacked(m, NULL);
 	free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
 	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);

@@ -108,24 +108,99 @@ put_text(FILE *f, const char *p, const char *q)
 		fputc((unsigned char)*p < ' ' && *p != '\t' ? '?' : *p, f);
 }
 
+char *
+read_all(FILE *f, size_t *len)
+{
+	size_t cap = 1 << 16, n;
+	char *buf = xmalloc(cap);
+
+	*len = 0;
+	while ((n = fread(buf + *len, 1, cap - *len - 1, f)) > 0) {
+		*len += n;
+		if (cap - *len - 1 == 0)
+			buf = xrealloc(buf, cap *= 2);
+	}
+	if (ferror(f)) {
+		free(buf);
+		return NULL;
+	}
+	buf[*len] = 0;
+	return buf;
+}
+
+/* The file again for an echo, when its text was dropped after the parse,
+ * read up to the end of line `line` only (an echo near the top of a large
+ * file reads little). A file changed since shows as it is now; one gone
+ * shows nothing. */
+static char *
+text_again(const Source *src, int line, size_t *len)
+{
+	FILE *f = fopen(src->name, "rb");
+	size_t cap = 1 << 16, n, done = 0;
+	int ends = 0;
+	char *buf;
+
+	if (!f)
+		return NULL;
+	buf = xmalloc(cap);
+	*len = 0;
+	while (ends < line && (n = fread(buf + *len, 1, cap - *len - 1, f)) > 0) {
+		*len += n;
+		/* line ends as next_line counts them; a "\r" last in the buffer
+		 * waits for the next read, which may bring its "\n" */
+		for (; done < *len && ends < line; done++) {
+			if (buf[done] == '\r' && done + 1 == *len)
+				break;
+			ends += buf[done] == '\n' || (buf[done] == '\r' && buf[done + 1] != '\n');
+		}
+		if (cap - *len - 1 == 0)
+			buf = xrealloc(buf, cap *= 2);
+	}
+	if (ferror(f)) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static void echo_line(Diag *d, Loc loc, const char *p, const char *eol);
+
 /* Prints the source line `line` and a caret under character column `col`
  * (columns count characters, not bytes), keeping tabs so the caret lines
  * up; a long line is cut to a window around the caret. */
 static void
 show_line(Diag *d, Loc loc)
 {
-	const char *p, *end, *text, *eol, *from, *to, *at;
-	int line = 1, c;
+	const char *p, *end, *text;
+	char *again = NULL;
+	size_t len;
+	int line = 1;
 
-	if (!d->src || !d->src->text || loc.line < 1)
+	if (!d->src || loc.line < 1)
 		return;
 	text = d->src->text;
-	end = text + d->src->len;
+	len = d->src->len;
+	if (!text && d->src->reread)
+		text = again = text_again(d->src, loc.line, &len);
+	if (!text)
+		return;
+	end = text + len;
 	for (p = text; p < end && line < loc.line; line++)
 		p = next_line(p, end);
-	if (line != loc.line || p >= end)
-		return;         /* past the last line (end of file): no text to show */
-	eol = line_end(p, end);
+	/* past the last line (end of file): no text to show */
+	if (line == loc.line && p < end)
+		echo_line(d, loc, p, line_end(p, end));
+	free(again);
+}
+
+/* The echo of the line [p, eol) with its caret. */
+static void
+echo_line(Diag *d, Loc loc, const char *p, const char *eol)
+{
+	const char *from, *to, *at;
+	int c;
+
 	/* at: the caret's byte; from/to: the window shown */
 	for (at = p, c = 1; at < eol && c < loc.col; c++)
 		do

@@ -100,8 +100,10 @@ const char *loc_file(Loc loc);                  /* NULL: no file */
 
 typedef struct Source {
 	const char *name;       /* file name for messages */
-	const char *text;       /* whole file, NUL-terminated */
+	const char *text;       /* whole file, NUL-terminated; NULL once dropped */
 	size_t len;
+	bool reread;            /* text dropped after the parse: an echo reads
+	                           the file (name) again */
 } Source;
 
 typedef struct Diag {
@@ -113,6 +115,9 @@ typedef struct Diag {
 } Diag;
 
 void diag_init(Diag *d, const Source *src, FILE *out);
+/* The rest of f, NUL-terminated (*len bytes before the NUL), malloc'd;
+ * NULL on a read error (errno says why). */
+char *read_all(FILE *f, size_t *len);
 void diag_error(Diag *d, Loc loc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void diag_warning(Diag *d, Loc loc, const char *fmt, ...)

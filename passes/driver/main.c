@@ -1,14 +1,12 @@
 /* passes/driver/main.c -- the remat command line: options, reading the source, and
  * handing the result to a report or the code generator. The pipeline
  * itself is analyze() in passes/driver/analyze.c. */
-#define _DEFAULT_SOURCE 1       /* madvise (source_evict), beside POSIX 2008 */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -580,76 +578,42 @@ parse_args(Options *o, int argc, char **argv)
 	warn_no_effect(o);
 }
 
-/* A regular file is mapped rather than copied, when the bytes after its
- * end in its last page (zeros) terminate the text: the lexer reads the
- * text once, and after the parse only the lines diagnostics echo are
- * needed, which the kernel reads back from the file when touched
- * (source_evict); a copy would keep the whole text resident to the end
- * (7 MB for 300k statements). Returns the mapped length, or 0. */
-static size_t
-map_source(FILE *f, Source *src)
-{
-	struct stat st;
-	long page = sysconf(_SC_PAGESIZE);
-	void *p;
-
-	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 || page <= 0 ||
-	    (uint64_t)st.st_size >= SIZE_MAX / 2 || st.st_size % page == 0)
-		return 0;
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0);
-	if (p == MAP_FAILED)
-		return 0;
-	src->text = p;
-	src->len = (size_t)st.st_size;
-	return src->len;
-}
-
-/* After the parse: a mapped source's pages leave memory, to be read back
- * from the file by a diagnostic that echoes a line. */
-static void
-source_evict(const Source *src, size_t mapped)
-{
-	if (mapped)
-		madvise((void *)(uintptr_t)src->text, mapped, MADV_DONTNEED);
-}
-
-/* Reads the whole file (or stdin for "-"), mapping it where map_source
- * can (*mapped: the mapped length, for munmap; else 0); exits 1 with a
- * message. */
+/* Reads the whole file (or stdin for "-") into a malloc'd text (the
+ * caller frees it unless source_drop did); exits 1 with a message. */
 static Source
-read_source(const char *path, Arena *a, size_t *mapped)
+read_source(const char *path)
 {
-	Source src = {strcmp(path, "-") ? path : "<stdin>", NULL, 0};
+	Source src = {strcmp(path, "-") ? path : "<stdin>", NULL, 0, false};
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	size_t cap = 1 << 16, n;
-	char *buf;
+	struct stat st;
+	char *text;
 
-	*mapped = 0;
 	if (!f) {
 		fprintf(stderr, "remat: cannot open '%s': %s\n", path, strerror(errno));
 		exit(1);
 	}
-	if (f != stdin && (*mapped = map_source(f, &src))) {
-		fclose(f);
-		return src;
-	}
-	buf = xmalloc(cap);
-	while ((n = fread(buf + src.len, 1, cap - src.len - 1, f)) > 0) {
-		src.len += n;
-		if (cap - src.len - 1 == 0)
-			buf = xrealloc(buf, cap *= 2);
-	}
-	if (ferror(f)) {
+	if (!(text = read_all(f, &src.len))) {
 		fprintf(stderr, "remat: cannot read '%s': %s\n", path, strerror(errno));
-		free(buf);
 		exit(1);
 	}
+	/* a regular file can be read again for an echo (source_drop) */
+	src.reread = f != stdin && !fstat(fileno(f), &st) && S_ISREG(st.st_mode);
 	if (f != stdin)
 		fclose(f);
-	buf[src.len] = 0;
-	src.text = ar_strndup(a, buf, src.len);
-	free(buf);
+	src.text = text;
 	return src;
+}
+
+/* After the parse only the lines that diagnostics echo are needed: a
+ * regular file's text goes (7 MB of 300k statements, resident to the end
+ * otherwise) and an echo reads the file again. */
+static void
+source_drop(Source *src)
+{
+	if (src->reread) {
+		free((char *)(uintptr_t)src->text);
+		src->text = NULL;
+	}
 }
 
 /* What -o writes from: the analysis, and for a pipeline the program and
@@ -785,7 +749,7 @@ analyzed_once(const Options *o)
  * syntax tree has an arena of its own (tree), freed by analyze() when the
  * program is analyzed once, else here. */
 static int
-compile(Options *o, const Source *src, size_t mapped, Arena *a, Arena *tree)
+compile(Options *o, Source *src, Arena *a, Arena *tree)
 {
 	Program *prog;
 	Analysis an;
@@ -798,7 +762,7 @@ compile(Options *o, const Source *src, size_t mapped, Arena *a, Arena *tree)
 	prog = analyzed_once(o) ? net_parse_once(src, tree, &d) : net_parse(src, tree, &d);
 	if (!prog || d.nerrors)
 		return 1;
-	source_evict(src, mapped);
+	source_drop(src);
 	if (analyzed_once(o))
 		o->passes.tree = tree;
 	if (o->dump_ir || o->graph_json) {
@@ -854,8 +818,7 @@ static int
 run_net(Options *o)
 {
 	Arena a, tree;
-	Source src;
-	size_t mapped = 0;
+	Source src = {NULL, NULL, 0, false};
 	int rc;
 
 	ar_init(&a);
@@ -863,13 +826,13 @@ run_net(Options *o)
 	if (o->onnx)
 		rc = onnx_import(o->file, &o->onnx_opt, &o->net, &a, &src);
 	else
-		src = read_source(o->file, &a, &mapped), rc = 0;
+		src = read_source(o->file), rc = 0;
 	if (rc == 0)
-		rc = compile(o, &src, mapped, &a, &tree);
+		rc = compile(o, &src, &a, &tree);
+	if (!o->onnx)
+		free((char *)(uintptr_t)src.text);      /* NULL once dropped */
 	ar_free(&tree);
 	ar_free(&a);
-	if (mapped)
-		munmap((void *)(uintptr_t)src.text, mapped);
 	if (fflush(stdout) && rc == 0)
 		rc = 4;
 	return rc;
