@@ -213,17 +213,22 @@ typedef struct Schedule {
 typedef enum StepKind { STEP_FORWARD, STEP_RECOMPUTE, STEP_BACKWARD } StepKind;
 const char *step_kind_name(StepKind k); /* "forward", "recompute", "backward" */
 
-/* One produced instance of a tensor (40 bytes: one per op of a big graph,
- * so no padding between the fields). */
+/* One produced instance of a tensor (32 bytes: one per op of a big graph,
+ * so no padding between the fields, and `replaces` is a bit of the tensor
+ * index, which lv_eval keeps below 2^30). */
 typedef struct Instance {
 	int64_t owned;          /* bytes it owns (0 for views) */
 	int64_t offset;         /* memory planner: arena offset, or -1 */
-	int tensor;
+	int tensor : 31;
+	unsigned replaces : 1;  /* an out_of_place sum (DagAcc): it replaced an
+	                           earlier instance of its tensor at its start */
 	int start, end;         /* live steps, inclusive; start -1: from before step 0 */
 	int base;               /* views: root instance it aliases, else itself */
-	bool replaces;          /* an out_of_place sum (DagAcc): it replaced an
-	                           earlier instance of its tensor at its start */
 } Instance;
+_Static_assert(sizeof(Instance) == 32, "Instance is one per op of a big graph: keep it 32 bytes");
+
+/* The most tensors a Dag may have for lv_eval: Instance.tensor is 31 bits. */
+#define INST_TENSOR_MAX ((1 << 30) - 1)
 
 /* What the liveness evaluator finds for one schedule. */
 typedef struct MemEval {

@@ -58,7 +58,7 @@ lv_new(Lv *L, int t, int step, int base)
 	in->start = step;
 	in->end = step;
 	in->offset = -1;
-	in->replaces = false;
+	in->replaces = 0;
 	if (base >= 0) {
 		in->owned = 0;
 		in->base = base;
@@ -153,7 +153,7 @@ lv_step(Lv *L, int i, int v)
 		} else if (n->acc[j].out_of_place) {
 			np++;
 			L->cur[t] = lv_new(L, t, i, -1);
-			ev->inst[L->cur[t]].replaces = true;
+			ev->inst[L->cur[t]].replaces = 1;
 		}
 	}
 	ev->temp_bytes[i] = temp;
@@ -354,7 +354,10 @@ lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	Lv L;
 
 	lv_init(&L, d, s, ev, a);
-	for (int t = 0; t < d->nt; t++)
+	if (d->nt > INST_TENSOR_MAX)    /* Instance.tensor would not hold it */
+		lv_fail(&L, "%d tensors: more than %d (see docs/limits.md)", d->nt,
+		        INST_TENSOR_MAX);
+	for (int t = 0; t < d->nt && ev->valid; t++)
 		if (d->t[t].from_start)
 			L.cur[t] = lv_new(&L, t, -1, -1);
 	ev->step_prod[0] = 0;
