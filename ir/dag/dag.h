@@ -238,7 +238,8 @@ typedef struct MemEval {
 	uint8_t *kind;          /* [nsteps] each step's StepKind, a byte: the
 	                           per-step arrays add up on a big graph */
 	int64_t *live_bytes;    /* [nsteps] memory at each step */
-	int64_t *temp_bytes;    /* [nsteps] temporaries at each step */
+	int64_t *temp_bytes;    /* [nsteps] temporaries at each step, or NULL
+	                           when no step has any: read it through ev_temp */
 	int64_t peak;
 	int peak_step;
 	int64_t breakdown[CAT_COUNT];   /* at peak_step */
@@ -258,6 +259,13 @@ typedef struct MemEval {
 	int64_t *persistent_offset; /* memory planner: [Dag.npersistent] arena
 	                           offset of each persistent buffer */
 } MemEval;
+
+/* Step s's temporary bytes (MemEval.temp_bytes may be NULL). */
+static inline int64_t
+ev_temp(const MemEval *ev, int s)
+{
+	return ev->temp_bytes ? ev->temp_bytes[s] : 0;
+}
 
 /* ---------------------------------------------------------------- ir/dag/dag.c */
 void dag_finish(Dag *d);                /* computes forward_cost, total_cost */
