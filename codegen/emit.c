@@ -860,7 +860,7 @@ emit_comm_step(Em *e, int i)
 	const DagNode *nd = &e->d->node[e->s->step[i]];
 	const DagXfer *x = dag_xfer(e->d, e->s->step[i]);
 	int k = e->ev->step_prod[i + 1];
-	int64_t tb = e->ev->temp_bytes[i];
+	int64_t tb = ev_temp(e->ev, i);
 	out(e, "\t/* step %d: %s %s */\n", i, step_kind_name(e->ev->kind[i]), cmt(e, nd->name));
 	out(e, "\trt_begin(%d, %lld, %lld);\n", i, (long long)tb,
 	    (long long)(e->ev->temp_offset ? e->ev->temp_offset[i] : -1));
@@ -924,7 +924,7 @@ emit_pipe_step(Em *e, int i)
 	int next = e->ev->step_prod[i + 1];
 	e->node = nd;
 	out(e, "\t/* step %d: %s %s */\n", i, step_kind_name(e->ev->kind[i]), cmt(e, nd->name));
-	out(e, "\trt_begin(%d, %lld, %lld);\n", i, (long long)e->ev->temp_bytes[i],
+	out(e, "\trt_begin(%d, %lld, %lld);\n", i, (long long)ev_temp(e->ev, i),
 	    (long long)(e->ev->temp_offset ? e->ev->temp_offset[i] : -1));
 	if (x->pipe == PIPE_LOAD || x->pipe == PIPE_RECV) {
 		int t = nd->out[0], k = next++;
@@ -991,7 +991,7 @@ emit_step(Em *e, int i)
 	int next = e->ev->step_prod[i + 1];
 	e->node = nd;
 	e->step = i;
-	ir_assert(tb == e->ev->temp_bytes[i]);
+	ir_assert(tb == ev_temp(e->ev, i));
 	out(e, "\t/* step %d: %s %s (%s) */\n", i, step_kind_name(e->ev->kind[i]), nd->name,
 	    o->kind == OP_CUSTOM ? o->p->custom->name : ir_optab[o->kind].name);
 	out(e, "\trt_begin(%d, %lld, %lld);\n", i, (long long)tb,

@@ -213,17 +213,22 @@ typedef struct Schedule {
 typedef enum StepKind { STEP_FORWARD, STEP_RECOMPUTE, STEP_BACKWARD } StepKind;
 const char *step_kind_name(StepKind k); /* "forward", "recompute", "backward" */
 
-/* One produced instance of a tensor (40 bytes: one per op of a big graph,
- * so no padding between the fields). */
+/* One produced instance of a tensor (32 bytes: one per op of a big graph,
+ * so no padding between the fields, and `replaces` is a bit of the tensor
+ * index, which lv_eval keeps below 2^30). */
 typedef struct Instance {
 	int64_t owned;          /* bytes it owns (0 for views) */
 	int64_t offset;         /* memory planner: arena offset, or -1 */
-	int tensor;
+	int tensor : 31;
+	unsigned replaces : 1;  /* an out_of_place sum (DagAcc): it replaced an
+	                           earlier instance of its tensor at its start */
 	int start, end;         /* live steps, inclusive; start -1: from before step 0 */
 	int base;               /* views: root instance it aliases, else itself */
-	bool replaces;          /* an out_of_place sum (DagAcc): it replaced an
-	                           earlier instance of its tensor at its start */
 } Instance;
+_Static_assert(sizeof(Instance) == 32, "Instance is one per op of a big graph: keep it 32 bytes");
+
+/* The most tensors a Dag may have for lv_eval: Instance.tensor is 31 bits. */
+#define INST_TENSOR_MAX ((1 << 30) - 1)
 
 /* What the liveness evaluator finds for one schedule. */
 typedef struct MemEval {
@@ -233,7 +238,8 @@ typedef struct MemEval {
 	uint8_t *kind;          /* [nsteps] each step's StepKind, a byte: the
 	                           per-step arrays add up on a big graph */
 	int64_t *live_bytes;    /* [nsteps] memory at each step */
-	int64_t *temp_bytes;    /* [nsteps] temporaries at each step */
+	int64_t *temp_bytes;    /* [nsteps] temporaries at each step, or NULL
+	                           when no step has any: read it through ev_temp */
 	int64_t peak;
 	int peak_step;
 	int64_t breakdown[CAT_COUNT];   /* at peak_step */
@@ -253,6 +259,13 @@ typedef struct MemEval {
 	int64_t *persistent_offset; /* memory planner: [Dag.npersistent] arena
 	                           offset of each persistent buffer */
 } MemEval;
+
+/* Step s's temporary bytes (MemEval.temp_bytes may be NULL). */
+static inline int64_t
+ev_temp(const MemEval *ev, int s)
+{
+	return ev->temp_bytes ? ev->temp_bytes[s] : 0;
+}
 
 /* ---------------------------------------------------------------- ir/dag/dag.c */
 void dag_finish(Dag *d);                /* computes forward_cost, total_cost */

@@ -74,7 +74,7 @@ eval_dump(const Dag *d, const MemEval *ev, bool offsets, FILE *out)
 	        ev->peak, ev->peak_step, ev->recompute_cost);
 	for (int s = 0; s < ev->nsteps; s++)
 		fprintf(out, "s%d live=%" PRId64 " temp=%" PRId64 "\n", s, ev->live_bytes[s],
-		        ev->temp_bytes[s]);
+		        ev_temp(ev, s));
 	for (int i = 0; i < ev->ninst; i++) {
 		const Instance *in = &ev->inst[i];
 		fprintf(out, "i%d %s steps=%d..%d owned=%" PRId64, i, d->t[in->tensor].name,

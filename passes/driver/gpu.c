@@ -105,8 +105,8 @@ gpu_reserved(const Dag *d, const MemEval *ev)
 	}
 	for (int i = 0; i < n; i++) {
 		run += diff[i];
-		if (pers + run + gpu_round(ev->temp_bytes[i]) > best)
-			best = pers + run + gpu_round(ev->temp_bytes[i]);
+		if (pers + run + gpu_round(ev_temp(ev, i)) > best)
+			best = pers + run + gpu_round(ev_temp(ev, i));
 	}
 	free(diff);
 	return n > 0 ? best : pers;

@@ -218,7 +218,7 @@ inst_block(const Analysis *an, int k)
 static Block
 temp_block(const Analysis *an, int s)
 {
-	return (Block){VIZ_BASE + an->ev.temp_offset[s], an->ev.temp_bytes[s], B_TEMP, s};
+	return (Block){VIZ_BASE + an->ev.temp_offset[s], ev_temp(&an->ev, s), B_TEMP, s};
 }
 
 static Block
@@ -258,14 +258,14 @@ trace(FILE *f, Memo *m)
 			event(f, m, W_ALLOC, pers_block(an, i), 0);
 	for (int s = -1; s < ev->nsteps; s++) {
 		int t = s < 0 ? 0 : s;
-		if (s >= 0 && ev->temp_bytes[s] > 0)
+		if (s >= 0 && ev_temp(ev, s) > 0)
 			event(f, m, W_ALLOC, temp_block(an, s), t);
 		for (int k = ev->step_prod[s + 1]; k < ev->step_prod[s + 2]; k++)
 			if (ev->inst[k].owned > 0 && ev->inst[k].end >= t)
 				event(f, m, W_ALLOC, inst_block(an, k), t);
 		if (s < 0)
 			continue;
-		if (ev->temp_bytes[s] > 0)
+		if (ev_temp(ev, s) > 0)
 			event(f, m, W_FREE, temp_block(an, s), t);
 		for (int k = c.end_head[s]; k >= 0; k = c.end_next[k])
 			event(f, m, W_FREE, inst_block(an, k), t);
@@ -294,7 +294,7 @@ live_blocks(const Analysis *an, int s, Block *out)
 	for (int k = 0; k < ev->ninst; k++)
 		if (ev->inst[k].owned > 0 && ev->inst[k].start <= s && s <= ev->inst[k].end)
 			out[n++] = inst_block(an, k);
-	if (ev->temp_bytes[s] > 0)
+	if (ev_temp(ev, s) > 0)
 		out[n++] = temp_block(an, s);
 	qsort(out, (size_t)n, sizeof *out, by_addr);
 	return n;

@@ -62,8 +62,8 @@ viz_cursor_step(VizCursor *c, int64_t cat[CAT_COUNT])
 		cat[k] = c->d->persistent[k] + c->run[k];
 		sum += cat[k];
 	}
-	cat[CAT_TEMPORARIES] += ev->temp_bytes[s];
-	ir_assert(sum + ev->temp_bytes[s] == ev->live_bytes[s]);
+	cat[CAT_TEMPORARIES] += ev_temp(ev, s);
+	ir_assert(sum + ev_temp(ev, s) == ev->live_bytes[s]);
 	for (int k = c->end_head[s]; k >= 0; k = c->end_next[k])
 		c->run[c->d->t[ev->inst[k].tensor].cat] -= ev->inst[k].owned;
 	c->next++;

@@ -26,6 +26,7 @@ typedef struct Lv {
 	int *roots_at;          /* [nsteps + 1] */
 	int nroots;
 	Arena scratch;          /* the arrays above and the difference array */
+	Arena *a;               /* the caller's: MemEval's arrays */
 } Lv;
 
 static void
@@ -58,7 +59,7 @@ lv_new(Lv *L, int t, int step, int base)
 	in->start = step;
 	in->end = step;
 	in->offset = -1;
-	in->replaces = false;
+	in->replaces = 0;
 	if (base >= 0) {
 		in->owned = 0;
 		in->base = base;
@@ -153,10 +154,13 @@ lv_step(Lv *L, int i, int v)
 		} else if (n->acc[j].out_of_place) {
 			np++;
 			L->cur[t] = lv_new(L, t, i, -1);
-			ev->inst[L->cur[t]].replaces = true;
+			ev->inst[L->cur[t]].replaces = 1;
 		}
 	}
-	ev->temp_bytes[i] = temp;
+	if (temp > 0 && !ev->temp_bytes)    /* the first step with any */
+		ev->temp_bytes = ar_alloc(L->a, sizeof *ev->temp_bytes * (size_t)(ev->nsteps + 1));
+	if (temp > 0)
+		ev->temp_bytes[i] = temp;
 }
 
 /* Checks step i's node and labels the step. */
@@ -273,7 +277,7 @@ lv_sum(Lv *L)
 		int64_t sum;
 		ok &= ck_add(run, diff[i], &run);
 		ok &= ck_add(pers, run, &sum);
-		ok &= ck_add(sum, ev->temp_bytes[i], &sum);
+		ok &= ck_add(sum, ev_temp(ev, i), &sum);
 		ev->live_bytes[i] = lv_sum_phase(L, i, sum);
 		if (ev->live_bytes[i] > ev->peak || i == 0) {
 			ev->peak = ev->live_bytes[i];
@@ -294,7 +298,7 @@ lv_sum(Lv *L)
 			ev->breakdown[L->d->t[in->tensor].cat] += in->owned;
 	}
 	if (n > 0)
-		ev->breakdown[CAT_TEMPORARIES] += ev->temp_bytes[ev->peak_step];
+		ev->breakdown[CAT_TEMPORARIES] += ev_temp(ev, ev->peak_step);
 	/* a peak in the second phase of an out_of_place step: the breakdown
 	 * lists the first phase's instances; the sum that replaces the dying
 	 * inputs is a gradient */
@@ -316,6 +320,7 @@ lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	L->d = d;
 	L->s = s;
 	L->ev = ev;
+	L->a = a;
 	ev->valid = true;
 	ev->nsteps = n;
 	for (int i = 0; i < n; i++) {
@@ -332,7 +337,6 @@ lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 		cap += d->t[t].from_start;
 	ev->kind = ar_alloc(a, sizeof *ev->kind * (size_t)(n + 1));
 	ev->live_bytes = ar_alloc(a, sizeof *ev->live_bytes * (size_t)(n + 1));
-	ev->temp_bytes = ar_alloc(a, sizeof *ev->temp_bytes * (size_t)(n + 1));
 	ev->step_prod = ar_alloc(a, sizeof *ev->step_prod * (size_t)(n + 2));
 	ev->inst = ar_alloc(a, sizeof *ev->inst * (size_t)(cap + 1));
 	ar_init(&L->scratch);
@@ -354,7 +358,10 @@ lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	Lv L;
 
 	lv_init(&L, d, s, ev, a);
-	for (int t = 0; t < d->nt; t++)
+	if (d->nt > INST_TENSOR_MAX)    /* Instance.tensor would not hold it */
+		lv_fail(&L, "%d tensors: more than %d (see docs/limits.md)", d->nt,
+		        INST_TENSOR_MAX);
+	for (int t = 0; t < d->nt && ev->valid; t++)
 		if (d->t[t].from_start)
 			L.cur[t] = lv_new(&L, t, -1, -1);
 	ev->step_prod[0] = 0;

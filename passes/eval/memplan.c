@@ -37,6 +37,10 @@
  *   O(n^2), so bounded to ~10^8 simple steps (GPT-2 small at -O2 has ~1,100
  *   blocks and takes milliseconds).
  * The smaller arena wins (the greedy one on ties). Both are deterministic.
+ * Scratch is 12 bytes a block (its instance or step, its widened end, its
+ * place in the order of ends) plus 4 a step: sizes and starts are read
+ * from the MemEval and placements are made in place in Instance.offset and
+ * temp_offset, so on a 300k-op graph the planner is no longer the peak.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,13 +50,6 @@
 enum { MP_ALIGN = 256 };
 
 enum { MP_GREEDY_MAX = 16384 }; /* most blocks greedy_by_size is tried on */
-
-typedef struct Block {
-	int64_t size;           /* rounded up to MP_ALIGN */
-	int start, end;         /* live steps, inclusive */
-	int64_t off;            /* the placement being made */
-	int64_t *dst;           /* where the chosen offset goes */
-} Block;
 
 static int64_t
 align_up(int64_t n)
@@ -288,6 +285,55 @@ sp_free(Space *sp, int64_t off, int64_t size)
 
 /* ------------------------------------------------------------ the plan */
 
+/* The blocks to place, 12 bytes each on a big graph: block i is an owning
+ * instance (id[i] = its index) or a step's temporaries (id[i] = -1 - step).
+ * Size and start are read from the MemEval; the placement being made is
+ * kept in the block's own destination (Instance.offset, temp_offset[s]),
+ * base added at the end. The blocks are in the order the linear scan takes
+ * them: by start, larger first within a start, then by rank. */
+typedef struct Blocks {
+	MemEval *ev;
+	int *id;                /* [n] */
+	int *end;               /* [n] last live step, widened over views */
+	int n;
+} Blocks;
+
+static int64_t
+b_size(const Blocks *B, int i)
+{
+	int id = B->id[i];
+	return align_up(id >= 0 ? B->ev->inst[id].owned : B->ev->temp_bytes[-1 - id]);
+}
+
+static int
+b_start(const Blocks *B, int i)
+{
+	return B->id[i] >= 0 ? B->ev->inst[B->id[i]].start : -1 - B->id[i];
+}
+
+static int64_t *
+b_off(const Blocks *B, int i)
+{
+	int id = B->id[i];
+	return id >= 0 ? &B->ev->inst[id].offset : &B->ev->temp_offset[-1 - id];
+}
+
+/* The tie-break of blocks of one size and start: the instances in index
+ * order, then the temporaries in step order. */
+static int64_t
+b_rank(const Blocks *B, int i)
+{
+	return B->id[i] >= 0 ? B->id[i] : (int64_t)B->ev->ninst - 1 - B->id[i];
+}
+
+/* A block for greedy_by_size, which runs on at most MP_GREEDY_MAX. */
+typedef struct Block {
+	int64_t size;           /* rounded up to MP_ALIGN */
+	int64_t off;            /* the placement being made */
+	int start, end;         /* live steps, inclusive */
+	int64_t rank;           /* b_rank */
+} Block;
+
 static int
 by_size(const void *pa, const void *pb)
 {
@@ -296,88 +342,51 @@ by_size(const void *pa, const void *pb)
 		return a->size > b->size ? -1 : 1;
 	if (a->start != b->start)
 		return a->start < b->start ? -1 : 1;
-	return (a > b) - (a < b);
+	return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
-static Block **
-sorted(Block *bl, int n, int (*cmp)(const void *, const void *), Arena *a)
+/* Counting-sort buckets for steps lo..hi: pos[k - lo] is where key k's
+ * first goes. Zeroed by the caller. */
+static void
+bucket_starts(int *pos, int lo, int hi)
 {
-	Block **p = ar_alloc(a, sizeof *p * (size_t)(n + 1));
-	for (int i = 0; i < n; i++)
-		p[i] = &bl[i];
-	qsort(p, (size_t)n, sizeof *p, cmp);
-	return p;
-}
-
-/* Indices of bl in order of start or end, ties in array (address) order,
- * by a counting sort in linear time. */
-static int *
-sorted_by_step(const Block *bl, int n, bool end, Arena *a)
-{
-	int *p = ar_alloc(a, sizeof *p * (size_t)(n + 1));
-	int lo = 0, hi = 0, *pos;
-
-	for (int i = 0; i < n; i++) {
-		int k = end ? bl[i].end : bl[i].start;
-		if (i == 0 || k < lo)
-			lo = k;
-		if (i == 0 || k > hi)
-			hi = k;
-	}
-	pos = ar_alloc(a, sizeof *pos * ((size_t)hi - (size_t)lo + 2));
-	for (int i = 0; i < n; i++)
-		pos[(end ? bl[i].end : bl[i].start) - lo + 1]++;
 	for (int k = lo; k < hi; k++)
 		pos[k - lo + 1] += pos[k - lo];
-	for (int i = 0; i < n; i++)
-		p[pos[(end ? bl[i].end : bl[i].start) - lo]++] = i;
-	return p;
 }
 
-/* Insertion sort of a few indices of bl in by_start order. */
+/* Insertion sort of a few blocks of one start, larger first, then rank. */
 static void
-sort_run(const Block *bl, int *p, int n)
+sort_run(Blocks *B, int lo, int hi)
 {
-	for (int i = 1; i < n; i++) {
-		int x = p[i], j = i;
-		for (; j > 0; j--) {
-			const Block *a = &bl[p[j - 1]], *b = &bl[x];
-			if (a->size > b->size || (a->size == b->size && p[j - 1] < x))
+	for (int i = lo + 1; i < hi; i++) {
+		int x = B->id[i], j = i;
+		int64_t sx, rx;
+		sx = b_size(B, i);
+		rx = b_rank(B, i);
+		for (; j > lo; j--) {
+			int64_t sp = b_size(B, j - 1);
+			if (sp > sx || (sp == sx && b_rank(B, j - 1) < rx))
 				break;
-			p[j] = p[j - 1];
+			B->id[j] = B->id[j - 1];
 		}
-		p[j] = x;
+		B->id[j] = x;
 	}
 }
 
-/* The order of sorted() with by_start: by start (counting sort), then each
- * run of equal starts -- a step's few blocks -- by size. */
-static int *
-sorted_by_start(const Block *bl, int n, Arena *a)
-{
-	int *p = sorted_by_step(bl, n, false, a);
-
-	for (int i = 0, j; i < n; i = j) {
-		for (j = i + 1; j < n && bl[p[j]].start == bl[p[i]].start; j++)
-			;
-		if (j - i > 1)
-			sort_run(bl, p + i, j - i);
-	}
-	return p;
-}
-
-/* Linear scan over time with best fit: sets every off; returns the top. */
+/* Linear scan over time with best fit: sets every block's placement;
+ * returns the top. ends is the blocks in order of end; frees order does
+ * not matter, freed ranges merge with their neighbours whatever it is. */
 static int64_t
-linear_scan(Block *bl, int n, Arena *a)
+linear_scan(const Blocks *B, const int *ends, Arena *a)
 {
 	Space sp = {{NULL, 0, -1, 1, 0, -1, a}, {NULL, 0, -1, 2, 0, -1, a}, 0};
-	int *st = sorted_by_start(bl, n, a), *ends = sorted_by_step(bl, n, true, a);
 	int nf = 0;
 
-	for (int i = 0; i < n; i++) {
-		for (; nf < n && bl[ends[nf]].end < bl[st[i]].start; nf++)
-			sp_free(&sp, bl[ends[nf]].off, bl[ends[nf]].size);
-		bl[st[i]].off = sp_alloc(&sp, bl[st[i]].size);
+	for (int i = 0; i < B->n; i++) {
+		int st = b_start(B, i);
+		for (; nf < B->n && B->end[ends[nf]] < st; nf++)
+			sp_free(&sp, *b_off(B, ends[nf]), b_size(B, ends[nf]));
+		*b_off(B, i) = sp_alloc(&sp, b_size(B, i));
 	}
 	return sp.top;
 }
@@ -391,10 +400,13 @@ linear_scan(Block *bl, int n, Arena *a)
 static int64_t
 greedy_by_size(Block *bl, int n, Arena *a)
 {
-	Block **ord = sorted(bl, n, by_size, a);
+	Block **ord = ar_alloc(a, sizeof *ord * (size_t)(n + 1));
 	Block **placed = ar_alloc(a, sizeof *placed * (size_t)(n + 1));
 	int64_t arena = 0;
 
+	for (int i = 0; i < n; i++)
+		ord[i] = &bl[i];
+	qsort(ord, (size_t)n, sizeof *ord, by_size);
 	for (int i = 0; i < n; i++) {
 		Block *b = ord[i];
 		int64_t best = -1, bestgap = INT64_MAX, top = 0;
@@ -426,16 +438,18 @@ greedy_by_size(Block *bl, int n, Arena *a)
 	return arena;
 }
 
-/* Views keep their base alive: widen each base's interval to cover them. */
+/* Views keep their base alive: each owning instance's last step widened
+ * over its views, parked in Instance.offset (the placement is made only
+ * after the blocks have copied it). */
 static void
-widen_bases(const MemEval *ev, int *end)
+widen_bases(MemEval *ev)
 {
 	for (int k = 0; k < ev->ninst; k++)
-		end[k] = ev->inst[k].end;
+		ev->inst[k].offset = ev->inst[k].end;
 	for (int k = 0; k < ev->ninst; k++) {
 		int b = ev->inst[k].base;
-		if (b >= 0 && b != k && b < ev->ninst && end[k] > end[b])
-			end[b] = end[k];
+		if (b >= 0 && b != k && b < ev->ninst && ev->inst[k].offset > ev->inst[b].offset)
+			ev->inst[b].offset = ev->inst[k].offset;
 	}
 }
 
@@ -458,54 +472,125 @@ place_persistent(const Dag *d, MemEval *ev, Arena *a)
 	return pos + align_up(total - listed);
 }
 
+static bool
+has_temp(const MemEval *ev, int s)
+{
+	return ev->temp_bytes && ev->temp_bytes[s] > 0;
+}
+
+/* The step range [lo, hi] of the blocks' starts and ends. */
+static void
+step_range(const MemEval *ev, int *lo, int *hi)
+{
+	bool any = false;
+
+	for (int k = 0; k < ev->ninst; k++) {
+		const Instance *in = &ev->inst[k];
+		if (in->owned <= 0)
+			continue;
+		int x = in->start < (int)in->offset ? in->start : (int)in->offset;
+		int y = in->start > (int)in->offset ? in->start : (int)in->offset;
+		*lo = any && *lo < x ? *lo : x;
+		*hi = any && *hi > y ? *hi : y;
+		any = true;
+	}
+	for (int s = 0; s < ev->nsteps; s++)
+		if (has_temp(ev, s)) {
+			*lo = any && *lo < s ? *lo : s;
+			*hi = any && *hi > s ? *hi : s;
+			any = true;
+		}
+}
+
+/* Fills B->id in linear-scan order (a counting sort by start, the blocks
+ * of a start sorted by size) and B->end; returns the blocks in order of
+ * end. pos is zeroed scratch for steps lo..hi. */
+static int *
+order_blocks(Blocks *B, int *pos, int lo, int hi, Arena *a)
+{
+	MemEval *ev = B->ev;
+	int *ends = ar_alloc(a, sizeof *ends * (size_t)(B->n + 1));
+
+	for (int k = 0; k < ev->ninst; k++)
+		if (ev->inst[k].owned > 0)
+			pos[ev->inst[k].start - lo + 1]++;
+	for (int s = 0; s < ev->nsteps; s++)
+		pos[s - lo + 1] += has_temp(ev, s);
+	bucket_starts(pos, lo, hi);
+	for (int k = 0; k < ev->ninst; k++)
+		if (ev->inst[k].owned > 0)
+			B->id[pos[ev->inst[k].start - lo]++] = k;
+	for (int s = 0; s < ev->nsteps; s++)
+		if (has_temp(ev, s))
+			B->id[pos[s - lo]++] = -1 - s;
+	for (int i = 0, j; i < B->n; i = j) {
+		for (j = i + 1; j < B->n && b_start(B, j) == b_start(B, i); j++)
+			;
+		if (j - i > 1)
+			sort_run(B, i, j);
+	}
+	/* the ends, then every placement back to -1 */
+	memset(pos, 0, sizeof *pos * ((size_t)hi - (size_t)lo + 2));
+	for (int i = 0; i < B->n; i++) {
+		B->end[i] = B->id[i] >= 0 ? (int)ev->inst[B->id[i]].offset : -1 - B->id[i];
+		pos[B->end[i] - lo + 1]++;
+	}
+	bucket_starts(pos, lo, hi);
+	for (int i = 0; i < B->n; i++)
+		ends[pos[B->end[i] - lo]++] = i;
+	for (int k = 0; k < ev->ninst; k++)
+		ev->inst[k].offset = -1;
+	return ends;
+}
+
+/* Greedy by size on a copy of the blocks; when it is no worse than the
+ * linear scan's top, its placements replace the scan's. Returns the top. */
+static int64_t
+try_greedy(const Blocks *B, int64_t top, Arena *a)
+{
+	Block *bl = ar_alloc(a, sizeof *bl * (size_t)(B->n + 1));
+	int64_t gtop;
+
+	for (int i = 0; i < B->n; i++)
+		bl[i] = (Block){b_size(B, i), 0, b_start(B, i), B->end[i], b_rank(B, i)};
+	gtop = greedy_by_size(bl, B->n, a);
+	if (gtop > top)
+		return top;
+	for (int i = 0; i < B->n; i++)
+		*b_off(B, i) = bl[i].off;
+	return gtop;
+}
+
 int64_t
 mp_plan(const Dag *d, MemEval *ev, Arena *a)
 {
-	Arena scratch;          /* blocks, sort orders, treaps: gone on return */
-	int *end, n = 0, ntemp = 0;
-	Block *bl;
-	int64_t *lin;
+	Arena scratch;          /* block lists, sort orders, treaps: gone on return */
+	Blocks B = {ev, NULL, NULL, 0};
+	int ntemp = 0, lo = 0, hi = 0, *ends;
 	int64_t base = place_persistent(d, ev, a), top;
 
 	ar_init(&scratch);
-	end = ar_alloc(&scratch, sizeof *end * (size_t)(ev->ninst + 1));
-	for (int k = 0; k < ev->ninst; k++)   /* size bl exactly: it is large */
-		n += ev->inst[k].owned > 0;
+	for (int k = 0; k < ev->ninst; k++)   /* size the lists exactly: they are large */
+		B.n += ev->inst[k].owned > 0;
 	for (int s = 0; s < ev->nsteps; s++)
-		ntemp += ev->temp_bytes && ev->temp_bytes[s] > 0;
-	n += ntemp;
-	bl = ar_alloc(&scratch, sizeof *bl * (size_t)(n + 1));
-	n = 0;
-
-	widen_bases(ev, end);
-	for (int k = 0; k < ev->ninst; k++) {
-		Instance *in = &ev->inst[k];
-		in->offset = -1;
-		if (in->owned > 0)
-			bl[n++] = (Block){align_up(in->owned), in->start, end[k], 0, &in->offset};
-	}
+		ntemp += has_temp(ev, s);
+	B.n += ntemp;
 	/* no step with temporaries (an inference chain): no array of -1s */
 	ev->temp_offset = ntemp ? ar_alloc(a, sizeof *ev->temp_offset * (size_t)(ev->nsteps + 1))
 	                        : NULL;
-	for (int s = 0; ntemp && s < ev->nsteps; s++) {
+	for (int s = 0; ntemp && s < ev->nsteps; s++)
 		ev->temp_offset[s] = -1;
-		if (ev->temp_bytes && ev->temp_bytes[s] > 0)
-			bl[n++] = (Block){align_up(ev->temp_bytes[s]), s, s, 0, &ev->temp_offset[s]};
-	}
-	top = linear_scan(bl, n, &scratch);
-	if (n <= MP_GREEDY_MAX) {
-		lin = ar_alloc(&scratch, sizeof *lin * (size_t)(n + 1));
-		for (int i = 0; i < n; i++)
-			lin[i] = bl[i].off;
-		int64_t gtop = greedy_by_size(bl, n, &scratch);
-		if (gtop <= top)
-			top = gtop;
-		else
-			for (int i = 0; i < n; i++)
-				bl[i].off = lin[i];
-	}
-	for (int i = 0; i < n; i++)
-		*bl[i].dst = base + bl[i].off;
+	widen_bases(ev);
+	step_range(ev, &lo, &hi);
+	B.id = ar_array(&scratch, (size_t)B.n + 1, sizeof *B.id);
+	B.end = ar_array(&scratch, (size_t)B.n + 1, sizeof *B.end);
+	ends = order_blocks(&B, ar_array(&scratch, (size_t)hi - (size_t)lo + 2, sizeof(int)),
+	                    lo, hi, &scratch);
+	top = linear_scan(&B, ends, &scratch);
+	if (B.n <= MP_GREEDY_MAX)
+		top = try_greedy(&B, top, &scratch);
+	for (int i = 0; i < B.n; i++)
+		*b_off(&B, i) += base;
 	ar_free(&scratch);
 	return base + top;
 }

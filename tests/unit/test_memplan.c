@@ -83,13 +83,13 @@ check_plan(const MemEval *ev, int64_t arena)
 		en[m++] = end_of(ev, k);
 	}
 	for (int s = 0; s < ev->nsteps; s++) {
-		if (ev->temp_bytes[s] == 0) {
+		if (ev_temp(ev, s) == 0) {
 			assert_true(!ev->temp_offset || ev->temp_offset[s] == -1);
 			continue;
 		}
 		assert_non_null(ev->temp_offset);
 		off[m] = ev->temp_offset[s];
-		sz[m] = ev->temp_bytes[s];
+		sz[m] = ev_temp(ev, s);
 		st[m] = en[m] = s;
 		m++;
 	}

@@ -68,7 +68,7 @@ cursor_matches_live_bytes(void **state)
 				if (in->owned && in->start <= s && s <= in->end)
 					want[an.d.t[in->tensor].cat] += in->owned;
 			}
-			want[CAT_TEMPORARIES] += an.ev.temp_bytes[s];
+			want[CAT_TEMPORARIES] += ev_temp(&an.ev, s);
 			assert_memory_equal(cat, want, sizeof want);
 			if (s == an.ev.peak_step)
 				assert_memory_equal(cat, an.ev.breakdown, sizeof want);
