@@ -886,7 +886,7 @@ emit_comm_step(Em *e, int i)
 static long long
 pipe_tag(Em *e, int t)
 {
-	return (long long)e->d->t[t].ir_tensor * e->mbs + e->node->micro_batch;
+	return (long long)e->d->t[t].ir_tensor * e->mbs + dag_micro_batch(e->d, e->node);
 }
 
 /* A recv_grad: the gradient into a new instance, or into the step's
@@ -934,7 +934,7 @@ emit_pipe_step(Em *e, int i)
 		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, cmt(e, dt->name));
 		if (x->pipe == PIPE_LOAD)
 			out(e, "\trt_init(D[%d], rt_dkey_mb(\"%s\", %d), %lld);\n", k,
-			    str(e, ten(e, dt->ir_tensor)->id), nd->micro_batch,
+			    str(e, ten(e, dt->ir_tensor)->id), dag_micro_batch(e->d, nd),
 			    (long long)e->range[dt->ir_tensor]);
 		else
 			out(e, "\trt_recv(D[%d], %d, %lld, 1);\n", k, x->peer[0], pipe_tag(e, t));
@@ -1022,7 +1022,7 @@ emit_step(Em *e, int i)
 	ir_assert(next == e->ev->step_prod[i + 2]);
 	for (int j = 0; j < nd->nout && e->g->loss >= 0; j++)
 		if (e->d->t[nd->out[j]].ir_tensor == e->g->loss && e->nstages > 1)
-			out(e, "\trt_loss_mb(D[%d], %d);\n", e->cur[nd->out[j]], nd->micro_batch);
+			out(e, "\trt_loss_mb(D[%d], %d);\n", e->cur[nd->out[j]], dag_micro_batch(e->d, nd));
 		else if (e->d->t[nd->out[j]].ir_tensor == e->g->loss)
 			out(e, "\trt_loss(D[%d]);\n", e->cur[nd->out[j]]);
 	out(e, "\trt_end(%lld);\n", (long long)e->ev->live_bytes[i]);

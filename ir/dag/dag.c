@@ -159,6 +159,12 @@ dag_xfer(const Dag *d, int v)
 	return d->xfer ? &d->xfer[v] : &none;
 }
 
+int
+dag_micro_batch(const Dag *d, const DagNode *n)
+{
+	return dag_xfer(d, (int)(n - d->node))->micro_batch;
+}
+
 /* The side array is zeroed up to cap so that the nodes pushed before it
  * existed read as ordinary ones. */
 DagXfer *

@@ -147,18 +147,15 @@ typedef struct DagNode {
 	int fwd_plus1;          /* a backward node: its forward node + 1, which
 	                           must run before it (memory-model.md); 0 when
 	                           there is none (zeroed nodes stay valid) */
-	int block_plus1;        /* issue 9: the outermost def call instance the
+	int block_plus1 : 30;   /* issue 9: the outermost def call instance the
 	                           node belongs to + 1 (a backward node: its
 	                           forward node's), for per-def checkpointing;
 	                           0 outside every def (zeroed nodes: none) */
-	int micro_batch;        /* a pipeline stage's in-flight copy the node
-	                           belongs to (0 outside pipelines), so that
-	                           distribute.c gathers and reduces per copy */
-	bool once;              /* runs exactly once, never recomputed (backward) */
-	bool is_backward;       /* labelled "backward" in schedules */
+	bool once : 1;          /* runs exactly once, never recomputed (backward) */
+	bool is_backward : 1;   /* labelled "backward" in schedules */
 } DagNode;
 
-_Static_assert(sizeof(void *) != 8 || sizeof(DagNode) == 80,
+_Static_assert(sizeof(void *) != 8 || sizeof(DagNode) == 72,
                "DagNode grew: one per op and backward op, keep it unpadded");
 
 /* The fields of a communication step (passes/graph/distribute.c) or a
@@ -171,6 +168,10 @@ typedef struct DagXfer {
 	DagPipe pipe;           /* a pipeline boundary step, or PIPE_NONE */
 	int npeer;
 	int *peer;              /* the stages it exchanges with */
+	int micro_batch;        /* a pipeline stage's in-flight copy the node
+	                           belongs to (0 outside pipelines), so that
+	                           distribute.c gathers and reduces per copy;
+	                           here, not in DagNode: only pipelines have it */
 } DagXfer;
 
 typedef struct Dag {
@@ -281,6 +282,7 @@ DagNode *dag_push_node(Dag *d, int *cap, Arena *a);
  * Dag has none); dag_xfer_set makes the side array (cap: the node array's
  * capacity, as given to dag_push_node) so that v's can be written. */
 const DagXfer *dag_xfer(const Dag *d, int v);
+int dag_micro_batch(const Dag *d, const DagNode *n);    /* dag_xfer's, of n */
 DagXfer *dag_xfer_set(Dag *d, int v, int cap, Arena *a);
 
 /* ---------------------------------------------------------------- ir/dag/check.c */

@@ -172,6 +172,18 @@ heap_after_tree(void)
 #endif
 }
 
+/* Gives the heap's free pages back to the system. The passes after the
+ * base evaluation free scratch (the evaluation's, the lower bound's, the
+ * memory planner's) that the next pass, sized differently, does not
+ * reuse: kept, it raised the peak of 300k ops by 4 MB. */
+static void
+heap_return(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 /* --stages needs as many outermost def calls as stages, and --stage-blocks
  * must name every one. */
 static int
@@ -278,11 +290,14 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 		else if ((rc = vf_evaluate(&an->d, &an->plan.sched, &an->ev, verify, a)))
 			return rc;
 	}
+	heap_return();
 	if ((rc = after_pass(an, PASS_LIVENESS, NULL, po, a)))
 		return rc;
 	if ((rc = baselines(an, goal, verify, a)))
 		return rc;
+	heap_return();
 	an->arena_bytes = mp_plan(&an->d, &an->ev, a);
+	heap_return();
 	if ((rc = after_pass(an, PASS_MEMPLAN, NULL, po, a)))
 		return rc;
 	an->seconds = util_now() - t0;

@@ -22,8 +22,10 @@ typedef struct Lv {
 	int *pend;              /* [maxprod] bases of the current step's products */
 	int *roots;             /* CSR by step: roots of the instances serving
 	                           the step's inputs, then -1 - root of each
-	                           gradient an out_of_place sum replaces */
-	int *roots_at;          /* [nsteps + 1] */
+	                           gradient an out_of_place sum replaces; only
+	                           lv_sum_phase reads them, so NULL when no
+	                           step makes such a sum (2.4 MB of 300k ops) */
+	int *roots_at;          /* [nsteps + 1], or NULL with roots */
 	int nroots;
 	Arena scratch;          /* the arrays above and the difference array */
 	Arena *a;               /* the caller's: MemEval's arrays */
@@ -109,10 +111,11 @@ lv_step(Lv *L, int i, int v)
 	int64_t temp = n->workspace;
 	int np = 0;
 
-	L->roots_at[i] = L->nroots;
+	if (L->roots)
+		L->roots_at[i] = L->nroots;
 	for (int j = 0; j < n->nin; j++) {
 		int k = lv_use(L, i, n->in[j]);
-		if (k >= 0)
+		if (k >= 0 && L->roots)
 			L->roots[L->nroots++] = ev->inst[k].base;
 	}
 	for (int j = 0; j < n->nout; j++) {
@@ -228,7 +231,7 @@ lv_sum_phase(Lv *L, int i, int64_t live)
 {
 	const MemEval *ev = L->ev;
 	int64_t total = 0, most = 0, dying = 0;
-	int lo = L->roots_at[i], hi = L->roots_at[i + 1];
+	int lo, hi;
 
 	for (int k = ev->step_prod[i + 1]; k < ev->step_prod[i + 2]; k++)
 		if (ev->inst[k].replaces) {
@@ -238,6 +241,8 @@ lv_sum_phase(Lv *L, int i, int64_t live)
 		}
 	if (total == 0)
 		return live;
+	lo = L->roots_at[i];    /* a sum replaced something: the roots exist */
+	hi = L->roots_at[i + 1];
 	for (int j = lo; j < hi; j++) {
 		int r = L->roots[j];
 		if (r < 0 || lv_listed(L->roots, lo, j, r) || lv_listed(L->roots, lo, hi, -1 - r))
@@ -249,13 +254,16 @@ lv_sum_phase(Lv *L, int i, int64_t live)
 	return live - dying + most > live ? live - dying + most : live;
 }
 
-/* live_bytes from a difference array of owned bytes; peak; breakdown. */
+/* live_bytes from a difference array of owned bytes, made in live_bytes
+ * itself (step i's difference is read before its sum is written there;
+ * a separate array was 2.4 MB of 300k steps at the evaluation's peak);
+ * peak; breakdown. */
 static void
 lv_sum(Lv *L)
 {
 	MemEval *ev = L->ev;
 	int n = ev->nsteps;
-	int64_t *diff = ar_alloc(&L->scratch, sizeof *diff * (size_t)(n + 1));
+	int64_t *diff = ev->live_bytes;         /* [n + 1], zeroed */
 	int64_t pers = 0, run = 0;
 	bool ok = ev->recompute_cost < INT64_MAX;
 
@@ -284,7 +292,9 @@ lv_sum(Lv *L)
 			ev->peak_step = i;
 		}
 	}
+	diff[n] = 0;
 	if (!ok) {
+		memset(ev->live_bytes, 0, sizeof *ev->live_bytes * (size_t)(n + 1));
 		lv_fail(L, "memory or recompute cost passes 2^63 (see docs/limits.md)");
 		ev->peak = 0;
 		ev->peak_step = 0;
@@ -314,6 +324,7 @@ static void
 lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 {
 	int n = s->n, cap = 0, maxprod = 1, nuse = 0;
+	bool sums = false;      /* some step makes an out_of_place sum */
 
 	memset(ev, 0, sizeof *ev);
 	memset(L, 0, sizeof *L);
@@ -332,6 +343,8 @@ lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 		nuse += d->node[v].nin + d->node[v].nacc;
 		if (np > maxprod)
 			maxprod = np;
+		for (int j = 0; j < d->node[v].nacc; j++)
+			sums |= d->node[v].acc[j].out_of_place;
 	}
 	for (int t = 0; t < d->nt; t++)
 		cap += d->t[t].from_start;
@@ -344,8 +357,10 @@ lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	L->readat = ar_alloc(&L->scratch, sizeof *L->readat * (size_t)(d->nt + 1));
 	L->seen = ar_alloc(&L->scratch, sizeof *L->seen * (size_t)(d->nnode + 1));
 	L->pend = ar_alloc(&L->scratch, sizeof *L->pend * (size_t)maxprod);
-	L->roots = ar_alloc(&L->scratch, sizeof *L->roots * (size_t)(nuse + 1));
-	L->roots_at = ar_alloc(&L->scratch, sizeof *L->roots_at * (size_t)(n + 1));
+	if (sums) {
+		L->roots = ar_alloc(&L->scratch, sizeof *L->roots * (size_t)(nuse + 1));
+		L->roots_at = ar_alloc(&L->scratch, sizeof *L->roots_at * (size_t)(n + 1));
+	}
 	for (int t = 0; t < d->nt; t++) {
 		L->cur[t] = -1;
 		L->readat[t] = -1;
@@ -371,7 +386,8 @@ lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 			lv_step(&L, i, s->step[i]);
 		ev->step_prod[i + 2] = ev->ninst;
 	}
-	L.roots_at[s->n] = L.nroots;
+	if (L.roots)
+		L.roots_at[s->n] = L.nroots;
 	for (int v = 0; v < d->nnode && ev->valid; v++)
 		if (!L.seen[v])
 			lv_fail(&L, "node '%s' never runs", d->node[v].name);

@@ -192,8 +192,9 @@ static int
 unit_of_node(const Dist *D, int v)
 {
 	const DagNode *n = &D->d->node[v];
+	int mb = dag_micro_batch(D->d, n);
 
-	return n->block_plus1 ? n->block_plus1 : n->micro_batch ? D->nblocks + n->micro_batch : 0;
+	return n->block_plus1 ? n->block_plus1 : mb ? D->nblocks + mb : 0;
 }
 
 /* The slot of param p read by a node of copy c in unit_of_param. */
@@ -216,21 +217,21 @@ find_units(Dist *D)
 	for (int v = 0; v < d->nnode; v++) {
 		if (d->node[v].block_plus1 > D->nblocks)
 			D->nblocks = d->node[v].block_plus1;
-		if (d->node[v].micro_batch + 1 > D->ncopies)
-			D->ncopies = d->node[v].micro_batch + 1;
+		if (dag_micro_batch(d, &d->node[v]) + 1 > D->ncopies)
+			D->ncopies = dag_micro_batch(d, &d->node[v]) + 1;
 	}
 	D->nunits = D->nblocks + D->ncopies;
 	D->unit_of_param = ar_alloc(D->a, sizeof(int) * (size_t)D->ncopies * (size_t)(g->nt + 1));
 	D->unit_bytes = ar_alloc(D->a, sizeof(int64_t) * (size_t)D->nunits);
 	D->unit_copy = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	for (int v = 0; v < d->nnode; v++)
-		D->unit_copy[unit_of_node(D, v)] = d->node[v].micro_batch;
+		D->unit_copy[unit_of_node(D, v)] = dag_micro_batch(d, &d->node[v]);
 	for (int v = 0; v < d->nnode; v++) {
 		const Op *op = d->node[v].ir_op >= 0 && !d->node[v].is_backward
 		             ? &g->op[d->node[v].ir_op] : NULL;
 		for (int i = 0; op && i < op->nin; i++) {
 			int p = ir_storage_root(g, op->in[i]);
-			int *slot = param_slot(D, d->node[v].micro_batch, p);
+			int *slot = param_slot(D, dag_micro_batch(d, &d->node[v]), p);
 			if (g->t[p].kind != TK_PARAM || g->t[p].buffer || *slot)
 				continue;       /* a buffer is whole on every rank */
 			*slot = unit_of_node(D, v) + 1;
@@ -294,7 +295,7 @@ gathers(Dist *D)
 			DagNode *n = &D->d->node[v];
 			DagXfer *x = dag_xfer_set(D->d, v, D->cap_n, D->a);
 			n->block_plus1 = u <= D->nblocks ? u : 0;
-			n->micro_batch = D->unit_copy[u];
+			x->micro_batch = D->unit_copy[u];
 			n->out = ar_alloc(D->a, sizeof(int));
 			n->out[0] = k ? D->gathered_b[u] : D->gathered_f[u];
 			n->nout = 1;
@@ -310,7 +311,7 @@ gathers(Dist *D)
 		const DagNode *n = &D->d->node[v];
 		const Op *op = n->ir_op >= 0 ? &g->op[n->ir_op] : NULL;
 		for (int i = 0; op && i < op->nin; i++) {
-			int u = *param_slot(D, n->micro_batch, ir_storage_root(g, op->in[i])) - 1;
+			int u = *param_slot(D, dag_micro_batch(D->d, n), ir_storage_root(g, op->in[i])) - 1;
 			if (u < 0 || D->gather_f[u] < 0)
 				continue;
 			add_input(D, v, n->is_backward ? D->gathered_b[u] : D->gathered_f[u]);
@@ -353,7 +354,7 @@ buckets(Dist *D)
 			bytes += d->t[t].bytes;
 		}
 		if (nm && (bytes >= D->o->bucket || i == d->nbase - 1 ||
-		           d->node[d->base_order[i + 1]].micro_batch != n->micro_batch)) {
+		           dag_micro_batch(d, &d->node[d->base_order[i + 1]]) != dag_micro_batch(d, n))) {
 			int v = new_node(D, ar_printf(D->a, "%s(bucket %d)",
 			                 reduce_scatter ? "reduce_scatter" : "allreduce", k++), true);
 			d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);

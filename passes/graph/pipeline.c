@@ -198,7 +198,8 @@ add_n(Pipe *P, const char *name, bool backward, int nin, int nout, int nacc)
 	n->in = ar_alloc(P->a, sizeof(int) * (size_t)(nin + 1));
 	n->out = ar_alloc(P->a, sizeof(int) * (size_t)(nout + 1));
 	n->acc = ar_alloc(P->a, sizeof(DagAcc) * (size_t)(nacc + 1));
-	n->micro_batch = P->cur;
+	if (P->cur)
+		dag_xfer_set(P->d, P->d->nnode - 1, P->cap_n, P->a)->micro_batch = P->cur;
 	return P->d->nnode - 1;
 }
 

@@ -141,12 +141,12 @@ phases(const Dag *d, char *buf, size_t n)
 	buf[0] = 0;
 	for (int i = 0; i < d->nbase; i++) {
 		const DagNode *nd = &d->node[d->base_order[i]];
-		int key = nd->micro_batch * 2 + nd->is_backward;
+		int key = dag_micro_batch(d, nd) * 2 + nd->is_backward;
 		if (key == last)
 			continue;
 		last = key;
 		len += (size_t)snprintf(buf + len, n - len, "%c%d ", nd->is_backward ? 'B' : 'F',
-		                        nd->micro_batch);
+		                        dag_micro_batch(d, nd));
 		assert_true(len < n);
 	}
 }
