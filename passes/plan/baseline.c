@@ -76,11 +76,8 @@ has_backward(const Dag *d)
 	return false;
 }
 
-/* No baseline applies without a backward pass: r with the -O0 peak, found
- * without the planner's model (on an inference graph of 300k ops, 60 MB
- * that would be made and dropped twice). */
-static PlanResult
-base_only(const Dag *d, PlanResult r)
+int64_t
+rm_base_peak(const Dag *d)
 {
 	Arena a;
 	Schedule s;
@@ -89,8 +86,19 @@ base_only(const Dag *d, PlanResult r)
 	ar_init(&a);
 	s = dag_base_schedule(d, &a);
 	lv_eval(d, &s, &ev, &a);
-	r.peak = ev.peak;
 	ar_free(&a);
+	return ev.valid ? ev.peak : -1;
+}
+
+/* No baseline applies without a backward pass: r with the -O0 peak, found
+ * without the planner's model (on an inference graph of 300k ops, 60 MB
+ * that would be made and dropped twice). */
+static PlanResult
+base_only(const Dag *d, PlanResult r)
+{
+	int64_t peak = rm_base_peak(d);
+
+	r.peak = peak < 0 ? 0 : peak;   /* lv_eval's peak of an invalid one */
 	return r;
 }
 

@@ -69,26 +69,16 @@ plan_base(const Dag *d, const PlanGoal *goal, Arena *a)
 static bool
 base_at_bound(const Dag *d, const PlanGoal *goal, Arena *a, PlanResult *r)
 {
-	Schedule base;
-	MemEval ev;
-	Arena s;
-	bool at;
+	int64_t peak = rm_base_peak(d);
 
-	ar_init(&s);
-	base = dag_base_schedule(d, &s);
-	lv_eval(d, &base, &ev, &s);
-	at = ev.valid && ev.peak == rm_lower_bound(d);
-	if (at) {
-		memset(r, 0, sizeof *r);
-		r->sched.n = base.n;
-		r->sched.step = ar_alloc(a, sizeof *r->sched.step * (size_t)(base.n + 1));
-		memcpy(r->sched.step, base.step, sizeof *base.step * (size_t)base.n);
-		r->peak = ev.peak;
-		r->fits = goal->budget < 0 || ev.peak <= goal->budget;
-		r->lower_bound = ev.peak;
-	}
-	ar_free(&s);
-	return at;
+	if (peak < 0 || peak != rm_lower_bound(d))
+		return false;
+	memset(r, 0, sizeof *r);
+	r->sched = dag_base_schedule(d, a);
+	r->peak = peak;
+	r->fits = goal->budget < 0 || peak <= goal->budget;
+	r->lower_bound = peak;
+	return true;
 }
 
 PlanResult

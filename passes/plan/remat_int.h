@@ -197,6 +197,9 @@ void rm_plan_o1(RmCtx *C, RmPool *pool);
 void rm_chain_sweep(RmCtx *C, RmPool *pool);
 
 /* passes/plan/baseline.c */
+/* The base schedule's peak, evaluated without the planner's model; -1
+ * when that schedule is invalid. */
+int64_t rm_base_peak(const Dag *d);
 /* The per-def plan's states; false when no node is in a def. */
 bool rm_perblock_state(RmCtx *C, unsigned char *st);
 /* Adds the sqrt(n) and per-def plans to the pool: -O2 picks from it, so
