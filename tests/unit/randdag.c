@@ -79,7 +79,9 @@ add_node(Rd *r, const char *name, int64_t cost)
 	n->ir_op = -1;
 	n->in = ar_alloc(r->a, sizeof *n->in * 8);
 	n->out = ar_alloc(r->a, sizeof *n->out * 2);
-	n->acc = ar_alloc(r->a, sizeof *n->acc * 4);
+	/* a backward node contributes to each of its forward's inputs (the
+	 * loss takes up to 8) and to the op's param */
+	n->acc = ar_alloc(r->a, sizeof *n->acc * 9);
 	return r->d->nnode++;
 }
 
@@ -190,6 +192,7 @@ backward_op(Rd *r, int i, int nops)
 	}
 	if (r->param[i] >= 0)
 		n->acc[n->nacc++] = (DagAcc){r->param[i], -1};
+	ir_assert(n->nacc <= 9);
 }
 
 void
