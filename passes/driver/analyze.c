@@ -118,7 +118,6 @@ baselines(Analysis *an, const PlanGoal *goal, bool verify, Arena *a)
 	MemEval ev;
 	int rc;
 
-	an->lb = rm_lower_bound_parts(&an->d);
 	if (goal->level == 0)
 		return 0;
 	an->has_baselines = true;
@@ -265,15 +264,16 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 	base = (Schedule){an->d.nbase, an->d.base_order};
 	if ((rc = vf_evaluate(&an->d, &base, &an->base, verify, a)))
 		return rc;
+	an->lb = rm_lower_bound_parts(&an->d);  /* once: the plan and the baselines */
 	if (!goal->exact && ((goal->level == 0 && goal->budget < 0) ||
-	                     (goal->level >= 2 && an->base.peak == rm_lower_bound(&an->d)))) {
+	                     (goal->level >= 2 && an->base.peak == an->lb.bytes))) {
 		/* -O0 is the base schedule: no planning, no second evaluation;
 		 * so is -O2 when the base meets the lower bound (rm_plan would
 		 * find the same: nothing beats it, whatever the goal) */
 		an->plan.sched = base;
 		an->plan.peak = an->base.peak;
 		an->plan.fits = goal->budget < 0 || an->base.peak <= goal->budget;
-		an->plan.lower_bound = rm_lower_bound(&an->d);
+		an->plan.lower_bound = an->lb.bytes;
 		an->ev = an->base;
 		if ((rc = after_pass(an, PASS_PLAN, &an->plan.sched, po, a)))
 			return rc;
