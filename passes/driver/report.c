@@ -399,19 +399,29 @@ by_owned_desc(const void *a, const void *b)
 	return x->tensor - y->tensor;
 }
 
+static bool
+is_live_at(const Instance *in, int step)
+{
+	return in->owned > 0 && in->start <= step && step <= in->end;
+}
+
 static void
 top_tensors(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
 	const MemEval *ev = &an->ev;
 	int n = 0, ps = ev->peak_step;
-	Instance **live = xmalloc(sizeof *live * (size_t)(ev->ninst + 1));
+	Instance **live;
 	char shape[256];
 
-	for (int i = 0; i < ev->ninst; i++) {
-		const Instance *in = &ev->inst[i];
-		if (in->owned > 0 && in->start <= ps && ps <= in->end)
-			live[n++] = (Instance *)in;
-	}
+	/* sized by what is live at the peak, not by every instance: a
+	 * 300k-op chain has a handful live */
+	for (int i = 0; i < ev->ninst; i++)
+		n += is_live_at(&ev->inst[i], ps);
+	live = xmalloc(sizeof *live * ((size_t)n + 1));
+	n = 0;
+	for (int i = 0; i < ev->ninst; i++)
+		if (is_live_at(&ev->inst[i], ps))
+			live[n++] = (Instance *)&ev->inst[i];
 	qsort(live, (size_t)n, sizeof *live, by_owned_desc);
 	fprintf(out, "\ntensors live at the peak (%d, largest first):\n", n);
 	for (int i = 0; i < n && i < ro->top; i++) {
@@ -441,61 +451,107 @@ top_tensors(const Analysis *an, const ReportOptions *ro, FILE *out)
 typedef struct Layer {
 	const char *name;
 	size_t len;
+	int first;              /* its first tensor */
 	int64_t saved, at_peak;
 } Layer;
 
+/* The tensor's outer scope length when it is a layer's activation, else 0. */
+static size_t
+layer_scope(const Tensor *t)
+{
+	if (t->kind != TK_ACT && t->kind != TK_EXTRA)
+		return 0;
+	return ir_outer_scope_len(t->scope);
+}
+
+/* The layers (outermost def call instances) in program order, *nl of
+ * them: a layer starts at each activation whose outer scope differs from
+ * the layer before it. Fills l when it is not NULL. */
+static int
+find_layers(const Graph *g, Layer *l)
+{
+	int nl = 0;
+	const char *name = NULL;
+	size_t len = 0;
+
+	for (int i = 0; i < g->nt; i++) {
+		const Tensor *t = &g->t[i];
+		size_t k = layer_scope(t);
+		if (!k || (name && len == k && !strncmp(name, t->scope, k)))
+			continue;
+		name = t->scope;
+		len = k;
+		if (l)
+			l[nl] = (Layer){name, len, i, 0, 0};
+		nl++;
+	}
+	return nl;
+}
+
+/* The layer of IR tensor i, or -1: the last layer that starts at or
+ * before it, since a layer runs until the next one starts. */
+static int
+layer_of(const Graph *g, const Layer *l, int nl, int i)
+{
+	int lo = 0, hi = nl;
+
+	if (!layer_scope(&g->t[i]))
+		return -1;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (l[mid].first <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - 1;
+}
+
 /* Activation memory per layer: the storage that backward's saved tensors
  * hold (per ops.md; a saved view holds its base), and what this schedule
- * holds at its peak. Layers in program order. */
+ * holds at its peak. Layers in program order. Memory in the layers, not
+ * in the tensors: a 300k-op graph without a def has none. */
 static void
 layers(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
 	const Graph *g = &an->g;
 	const MemEval *ev = &an->ev;
-	Layer *l = xcalloc((size_t)g->nt + 1, sizeof *l);
-	int *layer_of = xmalloc(sizeof(int) * ((size_t)g->nt + 1));
-	int nl = 0;
+	int nl = find_layers(g, NULL);
+	Layer *l;
+	uint8_t *held;
 
-	char *held = xcalloc((size_t)g->nt + 1, 1);
-
+	if (!nl)
+		return;
+	l = xcalloc((size_t)nl, sizeof *l);
+	find_layers(g, l);
 	/* A saved view holds its base's storage: count roots, once each. */
+	held = xcalloc((size_t)g->nt / 8 + 1, 1);
 	for (int i = 0; i < g->nt; i++)
-		if (g->t[i].saved)
-			held[ir_storage_root(g, i)] = 1;
-	for (int i = 0; i < g->nt; i++) {
-		const Tensor *t = &g->t[i];
-		size_t len = ir_outer_scope_len(t->scope);
-		layer_of[i] = -1;
-		if ((t->kind != TK_ACT && t->kind != TK_EXTRA) || !len)
-			continue;
-		if (!nl || l[nl - 1].len != len || strncmp(l[nl - 1].name, t->scope, len)) {
-			l[nl].name = t->scope;
-			l[nl++].len = len;
+		if (g->t[i].saved) {
+			int r = ir_storage_root(g, i);
+			held[r / 8] |= (uint8_t)(1u << (r % 8));
 		}
-		layer_of[i] = nl - 1;
-		if (held[i])
-			l[nl - 1].saved += t->bytes;
+	for (int i = 0; i < g->nt; i++) {
+		int k = held[i / 8] >> (i % 8) & 1 ? layer_of(g, l, nl, i) : -1;
+		if (k >= 0)
+			l[k].saved += g->t[i].bytes;
 	}
 	free(held);
 	for (int i = 0; i < ev->ninst; i++) {
 		const Instance *in = &ev->inst[i];
-		int ir = an->d.t[in->tensor].ir_tensor;
-		if (ir >= 0 && layer_of[ir] >= 0 && in->start <= ev->peak_step &&
-		    ev->peak_step <= in->end)
-			l[layer_of[ir]].at_peak += in->owned;
+		int ir = an->d.t[in->tensor].ir_tensor, k;
+		if (ir >= 0 && is_live_at(in, ev->peak_step) && (k = layer_of(g, l, nl, ir)) >= 0)
+			l[k].at_peak += in->owned;
 	}
-	if (nl) {
-		fputs("\nactivations per layer (def instance):  saved for backward  /  live at the peak\n", out);
-		for (int i = 0; i < nl; i++) {
-			fprintf(out, "  %-24.*s ", (int)l[i].len - 1, l[i].name);
-			put_size(out, ro, l[i].saved, false);
-			fputs("  /  ", out);
-			put_size(out, ro, l[i].at_peak, false);
-			fputc('\n', out);
-		}
+	fputs("\nactivations per layer (def instance):  saved for backward  /  live at the peak\n", out);
+	for (int i = 0; i < nl; i++) {
+		fprintf(out, "  %-24.*s ", (int)l[i].len - 1, l[i].name);
+		put_size(out, ro, l[i].saved, false);
+		fputs("  /  ", out);
+		put_size(out, ro, l[i].at_peak, false);
+		fputc('\n', out);
 	}
 	free(l);
-	free(layer_of);
 }
 
 enum { LIST_MAX = 60, LIST_WIDTH = 78 };
