@@ -850,7 +850,7 @@ emit_bucket(Em *e, const DagNode *nd)
 		for (int dt = 0; dt < DT_COUNT; dt++)
 			if (dtype_size((Dtype)dt) == es)
 				off += emit_bucket_part(e, nd, (Dtype)dt, off);
-	ir_assert(off == nd->workspace);
+	ir_assert(off == dag_workspace(e->d, (int)(nd - e->d->node)));
 }
 
 /* Step i of a communication node: its buffer, the collective, the check. */
@@ -1018,7 +1018,8 @@ emit_step(Em *e, int i)
 	else
 		emit_forward(e, o, toff[nd->nacc]);
 	if (nd->is_backward && o->kind == OP_CUSTOM)
-		out(e, "\trt_touch(%lld, %lld);\n", (long long)toff[nd->nacc], (long long)nd->workspace);
+		out(e, "\trt_touch(%lld, %lld);\n", (long long)toff[nd->nacc],
+		    (long long)dag_workspace(e->d, e->s->step[i]));
 	ir_assert(next == e->ev->step_prod[i + 2]);
 	for (int j = 0; j < nd->nout && e->g->loss >= 0; j++)
 		if (e->d->t[nd->out[j]].ir_tensor == e->g->loss && e->nstages > 1)
@@ -1195,7 +1196,7 @@ emit_tables(Em *e)
 		else
 			emit_shape(e, inst_dtype(e, in->tensor), ten(e, e->d->t[in->tensor].ir_tensor));
 		out(e, ", %lld, %lld},  /* %d: %s, steps %d..%d */\n", (long long)in->owned,
-		    (long long)in->offset, k, e->d->t[in->tensor].name, in->start, e->end[k]);
+		    (long long)ev_offset(ev, k), k, e->d->t[in->tensor].name, in->start, e->end[k]);
 	}
 	out(e, "\t{0, 0, {0}, 0, -1}\n};\n");
 	out(e, "\nstatic const RtInst rt_par[%d] = {\n", e->nparam + 1);

@@ -31,7 +31,7 @@ check_nodes(const Dag *d, int *producer, char *why, size_t n)
 		producer[t] = -1;
 	for (int v = 0; v < d->nnode; v++) {
 		const DagNode *nd = &d->node[v];
-		if (nd->cost < 0 || nd->workspace < 0 || nd->nin < 0 || nd->nout < 0 || nd->nacc < 0)
+		if (nd->cost < 0 || dag_workspace(d, v) < 0 || nd->nin < 0 || nd->nout < 0 || nd->nacc < 0)
 			return why_fail(why, n, "node %s has negative counts", nd->name);
 		if (nd->fwd_plus1 < 0 || nd->fwd_plus1 > d->nnode || nd->fwd_plus1 == v + 1)
 			return why_fail(why, n, "node %s follows node %d", nd->name, nd->fwd_plus1 - 1);

@@ -70,7 +70,7 @@ dag_excess(const Dag *d, DagExcess *x)
 		}
 	for (int v = 0; v < d->nnode; v++) {
 		const DagNode *n = &d->node[v];
-		bool ok = ck_add(bytes, n->workspace, &bytes);
+		bool ok = ck_add(bytes, dag_workspace(d, v), &bytes);
 		for (int j = 0; j < n->nacc; j++)
 			ok &= ck_add(bytes, d->t[n->acc[j].tensor].bytes, &bytes);
 		x->node = v;
@@ -145,10 +145,33 @@ dag_push_node(Dag *d, int *cap, Arena *a)
 	}
 	if (d->xfer)
 		memset(&d->xfer[d->nnode], 0, sizeof *d->xfer);
+	if (d->nnode < d->nworkspace)
+		d->workspace[d->nnode] = 0;
 	n = &d->node[d->nnode++];
 	memset(n, 0, sizeof *n);
 	n->ir_op = -1;
 	return n;
+}
+
+/* Grown by doubling, to at least d->nnode entries; entries past the old
+ * size are zeroed. */
+void
+dag_set_workspace(Dag *d, int v, int64_t bytes, Arena *a)
+{
+	ir_assert(v >= 0 && v < d->nnode);
+	if (v >= d->nworkspace) {
+		int n = d->nworkspace ? d->nworkspace : 64;
+		if (!bytes)
+			return;
+		while (n <= v || n < d->nnode)
+			n = n > INT32_MAX / 2 ? INT32_MAX : 2 * n;
+		d->workspace = ar_grow(a, d->workspace, sizeof *d->workspace * (size_t)d->nworkspace,
+		                       sizeof *d->workspace * (size_t)n);
+		memset(d->workspace + d->nworkspace, 0,
+		       sizeof *d->workspace * (size_t)(n - d->nworkspace));
+		d->nworkspace = n;
+	}
+	d->workspace[v] = bytes;
 }
 
 const DagXfer *

@@ -32,7 +32,7 @@
  *   live instance exists"; gradients are never recomputed and the
  *   contribution itself uses the instance, so an earlier instance is live.)
  * - Memory at a step = persistent bytes + owned bytes of live instances +
- *   the step's temporaries (node.workspace + accumulation temporaries).
+ *   the step's temporaries (the node's workspace + accumulation temporaries).
  *   Peak = max over steps; peak_step = the first step reaching it.
  *
  * How passes/graph/lower.c maps a training graph onto a Dag:
@@ -131,12 +131,12 @@ typedef enum DagPipe {
 /* A node's size matters: lowering makes one per op and backward op (300k
  * ops: 600k nodes), so DagNode keeps only what every node has, ordered
  * without padding (pointers and int64_t first, then ints, then the two
- * flags: 78 bytes used of 80). What only communication and pipeline
- * boundary nodes have is a DagXfer of the Dag's side array (dag_xfer). */
+ * flags: 64 bytes). What only some nodes have is in side arrays of the
+ * Dag: a communication or pipeline boundary node's DagXfer (dag_xfer), a
+ * custom op's or a bucket's workspace (dag_workspace). */
 typedef struct DagNode {
 	const char *name;       /* schedules name ops by their first output */
 	int64_t cost;           /* FLOPs (or Checkmate cost_cpu) */
-	int64_t workspace;      /* temporary bytes while it runs */
 	int *in;                /* tensors used (deduplicated) */
 	int *out;               /* tensors produced */
 	DagAcc *acc;            /* gradient contributions */
@@ -155,7 +155,7 @@ typedef struct DagNode {
 	bool is_backward : 1;   /* labelled "backward" in schedules */
 } DagNode;
 
-_Static_assert(sizeof(void *) != 8 || sizeof(DagNode) == 72,
+_Static_assert(sizeof(void *) != 8 || sizeof(DagNode) == 64,
                "DagNode grew: one per op and backward op, keep it unpadded");
 
 /* The fields of a communication step (passes/graph/distribute.c) or a
@@ -201,6 +201,12 @@ typedef struct Dag {
 	 * dag_push_node grows it), or NULL while no node communicates: read
 	 * it through dag_xfer */
 	DagXfer *xfer;
+	/* [nworkspace] each node's workspace, the temporary bytes it needs
+	 * while it runs (custom ops, gradient buckets), or NULL while no node
+	 * has any: read it through dag_workspace, write it through
+	 * dag_set_workspace */
+	int64_t *workspace;
+	int nworkspace;
 	int64_t forward_cost;   /* sum of cost over recomputable (!once) nodes */
 	int64_t total_cost;     /* sum of cost over all nodes */
 } Dag;
@@ -214,19 +220,19 @@ typedef struct Schedule {
 typedef enum StepKind { STEP_FORWARD, STEP_RECOMPUTE, STEP_BACKWARD } StepKind;
 const char *step_kind_name(StepKind k); /* "forward", "recompute", "backward" */
 
-/* One produced instance of a tensor (32 bytes: one per op of a big graph,
- * so no padding between the fields, and `replaces` is a bit of the tensor
- * index, which lv_eval keeps below 2^30). */
+/* One produced instance of a tensor (24 bytes: one per op of a big graph,
+ * so no padding between the fields, `replaces` is a bit of the tensor
+ * index, which lv_eval keeps below 2^30, and the arena offset, which only
+ * the memory planner sets, is in MemEval.offset). */
 typedef struct Instance {
 	int64_t owned;          /* bytes it owns (0 for views) */
-	int64_t offset;         /* memory planner: arena offset, or -1 */
 	int tensor : 31;
 	unsigned replaces : 1;  /* an out_of_place sum (DagAcc): it replaced an
 	                           earlier instance of its tensor at its start */
 	int start, end;         /* live steps, inclusive; start -1: from before step 0 */
 	int base;               /* views: root instance it aliases, else itself */
 } Instance;
-_Static_assert(sizeof(Instance) == 32, "Instance is one per op of a big graph: keep it 32 bytes");
+_Static_assert(sizeof(Instance) == 24, "Instance is one per op of a big graph: keep it 24 bytes");
 
 /* The most tensors a Dag may have for lv_eval: Instance.tensor is 31 bits. */
 #define INST_TENSOR_MAX ((1 << 30) - 1)
@@ -253,6 +259,10 @@ typedef struct MemEval {
 	                           inst[step_prod[0] .. step_prod[1]). Within a
 	                           step: node.out order, then the acc entries
 	                           that produce, in node.acc order. */
+	int64_t *offset;        /* memory planner: [ninst] each owning instance's
+	                           arena offset, -1 for a view (the emitter
+	                           addresses it through its base); NULL until
+	                           the planner runs: read it through ev_offset */
 	int64_t *temp_offset;   /* memory planner: [nsteps] arena offset of the
 	                           step's temporary block (mp_temp_layout), or
 	                           -1 when the step has no temporaries; NULL
@@ -260,6 +270,13 @@ typedef struct MemEval {
 	int64_t *persistent_offset; /* memory planner: [Dag.npersistent] arena
 	                           offset of each persistent buffer */
 } MemEval;
+
+/* Instance k's arena offset, -1 for a view or before the memory planner. */
+static inline int64_t
+ev_offset(const MemEval *ev, int k)
+{
+	return ev->offset ? ev->offset[k] : -1;
+}
 
 /* Step s's temporary bytes (MemEval.temp_bytes may be NULL). */
 static inline int64_t
@@ -284,6 +301,17 @@ DagNode *dag_push_node(Dag *d, int *cap, Arena *a);
 const DagXfer *dag_xfer(const Dag *d, int v);
 int dag_micro_batch(const Dag *d, const DagNode *n);    /* dag_xfer's, of n */
 DagXfer *dag_xfer_set(Dag *d, int v, int cap, Arena *a);
+
+/* Node v's workspace: temporary bytes while it runs (0 for most nodes). */
+static inline int64_t
+dag_workspace(const Dag *d, int v)
+{
+	return v < d->nworkspace ? d->workspace[v] : 0;
+}
+
+/* Sets node v's workspace (v < d->nnode), making or growing the side
+ * array in a when bytes is not 0. */
+void dag_set_workspace(Dag *d, int v, int64_t bytes, Arena *a);
 
 /* ---------------------------------------------------------------- ir/dag/check.c */
 /* The DAG's invariants (indices, one producer per tensor, views, cost

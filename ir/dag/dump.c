@@ -37,8 +37,8 @@ dag_dump(const Dag *d, FILE *out)
 		const DagNode *nd = &d->node[v];
 		fprintf(out, "n%d %s cost=%" PRId64 "%s%s", v, nd->name, nd->cost,
 		        nd->is_backward ? " backward" : "", nd->once ? " once" : "");
-		if (nd->workspace)
-			fprintf(out, " workspace=%" PRId64, nd->workspace);
+		if (dag_workspace(d, v))
+			fprintf(out, " workspace=%" PRId64, dag_workspace(d, v));
 		if (nd->fwd_plus1)
 			fprintf(out, " after=n%d", nd->fwd_plus1 - 1);
 		dump_list(out, "in", nd->in, nd->nin, d);
@@ -82,7 +82,7 @@ eval_dump(const Dag *d, const MemEval *ev, bool offsets, FILE *out)
 		if (in->base != i)
 			fprintf(out, " base=i%d", in->base);
 		if (offsets)
-			fprintf(out, " offset=%" PRId64, in->offset);
+			fprintf(out, " offset=%" PRId64, ev_offset(ev, i));
 		fputc('\n', out);
 	}
 	if (offsets && ev->persistent_offset)

@@ -212,7 +212,7 @@ frames(FILE *f, Memo *m, const Block *b)
 static Block
 inst_block(const Analysis *an, int k)
 {
-	return (Block){VIZ_BASE + an->ev.inst[k].offset, an->ev.inst[k].owned, B_INST, k};
+	return (Block){VIZ_BASE + ev_offset(&an->ev, k), an->ev.inst[k].owned, B_INST, k};
 }
 
 static Block

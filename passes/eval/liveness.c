@@ -60,7 +60,6 @@ lv_new(Lv *L, int t, int step, int base)
 	in->tensor = t;
 	in->start = step;
 	in->end = step;
-	in->offset = -1;
 	in->replaces = 0;
 	if (base >= 0) {
 		in->owned = 0;
@@ -108,7 +107,7 @@ lv_step(Lv *L, int i, int v)
 {
 	const DagNode *n = &L->d->node[v];
 	MemEval *ev = L->ev;
-	int64_t temp = n->workspace;
+	int64_t temp = dag_workspace(L->d, v);
 	int np = 0;
 
 	if (L->roots)

@@ -2,7 +2,7 @@
  *
  * Reads Dag.persistent_buf (and persistent[]), MemEval.inst (start, end,
  * owned, base) and MemEval.temp_bytes; writes MemEval.persistent_offset,
- * Instance.offset for every owning instance (views keep -1: the emitter
+ * MemEval.offset for every owning instance (views keep -1: the emitter
  * addresses them through their base) and MemEval.temp_offset for every step
  * that has temporaries. Returns arena bytes.
  *
@@ -37,10 +37,11 @@
  *   O(n^2), so bounded to ~10^8 simple steps (GPT-2 small at -O2 has ~1,100
  *   blocks and takes milliseconds).
  * The smaller arena wins (the greedy one on ties). Both are deterministic.
- * Scratch is 12 bytes a block (its instance or step, its widened end, its
- * place in the order of ends) plus 4 a step: sizes and starts are read
- * from the MemEval and placements are made in place in Instance.offset and
- * temp_offset, so on a 300k-op graph the planner is no longer the peak.
+ * Scratch is 4 bytes a block (its instance or step), 4 a step while the
+ * blocks are sorted, and 8 a block live at once during the scan: sizes,
+ * starts and ends are read from the MemEval and placements are made in
+ * place in MemEval.offset and temp_offset, so on a 300k-op graph the
+ * planner is not the peak.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -285,16 +286,18 @@ sp_free(Space *sp, int64_t off, int64_t size)
 
 /* ------------------------------------------------------------ the plan */
 
-/* The blocks to place, 12 bytes each on a big graph: block i is an owning
- * instance (id[i] = its index) or a step's temporaries (id[i] = -1 - step).
- * Size and start are read from the MemEval; the placement being made is
- * kept in the block's own destination (Instance.offset, temp_offset[s]),
- * base added at the end. The blocks are in the order the linear scan takes
- * them: by start, larger first within a start, then by rank. */
+/* The blocks to place, 4 bytes each on a big graph: block i is an owning
+ * instance (id[i] = its index) or a step's temporaries (id[i] = -1 -
+ * step). Size and start are read from the MemEval, and so is the end while
+ * it is parked in MemEval.offset (see widen_bases); the placement made is
+ * then kept in the block's own destination (MemEval.offset,
+ * temp_offset[s]), base added at the end. The blocks are in the order the
+ * linear scan takes them: by start, larger first within a start, then by
+ * rank. */
 typedef struct Blocks {
 	MemEval *ev;
 	int *id;                /* [n] */
-	int *end;               /* [n] last live step, widened over views */
+	int lo, hi;             /* the steps blocks start and end at */
 	int n;
 } Blocks;
 
@@ -311,11 +314,19 @@ b_start(const Blocks *B, int i)
 	return B->id[i] >= 0 ? B->ev->inst[B->id[i]].start : -1 - B->id[i];
 }
 
+/* Block i's last live step, widened over its views: only while the ends
+ * are parked in MemEval.offset, before any placement. */
+static int
+b_parked_end(const Blocks *B, int i)
+{
+	return B->id[i] >= 0 ? (int)B->ev->offset[B->id[i]] : -1 - B->id[i];
+}
+
 static int64_t *
 b_off(const Blocks *B, int i)
 {
 	int id = B->id[i];
-	return id >= 0 ? &B->ev->inst[id].offset : &B->ev->temp_offset[-1 - id];
+	return id >= 0 ? &B->ev->offset[id] : &B->ev->temp_offset[-1 - id];
 }
 
 /* The tie-break of blocks of one size and start: the instances in index
@@ -373,20 +384,70 @@ sort_run(Blocks *B, int lo, int hi)
 	}
 }
 
+/* ------------------------------------------------------------ live blocks */
+
+/* The blocks placed and not yet freed, a binary heap by last step: as
+ * large as the most blocks live at once, not as the graph (a chain keeps a
+ * few). */
+typedef struct Live {
+	struct Ending { int end, block; } *h;
+	int n, cap;
+	Arena *a;
+} Live;
+
+static void
+live_push(Live *L, int end, int block)
+{
+	int i = L->n++;
+
+	if (i == L->cap) {
+		int cap = L->cap ? 2 * L->cap : 1024;
+		L->h = ar_grow(L->a, L->h, sizeof *L->h * (size_t)L->cap, sizeof *L->h * (size_t)cap);
+		L->cap = cap;
+	}
+	for (; i > 0 && L->h[(i - 1) / 2].end > end; i = (i - 1) / 2)
+		L->h[i] = L->h[(i - 1) / 2];
+	L->h[i] = (struct Ending){end, block};
+}
+
+/* Removes the block that ends first; returns its index. */
+static int
+live_pop(Live *L)
+{
+	int top = L->h[0].block, i = 0;
+	struct Ending last = L->h[--L->n];
+
+	for (int c; (c = 2 * i + 1) < L->n; i = c) {
+		if (c + 1 < L->n && L->h[c + 1].end < L->h[c].end)
+			c++;
+		if (L->h[c].end >= last.end)
+			break;
+		L->h[i] = L->h[c];
+	}
+	L->h[i] = last;
+	return top;
+}
+
 /* Linear scan over time with best fit: sets every block's placement;
- * returns the top. ends is the blocks in order of end; frees order does
- * not matter, freed ranges merge with their neighbours whatever it is. */
+ * returns the top. Before the blocks of a start are placed, every block
+ * that ended earlier is freed; the order of those frees does not matter,
+ * freed ranges merge with their neighbours whatever it is. Each block's
+ * end is read where widen_bases parked it, just before its placement
+ * replaces it. */
 static int64_t
-linear_scan(const Blocks *B, const int *ends, Arena *a)
+linear_scan(const Blocks *B, Arena *a)
 {
 	Space sp = {{NULL, 0, -1, 1, 0, -1, a}, {NULL, 0, -1, 2, 0, -1, a}, 0};
-	int nf = 0;
+	Live live = {NULL, 0, 0, a};
 
 	for (int i = 0; i < B->n; i++) {
-		int st = b_start(B, i);
-		for (; nf < B->n && B->end[ends[nf]] < st; nf++)
-			sp_free(&sp, *b_off(B, ends[nf]), b_size(B, ends[nf]));
+		int st = b_start(B, i), end = b_parked_end(B, i);
+		while (live.n > 0 && live.h[0].end < st) {
+			int f = live_pop(&live);
+			sp_free(&sp, *b_off(B, f), b_size(B, f));
+		}
 		*b_off(B, i) = sp_alloc(&sp, b_size(B, i));
+		live_push(&live, end, i);
 	}
 	return sp.top;
 }
@@ -439,17 +500,17 @@ greedy_by_size(Block *bl, int n, Arena *a)
 }
 
 /* Views keep their base alive: each owning instance's last step widened
- * over its views, parked in Instance.offset (the placement is made only
+ * over its views, parked in MemEval.offset (the placement is made only
  * after the blocks have copied it). */
 static void
 widen_bases(MemEval *ev)
 {
 	for (int k = 0; k < ev->ninst; k++)
-		ev->inst[k].offset = ev->inst[k].end;
+		ev->offset[k] = ev->inst[k].end;
 	for (int k = 0; k < ev->ninst; k++) {
 		int b = ev->inst[k].base;
-		if (b >= 0 && b != k && b < ev->ninst && ev->inst[k].offset > ev->inst[b].offset)
-			ev->inst[b].offset = ev->inst[k].offset;
+		if (b >= 0 && b != k && b < ev->ninst && ev->offset[k] > ev->offset[b])
+			ev->offset[b] = ev->offset[k];
 	}
 }
 
@@ -488,8 +549,9 @@ step_range(const MemEval *ev, int *lo, int *hi)
 		const Instance *in = &ev->inst[k];
 		if (in->owned <= 0)
 			continue;
-		int x = in->start < (int)in->offset ? in->start : (int)in->offset;
-		int y = in->start > (int)in->offset ? in->start : (int)in->offset;
+		int end = (int)ev->offset[k];
+		int x = in->start < end ? in->start : end;
+		int y = in->start > end ? in->start : end;
 		*lo = any && *lo < x ? *lo : x;
 		*hi = any && *hi > y ? *hi : y;
 		any = true;
@@ -502,14 +564,13 @@ step_range(const MemEval *ev, int *lo, int *hi)
 		}
 }
 
-/* Fills B->id in linear-scan order (a counting sort by start, the blocks
- * of a start sorted by size) and B->end; returns the blocks in order of
- * end. pos is zeroed scratch for steps lo..hi. */
-static int *
-order_blocks(Blocks *B, int *pos, int lo, int hi, Arena *a)
+/* Fills B->id in linear-scan order: a counting sort by start, the blocks
+ * of a start sorted by size. pos is zeroed scratch for steps lo..hi. */
+static void
+order_blocks(Blocks *B, int *pos)
 {
 	MemEval *ev = B->ev;
-	int *ends = ar_alloc(a, sizeof *ends * (size_t)(B->n + 1));
+	int lo = B->lo, hi = B->hi;
 
 	for (int k = 0; k < ev->ninst; k++)
 		if (ev->inst[k].owned > 0)
@@ -529,31 +590,26 @@ order_blocks(Blocks *B, int *pos, int lo, int hi, Arena *a)
 		if (j - i > 1)
 			sort_run(B, i, j);
 	}
-	/* the ends, then every placement back to -1 */
-	memset(pos, 0, sizeof *pos * ((size_t)hi - (size_t)lo + 2));
-	for (int i = 0; i < B->n; i++) {
-		B->end[i] = B->id[i] >= 0 ? (int)ev->inst[B->id[i]].offset : -1 - B->id[i];
-		pos[B->end[i] - lo + 1]++;
-	}
-	bucket_starts(pos, lo, hi);
-	for (int i = 0; i < B->n; i++)
-		ends[pos[B->end[i] - lo]++] = i;
-	for (int k = 0; k < ev->ninst; k++)
-		ev->inst[k].offset = -1;
-	return ends;
 }
 
-/* Greedy by size on a copy of the blocks; when it is no worse than the
- * linear scan's top, its placements replace the scan's. Returns the top. */
-static int64_t
-try_greedy(const Blocks *B, int64_t top, Arena *a)
+/* The blocks as greedy_by_size takes them, while their ends are parked. */
+static Block *
+greedy_blocks(const Blocks *B, Arena *a)
 {
 	Block *bl = ar_alloc(a, sizeof *bl * (size_t)(B->n + 1));
-	int64_t gtop;
 
 	for (int i = 0; i < B->n; i++)
-		bl[i] = (Block){b_size(B, i), 0, b_start(B, i), B->end[i], b_rank(B, i)};
-	gtop = greedy_by_size(bl, B->n, a);
+		bl[i] = (Block){b_size(B, i), 0, b_start(B, i), b_parked_end(B, i), b_rank(B, i)};
+	return bl;
+}
+
+/* Greedy by size on the blocks' copy bl; when it is no worse than the
+ * linear scan's top, its placements replace the scan's. Returns the top. */
+static int64_t
+try_greedy(const Blocks *B, Block *bl, int64_t top, Arena *a)
+{
+	int64_t gtop = greedy_by_size(bl, B->n, a);
+
 	if (gtop > top)
 		return top;
 	for (int i = 0; i < B->n; i++)
@@ -564,9 +620,10 @@ try_greedy(const Blocks *B, int64_t top, Arena *a)
 int64_t
 mp_plan(const Dag *d, MemEval *ev, Arena *a)
 {
-	Arena scratch;          /* block lists, sort orders, treaps: gone on return */
-	Blocks B = {ev, NULL, NULL, 0};
-	int ntemp = 0, lo = 0, hi = 0, *ends;
+	Arena scratch, buckets; /* block lists, sort orders, treaps: gone on return */
+	Blocks B = {ev, NULL, 0, 0, 0};
+	Block *bl = NULL;
+	int ntemp = 0;
 	int64_t base = place_persistent(d, ev, a), top;
 
 	ar_init(&scratch);
@@ -580,15 +637,21 @@ mp_plan(const Dag *d, MemEval *ev, Arena *a)
 	                        : NULL;
 	for (int s = 0; ntemp && s < ev->nsteps; s++)
 		ev->temp_offset[s] = -1;
+	ev->offset = ar_array(a, (size_t)ev->ninst + 1, sizeof *ev->offset);
 	widen_bases(ev);
-	step_range(ev, &lo, &hi);
+	step_range(ev, &B.lo, &B.hi);
 	B.id = ar_array(&scratch, (size_t)B.n + 1, sizeof *B.id);
-	B.end = ar_array(&scratch, (size_t)B.n + 1, sizeof *B.end);
-	ends = order_blocks(&B, ar_array(&scratch, (size_t)hi - (size_t)lo + 2, sizeof(int)),
-	                    lo, hi, &scratch);
-	top = linear_scan(&B, ends, &scratch);
+	ar_init(&buckets);      /* a step's worth each: freed for the scan to reuse */
+	order_blocks(&B, ar_array(&buckets, (size_t)B.hi - (size_t)B.lo + 2, sizeof(int)));
+	ar_free(&buckets);
 	if (B.n <= MP_GREEDY_MAX)
-		top = try_greedy(&B, top, &scratch);
+		bl = greedy_blocks(&B, &scratch);
+	for (int k = 0; k < ev->ninst; k++)     /* views: no placement */
+		if (ev->inst[k].owned <= 0)
+			ev->offset[k] = -1;
+	top = linear_scan(&B, &scratch);
+	if (bl)
+		top = try_greedy(&B, bl, top, &scratch);
 	for (int i = 0; i < B.n; i++)
 		*b_off(&B, i) += base;
 	ar_free(&scratch);
@@ -631,5 +694,5 @@ mp_temp_layout(const Dag *d, const MemEval *ev, const Schedule *s,
 			pos += t->bytes;
 		}
 	off[nd->nacc] = pos;
-	return pos + nd->workspace;
+	return pos + dag_workspace(d, s->step[step]);
 }

@@ -149,7 +149,7 @@ run_step(Vf *V, int i, Prod *prod)
 	const DagNode *n = &V->d->node[V->s->step[i]];
 	int np = 0;
 
-	V->ev->temp_bytes[i] = n->workspace;
+	V->ev->temp_bytes[i] = dag_workspace(V->d, V->s->step[i]);
 	for (int j = 0; j < n->nin; j++)
 		use(V, i, n->in[j], "tensor");
 	for (int j = 0; j < n->nout; j++)

@@ -360,7 +360,7 @@ buckets(Dist *D)
 			d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);
 			memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
 			d->node[v].nin = nm;
-			d->node[v].workspace = bytes;
+			dag_set_workspace(d, v, bytes, D->a);
 			dag_xfer_set(d, v, D->cap_n, D->a)->comm =
 				reduce_scatter ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
 			D->bucket_after[d->base_order[i]] = v;

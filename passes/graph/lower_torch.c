@@ -231,7 +231,8 @@ backward_rules(Torch *T)
 		if (op->kind == OP_CROSS_ENTROPY)
 			/* NllLossBackward's dense [N, C] gradient of the log-probs,
 			 * live while LogSoftmaxBackward makes grad(logits) */
-			n->workspace += d->t[T->dag_of[ir_extra(op, 0)]].bytes;
+			dag_set_workspace(d, v, dag_workspace(d, v) +
+			                  d->t[T->dag_of[ir_extra(op, 0)]].bytes, T->a);
 		for (int j = 0; j < n->nacc; j++) {
 			DagAcc *ac = &n->acc[j];
 			int ga = d->t[ac->tensor].ir_tensor, a = g->t[ga].grad_of;

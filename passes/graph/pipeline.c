@@ -317,7 +317,7 @@ forward_copy(Pipe *P, int c, int *order, int *n, const bool *sent_later)
 		P->copy_n[(size_t)c * (size_t)f->nnode + (size_t)v] = x;
 		nn = &P->d->node[x];
 		nn->cost = fn->cost;
-		nn->workspace = fn->workspace;
+		dag_set_workspace(P->d, x, dag_workspace(f, v), P->a);
 		nn->once = fn->once;
 		nn->ir_op = fn->ir_op;
 		nn->block_plus1 = fn->block_plus1 ? c * P->st->nblocks + fn->block_plus1 : 0;
@@ -367,7 +367,7 @@ backward_copy(Pipe *P, int c, int *order, int *n, const int *grad_of_t,
 		x = add_n(P, copy_name(P, c, fn->name), true, fn->nin, 0, fn->nacc);
 		nn = &P->d->node[x];
 		nn->cost = fn->cost;
-		nn->workspace = fn->workspace;
+		dag_set_workspace(P->d, x, dag_workspace(f, v), P->a);
 		nn->ir_op = fn->ir_op;
 		nn->block_plus1 = fn->block_plus1 ? c * P->st->nblocks + fn->block_plus1 : 0;
 		nn->fwd_plus1 = fn->fwd_plus1

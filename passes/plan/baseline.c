@@ -181,7 +181,7 @@ step_bytes(Bound *B, int v)
 {
 	const Dag *d = B->d;
 	const DagNode *n = &d->node[v];
-	int64_t sum = n->workspace;
+	int64_t sum = dag_workspace(d, v);
 	int nt = n->nin + n->nout + n->nacc;
 
 	for (int j = 0; j < nt; j++) {

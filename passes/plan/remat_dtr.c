@@ -321,7 +321,7 @@ exec(Dtr *D, int q)
 {
 	const Dag *d = D->d;
 	const DagNode *n = &d->node[q];
-	int64_t need = n->workspace;
+	int64_t need = dag_workspace(d, q);
 
 	if (D->nsched == D->maxsched)
 		return false;

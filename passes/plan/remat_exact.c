@@ -398,7 +398,7 @@ static int64_t
 step_memory(const Ex *x, int v, uint64_t c, int64_t rbytes)
 {
 	const DagNode *nd = &x->d->node[v];
-	int64_t m = rbytes + nd->workspace;
+	int64_t m = rbytes + dag_workspace(x->d, v);
 
 	for (int j = 0; j < nd->nout; j++) {
 		const DagTensor *t = &x->d->t[nd->out[j]];
@@ -665,7 +665,7 @@ static_lower_bound(const Ex *x)
 	for (int v = 0; v < d->nnode; v++) {
 		const DagNode *nd = &d->node[v];
 		Set seen = {{0, 0}};
-		int64_t m = x->persistent + nd->workspace;
+		int64_t m = x->persistent + dag_workspace(d, v);
 		for (int j = 0; j < nd->nin + nd->nout; j++) {
 			int t = j < nd->nin ? nd->in[j] : nd->out[j - nd->nin];
 			const DagTensor *dt = &d->t[t];

@@ -230,7 +230,7 @@ rm_ctx_init(RmCtx *C, const Dag *d)
 		for (int j = 0; j < d->node[v].nout; j++)
 			C->out[nout++] = d->node[v].out[j];
 		C->ncost[v] = d->node[v].cost;
-		C->nws[v] = d->node[v].workspace;
+		C->nws[v] = dag_workspace(d, v);
 	}
 	C->oofs[d->nnode] = nout;
 	rm_bld_init(C, &C->b, &C->mem);

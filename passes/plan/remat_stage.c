@@ -234,8 +234,8 @@ score(Stage *S, Plan *P)
 		}
 		if (S->re[i])
 			P->cost += v->cost;
-		S->diff[i] += v->workspace;
-		S->diff[i + 1] -= v->workspace;
+		S->diff[i] += dag_workspace(d, S->step[i]);
+		S->diff[i + 1] -= dag_workspace(d, S->step[i]);
 	}
 	for (int t = 0; t < d->nt; t++)
 		if (S->birth[t] >= 0)

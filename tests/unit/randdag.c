@@ -123,7 +123,7 @@ forward_op(Rd *r, int i, int nops, int *used)
 		d->node[v].out[d->node[v].nout++] = t;
 	}
 	if (r->o->workspace && !r->is_view[i] && chance(s, 20))
-		d->node[v].workspace = 16 * rd_range(s, 1, 32);
+		dag_set_workspace(d, v, 16 * rd_range(s, 1, 32), r->a);
 	if (r->o->persistent && !r->is_view[i] && chance(s, 40)) {
 		r->param[i] = add_tensor(r, ar_printf(r->a, "grad(w%d)", i),
 		                         16 * rd_range(s, 1, 16), CAT_PARAM_GRADS);
@@ -173,7 +173,7 @@ backward_op(Rd *r, int i, int nops)
 	f = &d->node[r->op_node[i]];
 	n->once = n->is_backward = true;
 	n->fwd_plus1 = r->op_node[i] + 1;       /* after its forward, as lowered */
-	n->workspace = f->workspace;
+	dag_set_workspace(d, b, dag_workspace(d, r->op_node[i]), r->a);
 	if (g >= 0)
 		add_in(n, g);
 	for (int j = 0; j < f->nin && !r->is_view[i]; j++)

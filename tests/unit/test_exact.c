@@ -148,7 +148,7 @@ make_two_branches(Dag *d, Arena *a)
 	d->node[3].acc[0] = (DagAcc){4, -1, false};
 	d->node[3].acc[1] = (DagAcc){5, -1, false};
 	d->node[3].nacc = 2;
-	d->node[4].workspace = 500;
+	dag_set_workspace(d, 4, 500, a);
 	dag_finish(d);
 }
 

@@ -230,7 +230,7 @@ test_residual_accumulation(void **state)
 	tb_acc(b, b2, gu, -1);
 	tb_acc(b, b2, gv, -1);
 	tb_acc(b, b1, gu, -1);          /* grad(u) exists: add through a temporary */
-	b->n[b1].workspace = 5;
+	dag_set_workspace(&b->d, b1, 5, &b->a);
 	tb_done(b);
 	/* x 8: 0..7.  u 16: used 1, 2, 6 -> 0..6.  v: 1..2.  y: 2..4.  L: 3.
 	 * grad(y): 4..5.  grad(u): made at 5, used 6 (accumulation), 7 -> 5..7.

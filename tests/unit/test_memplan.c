@@ -74,10 +74,10 @@ check_plan(const MemEval *ev, int64_t arena)
 	int *st = calloc((size_t)n, sizeof *st), *en = calloc((size_t)n, sizeof *en);
 	for (int k = 0; k < ev->ninst; k++) {
 		if (ev->inst[k].owned == 0) {
-			assert_int_equal(ev->inst[k].offset, -1);
+			assert_int_equal(ev_offset(ev, k), -1);
 			continue;
 		}
-		off[m] = ev->inst[k].offset;
+		off[m] = ev_offset(ev, k);
 		sz[m] = ev->inst[k].owned;
 		st[m] = ev->inst[k].start;
 		en[m++] = end_of(ev, k);
@@ -188,14 +188,15 @@ test_large(void **state)
 		nact = m;
 		for (int k = 0; k < N; k++) {
 			const Instance *x = &ev.inst[k];
+			int64_t xo = ev_offset(&ev, k);
 			if (x->start != s)
 				continue;
-			assert_int_equal(x->offset % 256, 0);
-			assert_true(x->offset >= 0 && x->offset + x->owned <= arena);
+			assert_int_equal(xo % 256, 0);
+			assert_true(xo >= 0 && xo + x->owned <= arena);
 			for (int j = 0; j < nact; j++) {
 				const Instance *y = &ev.inst[act[j]];
-				assert_true(x->offset + x->owned <= y->offset ||
-				            y->offset + y->owned <= x->offset);
+				int64_t yo = ev_offset(&ev, act[j]);
+				assert_true(xo + x->owned <= yo || yo + y->owned <= xo);
 			}
 			act[nact++] = k;
 		}
@@ -239,7 +240,7 @@ test_persistent(void **state)
 	assert_int_equal(ev.persistent_offset[0], 0);
 	assert_int_equal(ev.persistent_offset[1], 256);
 	assert_int_equal(ev.persistent_offset[2], 768);
-	assert_int_equal(ev.inst[0].offset, 768 + 256 + 512);
+	assert_int_equal(ev_offset(&ev, 0), 768 + 256 + 512);
 	assert_int_equal(arena, 768 + 256 + 512 + 256);
 	ar_free(&a);
 }
@@ -291,7 +292,7 @@ check_example(const char *name, const char *flags, int level)
 		total += an.d.persistent[c];
 	assert_int_equal(sum, total);
 	for (int k = 0; k < an.ev.ninst; k++)
-		assert_true(an.ev.inst[k].owned == 0 || an.ev.inst[k].offset >= pend);
+		assert_true(an.ev.inst[k].owned == 0 || ev_offset(&an.ev, k) >= pend);
 	if (an.ev.ninst < 3000)
 		check_plan(&an.ev, an.arena_bytes);
 	ar_free(&a);

@@ -443,9 +443,9 @@ plain_dag(Dag *d, uint64_t *seed, int n, Arena *a)
 		                      false, CAT_ACTIVATIONS, false, false, -1};
 		int64_t cost = (int64_t)(rd_next(seed) % 100);
 		int64_t ws = rd_next(seed) % 4 ? 0 : 64;
-		d->node[i] = (DagNode){.name = name, .cost = cost, .workspace = ws,
-		                       .nin = nin, .in = in, .nout = 1, .out = out,
-		                       .ir_op = -1};
+		d->node[i] = (DagNode){.name = name, .cost = cost, .nin = nin, .in = in,
+		                       .nout = 1, .out = out, .ir_op = -1};
+		dag_set_workspace(d, i, ws, a);
 		d->base_order[i] = i;
 	}
 	dag_finish(d);

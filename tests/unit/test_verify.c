@@ -161,7 +161,7 @@ test_view_keeps_base(void **state)
 	node(h, "v", 0, v, (int[]){x, -1});
 	node(h, "w", 1, w, NULL);
 	node(h, "y", 1, y, (int[]){v, -1});
-	h->n[1].workspace = 3;
+	dag_set_workspace(&h->d, 1, 3, &a);
 	MemEval ev = eval(h, (int[]){0, 1, 2, -1}, &a);
 	expect_live(&ev, (int64_t[]){1100, 1110, 1110}, 3);
 	assert_int_equal(ev.peak_step, 1);
