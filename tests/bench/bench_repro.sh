@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/bench/bench_repro.sh -- `make bench-repro`: issue 15's hardening
 # reproducers, each of which must give a clear error or a correct answer in
-# under 1 s of CPU and 100 MiB of peak memory. Prints, per reproducer, the
+# under 1 s of CPU and 100 MB (10^8 bytes: 97,656 KiB) of peak memory. Prints, per reproducer, the
 # exit status, CPU seconds (user + system) and peak RSS as /usr/bin/time
 # measures them, and marks OVER any that passes a target. Figures only, as
 # the other benchmarks: it exits 0 whatever they are (so `make bench` runs
@@ -26,7 +26,7 @@ row() {
 	set -- $(tail -n 1 "$tmp/time")
 	cpu=$(awk -v u="$2" -v s="$3" 'BEGIN { printf "%.2f", u + s }')
 	flag=
-	if awk -v c="$cpu" 'BEGIN { exit !(c >= 1.0) }' || [ "$4" -ge 102400 ]; then
+	if awk -v c="$cpu" 'BEGIN { exit !(c >= 1.0) }' || [ "$4" -ge 97657 ]; then
 		flag=" OVER"
 		over=$((over + 1))
 	fi
@@ -66,6 +66,7 @@ awk 'BEGIN { print "param w : f32[4];"; print "input x : f32[4];"
 	for (i = 0; i < 300000; i++) printf "v%d = x * w;\n", i
 	print "l = sum(x * w);"; print "output l;" }' | net unused
 row "300k unused ops (warnings)" "$REMAT" "$tmp/unused.net"
+row "300k unused ops, -O2 (not a reproducer)" "$REMAT" -O2 "$tmp/unused.net"
 sh "$SRCDIR/tests/bench/gen_ops.sh" 300000 >"$tmp/ops300k.net"
 row "300k statements, -O0" "$REMAT" "$tmp/ops300k.net"
 row "300k statements, -O2" "$REMAT" -O2 "$tmp/ops300k.net"
@@ -105,4 +106,4 @@ done
 row "--budget 0x800" "$REMAT" --budget 0x800 "$SRCDIR/examples/tiny.net"
 row "-D B=-0" "$REMAT" -DB=-0 "$SRCDIR/examples/tiny.net"
 
-echo "$over over the target (1 s CPU, 100 MiB)"
+echo "$over over the target (1 s CPU, 10^8 bytes)"
