@@ -99,15 +99,6 @@ after_pass(const Analysis *an, Pass p, const Schedule *s, const PassOptions *po,
 	return 0;
 }
 
-static bool
-has_backward_step(const MemEval *ev)
-{
-	for (int i = 0; i < ev->nsteps; i++)
-		if (ev->kind[i] == STEP_BACKWARD)
-			return true;
-	return false;
-}
-
 /* The lower bound's parts, and for a planned level the plans
  * users write by hand (sqrt(n) and per-def checkpointing), replayed
  * through the verifier with --verify. */
@@ -115,22 +106,17 @@ static int
 baselines(Analysis *an, const PlanGoal *goal, bool verify, Arena *a)
 {
 	PlanResult *b[2] = {&an->sqrtn, &an->perblock};
+	/* one that does not apply: the -O0 peak, as rm_plan_sqrtn would
+	 * find it by evaluating the base again (20 MB on 300k ops) */
+	PlanResult none = {.peak = an->base.peak, .fits = true, .lower_bound = an->lb.bytes};
 	MemEval ev;
 	int rc;
 
 	if (goal->level == 0)
 		return 0;
 	an->has_baselines = true;
-	if (!has_backward_step(&an->base)) {
-		/* neither applies: the -O0 peak, as rm_plan_sqrtn would find
-		 * it by evaluating the base again (twice 20 MB on 300k ops) */
-		an->sqrtn = (PlanResult){.peak = an->base.peak, .fits = true,
-		                         .lower_bound = an->lb.bytes};
-		an->perblock = an->sqrtn;
-		return 0;
-	}
-	an->sqrtn = rm_plan_sqrtn(&an->d, a);
-	an->perblock = rm_plan_perblock(&an->d, a);
+	an->sqrtn = rm_sqrtn_applies(&an->d) ? rm_plan_sqrtn(&an->d, a) : none;
+	an->perblock = rm_perblock_applies(&an->d) ? rm_plan_perblock(&an->d, a) : none;
 	for (int i = 0; i < 2 && verify; i++)
 		if (b[i]->sched.n > 0 &&
 		    (rc = vf_evaluate(&an->d, &b[i]->sched, &ev, true, a)))

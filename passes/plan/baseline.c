@@ -76,6 +76,62 @@ has_backward(const Dag *d)
 	return false;
 }
 
+/* What rm_perblock_state checks first, on the Dag. */
+bool
+rm_perblock_applies(const Dag *d)
+{
+	bool any = false;
+
+	for (int v = 0; v < d->nnode && !any; v++)
+		any = d->node[v].block_plus1 > 0 && !d->node[v].once;
+	return any && has_backward(d);
+}
+
+/* Whether node v, at its step in the base order, reads a tensor marked in
+ * made: its inputs, its outputs' view sources and its accumulations' view
+ * sources (the model's uses, remat_model.c). */
+static bool
+reads_made(const Dag *d, int v, const uint8_t *made)
+{
+	const DagNode *n = &d->node[v];
+
+	for (int j = 0; j < n->nin; j++)
+		if (made[n->in[j]])
+			return true;
+	for (int j = 0; j < n->nout; j++)
+		if (d->t[n->out[j]].view_src >= 0 && made[d->t[n->out[j]].view_src])
+			return true;
+	for (int j = 0; j < n->nacc; j++)
+		if (n->acc[j].view_src >= 0 && made[n->acc[j].view_src])
+			return true;
+	return false;
+}
+
+/* rm_sqrtn_state's test (remat_o1.c, cuts_get: the forward nodes' saved
+ * bytes are not 0) on the Dag: a tensor that owns bytes, made by a
+ * forward node, is read at a later step by a backward node (it has a
+ * "long gap"). One pass over the base order, a byte a tensor. */
+bool
+rm_sqrtn_applies(const Dag *d)
+{
+	uint8_t *made = xcalloc((size_t)d->nt + 1, 1);
+	bool found = false;
+
+	for (int x = 0; x < d->nbase && !found; x++) {
+		int v = d->base_order[x];
+		const DagNode *n = &d->node[v];
+		if (n->is_backward && reads_made(d, v, made))
+			found = true;
+		for (int j = 0; j < n->nout && !n->once && !n->is_backward; j++) {
+			const DagTensor *t = &d->t[n->out[j]];
+			made[n->out[j]] = !t->from_start && t->view_src < 0 && !t->persistent_view &&
+			                  t->bytes > 0;
+		}
+	}
+	free(made);
+	return found;
+}
+
 int64_t
 rm_base_peak(const Dag *d)
 {
@@ -90,9 +146,9 @@ rm_base_peak(const Dag *d)
 	return ev.valid ? ev.peak : -1;
 }
 
-/* No baseline applies without a backward pass: r with the -O0 peak, found
- * without the planner's model (on an inference graph of 300k ops, 60 MB
- * that would be made and dropped twice). */
+/* A baseline that does not apply: r with the -O0 peak, found without the
+ * planner's model (on a graph of 300k ops, 60 MB that would be made and
+ * dropped twice). */
 static PlanResult
 base_only(const Dag *d, PlanResult r)
 {
@@ -105,7 +161,8 @@ base_only(const Dag *d, PlanResult r)
 /* One baseline as a PlanResult; sched.n 0 and the -O0 peak when it does
  * not apply. */
 static PlanResult
-plan_one(const Dag *d, Arena *a, bool (*make)(RmCtx *, unsigned char *))
+plan_one(const Dag *d, Arena *a, bool (*applies)(const Dag *),
+         bool (*make)(RmCtx *, unsigned char *))
 {
 	RmCtx C;
 	RmPool pool = {0};
@@ -115,7 +172,7 @@ plan_one(const Dag *d, Arena *a, bool (*make)(RmCtx *, unsigned char *))
 	memset(&r, 0, sizeof r);
 	r.fits = true;
 	r.lower_bound = rm_lower_bound_parts(d).bytes;
-	if (!has_backward(d))
+	if (!applies(d))
 		return base_only(d, r);
 	rm_ctx_init(&C, d);
 	st = rm_state_new(&C, &C.mem);
@@ -138,13 +195,13 @@ plan_one(const Dag *d, Arena *a, bool (*make)(RmCtx *, unsigned char *))
 PlanResult
 rm_plan_sqrtn(const Dag *d, Arena *a)
 {
-	return plan_one(d, a, rm_sqrtn_state);
+	return plan_one(d, a, rm_sqrtn_applies, rm_sqrtn_state);
 }
 
 PlanResult
 rm_plan_perblock(const Dag *d, Arena *a)
 {
-	return plan_one(d, a, rm_perblock_state);
+	return plan_one(d, a, rm_perblock_applies, rm_perblock_state);
 }
 
 /* ------------------------------------------------------------ lower bound */

@@ -46,6 +46,14 @@ PlanResult rm_plan_sqrtn(const Dag *d, Arena *a);
  * (DagNode.block_plus1): each call's inputs and outputs kept, its inside
  * recomputed during its backward. sched.n is 0 when no node is in a def. */
 PlanResult rm_plan_perblock(const Dag *d, Arena *a);
+/* Whether each baseline has a plan to make (sched.n > 0), decided from the
+ * Dag alone: its planner's model of the Dag is about 200 bytes a node, too
+ * much to build only to find nothing to checkpoint (300k forward nodes
+ * that backward never reads). sqrt(n): some owning tensor a forward node
+ * makes is read by a later backward node. Per-def: a recomputable node is
+ * in a def call and some node is backward. */
+bool rm_sqrtn_applies(const Dag *d);
+bool rm_perblock_applies(const Dag *d);
 
 /* A peak no schedule can beat, and its parts: the larger of "persistent +
  * always-live + the largest single step" and "persistent + always-live +

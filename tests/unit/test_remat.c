@@ -677,6 +677,55 @@ test_early_recompute(void **state)
 	ar_free(&a);
 }
 
+/* rm_sqrtn_applies and rm_perblock_applies, which decide from the Dag
+ * alone, agree with the baselines' own tests on the planner's model
+ * (rm_sqrtn_state, rm_perblock_state) on random training and inference
+ * DAGs: some with every forward tensor dropped from the backward nodes'
+ * inputs (nothing to checkpoint), some with forward nodes in def calls.
+ * Both answers occur, for both baselines. */
+static void
+test_baselines_apply(void **state)
+{
+	(void)state;
+	uint64_t seed = 23;
+	int yes[2] = {0, 0}, no[2] = {0, 0};
+
+	for (int iter = 0; iter < 300; iter++) {
+		RdOptions o = {1, 10, iter % 5 != 0, iter % 2 == 0, iter % 3 == 0, true, iter % 4 != 0};
+		Arena a;
+		Dag d;
+		RmCtx C;
+		ar_init(&a);
+		rd_make(&d, &seed, &o, &a);
+		bool *fwd_made = ar_alloc(&a, (size_t)d.nt + 1);
+		for (int v = 0; v < d.nnode; v++)
+			for (int j = 0; j < d.node[v].nout && !d.node[v].once; j++)
+				fwd_made[d.node[v].out[j]] = true;
+		for (int v = 0; iter % 3 == 1 && v < d.nnode; v++) {
+			DagNode *n = &d.node[v];
+			int k = 0;
+			for (int j = 0; n->is_backward && j < n->nin; j++)
+				if (!fwd_made[n->in[j]])
+					n->in[k++] = n->in[j];
+			if (n->is_backward)
+				n->nin = k;
+		}
+		for (int v = 0; iter % 2 == 1 && v < d.nnode; v++)
+			if (!d.node[v].once && rd_next(&seed) % 3)
+				d.node[v].block_plus1 = 1 + (int)(rd_next(&seed) % 3);
+		rm_ctx_init(&C, &d);
+		bool sq = rm_sqrtn_state(&C, rm_state_new(&C, &a));
+		bool pb = rm_perblock_state(&C, rm_state_new(&C, &a));
+		assert_int_equal(rm_sqrtn_applies(&d), sq);
+		assert_int_equal(rm_perblock_applies(&d), pb);
+		(sq ? yes : no)[0]++;
+		(pb ? yes : no)[1]++;
+		rm_ctx_free(&C);
+		ar_free(&a);
+	}
+	assert_true(yes[0] > 0 && no[0] > 0 && yes[1] > 0 && no[1] > 0);
+}
+
 int
 main(void)
 {
@@ -693,6 +742,7 @@ main(void)
 		cmocka_unit_test(test_delta_matches_score),
 		cmocka_unit_test(test_score_steps_matches_eval),
 		cmocka_unit_test(test_early_recompute),
+		cmocka_unit_test(test_baselines_apply),
 	};
 	return cmocka_run_group_tests_name("remat", tests, NULL, NULL);
 }
