@@ -171,6 +171,10 @@ typedef struct Ast {
 	int fid;                /* file's loc_intern index, for ast_loc */
 	Program *prog;          /* set by the start rule */
 	/* scanner */
+	const char *src;        /* the source text, handed to flex a buffer at
+	                           a time (lex_input): a copy of a whole 7 MB
+	                           file was most of the parse's peak */
+	size_t srclen, srcpos;
 	int line, col;          /* position of the next byte */
 	int nest;               /* brackets open now */
 	bool stop;              /* a fatal scan error: quiet the parser */

@@ -8,10 +8,7 @@
 #include "ast.h"
 
 /* From the generated scanner and parser. */
-struct yy_buffer_state;
 int net_yylex_init_extra(Ast *extra, yyscan_t *sc);
-struct yy_buffer_state *net_yy_scan_bytes(const char *bytes, int len, yyscan_t sc);
-void net_yy_delete_buffer(struct yy_buffer_state *b, yyscan_t sc);
 int net_yylex_destroy(yyscan_t sc);
 int net_yyparse(yyscan_t sc, Ast *ast);
 
@@ -20,7 +17,6 @@ parse(const Source *src, Arena *a, Diag *d, bool pieces)
 {
 	Ast ast;
 	yyscan_t sc;
-	struct yy_buffer_state *buf;
 	int before = d->nerrors, rc;
 
 	ast_init(&ast, a, d, src->name);
@@ -30,11 +26,11 @@ parse(const Source *src, Arena *a, Diag *d, bool pieces)
 		diag_error(d, loc_make(src->name, 0, 0), "file too large (%zu bytes)", src->len);
 		return NULL;
 	}
+	ast.src = src->text ? src->text : "";
+	ast.srclen = src->text ? src->len : 0;
 	if (net_yylex_init_extra(&ast, &sc))
 		ir_die(__FILE__, __LINE__, "cannot start the scanner");
-	buf = net_yy_scan_bytes(src->text ? src->text : "", (int)src->len, sc);
-	rc = net_yyparse(sc, &ast);
-	net_yy_delete_buffer(buf, sc);
+	rc = net_yyparse(sc, &ast);     /* the scanner reads ast.src (lex_input) */
 	net_yylex_destroy(sc);
 	if (rc != 0 || d->nerrors > before || !ast.prog)
 		return NULL;
