@@ -3,7 +3,8 @@
  * monotonicity, the chain optimum against a brute force over checkpoint
  * sets, a U-Net (no cut nodes) improved by -O2, a budget only a reordering
  * meets without recompute, budgets on a chain of views, the searches'
- * shortcut scorer against lv_eval, and an EARLY recompute by hand. */
+ * shortcut scorer against lv_eval, an EARLY recompute by hand, and the
+ * baselines' applicability decided on the Dag against the model's. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
