@@ -464,9 +464,9 @@ layer_scope(const Tensor *t)
 	return ir_outer_scope_len(t->scope);
 }
 
-/* The layers (outermost def call instances) in program order, *nl of
- * them: a layer starts at each activation whose outer scope differs from
- * the layer before it. Fills l when it is not NULL. */
+/* The layers (outermost def call instances) in program order; returns
+ * how many: a layer starts at each activation whose outer scope differs
+ * from the layer before it. Fills l when it is not NULL. */
 static int
 find_layers(const Graph *g, Layer *l)
 {
