@@ -138,12 +138,9 @@ dag_push_node(Dag *d, int *cap, Arena *a)
 	if (d->nnode == *cap) {
 		int k = *cap < 32 ? 64 : 2 * *cap;
 		d->node = ar_grow(a, d->node, sizeof *d->node * (size_t)*cap, sizeof *d->node * (size_t)k);
-		if (d->xfer)
-			d->xfer = ar_grow(a, d->xfer, sizeof *d->xfer * (size_t)*cap,
-			                  sizeof *d->xfer * (size_t)k);
 		*cap = k;
 	}
-	if (d->xfer)
+	if (d->nnode < d->nxfer)        /* the side arrays: a new node has none */
 		memset(&d->xfer[d->nnode], 0, sizeof *d->xfer);
 	if (d->nnode < d->nworkspace)
 		d->workspace[d->nnode] = 0;
@@ -153,24 +150,31 @@ dag_push_node(Dag *d, int *cap, Arena *a)
 	return n;
 }
 
-/* Grown by doubling, to at least d->nnode entries; entries past the old
- * size are zeroed. */
+/* Grows a side array of the nodes (*arr, *n entries of size bytes) to
+ * hold node v, by doubling, to at least d->nnode entries; the new entries
+ * are zeroed, which reads as "none" for every side array. */
+static void *
+side_grow(const Dag *d, void *arr, int *n, size_t size, int v, Arena *a)
+{
+	int k = *n ? *n : 64;
+
+	ir_assert(v >= 0 && v < d->nnode);
+	if (v < *n)
+		return arr;
+	while (k <= v || k < d->nnode)
+		k = k > INT32_MAX / 2 ? INT32_MAX : 2 * k;
+	arr = ar_grow(a, arr, size * (size_t)*n, size * (size_t)k);
+	memset((char *)arr + size * (size_t)*n, 0, size * (size_t)(k - *n));
+	*n = k;
+	return arr;
+}
+
 void
 dag_set_workspace(Dag *d, int v, int64_t bytes, Arena *a)
 {
-	ir_assert(v >= 0 && v < d->nnode);
-	if (v >= d->nworkspace) {
-		int n = d->nworkspace ? d->nworkspace : 64;
-		if (!bytes)
-			return;
-		while (n <= v || n < d->nnode)
-			n = n > INT32_MAX / 2 ? INT32_MAX : 2 * n;
-		d->workspace = ar_grow(a, d->workspace, sizeof *d->workspace * (size_t)d->nworkspace,
-		                       sizeof *d->workspace * (size_t)n);
-		memset(d->workspace + d->nworkspace, 0,
-		       sizeof *d->workspace * (size_t)(n - d->nworkspace));
-		d->nworkspace = n;
-	}
+	if (!bytes && v >= d->nworkspace)
+		return;         /* reads as 0 already */
+	d->workspace = side_grow(d, d->workspace, &d->nworkspace, sizeof *d->workspace, v, a);
 	d->workspace[v] = bytes;
 }
 
@@ -179,7 +183,7 @@ dag_xfer(const Dag *d, int v)
 {
 	static const DagXfer none;
 
-	return d->xfer ? &d->xfer[v] : &none;
+	return v < d->nxfer ? &d->xfer[v] : &none;
 }
 
 int
@@ -188,13 +192,9 @@ dag_micro_batch(const Dag *d, const DagNode *n)
 	return dag_xfer(d, (int)(n - d->node))->micro_batch;
 }
 
-/* The side array is zeroed up to cap so that the nodes pushed before it
- * existed read as ordinary ones. */
 DagXfer *
-dag_xfer_set(Dag *d, int v, int cap, Arena *a)
+dag_xfer_set(Dag *d, int v, Arena *a)
 {
-	ir_assert(v < d->nnode && d->nnode <= cap);
-	if (!d->xfer)
-		d->xfer = ar_alloc(a, sizeof *d->xfer * (size_t)cap);
+	d->xfer = side_grow(d, d->xfer, &d->nxfer, sizeof *d->xfer, v, a);
 	return &d->xfer[v];
 }

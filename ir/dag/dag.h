@@ -197,10 +197,11 @@ typedef struct Dag {
 	/* distribute.c: [npersistent] bytes of each buffer offloaded to the
 	 * host (its persistent_buf is then 0), or NULL when none is */
 	int64_t *persistent_host;
-	/* [node capacity] the DagXfer of each node (dag_xfer_set makes it,
-	 * dag_push_node grows it), or NULL while no node communicates: read
-	 * it through dag_xfer */
+	/* [nxfer] the DagXfer of each node, or NULL while no node
+	 * communicates: read it through dag_xfer, write it through
+	 * dag_xfer_set */
 	DagXfer *xfer;
+	int nxfer;
 	/* [nworkspace] each node's workspace, the temporary bytes it needs
 	 * while it runs (custom ops, gradient buckets), or NULL while no node
 	 * has any: read it through dag_workspace, write it through
@@ -295,12 +296,12 @@ StepKind dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen)
 DagTensor *dag_push_tensor(Dag *d, int *cap, Arena *a);
 DagNode *dag_push_node(Dag *d, int *cap, Arena *a);
 
-/* Node v's DagXfer (an all-zero one, COMM_NONE and PIPE_NONE, when the
- * Dag has none); dag_xfer_set makes the side array (cap: the node array's
- * capacity, as given to dag_push_node) so that v's can be written. */
+/* Node v's DagXfer (an all-zero one, COMM_NONE and PIPE_NONE, when it
+ * has none); dag_xfer_set makes or grows the side array in a so that v's
+ * can be written (v < d->nnode). */
 const DagXfer *dag_xfer(const Dag *d, int v);
 int dag_micro_batch(const Dag *d, const DagNode *n);    /* dag_xfer's, of n */
-DagXfer *dag_xfer_set(Dag *d, int v, int cap, Arena *a);
+DagXfer *dag_xfer_set(Dag *d, int v, Arena *a);
 
 /* Node v's workspace: temporary bytes while it runs (0 for most nodes). */
 static inline int64_t
@@ -310,7 +311,7 @@ dag_workspace(const Dag *d, int v)
 }
 
 /* Sets node v's workspace (v < d->nnode), making or growing the side
- * array in a when bytes is not 0. */
+ * array in a, as dag_xfer_set does, when bytes is not 0. */
 void dag_set_workspace(Dag *d, int v, int64_t bytes, Arena *a);
 
 /* ---------------------------------------------------------------- ir/dag/check.c */

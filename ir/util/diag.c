@@ -108,15 +108,26 @@ put_text(FILE *f, const char *p, const char *q)
 		fputc((unsigned char)*p < ' ' && *p != '\t' ? '?' : *p, f);
 }
 
-char *
-read_all(FILE *f, size_t *len)
+/* The rest of f, NUL-terminated, up to the end of its line `lines` when
+ * lines > 0 (line ends as next_line counts them), else all of it; NULL
+ * on a read error. */
+static char *
+read_lines(FILE *f, int lines, size_t *len)
 {
-	size_t cap = 1 << 16, n;
+	size_t cap = 1 << 16, n, done = 0;
+	int ends = 0;
 	char *buf = xmalloc(cap);
 
 	*len = 0;
-	while ((n = fread(buf + *len, 1, cap - *len - 1, f)) > 0) {
+	while ((lines <= 0 || ends < lines) && (n = fread(buf + *len, 1, cap - *len - 1, f)) > 0) {
 		*len += n;
+		/* a "\r" last in the buffer waits for the next read, which
+		 * may bring its "\n" */
+		for (; lines > 0 && done < *len && ends < lines; done++) {
+			if (buf[done] == '\r' && done + 1 == *len)
+				break;
+			ends += buf[done] == '\n' || (buf[done] == '\r' && buf[done + 1] != '\n');
+		}
 		if (cap - *len - 1 == 0)
 			buf = xrealloc(buf, cap *= 2);
 	}
@@ -128,6 +139,12 @@ read_all(FILE *f, size_t *len)
 	return buf;
 }
 
+char *
+read_all(FILE *f, size_t *len)
+{
+	return read_lines(f, 0, len);
+}
+
 /* The file again for an echo, when its text was dropped after the parse,
  * read up to the end of line `line` only (an echo near the top of a large
  * file reads little). A file changed since shows as it is now; one gone
@@ -136,32 +153,13 @@ static char *
 text_again(const Source *src, int line, size_t *len)
 {
 	FILE *f = fopen(src->name, "rb");
-	size_t cap = 1 << 16, n, done = 0;
-	int ends = 0;
-	char *buf;
+	char *text;
 
 	if (!f)
 		return NULL;
-	buf = xmalloc(cap);
-	*len = 0;
-	while (ends < line && (n = fread(buf + *len, 1, cap - *len - 1, f)) > 0) {
-		*len += n;
-		/* line ends as next_line counts them; a "\r" last in the buffer
-		 * waits for the next read, which may bring its "\n" */
-		for (; done < *len && ends < line; done++) {
-			if (buf[done] == '\r' && done + 1 == *len)
-				break;
-			ends += buf[done] == '\n' || (buf[done] == '\r' && buf[done + 1] != '\n');
-		}
-		if (cap - *len - 1 == 0)
-			buf = xrealloc(buf, cap *= 2);
-	}
-	if (ferror(f)) {
-		free(buf);
-		buf = NULL;
-	}
+	text = read_lines(f, line, len);
 	fclose(f);
-	return buf;
+	return text;
 }
 
 static void echo_line(Diag *d, Loc loc, const char *p, const char *eol);

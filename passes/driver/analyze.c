@@ -264,7 +264,8 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 		if ((rc = after_pass(an, PASS_PLAN, &an->plan.sched, po, a)))
 			return rc;
 	} else {
-		an->plan = rm_plan(&an->d, goal, a);
+		/* the test rm_plan would make first is made above */
+		an->plan = rm_plan_search(&an->d, goal, a);
 		if (an->plan.error) {   /* --exact on a graph too large to search */
 			fprintf(stderr, "remat: %s\n", an->plan.error);
 			return 1;

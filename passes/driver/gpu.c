@@ -104,9 +104,11 @@ gpu_reserved(const Dag *d, const MemEval *ev)
 		diff[in->end + 1] -= gpu_round(in->owned);
 	}
 	for (int i = 0; i < n; i++) {
+		int64_t at;
 		run += diff[i];
-		if (pers + run + gpu_round(ev_temp(ev, i)) > best)
-			best = pers + run + gpu_round(ev_temp(ev, i));
+		at = pers + run + gpu_round(ev_temp(ev, i));
+		if (at > best)
+			best = at;
 	}
 	free(diff);
 	return n > 0 ? best : pers;

@@ -159,10 +159,11 @@ lv_step(Lv *L, int i, int v)
 			ev->inst[L->cur[t]].replaces = 1;
 		}
 	}
-	if (temp > 0 && !ev->temp_bytes)    /* the first step with any */
-		ev->temp_bytes = ar_alloc(L->a, sizeof *ev->temp_bytes * (size_t)(ev->nsteps + 1));
-	if (temp > 0)
+	if (temp > 0) {
+		if (!ev->temp_bytes)    /* the first step with any */
+			ev->temp_bytes = ar_alloc(L->a, sizeof *ev->temp_bytes * (size_t)(ev->nsteps + 1));
 		ev->temp_bytes[i] = temp;
+	}
 }
 
 /* Checks step i's node and labels the step. */

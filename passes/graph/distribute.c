@@ -215,10 +215,11 @@ find_units(Dist *D)
 
 	D->ncopies = 1;
 	for (int v = 0; v < d->nnode; v++) {
+		int mb = dag_micro_batch(d, &d->node[v]);
 		if (d->node[v].block_plus1 > D->nblocks)
 			D->nblocks = d->node[v].block_plus1;
-		if (dag_micro_batch(d, &d->node[v]) + 1 > D->ncopies)
-			D->ncopies = dag_micro_batch(d, &d->node[v]) + 1;
+		if (mb + 1 > D->ncopies)
+			D->ncopies = mb + 1;
 	}
 	D->nunits = D->nblocks + D->ncopies;
 	D->unit_of_param = ar_alloc(D->a, sizeof(int) * (size_t)D->ncopies * (size_t)(g->nt + 1));
@@ -293,7 +294,7 @@ gathers(Dist *D)
 		for (int k = 0; k < 2; k++) {   /* the node array is final now */
 			int v = k ? D->gather_b[u] : D->gather_f[u];
 			DagNode *n = &D->d->node[v];
-			DagXfer *x = dag_xfer_set(D->d, v, D->cap_n, D->a);
+			DagXfer *x = dag_xfer_set(D->d, v, D->a);
 			n->block_plus1 = u <= D->nblocks ? u : 0;
 			x->micro_batch = D->unit_copy[u];
 			n->out = ar_alloc(D->a, sizeof(int));
@@ -361,7 +362,7 @@ buckets(Dist *D)
 			memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
 			d->node[v].nin = nm;
 			dag_set_workspace(d, v, bytes, D->a);
-			dag_xfer_set(d, v, D->cap_n, D->a)->comm =
+			dag_xfer_set(d, v, D->a)->comm =
 				reduce_scatter ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
 			D->bucket_after[d->base_order[i]] = v;
 			if (D->st->max_bucket < bytes)

@@ -199,7 +199,7 @@ add_n(Pipe *P, const char *name, bool backward, int nin, int nout, int nacc)
 	n->out = ar_alloc(P->a, sizeof(int) * (size_t)(nout + 1));
 	n->acc = ar_alloc(P->a, sizeof(DagAcc) * (size_t)(nacc + 1));
 	if (P->cur)
-		dag_xfer_set(P->d, P->d->nnode - 1, P->cap_n, P->a)->micro_batch = P->cur;
+		dag_xfer_set(P->d, P->d->nnode - 1, P->a)->micro_batch = P->cur;
 	return P->d->nnode - 1;
 }
 
@@ -260,7 +260,7 @@ add_boundary(Pipe *P, DagPipe k, const char *name, int t, bool backward)
 {
 	const Dag *f = P->full;
 	int x = add_n(P, name, backward, 1, 1, 1);
-	DagXfer *n = dag_xfer_set(P->d, x, P->cap_n, P->a);
+	DagXfer *n = dag_xfer_set(P->d, x, P->a);
 
 	n->pipe = k;
 	n->peer = ar_alloc(P->a, sizeof(int) * (size_t)(k == PIPE_SEND || k == PIPE_RECV_GRAD

@@ -33,6 +33,11 @@ typedef struct PlanResult {
  * budget; when nothing fits, fits=false and sched/peak are the smallest-peak
  * schedule found. */
 PlanResult rm_plan(const Dag *d, const PlanGoal *goal, Arena *a);
+/* rm_plan without its first test, at -O2, of whether the base schedule
+ * meets the lower bound (then it is the plan, and no model is built): for
+ * a caller that made that test with the base's evaluation in hand, so
+ * that the base is not evaluated a second time. */
+PlanResult rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a);
 int64_t rm_lower_bound(const Dag *d);
 
 /* ---------------------------------------------------------------- passes/plan/baseline.c */

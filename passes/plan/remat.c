@@ -84,6 +84,16 @@ base_at_bound(const Dag *d, const PlanGoal *goal, Arena *a, PlanResult *r)
 PlanResult
 rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 {
+	PlanResult r;
+
+	if (!goal->exact && goal->level >= 2 && base_at_bound(d, goal, a, &r))
+		return r;
+	return rm_plan_search(d, goal, a);
+}
+
+PlanResult
+rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
+{
 	RmCtx C;
 	RmPool pool = {0};
 	PlanResult r;
@@ -92,8 +102,6 @@ rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 
 	if (goal->exact)
 		return rm_plan_exact(d, goal, a);
-	if (goal->level >= 2 && base_at_bound(d, goal, a, &r))
-		return r;
 	rm_ctx_init(&C, d);
 	C.lower = rm_lower_bound(d);
 	st = rm_state_new(&C, &C.mem);
@@ -136,7 +144,7 @@ rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 	r.peak = pool.c[k].peak;
 	r.recompute_cost = pool.c[k].cost;
 	r.fits = goal->budget < 0 || r.peak <= goal->budget;
-	r.lower_bound = rm_lower_bound(d);
+	r.lower_bound = C.lower;
 	rm_pool_free(&pool);
 	rm_ctx_free(&C);
 	return r;
