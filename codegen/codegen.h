@@ -7,7 +7,7 @@
 #ifndef REMAT_CODEGEN_H
 #define REMAT_CODEGEN_H
 
-#include "ir.h"
+#include "net.h"
 #include "dag.h"
 #include "eval.h"
 

@@ -3,12 +3,12 @@
  * build the AST through the builders of ast.c (ast.h, private); the
  * instantiation (instantiate.c for scopes, statements and ids, dims.c for
  * names, dimension arithmetic and settings; inst.h, private) expands def
- * calls and repeats into the flat Graph of ir.h.
+ * calls and repeats into the flat Graph of net.h.
  */
 #ifndef REMAT_FRONTEND_H
 #define REMAT_FRONTEND_H
 
-#include "ir.h"
+#include "net.h"
 
 typedef struct Program Program;         /* the AST: frontend/ast.h */
 

@@ -1,7 +1,7 @@
 /* ir/dag/dag.h -- the plain DAG that schedules are planned and evaluated on.
  *
  * Nothing here knows about .net: passes/graph/lower.c builds a Dag from the
- * training graph (forward ops, backward ops, gradients) and passes/import/checkmate.c
+ * training graph (forward ops, backward ops, gradients) and frontend/checkmate/checkmate.c
  * builds one from a published benchmark graph. The liveness evaluator, the
  * planners (-O1, -O2, --exact), the verifier and the memory planner only see
  * this, so they can be tested on any graph.

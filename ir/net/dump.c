@@ -1,7 +1,7 @@
 /* ir/net/dump.c -- --dump-ir: the IR after shape inference as text, one tensor
  * per line in creation order (inputs and params where declared, then each
  * op's outputs and extras). The golden tests compare this text. */
-#include "ir.h"
+#include "net.h"
 
 static const char *
 kind_name(TensorKind k)

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ir.h"
+#include "net.h"
 
 static const struct {
 	const char *name;
@@ -243,7 +243,7 @@ ir_add_op(Graph *g, OpKind kind, const int *in, int nin)
 		op->p = ar_alloc(g->arena, sizeof *op->p);
 		ir_params_default(op->p);
 	} else {
-		op->p = (OpParams *)&ir_no_params;      /* never written: see ir.h */
+		op->p = (OpParams *)&ir_no_params;      /* never written: see net.h */
 	}
 	return g->nop++;
 }

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "ir.h"
+#include "net.h"
 
 /* Unary elementwise op: like x, `k` x n FLOPs, saves `sv`. */
 #define UN(nm, k, ...) {.name = nm, .min_args = 1, .max_args = 1, .attrs = "", \

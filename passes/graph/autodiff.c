@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "graphpass.h"
+#include "graph.h"
 
 /* Finds where the training output is declared, for messages. */
 static Loc

@@ -3,7 +3,7 @@
  * checked after instantiation, shape inference and autodiff. It finds bugs
  * in remat, not in the user's source, so a failure names the pass and the
  * first broken tensor or op. Reads the whole Graph; writes nothing. */
-#include "graphpass.h"
+#include "graph.h"
 
 
 static bool

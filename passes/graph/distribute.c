@@ -40,7 +40,7 @@
  * order, param-gradient lifetimes) and the DistStats. */
 #include <string.h>
 
-#include "graphpass.h"
+#include "graph.h"
 
 typedef struct Dist {
 	const Graph *g;

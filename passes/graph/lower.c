@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "graphpass.h"
+#include "graph.h"
 
 typedef struct Lowering {
 	const Graph *g;

@@ -15,7 +15,7 @@
  * buffer; a later one makes a contiguous sum). */
 #include <string.h>
 
-#include "graphpass.h"
+#include "graph.h"
 
 typedef struct Torch {
 	const Graph *g;

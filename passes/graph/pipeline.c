@@ -32,7 +32,7 @@
  * new Dag in the arena over *d, and the stage's PipeStats. */
 #include <string.h>
 
-#include "graphpass.h"
+#include "graph.h"
 
 typedef struct Pipe {
 	const Graph *g;

@@ -50,7 +50,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "graphpass.h"
+#include "graph.h"
 
 #define MAXBYTES ((int64_t)1 << 62)
 

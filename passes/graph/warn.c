@@ -6,7 +6,7 @@
  * writes nothing but diagnostics. */
 #include <stdlib.h>
 
-#include "graphpass.h"
+#include "graph.h"
 
 static int
 find(int *up, int o)

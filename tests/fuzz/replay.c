@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graphpass.h"
+#include "graph.h"
 #include "frontend.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t n);

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "graphpass.h"
+#include "graph.h"
 
 extern Arena arena;
 extern Graph g;

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "ir.h"
+#include "net.h"
 
 static void
 test_alloc_is_zeroed_and_aligned(void **state)

@@ -416,7 +416,7 @@ test_lower_bound(void **state)
 	ar_free(&a);
 }
 
-/* A Checkmate-like plain DAG (as passes/import/checkmate.c imports them): node i
+/* A Checkmate-like plain DAG (as frontend/checkmate/checkmate.c imports them): node i
  * makes one tensor and reads 1-3 earlier ones, node 0 reads none; random
  * bytes, costs and sometimes workspace. */
 static void

@@ -1,5 +1,5 @@
 /* tests/unit/test_viz.c -- the timeline behind the pictures and exports
- * (passes/driver/timeline.c) on random training graphs with random
+ * (report/timeline.c) on random training graphs with random
  * recomputations, against brute force: the cursor's categories sum to
  * live_bytes and match the breakdown at the peak; downsampled points tile
  * the steps, keep each bucket's largest step (so the peak survives) and

@@ -1,0 +1,292 @@
+/* driver/analyze.c -- the pipeline, as a straight list of calls:
+ * instantiate -> infer shapes -> autodiff -> lower -> plan -> liveness ->
+ * baselines -> memory plan. Reading analyze() tells the whole design.
+ * Between passes, after_pass() runs the invariant check of what the pass
+ * made and prints its dump when asked (remat -d PASS). */
+#include <stdlib.h>
+#include <string.h>
+#ifdef __GLIBC__              /* defined by the headers above */
+#include <malloc.h>
+#endif
+
+#include "driver.h"
+
+static const char *const pass_names[PASS_COUNT] = {
+	"instantiate", "shape", "autodiff", "lower", "plan", "liveness", "memplan",
+};
+
+const char *
+pass_name(Pass p)
+{
+	ir_assert(p >= 0 && p < PASS_COUNT);
+	return pass_names[p];
+}
+
+int
+pass_from_name(const char *s)
+{
+	for (int p = 0; p < PASS_COUNT; p++)
+		if (!strcmp(s, pass_names[p]))
+			return p;
+	return -1;
+}
+
+bool
+pass_checks_default(void)
+{
+	const char *env = getenv("REMAT_CHECK");
+
+#ifdef REMAT_DEBUG
+	if (!env)
+		return true;
+#endif
+	return env && *env && strcmp(env, "0");
+}
+
+/* The check of pass p's result; false + why on a violation. */
+static bool
+check_pass(const Analysis *an, Pass p, const Schedule *s, Arena *a, char *why, size_t n)
+{
+	switch (p) {
+	case PASS_INSTANTIATE: return graph_check(&an->g, GS_INSTANTIATED, why, n);
+	case PASS_SHAPE: return graph_check(&an->g, GS_SHAPED, why, n);
+	case PASS_AUTODIFF: return graph_check(&an->g, GS_DIFFERENTIATED, why, n);
+	case PASS_LOWER: return dag_check(&an->d, a, why, n);
+	case PASS_PLAN: return dag_check_schedule(&an->d, s, a, why, n);
+	case PASS_LIVENESS:
+	case PASS_MEMPLAN:
+	case PASS_COUNT: break;
+	}
+	return true;    /* the evaluators validate as they go (MemEval.valid) */
+}
+
+static void
+dump_pass(const Analysis *an, Pass p, const Schedule *s, Arena *a, FILE *out)
+{
+	fprintf(out, "# after %s\n", pass_name(p));
+	switch (p) {
+	case PASS_INSTANTIATE:
+	case PASS_SHAPE: ir_dump(&an->g, out); break;
+	case PASS_AUTODIFF: ir_dump_backward(&an->g, out); break;
+	case PASS_LOWER: dag_dump(&an->d, out); break;
+	case PASS_PLAN: schedule_dump(&an->d, s, a, out); break;
+	case PASS_LIVENESS: eval_dump(&an->d, &an->ev, false, out); break;
+	case PASS_MEMPLAN: eval_dump(&an->d, &an->ev, true, out); break;
+	case PASS_COUNT: break;
+	}
+}
+
+/* After pass p: its check (when on) and its dump (when asked). Returns 0,
+ * or 4 after reporting a broken invariant. s is the schedule for PASS_PLAN. */
+static int
+after_pass(const Analysis *an, Pass p, const Schedule *s, const PassOptions *po, Arena *a)
+{
+	char why[256];
+
+	if (po->check) {
+		Arena scratch;  /* the checks' tables: gone before the next pass */
+		bool ok;
+		ar_init(&scratch);
+		ok = check_pass(an, p, s, &scratch, why, sizeof why);
+		ar_free(&scratch);
+		if (!ok) {
+			fprintf(stderr, "remat: internal error: after %s: %s\n", pass_name(p), why);
+			return 4;
+		}
+	}
+	if (po->dump & (1u << p))
+		dump_pass(an, p, s, a, po->dump_out ? po->dump_out : stdout);
+	return 0;
+}
+
+/* The lower bound's parts, and for a planned level the plans
+ * users write by hand (sqrt(n) and per-def checkpointing), replayed
+ * through the verifier with --verify. */
+static int
+baselines(Analysis *an, const PlanGoal *goal, bool verify, Arena *a)
+{
+	PlanResult *b[2] = {&an->sqrtn, &an->perblock};
+	/* one that does not apply: the -O0 peak, as rm_plan_sqrtn would
+	 * find it by evaluating the base again (20 MB on 300k ops) */
+	PlanResult none = {.peak = an->base.peak, .fits = true, .lower_bound = an->lb.bytes};
+	MemEval ev;
+	int rc;
+
+	if (goal->level == 0)
+		return 0;
+	an->has_baselines = true;
+	an->sqrtn = rm_sqrtn_applies(&an->d) ? rm_plan_sqrtn(&an->d, a) : none;
+	an->perblock = rm_perblock_applies(&an->d) ? rm_plan_perblock(&an->d, a) : none;
+	for (int i = 0; i < 2 && verify; i++)
+		if (b[i]->sched.n > 0 &&
+		    (rc = vf_evaluate(&an->d, &b[i]->sched, &ev, true, a)))
+			return rc;
+	return 0;
+}
+
+/* Whether a plan is the base schedule itself (nothing to recompute helped:
+ * an inference graph, a short one); its evaluation is then the base's. */
+static bool
+same_steps(const Schedule *x, const Schedule *y)
+{
+	return x->n == y->n &&
+	       (x->n == 0 || !memcmp(x->step, y->step, sizeof *x->step * (size_t)x->n));
+}
+
+/* While the syntax tree lives, arena blocks (64 KiB and up) are mapped, so
+ * that freeing one gives it back: glibc raises its mapping threshold with
+ * each mapped block freed, after which the tree's pieces, freed during
+ * instantiation, would stay in the heap unused (100 MB of a 300k-statement
+ * file). Once the tree is gone, blocks come from the heap again and are
+ * reused there: the planners make and free tens of thousands of blocks,
+ * and mapping each one took as much system time as the planning itself. */
+void
+heap_for_tree(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+#endif
+}
+
+static void
+heap_after_tree(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);   /* glibc's own ceiling */
+	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+#endif
+}
+
+/* Gives the heap's free pages back to the system. The passes after the
+ * base evaluation free scratch (the evaluation's, the lower bound's, the
+ * memory planner's) that the next pass, sized differently, does not
+ * reuse: kept, it raised the peak of 300k ops by 4 MB. */
+static void
+heap_return(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
+/* --stages needs as many outermost def calls as stages, and --stage-blocks
+ * must name every one. */
+static int
+check_stages(const Graph *g, const Dag *d)
+{
+	const PipeOptions *po = &g->settings.pipe;
+	int nb = pipeline_blocks(d), sum = 0;
+
+	if (nb < po->stages) {
+		fprintf(stderr, "remat: --stages %d: %s has %d outermost def call%s; each stage "
+		        "needs at least one\n", po->stages, g->file, nb, nb == 1 ? "" : "s");
+		return 1;
+	}
+	for (int s = 0; s < po->nsplit; s++)
+		sum += po->split[s];
+	if (po->nsplit && sum != nb) {
+		fprintf(stderr, "remat: --stage-blocks: the counts add up to %d, %s has %d "
+		        "outermost def calls\n", sum, g->file, nb);
+		return 1;
+	}
+	return 0;
+}
+
+int
+analyze(const Program *p, const char *file, const NetOptions *o,
+        const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
+        const PassOptions *po)
+{
+	PassOptions defaults = {0, NULL, pass_checks_default(), NULL};
+	double t0 = util_now();
+	Schedule base;
+	DagExcess x;
+	int rc;
+
+	if (!po)
+		po = &defaults;
+	memset(an, 0, sizeof *an);
+	an->goal = *goal;
+	ir_graph_init(&an->g, a, file);
+	if (net_instantiate(p, o, &an->g, d))
+		return 1;
+	if (po->tree) {
+		ar_free(po->tree);      /* the largest thing alive on a big file */
+		heap_after_tree();
+	}
+	if ((rc = after_pass(an, PASS_INSTANTIATE, NULL, po, a)))
+		return rc;
+	if (shape_infer(&an->g, d))
+		return 1;
+	if ((rc = after_pass(an, PASS_SHAPE, NULL, po, a)))
+		return rc;
+	graph_warn_unused_inputs(&an->g, d);
+	if (an->g.train && autodiff(&an->g, d))
+		return 1;
+	if ((rc = after_pass(an, PASS_AUTODIFF, NULL, po, a)))
+		return rc;
+	lower_graph(&an->g, &an->d, a);
+	if (dag_excess(&an->d, &x)) {
+		const Dag *dg = &an->d;
+		Loc at = x.tensor >= 0 && dg->t[x.tensor].ir_tensor >= 0
+		         ? an->g.t[dg->t[x.tensor].ir_tensor].loc
+		         : x.node >= 0 && dg->node[x.node].ir_op >= 0
+		         ? ir_op_loc(&an->g, &an->g.op[dg->node[x.node].ir_op]) : loc_make(file, 0, 0);
+		diag_error(d, at, "network too large: the total of its %s passes 2^60 at '%s' (see "
+		           "docs/limits.md)", x.what, x.tensor >= 0 ? dg->t[x.tensor].name
+		           : x.node >= 0 ? dg->node[x.node].name : "the parameters");
+		return 1;
+	}
+	if (an->g.settings.pipe.stages > 1 && (rc = check_stages(&an->g, &an->d)))
+		return rc;
+	if (an->g.settings.pipe.stages > 1)
+		pipeline_stage(&an->g, &an->d, &an->g.settings.pipe, an->g.settings.pipe.stage,
+		               &an->pipe, a);
+	distribute(&an->g, &an->d, &an->g.settings.dist, &an->dist, a);
+	if ((rc = after_pass(an, PASS_LOWER, NULL, po, a)))
+		return rc;
+	/* the base order itself, not a copy (1.2 MB on 300k ops): no pass
+	 * writes into a schedule it is given */
+	base = (Schedule){an->d.nbase, an->d.base_order};
+	if ((rc = vf_evaluate(&an->d, &base, &an->base, verify, a)))
+		return rc;
+	an->lb = rm_lower_bound_parts(&an->d);  /* once: the plan and the baselines */
+	if (!goal->exact && ((goal->level == 0 && goal->budget < 0) ||
+	                     (goal->level >= 2 && an->base.peak == an->lb.bytes))) {
+		/* -O0 is the base schedule: no planning, no second evaluation;
+		 * so is -O2 when the base meets the lower bound (rm_plan would
+		 * find the same: nothing beats it, whatever the goal) */
+		an->plan.sched = base;
+		an->plan.peak = an->base.peak;
+		an->plan.fits = goal->budget < 0 || an->base.peak <= goal->budget;
+		an->plan.lower_bound = an->lb.bytes;
+		an->ev = an->base;
+		if ((rc = after_pass(an, PASS_PLAN, &an->plan.sched, po, a)))
+			return rc;
+	} else {
+		/* the test rm_plan would make first is made above */
+		an->plan = rm_plan_search(&an->d, goal, a);
+		if (an->plan.error) {   /* --exact on a graph too large to search */
+			fprintf(stderr, "remat: %s\n", an->plan.error);
+			return 1;
+		}
+		if ((rc = after_pass(an, PASS_PLAN, &an->plan.sched, po, a)))
+			return rc;
+		if (same_steps(&an->plan.sched, &base))
+			an->ev = an->base;      /* the same evaluation, not a second copy */
+		else if ((rc = vf_evaluate(&an->d, &an->plan.sched, &an->ev, verify, a)))
+			return rc;
+	}
+	heap_return();
+	if ((rc = after_pass(an, PASS_LIVENESS, NULL, po, a)))
+		return rc;
+	if ((rc = baselines(an, goal, verify, a)))
+		return rc;
+	heap_return();
+	an->arena_bytes = mp_plan(&an->d, &an->ev, a);
+	heap_return();
+	if ((rc = after_pass(an, PASS_MEMPLAN, NULL, po, a)))
+		return rc;
+	an->seconds = util_now() - t0;
+	return an->plan.fits ? 0 : 3;
+}

@@ -1,0 +1,634 @@
+/* report/report.c -- the human report: settings, bytes per parameter,
+ * FLOPs, the peak with its breakdown, the tensors live at the peak, the
+ * activation memory of each layer (def instance), and what -O1/-O2 chose
+ * to keep and to recompute.
+ *
+ * Reads an Analysis (graph, Dag, chosen and baseline evaluations); writes
+ * text only. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+char *
+report_size(int64_t bytes, char *buf)
+{
+	static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, 32, "%" PRId64 " B", bytes);
+		return buf;
+	}
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, 32, "%.2f %s", v, units[u]);
+	return buf;
+}
+
+/* Prints a size, with the exact byte count when asked or when it matters. */
+static void
+put_size(FILE *out, const ReportOptions *ro, int64_t bytes, bool exact)
+{
+	char buf[32];
+
+	fputs(report_size(bytes, buf), out);
+	if ((exact || ro->exact_bytes) && bytes >= 1024)
+		fprintf(out, " (%" PRId64 " bytes)", bytes);
+}
+
+static void
+put_flops(FILE *out, int64_t f)
+{
+	static const char *units[] = {"", "K", "M", "G", "T", "P", "E"};
+	double v = (double)f;
+	int u = 0;
+
+	while (v >= 1000 && u < 6) {
+		v /= 1000;
+		u++;
+	}
+	fprintf(out, u ? "%.2f %sFLOP" : "%.0f %sFLOP", v, units[u]);
+}
+
+static void
+settings(const Analysis *an, FILE *out)
+{
+	const Graph *g = &an->g;
+	const Settings *s = &g->settings;
+
+	fprintf(out, "remat %s: %s", g->file, g->train ? "train" : "infer");
+	if (g->train)
+		fprintf(out, ", %s, %s precision, accumulate %" PRId64,
+		        optimizer_name(s->optimizer), s->mixed ? "mixed" : "declared",
+		        s->accumulate);
+	fprintf(out, ", -O%d%s\n", an->goal.level, s->pytorch ? ", runtime pytorch" : "");
+	if (dist_active(&s->dist))
+		dist_settings_line(&s->dist, out);
+	if (an->nstage_rows)
+		fprintf(out, "pipeline: %d stages, %d micro-batches, %s; every figure below is "
+		        "stage %d's (the largest peak), blocks %d-%d, %d micro-batch%s in flight\n",
+		        s->pipe.stages, s->pipe.micro_batches, s->pipe.gpipe ? "GPipe" : "1F1B",
+		        an->pipe.stage, an->pipe.first_block, an->pipe.last_block,
+		        an->pipe.in_flight, an->pipe.in_flight == 1 ? "" : "es");
+	if (g->ndims) {
+		fputs("dims:", out);
+		for (int i = 0; i < g->ndims; i++)
+			fprintf(out, " %s=%" PRId64 "%s", g->dims[i].name, g->dims[i].declared,
+			        g->dims[i].is_batch ? " (batch)" : "");
+		fputc('\n', out);
+	}
+	for (int i = 0; i < g->ndims && s->accumulate > 1; i++)
+		if (g->dims[i].is_batch)
+			fprintf(out, "micro-batch: %s=%" PRId64 " (the schedule is one of %" PRId64
+			        " micro-batches)\n", g->dims[i].name, g->dims[i].value, s->accumulate);
+}
+
+static void
+per_param_line(FILE *out, const char *what, int64_t bytes, int64_t count,
+               const ReportOptions *ro)
+{
+	fprintf(out, "  %-10s ", what);
+	put_size(out, ro, bytes, false);
+	if (count > 0) {
+		double per = (double)bytes / (double)count;
+		fprintf(out, per == (double)(int64_t)per ? "  %.0f B/param\n" : "  %.2f B/param\n", per);
+	} else {
+		fputc('\n', out);
+	}
+}
+
+/* A param's place in the totals: a buffer (persistent, not counted as a
+ * parameter), or a parameter, frozen or not. */
+static void
+count_param(ReportTotals *r, const Tensor *t)
+{
+	if (t->buffer) {
+		r->buffers += ir_numel(t);
+		r->buffer_bytes += t->bytes;
+		return;
+	}
+	r->params += ir_numel(t);
+	r->frozen += t->frozen ? ir_numel(t) : 0;
+}
+
+/* A pipeline stage holds the params its operations read, and their
+ * gradients. */
+static void
+stage_totals(const Analysis *an, ReportTotals *r)
+{
+	const Dag *d = &an->d;
+
+	for (int i = 0; i < d->npersistent; i++)
+		if (d->persistent_cat[i] == CAT_PARAMS)
+			count_param(r, &an->g.t[d->persistent_ir[i]]);
+	for (int t = 0; t < d->nt; t++)
+		if (d->t[t].cat == CAT_PARAM_GRADS)
+			r->grad_bytes += d->t[t].bytes;
+	/* the stage's FLOPs for one micro-batch: its DAG holds in_flight copies */
+	r->forward = d->forward_cost / an->pipe.in_flight;
+	r->backward = (d->total_cost - d->forward_cost) / an->pipe.in_flight;
+}
+
+/* The whole model's params, gradients and FLOPs. */
+static void
+model_totals(const Graph *g, ReportTotals *r)
+{
+	for (int i = 0; i < g->nt; i++) {
+		if (g->t[i].kind == TK_PARAM)
+			count_param(r, &g->t[i]);
+		if (g->t[i].kind == TK_PARAM_GRAD)
+			r->grad_bytes += g->t[i].bytes;
+	}
+	for (int o = 0; o < g->nop; o++) {
+		r->forward += g->op[o].flops;
+		if (g->op[o].has_backward)
+			r->backward += g->op[o].bwd_flops;
+	}
+}
+
+ReportTotals
+report_totals(const Analysis *an)
+{
+	const Graph *g = &an->g;
+	ReportTotals r = {0};
+
+	if (g->settings.pipe.stages > 1)        /* the stage's own params */
+		stage_totals(an, &r);
+	else
+		model_totals(g, &r);
+	if (dist_active(&g->settings.dist) && g->settings.dist.zero >= 2)
+		r.grad_bytes = an->d.persistent[CAT_PARAM_GRADS];  /* the shard */
+	return r;
+}
+
+void
+dist_settings_line(const DistOptions *o, FILE *out)
+{
+	char buf[32];
+
+	fprintf(out, "data parallel: %d rank%s, ZeRO stage %d, buckets of %s", o->ranks,
+	        o->ranks == 1 ? "" : "s", o->zero, report_size(o->bucket, buf));
+	if (o->offload_optimizer || o->offload_params)
+		fprintf(out, ", offload %s%s%s", o->offload_optimizer ? "optimizer" : "",
+		        o->offload_optimizer && o->offload_params ? "," : "",
+		        o->offload_params ? "params" : "");
+	fputs("; every figure is per rank\n", out);
+}
+
+/* --stages: one line per stage; with --ranks, each figure is one rank's of
+ * the stage (every rank of a stage holds the same shards). */
+static void
+stages(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	int ranks = an->g.settings.dist.ranks;
+
+	if (!an->nstage_rows)
+		return;
+	fprintf(out, "\npipeline stages (blocks are outermost def calls, 1 = the first)");
+	if (dist_active(&an->g.settings.dist))
+		fprintf(out, "; %d stages x %d rank%s, figures per rank", an->nstage_rows, ranks,
+		        ranks == 1 ? "" : "s");
+	fprintf(out, ":\n  %-6s %-9s %-9s %-22s %-8s %s\n", "stage", "blocks", "in flight",
+	        "peak", "at step", "sends / receives per micro-batch");
+	for (int i = 0; i < an->nstage_rows; i++) {
+		const StageRow *r = &an->stage_rows[i];
+		char blocks[32], buf[32], sb[32], rb[32];
+		snprintf(blocks, sizeof blocks, "%d-%d", r->first_block, r->last_block);
+		fprintf(out, "  %-6d %-9s %-9d %-22s %-8d %s / %s\n", r->stage, blocks, r->in_flight,
+		        report_size(r->peak, buf), r->peak_step,
+		        report_size(r->send_bytes / r->micro_batches, sb),
+		        report_size(r->recv_bytes / r->micro_batches, rb));
+	}
+	(void)ro;
+}
+
+/* --ranks/--zero/--offload: what one rank holds beyond one GPU's model. */
+static void
+distributed(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const DistStats *st = &an->dist;
+	int64_t host = 0;
+
+	if (!dist_active(&an->g.settings.dist) || !an->g.train)
+		return;
+	for (int c = 0; c < CAT_COUNT; c++)
+		host += st->host[c];
+	fputs("\ndistributed (per rank):\n", out);
+	fprintf(out, "  gradient buckets   %d, the largest ", st->nbuckets);
+	put_size(out, ro, st->max_bucket, true);
+	fputc('\n', out);
+	if (st->nunits) {
+		fprintf(out, "  gathered units     %d, the largest ", st->nunits);
+		put_size(out, ro, st->max_gather, true);
+		fputc('\n', out);
+	}
+	fputs("  host (offloaded)   ", out);
+	put_size(out, ro, host, true);
+	fputc('\n', out);
+}
+
+
+static void
+parameters(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const Graph *g = &an->g;
+	const int64_t *p = an->d.persistent;
+	ReportTotals rt = report_totals(an);
+	int64_t count = rt.params, grads = rt.grad_bytes, total;
+
+	int64_t frozen = rt.frozen;
+
+	/* buffers are in the params category of the memory, not in the count */
+	int64_t weights = p[CAT_PARAMS] - rt.buffer_bytes;
+	total = weights + p[CAT_MASTER] + grads + p[CAT_OPTIMIZER];
+
+	if (frozen)
+		fprintf(out, "\nparameters: %" PRId64 " elements, %" PRId64 " trainable, %"
+		        PRId64 " frozen (weights only: no grad, master or optimizer state)\n",
+		        count, count - frozen, frozen);
+	else
+		fprintf(out, "\nparameters: %" PRId64 " elements\n", count);
+	per_param_line(out, "weights", weights, count, ro);
+	if (g->train) {
+		per_param_line(out, "master", p[CAT_MASTER], count, ro);
+		per_param_line(out, "grads", grads, count, ro);
+		per_param_line(out, "optimizer", p[CAT_OPTIMIZER], count, ro);
+		per_param_line(out, "total", total, count, ro);
+	}
+	if (rt.buffers) {
+		fprintf(out, "buffers: %" PRId64 " elements, ", rt.buffers);
+		put_size(out, ro, rt.buffer_bytes, false);
+		fputs(" (persistent, not parameters: no grad, master or optimizer state)\n", out);
+	}
+}
+
+static void
+flops(const Analysis *an, FILE *out)
+{
+	ReportTotals rt = report_totals(an);
+	int64_t fwd = rt.forward, bwd = rt.backward, rec = an->ev.recompute_cost;
+
+	fputs("\nflops: forward ", out);
+	put_flops(out, fwd);
+	fputs(", backward ", out);
+	put_flops(out, bwd);
+	fputs(", recompute ", out);
+	put_flops(out, rec);
+	fprintf(out, " (%.1f%% of forward, %.1f%% of the step)\n",
+	        fwd ? 100.0 * (double)rec / (double)fwd : 0.0,
+	        fwd + bwd ? 100.0 * (double)rec / (double)(fwd + bwd) : 0.0);
+}
+
+static const char *
+step_label(const Analysis *an, int s, char *buf, size_t n)
+{
+	const MemEval *ev = &an->ev;
+	const DagNode *node = &an->d.node[an->plan.sched.step[s]];
+
+	snprintf(buf, n, "step %d of %d, %s %s", s, ev->nsteps,
+	         step_kind_name(ev->kind[s]), node->name);
+	return buf;
+}
+
+/* issue 9: one baseline's peak and recompute, beside the plan. */
+static void
+baseline_line(const Analysis *an, const ReportOptions *ro, const char *what,
+              const PlanResult *b, const char *none, FILE *out)
+{
+	int64_t fwd = an->d.forward_cost;
+
+	fprintf(out, "  %s: ", what);
+	if (b->sched.n == 0) {
+		fprintf(out, "n/a (%s)\n", none);
+		return;
+	}
+	put_size(out, ro, b->peak, true);
+	fputs(", recompute ", out);
+	put_flops(out, b->recompute_cost);
+	fprintf(out, " (%.1f%% of forward)\n",
+	        fwd ? 100.0 * (double)b->recompute_cost / (double)fwd : 0.0);
+}
+
+static void
+baseline_lines(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	if (!an->has_baselines)
+		return;
+	baseline_line(an, ro, "sqrt(n) checkpointing (-O1)", &an->sqrtn,
+	              "no backward or no articulation point", out);
+	baseline_line(an, ro, "per-def checkpointing", &an->perblock,
+	              "no backward or no def call", out);
+}
+
+/* The bound, and in one line what it is made of. Under --exact the
+ * printed bound is the optimum the search proved; the line then gives the
+ * model's bound beside it. */
+static void
+lower_bound_lines(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const LowerBound *lb = &an->lb;
+	char buf[32];
+
+	fputs("  lower bound: ", out);
+	put_size(out, ro, an->plan.lower_bound, true);
+	fputs("\n    = ", out);
+	if (an->plan.lower_bound != lb->bytes)
+		fprintf(out, "the optimum --exact proves; any schedule holds %s = ",
+		        report_size(lb->bytes, buf));
+	fprintf(out, "persistent %s", report_size(lb->persistent, buf));
+	if (lb->always)
+		fprintf(out, " + tensors live throughout (inputs, accumulated grads) %s",
+		        report_size(lb->always, buf));
+	if (lb->at_end) {
+		fprintf(out, " + param grads at the end of backward %s",
+		        report_size(lb->end_grads, buf));
+		fprintf(out, " + the last backward step (backward %s) %s\n",
+		        an->d.node[lb->end_node].name, report_size(lb->end_step, buf));
+	} else if (lb->step_node >= 0) {
+		const DagNode *n = &an->d.node[lb->step_node];
+		fprintf(out, " + the largest step (%s %s) %s\n",
+		        n->is_backward ? "backward" : "forward", n->name,
+		        report_size(lb->step, buf));
+	} else {
+		fputc('\n', out);
+	}
+}
+
+static void
+peak(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const MemEval *ev = &an->ev;
+	char buf[512];
+
+	fputs("\npeak: ", out);
+	put_size(out, ro, ev->peak, true);
+	fprintf(out, " at %s\n", step_label(an, ev->peak_step, buf, sizeof buf));
+	if (an->goal.level > 0) {
+		fputs("  before remat (-O0): ", out);
+		put_size(out, ro, an->base.peak, true);
+		fputc('\n', out);
+	}
+	baseline_lines(an, ro, out);
+	lower_bound_lines(an, ro, out);
+	fputs("  arena: ", out);
+	put_size(out, ro, an->arena_bytes, true);
+	fputs(", fragmentation ", out);
+	put_size(out, ro, an->arena_bytes - ev->peak, false);
+	if (an->gpu)
+		gpu_report_human(an, out);      /* --gpu: report/gpu.c */
+	fputs("\n\nbreakdown at the peak:\n", out);
+	for (int c = 0; c < CAT_COUNT; c++) {
+		fprintf(out, "  %-12s ", memcat_name((MemCat)c));
+		put_size(out, ro, ev->breakdown[c], false);
+		fputc('\n', out);
+	}
+}
+
+static int
+by_owned_desc(const void *a, const void *b)
+{
+	const Instance *x = *(Instance *const *)a, *y = *(Instance *const *)b;
+
+	if (x->owned != y->owned)
+		return x->owned < y->owned ? 1 : -1;
+	return x->tensor - y->tensor;
+}
+
+static bool
+is_live_at(const Instance *in, int step)
+{
+	return in->owned > 0 && in->start <= step && step <= in->end;
+}
+
+static void
+top_tensors(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const MemEval *ev = &an->ev;
+	int n = 0, ps = ev->peak_step;
+	Instance **live;
+	char shape[256];
+
+	/* sized by what is live at the peak, not by every instance: a
+	 * 300k-op chain has a handful live */
+	for (int i = 0; i < ev->ninst; i++)
+		n += is_live_at(&ev->inst[i], ps);
+	live = xmalloc(sizeof *live * ((size_t)n + 1));
+	n = 0;
+	for (int i = 0; i < ev->ninst; i++)
+		if (is_live_at(&ev->inst[i], ps))
+			live[n++] = (Instance *)&ev->inst[i];
+	qsort(live, (size_t)n, sizeof *live, by_owned_desc);
+	fprintf(out, "\ntensors live at the peak (%d, largest first):\n", n);
+	for (int i = 0; i < n && i < ro->top; i++) {
+		const DagTensor *dt = &an->d.t[live[i]->tensor];
+		const Tensor *t;
+		if (dt->ir_tensor < 0) {        /* a communication buffer (--zero 3) */
+			fprintf(out, "  %-28s %-14s %-24s ", dt->name, "collective", "");
+			put_size(out, ro, live[i]->owned, false);
+			fputc('\n', out);
+			continue;
+		}
+		t = &an->g.t[dt->ir_tensor];
+		fprintf(out, "  %-28s %-14s %s%-20s ", t->id, ir_tensor_op(&an->g, dt->ir_tensor),
+		        dtype_name(t->dtype), ir_shape_str(t, shape, sizeof shape));
+		put_size(out, ro, live[i]->owned, false);
+		fprintf(out, "  line %d", t->loc.line);
+		if (live[i]->start >= 0 && ev->kind[live[i]->start] == STEP_RECOMPUTE)
+			fputs(" (recomputed)", out);
+		fputc('\n', out);
+	}
+	if (n > ro->top)
+		fprintf(out, "  ... and %d more\n", n - ro->top);
+	free(live);
+}
+
+
+typedef struct Layer {
+	const char *name;
+	size_t len;
+	int first;              /* its first tensor */
+	int64_t saved, at_peak;
+} Layer;
+
+/* The tensor's outer scope length when it is a layer's activation, else 0. */
+static size_t
+layer_scope(const Tensor *t)
+{
+	if (t->kind != TK_ACT && t->kind != TK_EXTRA)
+		return 0;
+	return ir_outer_scope_len(t->scope);
+}
+
+/* The layers (outermost def call instances) in program order; returns
+ * how many: a layer starts at each activation whose outer scope differs
+ * from the layer before it. Fills l when it is not NULL. */
+static int
+find_layers(const Graph *g, Layer *l)
+{
+	int nl = 0;
+	const char *name = NULL;
+	size_t len = 0;
+
+	for (int i = 0; i < g->nt; i++) {
+		const Tensor *t = &g->t[i];
+		size_t k = layer_scope(t);
+		if (!k || (name && len == k && !strncmp(name, t->scope, k)))
+			continue;
+		name = t->scope;
+		len = k;
+		if (l)
+			l[nl] = (Layer){name, len, i, 0, 0};
+		nl++;
+	}
+	return nl;
+}
+
+/* The layer of IR tensor i, or -1: the last layer that starts at or
+ * before it, since a layer runs until the next one starts. */
+static int
+layer_of(const Graph *g, const Layer *l, int nl, int i)
+{
+	int lo = 0, hi = nl;
+
+	if (!layer_scope(&g->t[i]))
+		return -1;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (l[mid].first <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - 1;
+}
+
+/* Activation memory per layer: the storage that backward's saved tensors
+ * hold (per ops.md; a saved view holds its base), and what this schedule
+ * holds at its peak. Layers in program order. Memory in the layers, not
+ * in the tensors: a 300k-op graph without a def has none. */
+static void
+layers(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const Graph *g = &an->g;
+	const MemEval *ev = &an->ev;
+	int nl = find_layers(g, NULL);
+	Layer *l;
+	uint8_t *held;
+
+	if (!nl)
+		return;
+	l = xcalloc((size_t)nl, sizeof *l);
+	find_layers(g, l);
+	/* A saved view holds its base's storage: count roots, once each. */
+	held = xcalloc((size_t)g->nt / 8 + 1, 1);
+	for (int i = 0; i < g->nt; i++)
+		if (g->t[i].saved) {
+			int r = ir_storage_root(g, i);
+			held[r / 8] |= (uint8_t)(1u << (r % 8));
+		}
+	for (int i = 0; i < g->nt; i++) {
+		int k = held[i / 8] >> (i % 8) & 1 ? layer_of(g, l, nl, i) : -1;
+		if (k >= 0)
+			l[k].saved += g->t[i].bytes;
+	}
+	free(held);
+	for (int i = 0; i < ev->ninst; i++) {
+		const Instance *in = &ev->inst[i];
+		int ir = an->d.t[in->tensor].ir_tensor, k;
+		if (ir >= 0 && is_live_at(in, ev->peak_step) && (k = layer_of(g, l, nl, ir)) >= 0)
+			l[k].at_peak += in->owned;
+	}
+	fputs("\nactivations per layer (def instance):  saved for backward  /  live at the peak\n", out);
+	for (int i = 0; i < nl; i++) {
+		fprintf(out, "  %-24.*s ", (int)l[i].len - 1, l[i].name);
+		put_size(out, ro, l[i].saved, false);
+		fputs("  /  ", out);
+		put_size(out, ro, l[i].at_peak, false);
+		fputc('\n', out);
+	}
+	free(l);
+}
+
+enum { LIST_MAX = 60, LIST_WIDTH = 78 };
+
+/* Prints a word of a wrapped, indented list; returns the new column. */
+static int
+put_word(FILE *out, const char *w, int col)
+{
+	int n = (int)strlen(w);
+
+	if (col > 0 && col + 1 + n > LIST_WIDTH) {
+		fputc('\n', out);
+		col = 0;
+	}
+	fprintf(out, col ? " %s" : "  %s", w);
+	return col + n + (col ? 1 : 2);
+}
+
+static void
+list_end(FILE *out, int n)
+{
+	if (n > LIST_MAX)
+		fprintf(out, "\n  ... (%d in all)", n);
+	fputs(n ? "\n" : "  none\n", out);
+}
+
+/* -O1 and up: which saved activations are kept from the forward pass and
+ * which are recomputed. */
+static void
+remat_summary(const Analysis *an, FILE *out)
+{
+	const MemEval *ev = &an->ev;
+	int first_bwd = ev->nsteps, nkept = 0, nrec = 0;
+	char *recomputed = xcalloc((size_t)an->d.nt + 1, 1);
+
+	if (an->goal.level == 0) {
+		free(recomputed);
+		return;
+	}
+	for (int s = 0; s < ev->nsteps && first_bwd == ev->nsteps; s++)
+		if (ev->kind[s] == STEP_BACKWARD)
+			first_bwd = s;
+	for (int i = 0; i < ev->ninst; i++)
+		if (ev->inst[i].start >= 0 && ev->kind[ev->inst[i].start] == STEP_RECOMPUTE)
+			recomputed[ev->inst[i].tensor] = 1;
+	fputs("\ncheckpoints (kept from the forward pass for backward):\n", out);
+	for (int i = 0, col = 0; i < ev->ninst; i++) {
+		const Instance *in = &ev->inst[i];
+		const DagTensor *dt = &an->d.t[in->tensor];
+		if (dt->cat != CAT_ACTIVATIONS || in->start < 0 ||
+		    ev->kind[in->start] != STEP_FORWARD || in->end < first_bwd || in->owned == 0)
+			continue;
+		if (nkept++ < LIST_MAX)
+			col = put_word(out, dt->name, col);
+	}
+	list_end(out, nkept);
+	fputs("recomputed:\n", out);
+	for (int t = 0, col = 0; t < an->d.nt; t++) {
+		if (!recomputed[t])
+			continue;
+		if (nrec++ < LIST_MAX)
+			col = put_word(out, an->d.t[t].name, col);
+	}
+	list_end(out, nrec);
+	free(recomputed);
+}
+
+void
+report_human(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	settings(an, out);
+	parameters(an, ro, out);
+	distributed(an, ro, out);
+	stages(an, ro, out);
+	flops(an, out);
+	peak(an, ro, out);
+	top_tensors(an, ro, out);
+	layers(an, ro, out);
+	remat_summary(an, out);
+}
