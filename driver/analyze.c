@@ -1,8 +1,9 @@
 /* driver/analyze.c -- the pipeline, as a straight list of calls:
- * instantiate -> infer shapes -> autodiff -> lower -> plan -> liveness ->
- * baselines -> memory plan. Reading analyze() tells the whole design.
- * Between passes, after_pass() runs the invariant check of what the pass
- * made and prints its dump when asked (remat -d PASS). */
+ * instantiate -> infer shapes -> autodiff -> lower (analyze_graph), then
+ * plan -> liveness -> baselines -> memory plan (analyze_dag, which the
+ * Checkmate import enters with its DAG). Reading analyze() tells the whole
+ * design. Between passes, after_pass() runs the invariant check of what
+ * the pass made and prints its dump when asked (remat -d PASS). */
 #include <stdlib.h>
 #include <string.h>
 #ifdef __GLIBC__              /* defined by the headers above */
@@ -76,9 +77,10 @@ dump_pass(const Analysis *an, Pass p, const Schedule *s, Arena *a, FILE *out)
 	}
 }
 
-/* After pass p: its check (when on) and its dump (when asked). Returns 0,
- * or 4 after reporting a broken invariant. s is the schedule for PASS_PLAN. */
-static int
+/* After pass p: its check (when on) and its dump (when asked);
+ * ST_INTERNAL after reporting a broken invariant. s is the schedule for
+ * PASS_PLAN. */
+static Status
 after_pass(const Analysis *an, Pass p, const Schedule *s, const PassOptions *po, Arena *a)
 {
 	char why[256];
@@ -91,18 +93,18 @@ after_pass(const Analysis *an, Pass p, const Schedule *s, const PassOptions *po,
 		ar_free(&scratch);
 		if (!ok) {
 			fprintf(stderr, "remat: internal error: after %s: %s\n", pass_name(p), why);
-			return 4;
+			return ST_INTERNAL;
 		}
 	}
 	if (po->dump & (1u << p))
 		dump_pass(an, p, s, a, po->dump_out ? po->dump_out : stdout);
-	return 0;
+	return ST_OK;
 }
 
 /* The lower bound's parts, and for a planned level the plans
  * users write by hand (sqrt(n) and per-def checkpointing), replayed
  * through the verifier with --verify. */
-static int
+static Status
 baselines(Analysis *an, const PlanGoal *goal, bool verify, Arena *a)
 {
 	PlanResult *b[2] = {&an->sqrtn, &an->perblock};
@@ -110,18 +112,18 @@ baselines(Analysis *an, const PlanGoal *goal, bool verify, Arena *a)
 	 * find it by evaluating the base again (20 MB on 300k ops) */
 	PlanResult none = {.peak = an->base.peak, .fits = true, .lower_bound = an->lb.bytes};
 	MemEval ev;
-	int rc;
+	Status st;
 
 	if (goal->level == 0)
-		return 0;
+		return ST_OK;
 	an->has_baselines = true;
 	an->sqrtn = rm_sqrtn_applies(&an->d) ? rm_plan_sqrtn(&an->d, a) : none;
 	an->perblock = rm_perblock_applies(&an->d) ? rm_plan_perblock(&an->d, a) : none;
 	for (int i = 0; i < 2 && verify; i++)
 		if (b[i]->sched.n > 0 &&
-		    (rc = vf_evaluate(&an->d, &b[i]->sched, &ev, true, a)))
-			return rc;
-	return 0;
+		    (st = vf_evaluate(&an->d, &b[i]->sched, &ev, true, a)))
+			return st;
+	return ST_OK;
 }
 
 /* Whether a plan is the base schedule itself (nothing to recompute helped:
@@ -171,7 +173,7 @@ heap_return(void)
 
 /* --stages needs as many outermost def calls as stages, and --stage-blocks
  * must name every one. */
-static int
+static Status
 check_stages(const Graph *g, const Dag *d)
 {
 	const PipeOptions *po = &g->settings.pipe;
@@ -180,77 +182,86 @@ check_stages(const Graph *g, const Dag *d)
 	if (nb < po->stages) {
 		fprintf(stderr, "remat: --stages %d: %s has %d outermost def call%s; each stage "
 		        "needs at least one\n", po->stages, g->file, nb, nb == 1 ? "" : "s");
-		return 1;
+		return ST_ERROR;
 	}
 	for (int s = 0; s < po->nsplit; s++)
 		sum += po->split[s];
 	if (po->nsplit && sum != nb) {
 		fprintf(stderr, "remat: --stage-blocks: the counts add up to %d, %s has %d "
 		        "outermost def calls\n", sum, g->file, nb);
-		return 1;
+		return ST_ERROR;
 	}
-	return 0;
+	return ST_OK;
 }
 
-int
-analyze(const Program *p, const char *file, const NetOptions *o,
-        const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
-        const PassOptions *po)
-{
-	PassOptions defaults = {0, NULL, pass_checks_default(), NULL};
-	double t0 = util_now();
-	Schedule base;
-	DagExcess x;
-	int rc;
 
-	if (!po)
-		po = &defaults;
+/* The DAG's totals must stay below 2^60 (dag_excess): an error at the
+ * tensor or op whose sum passes it. */
+static Status
+check_excess(const Analysis *an, const char *file, Diag *d)
+{
+	const Dag *dg = &an->d;
+	DagExcess x;
+	Loc at;
+
+	if (!dag_excess(dg, &x))
+		return ST_OK;
+	at = x.tensor >= 0 && dg->t[x.tensor].ir_tensor >= 0
+	     ? an->g.t[dg->t[x.tensor].ir_tensor].loc
+	     : x.node >= 0 && dg->node[x.node].ir_op >= 0
+	     ? ir_op_loc(&an->g, &an->g.op[dg->node[x.node].ir_op]) : loc_make(file, 0, 0);
+	diag_error(d, at, "network too large: the total of its %s passes 2^60 at '%s' (see "
+	           "docs/limits.md)", x.what, x.tensor >= 0 ? dg->t[x.tensor].name
+	           : x.node >= 0 ? dg->node[x.node].name : "the parameters");
+	return ST_ERROR;
+}
+
+Status
+analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
+{
+	const PassOptions *po = &job->passes;
+	Status st;
+
 	memset(an, 0, sizeof *an);
-	an->goal = *goal;
-	ir_graph_init(&an->g, a, file);
-	if (net_instantiate(p, o, &an->g, d))
-		return 1;
+	an->goal = job->goal;
+	ir_graph_init(&an->g, a, job->file);
+	if (net_instantiate(job->prog, &job->net, &an->g, d))
+		return ST_ERROR;
 	if (po->tree) {
 		ar_free(po->tree);      /* the largest thing alive on a big file */
 		heap_after_tree();
 	}
-	if ((rc = after_pass(an, PASS_INSTANTIATE, NULL, po, a)))
-		return rc;
+	if ((st = after_pass(an, PASS_INSTANTIATE, NULL, po, a)))
+		return st;
 	if (shape_infer(&an->g, d))
-		return 1;
-	if ((rc = after_pass(an, PASS_SHAPE, NULL, po, a)))
-		return rc;
+		return ST_ERROR;
+	if ((st = after_pass(an, PASS_SHAPE, NULL, po, a)))
+		return st;
 	graph_warn_unused_inputs(&an->g, d);
 	if (an->g.train && autodiff(&an->g, d))
-		return 1;
-	if ((rc = after_pass(an, PASS_AUTODIFF, NULL, po, a)))
-		return rc;
+		return ST_ERROR;
+	if ((st = after_pass(an, PASS_AUTODIFF, NULL, po, a)))
+		return st;
 	lower_graph(&an->g, &an->d, a);
-	if (dag_excess(&an->d, &x)) {
-		const Dag *dg = &an->d;
-		Loc at = x.tensor >= 0 && dg->t[x.tensor].ir_tensor >= 0
-		         ? an->g.t[dg->t[x.tensor].ir_tensor].loc
-		         : x.node >= 0 && dg->node[x.node].ir_op >= 0
-		         ? ir_op_loc(&an->g, &an->g.op[dg->node[x.node].ir_op]) : loc_make(file, 0, 0);
-		diag_error(d, at, "network too large: the total of its %s passes 2^60 at '%s' (see "
-		           "docs/limits.md)", x.what, x.tensor >= 0 ? dg->t[x.tensor].name
-		           : x.node >= 0 ? dg->node[x.node].name : "the parameters");
-		return 1;
-	}
-	if (an->g.settings.pipe.stages > 1 && (rc = check_stages(&an->g, &an->d)))
-		return rc;
+	if ((st = check_excess(an, job->file, d)))
+		return st;
+	if (an->g.settings.pipe.stages > 1 && (st = check_stages(&an->g, &an->d)))
+		return st;
 	if (an->g.settings.pipe.stages > 1)
 		pipeline_stage(&an->g, &an->d, &an->g.settings.pipe, an->g.settings.pipe.stage,
 		               &an->pipe, a);
 	distribute(&an->g, &an->d, &an->g.settings.dist, &an->dist, a);
-	if ((rc = after_pass(an, PASS_LOWER, NULL, po, a)))
-		return rc;
-	/* the base order itself, not a copy (1.2 MB on 300k ops): no pass
-	 * writes into a schedule it is given */
-	base = (Schedule){an->d.nbase, an->d.base_order};
-	if ((rc = vf_evaluate(&an->d, &base, &an->base, verify, a)))
-		return rc;
-	an->lb = rm_lower_bound_parts(&an->d);  /* once: the plan and the baselines */
+	return after_pass(an, PASS_LOWER, NULL, po, a);
+}
+
+/* The plan for the job's goal and its evaluation in an->ev; base is the
+ * base order, already evaluated in an->base. */
+static Status
+choose_plan(const Job *job, Analysis *an, Schedule base, Arena *a)
+{
+	const PlanGoal *goal = &job->goal;
+	Status st;
+
 	if (!goal->exact && ((goal->level == 0 && goal->budget < 0) ||
 	                     (goal->level >= 2 && an->base.peak == an->lb.bytes))) {
 		/* -O0 is the base schedule: no planning, no second evaluation;
@@ -261,32 +272,78 @@ analyze(const Program *p, const char *file, const NetOptions *o,
 		an->plan.fits = goal->budget < 0 || an->base.peak <= goal->budget;
 		an->plan.lower_bound = an->lb.bytes;
 		an->ev = an->base;
-		if ((rc = after_pass(an, PASS_PLAN, &an->plan.sched, po, a)))
-			return rc;
-	} else {
-		/* the test rm_plan would make first is made above */
-		an->plan = rm_plan_search(&an->d, goal, a);
-		if (an->plan.error) {   /* --exact on a graph too large to search */
-			fprintf(stderr, "remat: %s\n", an->plan.error);
-			return 1;
-		}
-		if ((rc = after_pass(an, PASS_PLAN, &an->plan.sched, po, a)))
-			return rc;
-		if (same_steps(&an->plan.sched, &base))
-			an->ev = an->base;      /* the same evaluation, not a second copy */
-		else if ((rc = vf_evaluate(&an->d, &an->plan.sched, &an->ev, verify, a)))
-			return rc;
+		return after_pass(an, PASS_PLAN, &an->plan.sched, &job->passes, a);
 	}
+	/* the test rm_plan would make first is made above */
+	an->plan = rm_plan_search(&an->d, goal, a);
+	if (an->plan.error) {   /* --exact on a graph too large to search */
+		fprintf(stderr, "remat: %s\n", an->plan.error);
+		return ST_ERROR;
+	}
+	if ((st = after_pass(an, PASS_PLAN, &an->plan.sched, &job->passes, a)))
+		return st;
+	if (same_steps(&an->plan.sched, &base)) {
+		an->ev = an->base;      /* the same evaluation, not a second copy */
+		return ST_OK;
+	}
+	return vf_evaluate(&an->d, &an->plan.sched, &an->ev, job->verify, a);
+}
+
+Status
+analyze_dag(const Job *job, Analysis *an, Arena *a)
+{
+	const PassOptions *po = &job->passes;
+	/* the base order itself, not a copy (1.2 MB on 300k ops): no pass
+	 * writes into a schedule it is given */
+	Schedule base = {an->d.nbase, an->d.base_order};
+	Status st;
+
+	an->goal = job->goal;
+	if ((st = vf_evaluate(&an->d, &base, &an->base, job->verify, a)))
+		return st;
+	an->lb = rm_lower_bound_parts(&an->d);  /* once: the plan and the baselines */
+	if ((st = choose_plan(job, an, base, a)))
+		return st;
 	heap_return();
-	if ((rc = after_pass(an, PASS_LIVENESS, NULL, po, a)))
-		return rc;
-	if ((rc = baselines(an, goal, verify, a)))
-		return rc;
+	if ((st = after_pass(an, PASS_LIVENESS, NULL, po, a)))
+		return st;
+	if ((st = baselines(an, &job->goal, job->verify, a)))
+		return st;
 	heap_return();
 	an->arena_bytes = mp_plan(&an->d, &an->ev, a);
 	heap_return();
-	if ((rc = after_pass(an, PASS_MEMPLAN, NULL, po, a)))
-		return rc;
-	an->seconds = util_now() - t0;
-	return an->plan.fits ? 0 : 3;
+	if ((st = after_pass(an, PASS_MEMPLAN, NULL, po, a)))
+		return st;
+	return an->plan.fits ? ST_OK : ST_NO_FIT;
+}
+
+Status
+analyze(const Job *job, Analysis *an, Arena *a, Diag *d)
+{
+	double t0 = util_now();
+	Status st = analyze_graph(job, an, a, d);
+
+	if (st == ST_OK)
+		st = analyze_dag(job, an, a);
+	if (st == ST_OK || st == ST_NO_FIT)
+		an->seconds = util_now() - t0;
+	return st;
+}
+
+Status
+analyze_shapes(const Job *job, Graph *g, Arena *a, Diag *d)
+{
+	ir_graph_init(g, a, job->file);
+	if (net_instantiate(job->prog, &job->net, g, d) || shape_infer(g, d) ||
+	    autodiff_check_loss(g, d))
+		return ST_ERROR;
+	return ST_OK;
+}
+
+void
+no_fit_error(const Analysis *an)
+{
+	fprintf(stderr, "error: no schedule fits in %lld bytes; smallest peak found: %lld bytes "
+	        "(%.2f GiB)\n", (long long)an->goal.budget, (long long)an->plan.peak,
+	        (double)an->plan.peak / (1024.0 * 1024.0 * 1024.0));
 }

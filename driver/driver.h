@@ -1,8 +1,13 @@
-/* driver/driver.h -- the command line and the pipeline: analyze.c (the
- * one function that runs every pass in order), the re-drivers that analyze
- * a program again with one setting changed (stages.c, sweep.c,
- * zero_table.c), the Checkmate run (cm_run.c), output files (outfile.c),
- * the progress line (progress.c), the picture options (viz.c) and main.c.
+/* driver/driver.h -- the command line and the pipeline. One compilation
+ * is a Job. analyze.c runs every pass on it in order: analyze_graph (the
+ * network to its DAG), then analyze_dag (the DAG to a plan, its
+ * evaluation, the baselines and the memory plan). The re-drivers analyze
+ * a copy of the job with one field changed: stages.c (each pipeline
+ * stage), sweep.c, zero_table.c and max_batch.c; cm_run.c runs an imported
+ * Checkmate DAG through analyze_dag. cli.c reads the command line into
+ * Options; main.c reads the input, analyzes it and writes what was asked
+ * (its table of outputs), every file through outfile.c; progress.c draws
+ * the progress line.
  */
 #ifndef REMAT_DRIVER_H
 #define REMAT_DRIVER_H
@@ -23,8 +28,8 @@ const char *pass_name(Pass p);          /* "instantiate", ... */
 int pass_from_name(const char *s);      /* -1 if unknown */
 
 /* What analyze does between passes: dumps (bit 1 << Pass each, to
- * dump_out) and the invariant checks (graph_check, dag_check,
- * dag_check_schedule; a violation is an internal error, exit 4). */
+ * dump_out, stdout when NULL) and the invariant checks (graph_check,
+ * dag_check, dag_check_schedule; a violation is ST_INTERNAL). */
 typedef struct PassOptions {
 	unsigned dump;
 	FILE *dump_out;
@@ -38,58 +43,84 @@ typedef struct PassOptions {
  * the environment has REMAT_CHECK=1 (make check sets it). */
 bool pass_checks_default(void);
 
-/* Runs instantiate -> shape_infer -> autodiff -> lower -> plan -> liveness
- * -> memory plan. Returns an exit status: 0, 1 (errors in the input,
- * reported to d), 3 (no schedule fits the budget; an->plan holds the
- * smallest peak found). With verify, checks every evaluation with vf_check
- * and returns 4 on a mismatch. po may be NULL: no dumps, default checks. */
-/* main: arena blocks mapped while the syntax tree lives (analyze.c) */
+/* One compilation: what to analyze and how. */
+typedef struct Job {
+	const Program *prog;    /* the parsed source; NULL for --import checkmate */
+	const char *file;       /* the input's name in reports and messages */
+	NetOptions net;         /* -D, --infer, ..., --ranks, --stages */
+	PlanGoal goal;          /* -O, --budget, --max-recompute, --exact */
+	bool verify;            /* replay every evaluation through vf_check */
+	PassOptions passes;     /* -d, --check */
+} Job;
+
+/* main: arena blocks mapped while the syntax tree lives */
 void heap_for_tree(void);
-int analyze(const Program *p, const char *file, const NetOptions *o,
-            const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
-            const PassOptions *po);
+
+/* instantiate -> shape_infer -> autodiff -> lower (with the pipeline
+ * stage and the ranks' share): an->g and an->d, an->pipe, an->dist. */
+Status analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d);
+/* The base evaluation and lower bound, the plan for job->goal, its
+ * evaluation, the baselines and the memory plan, from an->d. ST_NO_FIT
+ * when no schedule meets the budget (an->plan holds the smallest peak
+ * found); ST_INTERNAL on a broken invariant or, with job->verify, a
+ * disagreement of the evaluators. */
+Status analyze_dag(const Job *job, Analysis *an, Arena *a);
+/* Both, timed in an->seconds; errors in the input go to d. */
+Status analyze(const Job *job, Analysis *an, Arena *a, Diag *d);
+/* --dump-ir and --graph-json: the graph instantiated and shaped, and its
+ * loss checked, without autodiff. */
+Status analyze_shapes(const Job *job, Graph *g, Arena *a, Diag *d);
+/* The one message for ST_NO_FIT, on stderr: the budget, the smallest peak. */
+void no_fit_error(const Analysis *an);
 
 /* ---------------------------------------------------------------- driver/stages.c */
 /* analyze(), and with --stages K one analysis per stage: fills an with the
- * stage whose peak is largest and an->stage_rows with every stage. Exit
- * status as analyze's (3 when some stage misses the budget). */
-int analyze_stages(const Program *p, const char *file, const NetOptions *o,
-                   const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
-                   const PassOptions *po);
-
+ * stage whose peak is largest and an->stage_rows with every stage.
+ * ST_NO_FIT when some stage misses the budget. */
+Status analyze_stages(const Job *job, Analysis *an, Arena *a, Diag *d);
 /* -o with --stages K: every stage analysed again (warnings quiet), the
- * program of the K stages written to f (codegen/emit.c). Returns analyze's
- * status, or 4 when writing fails. */
-int stages_program(const Program *p, const char *file, const NetOptions *o,
-                   const PlanGoal *goal, const PassOptions *po, FILE *f);
-
-/* Analyzes p again with NAME=value among the -D overrides (none when name
- * is NULL), warnings quiet and diagnostics to msgs (stderr when NULL), into
- * an and the arena a, which it initialises and the caller frees. Returns
- * analyze_stages' status. */
-int analyze_probe(const Program *p, const char *file, const NetOptions *net,
-                  const char *name, int64_t value, const PlanGoal *goal, bool check,
-                  FILE *msgs, Analysis *an, Arena *a);
+ * program of the K stages written to f (codegen/emit.c). ST_INTERNAL when
+ * writing fails. */
+Status stages_program(const Job *job, FILE *f);
+/* analyze_stages of the job again with NAME=value among the -D overrides
+ * (none when name is NULL), without dumps or --verify, warnings quiet and
+ * diagnostics to msgs (stderr when NULL), into an and the arena a, which
+ * it initialises and the caller frees. */
+Status analyze_probe(const Job *job, const char *name, int64_t value, FILE *msgs,
+                     Analysis *an, Arena *a);
 
 /* ---------------------------------------------------------------- driver/zero_table.c */
 /* --zero-table: the per-rank peak for ZeRO stages 0-3 and ranks 1, 2, 4,
- * ... up to max(8, --ranks), each a whole analysis at goal's level.
- * Returns 0, or 1 when an analysis fails. */
-int zero_table(const Program *prog, const char *file, const NetOptions *net,
-               const PlanGoal *goal, bool check, FILE *out);
+ * ... up to max(8, --ranks), each a whole analysis at the job's level.
+ * ST_ERROR when an analysis fails. */
+Status zero_table(const Job *job, FILE *out);
+
+/* ---------------------------------------------------------------- driver/sweep.c */
+/* Parses a sweep's values into out (at most max); returns the count, or -1
+ * with a message in err. */
+int sweep_parse(const char *values, int64_t *out, int max, char *err, size_t n);
+/* --sweep NAME=VALUES: analyzes the job at each value and prints the table
+ * on out, whose last column says whether each fits the goal's --budget,
+ * or without one the --max-batch size (-1: no column); with plot, the
+ * chart of the peaks through out_write. */
+Status sweep_run(const Job *job, const char *spec, int64_t size, const char *plot,
+                 FILE *out);
+
+/* ---------------------------------------------------------------- driver/max_batch.c */
+/* --max-batch: the largest batch whose peak fits in size, printed on out;
+ * an is the analysis at the source's batch. ST_NO_FIT when none fits. */
+Status max_batch(const Job *job, int64_t size, const Analysis *an, FILE *out);
 
 /* ---------------------------------------------------------------- driver/cm_run.c */
-/* remat --import checkmate FILE.json: imports, plans for goal, prints the
- * human report (or JSON with json=true) to out, checks with vf_check when
- * verify is set. Returns the exit status (0, 1 bad file, 3 budget unmet, 4). */
-int cm_run(const char *path, const PlanGoal *goal, bool json, bool verify,
-           FILE *out);
-
+/* remat --import checkmate FILE.json: imports job->file, plans it for
+ * job->goal (analyze_dag) and prints the human report (or JSON with json)
+ * on out. */
+Status cm_run(const Job *job, bool json, FILE *out);
 
 /* ---------------------------------------------------------------- driver/outfile.c */
 /* Output files written safely (temporary file + rename for
  * regular files, in place for devices and pipes, "-" for stdout). Every
- * function prints the reason of a failure and returns 1. */
+ * function prints the reason of a failure and returns ST_ERROR. */
 typedef struct OutFile {
 	FILE *f;
 	const char *path;       /* as given */
@@ -98,16 +129,15 @@ typedef struct OutFile {
 } OutFile;
 
 bool out_is_input(const char *out, const char *in); /* same inode */
-int out_open(OutFile *o, const char *path);
-int out_commit(OutFile *o);
+Status out_open(OutFile *o, const char *path);
+Status out_commit(OutFile *o);
 void out_abort(OutFile *o);     /* removes the temporary file */
 
 /* Writes path through a temporary file beside it: fn writes the contents
  * to f and returns non-zero on failure; the file appears (rename) only when
- * fn, the writes and the close all succeeded. Reports on stderr. Returns 0,
- * or 1 (the file cannot be created or written; the reason is printed). */
+ * fn, the writes and the close all succeeded. */
 typedef int (*OutWriter)(FILE *f, const void *ctx);
-int out_write(const char *path, OutWriter fn, const void *ctx);
+Status out_write(const char *path, OutWriter fn, const void *ctx);
 
 /* ---------------------------------------------------------------- driver/progress.c */
 /* A progress line on stderr, only when stderr is a terminal: after a phase
@@ -117,61 +147,32 @@ int out_write(const char *path, OutWriter fn, const void *ctx);
 void progress_begin(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void progress_end(void);
 
-/* ---------------------------------------------------------------- driver/viz.c */
-/* The CLI side of the pictures: which files to write after one analysis. */
-typedef struct VizOptions {
+/* ---------------------------------------------------------------- driver/cli.c */
+/* The command line, read and checked. */
+typedef struct Options {
+	const char *input;      /* the input file as given, "-" for stdin */
+	Job job;                /* -D ..., -O ..., --verify, -d, --check; main
+	                           sets prog and file once the input is read */
+	bool checkmate;         /* --import checkmate */
+	bool onnx;              /* --import onnx: frontend/onnx */
+	OnnxOptions onnx_opt;   /* --params, --loss, --emit-net */
+	bool stats;             /* --stats: time and peak RSS on stderr */
+	/* the outputs (main.c's table) */
+	bool dump_ir, graph_json, json, zero_table;
+	const char *out;        /* -o: generated CUDA C */
+	const char *emit_torch; /* --emit-torch FILE.py */
 	const char *plot, *html, *trace, *memviz, *dot, *csv;
 	bool dot_backward;      /* --dot-backward: the backward ops too */
 	const char *sweep;      /* --sweep NAME=VALUES */
-} VizOptions;
+	int64_t max_batch;      /* --max-batch SIZE, or -1 */
+	ReportOptions report;   /* --top, --bytes */
+	GpuCheck gpu;           /* --gpu, --reserve; preset NULL: none */
+	/* flags given, for cli.c's checks */
+	bool level_set, prefetch_set, top_set, bytes_set, max_recompute_set;
+} Options;
 
-/* ---------------------------------------------------------------- driver/viz.c */
-/* The CLI: option codes main.c lists in its getopt table, their parsing,
- * and writing every file asked for after one analysis. */
-enum {
-	VIZ_OPT_PLOT = 700, VIZ_OPT_HTML, VIZ_OPT_TRACE, VIZ_OPT_MEMVIZ,
-	VIZ_OPT_DOT, VIZ_OPT_DOT_BACKWARD, VIZ_OPT_CSV, VIZ_OPT_SWEEP
-};
-#define VIZ_LONG_OPTIONS \
-	{"plot", required_argument, NULL, VIZ_OPT_PLOT}, \
-	{"html", required_argument, NULL, VIZ_OPT_HTML}, \
-	{"trace", required_argument, NULL, VIZ_OPT_TRACE}, \
-	{"memory-viz", required_argument, NULL, VIZ_OPT_MEMVIZ}, \
-	{"dot", required_argument, NULL, VIZ_OPT_DOT}, \
-	{"dot-backward", no_argument, NULL, VIZ_OPT_DOT_BACKWARD}, \
-	{"csv", required_argument, NULL, VIZ_OPT_CSV}, \
-	{"sweep", required_argument, NULL, VIZ_OPT_SWEEP}
-#define VIZ_USAGE \
-	"  --plot FILE.svg        memory timeline (with --sweep: peak per value)\n" \
-	"  --html FILE.html       self-contained page: timeline, layers, plan\n" \
-	"  --trace FILE.json      Chrome trace events (Perfetto, chrome://tracing)\n" \
-	"  --memory-viz FILE.pickle  snapshot for PyTorch's memory_viz\n" \
-	"  --dot FILE.dot         graph for Graphviz (--dot-backward: with backward)\n" \
-	"  --csv FILE.csv         one row per step, bytes per category\n" \
-	"  --sweep NAME=VALUES    analyze each value of a dim or the batch:\n" \
-	"                         8,16,32 | 8..128*2 | 128..1024+128 | 128:1024:128\n"
-
-/* Returns true when c is a viz option (stored in v). */
-bool viz_option(VizOptions *v, int c, const char *arg);
-bool viz_any_file(const VizOptions *v);
-/* Writes every file v asks for; returns 0 or the first failure's status. */
-int viz_write_files(const VizOptions *v, const Analysis *an);
-
-/* ---------------------------------------------------------------- driver/sweep.c */
-typedef struct SweepArgs {
-	const Program *prog;
-	const char *file;
-	const NetOptions *net;
-	const PlanGoal *goal;
-	int64_t fit;            /* --budget or --max-batch size, or -1 */
-	bool fit_is_budget;
-	const char *spec;       /* NAME=VALUES */
-	const char *plot;       /* --plot, or NULL */
-} SweepArgs;
-/* Parses a sweep's values into out (at most max); returns the count, or -1
- * with a message in err. */
-int sweep_parse(const char *values, int64_t *out, int max, char *err, size_t n);
-/* Runs the sweep, prints its table on out; returns an exit status. */
-int sweep_run(const SweepArgs *s, FILE *out);
+/* Reads argv into o; a usage error exits 2 with a message, --help and
+ * --version exit 0. */
+void cli_parse(Options *o, int argc, char **argv);
 
 #endif

@@ -1,5 +1,6 @@
 /* driver/outfile.c -- the one way remat writes an output file (-o,
- * --plot, --html, --trace, --memory-viz, --dot, --csv, --emit-torch).
+ * --plot, --html, --trace, --memory-viz, --dot, --csv, --emit-torch,
+ * --emit-net).
  * A regular file (or a new path) is written to a temporary file beside its
  * real target (symlinks followed) and renamed over it only once complete,
  * so an error leaves no partial file and the old one intact; SIGINT,
@@ -56,7 +57,7 @@ out_is_input(const char *out, const char *in)
 	       so.st_ino == si.st_ino;
 }
 
-int
+Status
 out_open(OutFile *o, const char *path)
 {
 	struct stat st;
@@ -67,12 +68,12 @@ out_open(OutFile *o, const char *path)
 	o->path = path;
 	if (!strcmp(path, "-")) {
 		o->f = stdout;
-		return 0;
+		return ST_OK;
 	}
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		if (!(o->f = fopen(path, "w")))
 			goto fail;
-		return 0;
+		return ST_OK;
 	}
 	/* the real target: a symlink is written through, not replaced */
 	real = realpath(path, NULL);
@@ -90,10 +91,10 @@ out_open(OutFile *o, const char *path)
 		errno = e;
 		goto fail;
 	}
-	return 0;
+	return ST_OK;
 fail:
 	fprintf(stderr, "remat: cannot write '%s': %s\n", path, strerror(errno));
-	return 1;
+	return ST_ERROR;
 }
 
 void
@@ -113,7 +114,7 @@ out_abort(OutFile *o)
 	o->target = NULL;
 }
 
-int
+Status
 out_commit(OutFile *o)
 {
 	int e = 0;
@@ -128,7 +129,7 @@ out_commit(OutFile *o)
 	if (e) {
 		fprintf(stderr, "remat: cannot write '%s': %s\n", o->path, strerror(e));
 		out_abort(o);
-		return 1;
+		return ST_ERROR;
 	}
 	pending = NULL;
 	if (o->tmp)
@@ -136,20 +137,20 @@ out_commit(OutFile *o)
 	free(o->tmp);
 	free(o->target);
 	o->tmp = o->target = NULL;
-	return 0;
+	return ST_OK;
 }
 
-int
+Status
 out_write(const char *path, OutWriter fn, const void *ctx)
 {
 	OutFile o;
 
 	if (out_open(&o, path))
-		return 1;
+		return ST_ERROR;
 	if (fn(o.f, ctx) && !ferror(o.f)) {     /* a write error: out_commit says why */
 		fprintf(stderr, "remat: cannot generate '%s'\n", path);
 		out_abort(&o);
-		return 1;
+		return ST_ERROR;
 	}
 	return out_commit(&o);
 }

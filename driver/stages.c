@@ -3,23 +3,32 @@
  * reports, and the full analysis of the stage with the largest peak, which
  * the reports then describe. --budget holds when every stage fits;
  * --max-batch asks for the largest peak of any stage. analyze_probe is the
- * one way the driver analyzes the same program again with another setting
- * (--max-batch, --sweep, --zero-table). Reads the Program and options;
- * writes the Analysis and the rows (in the caller's arena). */
+ * one way the driver analyzes a copy of the job with another setting
+ * (--max-batch, --sweep, --zero-table). Reads the Job; writes the
+ * Analysis and the rows (in the caller's arena). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
 
-static int
-run_stage(const Program *p, const char *file, const NetOptions *o, int s,
-          const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
-          const PassOptions *po)
+/* The job's stage s: a copy of the job whose pipeline stage is s. */
+static Job
+stage_job(const Job *job, int s)
 {
-	NetOptions os = *o;
+	Job j = *job;
 
-	os.pipe.stage = s;
-	return analyze(p, file, &os, goal, verify, an, a, d, po);
+	j.net.pipe.stage = s;
+	return j;
+}
+
+/* The job without dumps: a stage analysed again prints none twice. */
+static Job
+quiet_job(const Job *job, int s)
+{
+	Job j = stage_job(job, s);
+
+	j.passes.dump = 0;
+	return j;
 }
 
 static void
@@ -39,29 +48,29 @@ fill_row(StageRow *r, const Analysis *an)
 	memcpy(r->breakdown, an->ev.breakdown, sizeof r->breakdown);
 }
 
-int
-analyze_stages(const Program *p, const char *file, const NetOptions *o,
-               const PlanGoal *goal, bool verify, Analysis *an, Arena *a, Diag *d,
-               const PassOptions *po)
+Status
+analyze_stages(const Job *job, Analysis *an, Arena *a, Diag *d)
 {
-	int K = o->pipe.stages, worst = 0, rc = 0;
+	int K = job->net.pipe.stages, worst = 0;
+	Status st = ST_OK;
 	StageRow *rows;
 	int64_t peak = -1;
 
 	if (K <= 1)
-		return analyze(p, file, o, goal, verify, an, a, d, po);
+		return analyze(job, an, a, d);
 	rows = ar_alloc(a, sizeof *rows * (size_t)K);
 	for (int s = 0; s < K; s++) {
+		Job js = stage_job(job, s);
 		Arena sa;
-		int r;
+		Status r;
 		ar_init(&sa);
-		r = run_stage(p, file, o, s, goal, verify, an, &sa, d, po);
-		if (r == 1 || r == 4) {
+		r = analyze(&js, an, &sa, d);
+		if (r == ST_ERROR || r == ST_INTERNAL) {
 			ar_free(&sa);
 			return r;
 		}
-		if (r == 3)
-			rc = 3;
+		if (r == ST_NO_FIT)
+			st = ST_NO_FIT;
 		fill_row(&rows[s], an);
 		if (an->ev.peak > peak) {
 			peak = an->ev.peak;
@@ -69,19 +78,17 @@ analyze_stages(const Program *p, const char *file, const NetOptions *o,
 		}
 		ar_free(&sa);
 	}
-	/* the dumps, if any, were printed per stage: not again */
-	PassOptions quiet = po ? *po : (PassOptions){0, NULL, pass_checks_default(), NULL};
-	quiet.dump = 0;
-	if (run_stage(p, file, o, worst, goal, verify, an, a, d, &quiet) == 4)
-		return 4;
+	Job jw = quiet_job(job, worst);
+	if (analyze(&jw, an, a, d) == ST_INTERNAL)
+		return ST_INTERNAL;
 	an->stage_rows = rows;
 	an->nstage_rows = K;
-	return rc;
+	return st;
 }
 
 /* The program receives each activation's gradient from one later stage:
  * an activation that several later stages read is refused, clearly. */
-static int
+static Status
 one_gradient_sender(const Analysis *an)
 {
 	const Dag *d = &an->d;
@@ -93,67 +100,68 @@ one_gradient_sender(const Analysis *an)
 			        "and send its gradient back; the program receives it from one stage "
 			        "(move the cut with --stage-blocks)\n", x->peer[0],
 			        x->peer[1], d->node[v].name, an->pipe.stage);
-			return 1;
+			return ST_ERROR;
 		}
 	}
-	return 0;
+	return ST_OK;
 }
 
 /* The stages' analyses live together until the program is written: codegen
  * reads each stage's plan, and every stage's section is in the one file. */
-int
-stages_program(const Program *p, const char *file, const NetOptions *o,
-               const PlanGoal *goal, const PassOptions *po, FILE *f)
+Status
+stages_program(const Job *job, FILE *f)
 {
-	int K = o->pipe.stages, rc = 0, s;
+	int K = job->net.pipe.stages, s;
 	Arena *ar = xcalloc((size_t)K, sizeof *ar);
 	Analysis *an = xcalloc((size_t)K, sizeof *an);
-	CgStage *st = xcalloc((size_t)K, sizeof *st);
-	PassOptions quiet = po ? *po : (PassOptions){0, NULL, pass_checks_default(), NULL};
+	CgStage *cs = xcalloc((size_t)K, sizeof *cs);
+	Status st = ST_OK;
 	Diag d;
 
-	quiet.dump = 0;
 	diag_init(&d, NULL, stderr);
 	d.quiet_warnings = true;
-	for (s = 0; s < K && rc == 0; s++) {
-		int r;
+	for (s = 0; s < K && st == ST_OK; s++) {
+		Job js = quiet_job(job, s);
+		Status r;
+		js.verify = false;
 		ar_init(&ar[s]);
-		r = run_stage(p, file, o, s, goal, false, &an[s], &ar[s], &d, &quiet);
-		rc = r == 1 || r == 4 ? r : one_gradient_sender(&an[s]);
-		st[s] = (CgStage){&an[s].g, &an[s].d, &an[s].plan.sched, &an[s].ev,
+		r = analyze(&js, &an[s], &ar[s], &d);
+		st = r == ST_ERROR || r == ST_INTERNAL ? r : one_gradient_sender(&an[s]);
+		cs[s] = (CgStage){&an[s].g, &an[s].d, &an[s].plan.sched, &an[s].ev,
 		                  an[s].arena_bytes};
 	}
-	if (rc == 0 && cg_emit_pipeline(st, K, f))
-		rc = 4;
+	if (st == ST_OK && cg_emit_pipeline(cs, K, f))
+		st = ST_INTERNAL;
 	while (s-- > 0)
 		ar_free(&ar[s]);
 	free(ar);
 	free(an);
-	free(st);
-	return rc;
+	free(cs);
+	return st;
 }
 
-int
-analyze_probe(const Program *p, const char *file, const NetOptions *net,
-              const char *name, int64_t value, const PlanGoal *goal, bool check,
-              FILE *msgs, Analysis *an, Arena *a)
+Status
+analyze_probe(const Job *job, const char *name, int64_t value, FILE *msgs,
+              Analysis *an, Arena *a)
 {
-	NetOptions o = *net;
+	const NetOptions *net = &job->net;
+	Job j = *job;
 	DimOverride *defs;
 	Diag d;
 
+	j.verify = false;
+	j.passes = (PassOptions){0, NULL, job->passes.check, NULL};
 	ar_init(a);
 	if (name) {             /* NAME=value replaces or joins the -D overrides */
-		defs = ar_alloc(a, sizeof *defs * (size_t)(o.ndefs + 1));
-		o.ndefs = 0;
+		defs = ar_alloc(a, sizeof *defs * (size_t)(net->ndefs + 1));
+		j.net.ndefs = 0;
 		for (int i = 0; i < net->ndefs; i++)
 			if (strcmp(net->defs[i].name, name))
-				defs[o.ndefs++] = net->defs[i];
-		defs[o.ndefs++] = (DimOverride){name, value};
-		o.defs = defs;
+				defs[j.net.ndefs++] = net->defs[i];
+		defs[j.net.ndefs++] = (DimOverride){name, value};
+		j.net.defs = defs;
 	}
 	diag_init(&d, NULL, msgs ? msgs : stderr);
 	d.quiet_warnings = true;
-	return analyze_stages(p, file, &o, goal, false, an, a, &d,
-	                      &(PassOptions){0, NULL, check, NULL});
+	return analyze_stages(&j, an, a, &d);
 }

@@ -8,7 +8,7 @@
  *   A..B+K   A, A+K, A+2K, ... up to B  (K >= 1)
  *   A:B:K    the same as A..B+K; A:B steps by 1
  * so "B=8..128*2", "S=128:1024:128" and "B=1,2,4..64*2" all work; at most
- * SWEEP_MAX values. Reads the parsed Program; writes the table and the SVG. */
+ * SWEEP_MAX values. Reads the Job; writes the table and the SVG. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -22,6 +22,15 @@ typedef struct Row {
 	int64_t value, base, peak, recompute, forward;
 	bool fits;              /* the plan met the --budget (or fits the size) */
 } Row;
+
+typedef struct Sweep {
+	const Job *job;
+	const char *name;       /* the swept dim or batch */
+	int64_t fit;            /* --budget or --max-batch size, or -1 */
+	bool fit_is_budget;
+	Row r[SWEEP_MAX];
+	int n;
+} Sweep;
 
 static bool
 read_int(const char **p, int64_t *v)
@@ -95,34 +104,37 @@ sweep_parse(const char *values, int64_t *out, int max, char *err, size_t n)
 	}
 }
 
-/* Analyzes at NAME=value; 0 or the analysis' exit status (3 is a row). */
-static int
-analyze_at(const SweepArgs *s, const char *name, int64_t value, Row *r)
+/* Analyzes at NAME=value; a plan that misses the budget is a row too. */
+static Status
+analyze_at(const Sweep *s, int64_t value, Row *r)
 {
 	Analysis an;
 	Arena a;
-	int rc = analyze_probe(s->prog, s->file, s->net, name, value, s->goal,
-	                       pass_checks_default(), NULL, &an, &a);
+	Status st = analyze_probe(s->job, s->name, value, NULL, &an, &a);
 
-	if (rc == 0 || rc == 3) {
-		*r = (Row){value, an.base.peak, rc == 3 ? an.plan.peak : an.ev.peak,
-		           rc == 3 ? an.plan.recompute_cost : an.ev.recompute_cost,
-		           an.d.forward_cost, rc == 0};
+	if (st == ST_OK || st == ST_NO_FIT) {
+		bool fits = st == ST_OK;
+		*r = (Row){value, an.base.peak, fits ? an.ev.peak : an.plan.peak,
+		           fits ? an.ev.recompute_cost : an.plan.recompute_cost,
+		           an.d.forward_cost, fits};
 		if (!s->fit_is_budget)
 			r->fits = s->fit < 0 || r->peak <= s->fit;
-		rc = 0;
+		st = ST_OK;
 	}
 	ar_free(&a);
-	return rc;
+	return st;
 }
 
 static void
-table(const SweepArgs *s, const char *name, const Row *r, int n, FILE *out)
+table(const Sweep *s, FILE *out)
 {
+	const char *name = s->name;
+	const Row *r = s->r;
+	int n = s->n;
 	char b1[32], b2[32], fit[48];
 
 	snprintf(fit, sizeof fit, "fits %s", s->fit >= 0 ? report_size(s->fit, b1) : "");
-	fprintf(out, "sweep %s: %s, -O%d\n", name, s->file, s->goal->level);
+	fprintf(out, "sweep %s: %s, -O%d\n", name, s->job->file, s->job->goal.level);
 	fprintf(out, "%10s  %12s  %12s  %10s%s%s\n", name, "-O0 peak", "planned peak", "recompute",
 	        s->fit >= 0 ? "  " : "", s->fit >= 0 ? fit : "");
 	for (int i = 0; i < n; i++) {
@@ -141,15 +153,8 @@ table(const SweepArgs *s, const char *name, const Row *r, int n, FILE *out)
 		}
 }
 
-typedef struct Chart {
-	const SweepArgs *s;
-	const char *name;
-	const Row *r;
-	int n;
-} Chart;
-
 static void
-polyline(FILE *f, const Chart *c, const VizAxis *x, const VizAxis *y, bool base,
+polyline(FILE *f, const Sweep *c, const VizAxis *x, const VizAxis *y, bool base,
          const char *style)
 {
 	fprintf(f, "<polyline fill=\"none\" %s points=\"", style);
@@ -171,8 +176,8 @@ polyline(FILE *f, const Chart *c, const VizAxis *x, const VizAxis *y, bool base,
 static int
 write_chart(FILE *f, const void *ctx)
 {
-	const Chart *c = ctx;
-	int64_t top = c->s->fit;
+	const Sweep *c = ctx;
+	int64_t top = c->fit;
 	char title[256], b[32];
 
 	for (int i = 0; i < c->n; i++) {
@@ -182,8 +187,8 @@ write_chart(FILE *f, const void *ctx)
 			top = c->r[i].peak;
 	}
 	VizAxis x = {-0.5, c->n - 0.5, 80, 700}, y = {0, (double)top * 1.08 + 1, 400, 60};
-	snprintf(title, sizeof title, "peak memory against %s: %s, -O%d", c->name, c->s->file,
-	         c->s->goal->level);
+	snprintf(title, sizeof title, "peak memory against %s: %s, -O%d", c->name, c->job->file,
+	         c->job->goal.level);
 	viz_svg_begin(f, 900, 460, title, true);
 	fputs("<text x=\"16\" y=\"26\" font-size=\"16\" font-weight=\"bold\">", f);
 	viz_xml(f, title);
@@ -198,50 +203,55 @@ write_chart(FILE *f, const void *ctx)
 	viz_xml(f, c->name);
 	fputs("</text>\n", f);
 	polyline(f, c, &x, &y, true, "stroke=\"#222\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"");
-	if (c->s->goal->level > 0 || c->s->goal->budget >= 0)
+	if (c->job->goal.level > 0 || c->job->goal.budget >= 0)
 		polyline(f, c, &x, &y, false, "stroke=\"#e15759\" stroke-width=\"2\"");
-	if (c->s->fit >= 0)
+	if (c->fit >= 0)
 		fprintf(f, "<line x1=\"80\" y1=\"%.1f\" x2=\"700\" y2=\"%.1f\" stroke=\"#c00\" "
 		        "stroke-dasharray=\"8 4\"/>\n<text x=\"696\" y=\"%.1f\" text-anchor=\"end\" "
-		        "fill=\"#c00\">%s %s</text>\n", viz_map(&y, (double)c->s->fit),
-		        viz_map(&y, (double)c->s->fit), viz_map(&y, (double)c->s->fit) - 4,
-		        c->s->fit_is_budget ? "budget" : "size", report_size(c->s->fit, b));
+		        "fill=\"#c00\">%s %s</text>\n", viz_map(&y, (double)c->fit),
+		        viz_map(&y, (double)c->fit), viz_map(&y, (double)c->fit) - 4,
+		        c->fit_is_budget ? "budget" : "size", report_size(c->fit, b));
 	fputs("<line x1=\"720\" y1=\"80\" x2=\"740\" y2=\"80\" stroke=\"#222\" stroke-width=\"1.5\" "
 	      "stroke-dasharray=\"5 3\"/><text x=\"746\" y=\"84\">-O0 peak</text>\n", f);
-	if (c->s->goal->level > 0 || c->s->goal->budget >= 0)
+	if (c->job->goal.level > 0 || c->job->goal.budget >= 0)
 		fprintf(f, "<line x1=\"720\" y1=\"100\" x2=\"740\" y2=\"100\" stroke=\"#e15759\" "
 		        "stroke-width=\"2\"/><text x=\"746\" y=\"104\">-O%d peak</text>\n",
-		        c->s->goal->level);
+		        c->job->goal.level);
 	fputs("</svg>\n", f);
 	return 0;
 }
 
-int
-sweep_run(const SweepArgs *s, FILE *out)
+Status
+sweep_run(const Job *job, const char *spec, int64_t size, const char *plot, FILE *out)
 {
-	const char *eq = strchr(s->spec, '=');
+	const char *eq = strchr(spec, '=');
 	int64_t vals[SWEEP_MAX];
-	Row rows[SWEEP_MAX];
+	Sweep s;
 	char err[160], *name;
-	int n, rc = 0;
+	Status st = ST_OK;
 
-	if (!eq || eq == s->spec)
-		diag_usage("--sweep expects NAME=VALUES, got '%s'", s->spec);
-	if ((n = sweep_parse(eq + 1, vals, SWEEP_MAX, err, sizeof err)) < 0)
-		diag_usage("--sweep %s: %s", s->spec, err);
-	name = xmalloc((size_t)(eq - s->spec) + 1);
-	memcpy(name, s->spec, (size_t)(eq - s->spec));
-	name[eq - s->spec] = 0;
-	for (int i = 0; i < n && !rc; i++) {
-		progress_begin("--sweep: analyzing %s=%" PRId64 " (%d of %d)", name, vals[i], i + 1, n);
-		rc = analyze_at(s, name, vals[i], &rows[i]);
+	if (!eq || eq == spec)
+		diag_usage("--sweep expects NAME=VALUES, got '%s'", spec);
+	if ((s.n = sweep_parse(eq + 1, vals, SWEEP_MAX, err, sizeof err)) < 0)
+		diag_usage("--sweep %s: %s", spec, err);
+	name = xmalloc((size_t)(eq - spec) + 1);
+	memcpy(name, spec, (size_t)(eq - spec));
+	name[eq - spec] = 0;
+	s.job = job;
+	s.name = name;
+	s.fit_is_budget = job->goal.budget >= 0;
+	s.fit = s.fit_is_budget ? job->goal.budget : size;
+	for (int i = 0; i < s.n && !st; i++) {
+		progress_begin("--sweep: analyzing %s=%" PRId64 " (%d of %d)", name, vals[i], i + 1,
+		               s.n);
+		st = analyze_at(&s, vals[i], &s.r[i]);
 	}
 	progress_end();
-	if (!rc) {
-		table(s, name, rows, n, out);
-		if (s->plot)
-			rc = out_write(s->plot, write_chart, &(Chart){s, name, rows, n});
+	if (!st) {
+		table(&s, out);
+		if (plot)
+			st = out_write(plot, write_chart, &s);
 	}
 	free(name);
-	return rc;
+	return st;
 }

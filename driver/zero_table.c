@@ -3,40 +3,39 @@
  * estimate_zero2/3_model_states_mem_needs tables but with everything the
  * step holds (activations, gradients, buckets, gathers), at the chosen -O
  * level. Each cell is a whole analysis of the same program (with --stages,
- * of every stage, and the cell is the largest stage's). Reads the
- * Program and options; writes the table. */
+ * of every stage, and the cell is the largest stage's). Reads the Job;
+ * writes the table. */
 #include <inttypes.h>
 
 #include "driver.h"
 
 /* The per-rank peak for ranks and stage, or -1 when the analysis failed. */
 static int64_t
-cell(const Program *prog, const char *file, NetOptions net, const PlanGoal *goal,
-     bool check, int ranks, int zero)
+cell(const Job *job, int ranks, int zero)
 {
-	PlanGoal g = *goal;
+	Job j = *job;
+	DistOptions *dist = &j.net.dist;
 	Analysis an;
 	Arena a;
 	int64_t peak;
 
-	net.dist.ranks = ranks;
-	net.dist.zero = zero;
-	net.dist.offload_params = net.dist.offload_params && zero == 3;
-	g.budget = -1;
-	peak = analyze_probe(prog, file, &net, NULL, 0, &g, check, NULL, &an, &a) == 0
-	       ? an.ev.peak : -1;
+	dist->ranks = ranks;
+	dist->zero = zero;
+	dist->offload_params = dist->offload_params && zero == 3;
+	j.goal.budget = -1;
+	peak = analyze_probe(&j, NULL, 0, NULL, &an, &a) == ST_OK ? an.ev.peak : -1;
 	ar_free(&a);
 	return peak;
 }
 
-int
-zero_table(const Program *prog, const char *file, const NetOptions *net,
-           const PlanGoal *goal, bool check, FILE *out)
+Status
+zero_table(const Job *job, FILE *out)
 {
+	const NetOptions *net = &job->net;
 	int top = net->dist.ranks > 8 ? net->dist.ranks : 8;
 	char buf[32];
 
-	fprintf(out, "per-rank peak at -O%d (every byte the step holds)", goal->level);
+	fprintf(out, "per-rank peak at -O%d (every byte the step holds)", job->goal.level);
 	if (net->pipe.stages > 1)       /* each cell is analyze_stages' largest */
 		fprintf(out, " of the largest of %d pipeline stages",
 		        net->pipe.stages);
@@ -45,14 +44,14 @@ zero_table(const Program *prog, const char *file, const NetOptions *net,
 	for (int r = 1; r <= top; r = r < top && 2 * r > top ? top : 2 * r) {
 		fprintf(out, "%8d", r);
 		for (int z = 0; z <= 3; z++) {
-			int64_t p = cell(prog, file, *net, goal, check, r, z);
+			int64_t p = cell(job, r, z);
 			if (p < 0)
-				return 1;
+				return ST_ERROR;
 			fprintf(out, " %14s", report_size(p, buf));
 		}
 		fputc('\n', out);
 		if (r == top)
 			break;
 	}
-	return 0;
+	return ST_OK;
 }

@@ -4,13 +4,12 @@
  * node order, every input defined), its graph inputs are sorted into data
  * inputs, parameters and BatchNorm buffers, each node is translated by
  * ops.c, and the training loss is added. The text is the .net program the
- * rest of remat analyzes; --emit-net writes it as is. */
+ * rest of remat analyzes; the driver writes it as is for --emit-net. */
 #include <errno.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "onnx_int.h"
 
@@ -650,28 +649,6 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	return 0;
 }
 
-/* Writes text to path through a temporary file: no partial output. */
-static int
-write_net(const char *path, const Source *s, Arena *a)
-{
-	char *tmp = ar_printf(a, "%s.tmp%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	bool bad;
-
-	if (!f) {
-		fprintf(stderr, "remat: cannot write '%s': %s\n", path, strerror(errno));
-		return 1;
-	}
-	bad = fwrite(s->text, 1, s->len, f) != s->len;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path)) {
-		fprintf(stderr, "remat: cannot write '%s'\n", path);
-		remove(tmp);
-		return 1;
-	}
-	return 0;
-}
-
 int
 onnx_import(const char *path, const OnnxOptions *o, NetOptions *net,
             Arena *a, Source *out)
@@ -698,7 +675,5 @@ onnx_import(const char *path, const OnnxOptions *o, NetOptions *net,
 	fclose(f);
 	rc = onnx_translate(path, buf, len, o, net, a, out);
 	free(buf);
-	if (rc == 0 && o->emit_net)
-		rc = write_net(o->emit_net, out, a);
 	return rc;
 }

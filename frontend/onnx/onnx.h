@@ -19,11 +19,12 @@ typedef struct OnnxOptions {
 
 /* ---------------------------------------------------------------- import.c */
 
-/* Translates the model at path into .net text in *out (name "path"), using
- * net's -D values for symbolic dims and its infer flag. Writes --emit-net.
- * On a bad model prints "remat: path: ..." to stderr and returns 1; returns
- * 0 on success. A -D naming a symbolic dim is renamed to its .net dim.
- * Without protobuf-c (none.c) it says so and returns 1. */
+/* Translates the model at path into .net text in *out, named "path.net",
+ * or --emit-net's file when given (the driver writes that file), using
+ * net's -D values for symbolic dims and its infer flag. On a bad model
+ * prints "remat: path: ..." to stderr and returns 1; returns 0 on success.
+ * A -D naming a symbolic dim is renamed to its .net dim. Without
+ * protobuf-c (none.c) it says so and returns 1. */
 int onnx_import(const char *path, const OnnxOptions *o, NetOptions *net,
                 Arena *a, Source *out);
 

@@ -130,6 +130,16 @@ bool why_fail(char *why, size_t n, const char *fmt, ...)
 _Noreturn void diag_usage(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));  /* "remat: msg", exit 2 */
 
+/* How a pass or the pipeline ended, the reason already reported. Only
+ * remat's main turns a Status into an exit status (0, 1, 3, 4; a usage
+ * error, 2, exits from diag_usage). */
+typedef enum Status {
+	ST_OK,
+	ST_ERROR,       /* the input is wrong, or a file cannot be written */
+	ST_NO_FIT,      /* no schedule fits the budget */
+	ST_INTERNAL,    /* a broken invariant, evaluators that disagree */
+} Status;
+
 /* ---------------------------------------------------------------- ir/util/suggest.c */
 
 /* "did you mean": feed the known words to suggest_add(), then

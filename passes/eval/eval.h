@@ -25,9 +25,9 @@ bool vf_check(const Dag *d, const Schedule *s, const MemEval *ev,
 void vf_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
 /* Evaluates s into ev with lv_eval; with verify, replays it through
  * vf_check. Reports an invalid schedule or a disagreement on stderr and
- * returns 4; otherwise 0. */
-int vf_evaluate(const Dag *d, const Schedule *s, MemEval *ev, bool verify,
-                Arena *a);
+ * returns ST_INTERNAL; otherwise ST_OK. */
+Status vf_evaluate(const Dag *d, const Schedule *s, MemEval *ev, bool verify,
+                   Arena *a);
 
 /* ---------------------------------------------------------------- passes/eval/memplan.c */
 /* Assigns 256-byte-aligned offsets to every persistent buffer (first, for

@@ -433,9 +433,8 @@ vf_check(const Dag *d, const Schedule *s, const MemEval *ev, char *why, size_t n
 	return ok;
 }
 
-/* lv_eval, then vf_check when verify is set; a failure goes to stderr.
- * Returns 0 or 4 (the exit status). */
-int
+/* lv_eval, then vf_check when verify is set; a failure goes to stderr. */
+Status
 vf_evaluate(const Dag *d, const Schedule *s, MemEval *ev, bool verify, Arena *a)
 {
 	char why[512];
@@ -443,11 +442,11 @@ vf_evaluate(const Dag *d, const Schedule *s, MemEval *ev, bool verify, Arena *a)
 	lv_eval(d, s, ev, a);
 	if (!ev->valid) {
 		fprintf(stderr, "remat: internal error: invalid schedule: %s\n", ev->error);
-		return 4;
+		return ST_INTERNAL;
 	}
 	if (verify && !vf_check(d, s, ev, why, sizeof why)) {
 		fprintf(stderr, "remat: verify: evaluators disagree: %s\n", why);
-		return 4;
+		return ST_INTERNAL;
 	}
-	return 0;
+	return ST_OK;
 }

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "plan.h"
+#include "driver.h"
 
 /* The 1000-layer MLP of issue 9: relu(x @ w), B=2048, D=512, SGD. */
 static const char mlp1000[] =
@@ -79,11 +79,12 @@ static bool
 analyze_at(const Program *prog, const NetCase *c, const NetOptions *o,
            int level, Analysis *an, Arena *a)
 {
-	PlanGoal g = {level, 1.0, -1, false};
+	Job job = {prog, c->name, *o, {level, 1.0, -1, false}, false,
+	           {0, NULL, pass_checks_default(), NULL}};
 	Diag d;
 
 	diag_init(&d, NULL, stderr);
-	return analyze(prog, c->name, o, &g, false, an, a, &d) == 0;
+	return analyze(&job, an, a, &d) == ST_OK;
 }
 
 static void
@@ -105,7 +106,7 @@ bench_net(const NetCase *c, const char *dir)
 		ar_free(&a);
 		return;
 	}
-	src = (Source){c->name, text, strlen(text)};
+	src = (Source){c->name, text, strlen(text), false};
 	if (c->defs) {
 		char *s = ar_printf(&a, "%s", c->defs), *tok;
 		for (tok = strtok(s, " "); tok && o.ndefs < 8; tok = strtok(NULL, " ")) {
@@ -214,13 +215,13 @@ train_chain(Dag *d, Arena *a, int L)
 		g[i] = add_tensor(d, a, d->t[h[i]].bytes, CAT_GRADIENTS, false);
 	DagNode *n = add_node(d, a, 1, true, 1, 0);
 	n->in[n->nin++] = h[L];
-	n->acc[n->nacc++] = (DagAcc){g[L], -1};
+	n->acc[n->nacc++] = (DagAcc){g[L], -1, false};
 	for (int i = L; i >= 1; i--) {
 		n = add_node(d, a, 2 * d->node[i - 1].cost, true, 2, 0);
 		n->in[n->nin++] = g[i];
 		n->in[n->nin++] = h[i - 1];
 		if (i > 1)
-			n->acc[n->nacc++] = (DagAcc){g[i - 1], -1};
+			n->acc[n->nacc++] = (DagAcc){g[i - 1], -1, false};
 	}
 	dag_finish(d);
 }

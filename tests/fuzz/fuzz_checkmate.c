@@ -33,7 +33,8 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 	fclose(f);
 	ar_init(&a);
 	if (cm_import(path, &d, &a, err, sizeof err) == 0 && d.nnode <= 64)
-		cm_run(path, &goal, n % 2 == 0, true, sink);
+		cm_run(&(Job){NULL, path, {0}, goal, true, {0, NULL, pass_checks_default(), NULL}},
+		       n % 2 == 0, sink);
 	ar_free(&a);
 	return 0;
 }

@@ -18,7 +18,7 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 {
 	static FILE *sink;
 	char *text = xmalloc(n + 1);
-	Source src = {"fuzz.net", text, n};
+	Source src = {"fuzz.net", text, n, false};
 	NetOptions o = {.max_tensors = 20000};
 	PlanGoal goal = {2, 1.0, -1, false}, base = {0, 1.0, -1, false};
 	ReportOptions ro = {10, false};
@@ -35,10 +35,11 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 	ar_init(&a);
 	diag_init(&d, &src, sink);
 	p = net_parse(&src, &a, &d);
+	Job j0 = {p, src.name, o, base, true, po}, j2 = {p, src.name, o, goal, true, po};
 	/* -O2 only on graphs small enough to plan in milliseconds (the real
 	 * examples take seconds under the sanitizers): the rest at -O0 */
-	if (p && !d.nerrors && analyze(p, src.name, &o, &base, true, &an, &a, &d, &po) == 0 &&
-	    (an.d.nnode > 100 || analyze(p, src.name, &o, &goal, true, &an, &a, &d, &po) == 0)) {
+	if (p && !d.nerrors && analyze(&j0, &an, &a, &d) == ST_OK &&
+	    (an.d.nnode > 100 || analyze(&j2, &an, &a, &d) == ST_OK)) {
 		report_human(&an, &ro, sink);
 		report_json(&an, sink);
 		cg_emit(&an.g, &an.d, &an.plan.sched, &an.ev, an.arena_bytes, sink);

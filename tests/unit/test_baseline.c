@@ -57,7 +57,7 @@ chain(Dag *d, int n, const int *block, Arena *a)
 			v->in[v->nin++] = 1 + n + i;
 		v->in[v->nin++] = i == 0 ? 0 : i;
 		if (k >= n && i > 0)
-			v->acc[v->nacc++] = (DagAcc){n + i, -1};
+			v->acc[v->nacc++] = (DagAcc){n + i, -1, false};
 		d->base_order[k] = k;
 	}
 	d->nnode = d->nbase = 2 * n;
@@ -336,7 +336,7 @@ test_budget_agrees(void **state)
 /* ---------------------------------------------------------- the pipeline */
 
 /* Analyzes text (named name) with -D flags ("-DB=2 -DL=3") for goal. */
-static int
+static Status
 analyze_text(const char *name, char *text, size_t len, const char *flags,
              const PlanGoal *goal, Analysis *an, Arena *a)
 {
@@ -353,17 +353,17 @@ analyze_text(const char *name, char *text, size_t len, const char *flags,
 		dv[o.ndefs++] = (DimOverride){ar_printf(a, "%s", tok + 2), atoll(eq + 1)};
 	}
 	Source *src = ar_alloc(a, sizeof *src);
-	*src = (Source){ar_printf(a, "%s", name), text, len};
+	*src = (Source){ar_printf(a, "%s", name), text, len, false};
 	diag_init(&dg, src, stderr);
 	dg.quiet_warnings = true;
 	Program *p = net_parse(src, a, &dg);
 	assert_non_null(p);
 	free(defs);
-	return analyze(p, src->name, &o, goal, true, an, a, &dg, &(PassOptions){0, NULL, true, NULL});
+	return analyze(&(Job){p, src->name, o, *goal, true, {0, NULL, true, NULL}}, an, a, &dg);
 }
 
 /* The same for the file SRCDIR/path. */
-static int
+static Status
 analyze_file(const char *path, const char *flags, const PlanGoal *goal,
              Analysis *an, Arena *a)
 {

@@ -49,7 +49,7 @@ typedef struct Run {
 static void
 run_net(Run *r, const char *net, const NetOptions *o)
 {
-	Source src = {"t.net", net, strlen(net)};
+	Source src = {"t.net", net, strlen(net), false};
 	PlanGoal goal = {0, 1.0, -1, false};
 	Program *p;
 	Diag d;
@@ -59,8 +59,8 @@ run_net(Run *r, const char *net, const NetOptions *o)
 	d.quiet_warnings = true;
 	p = net_parse(&src, &r->a, &d);
 	assert_non_null(p);
-	assert_int_equal(analyze(p, "t.net", o, &goal, true, &r->an, &r->a, &d,
-	                         &(PassOptions){0, NULL, true, NULL}), 0);
+	assert_int_equal(analyze(&(Job){p, "t.net", *o, goal, true, {0, NULL, true, NULL}},
+	                         &r->an, &r->a, &d), ST_OK);
 }
 
 static void

@@ -17,7 +17,7 @@
 typedef struct Case {
 	Arena arena;
 	Analysis an;
-	int rc;
+	Status rc;
 } Case;
 
 static NetOptions
@@ -31,7 +31,7 @@ no_flags(void)
 static void
 run(Case *c, const char *text, const NetOptions *o, int level)
 {
-	Source src = {"t.net", text, strlen(text)};
+	Source src = {"t.net", text, strlen(text), false};
 	PlanGoal goal = {level, 1.0, -1, false};
 	Diag d;
 	Program *p;
@@ -41,9 +41,9 @@ run(Case *c, const char *text, const NetOptions *o, int level)
 	d.quiet_warnings = true;
 	p = net_parse(&src, &c->arena, &d);
 	assert_non_null(p);
-	c->rc = analyze(p, "t.net", o, &goal, true, &c->an, &c->arena, &d,
-	                &(PassOptions){0, NULL, true, NULL});
-	assert_int_equal(c->rc, 0);
+	c->rc = analyze(&(Job){p, "t.net", *o, goal, true, {0, NULL, true, NULL}}, &c->an,
+	                &c->arena, &d);
+	assert_int_equal(c->rc, ST_OK);
 }
 
 static void

@@ -26,7 +26,7 @@ typedef struct Case {
 static void
 run(Case *c, const char *text)
 {
-	Source src = {"t.net", text, strlen(text)};
+	Source src = {"t.net", text, strlen(text), false};
 	PlanGoal goal = {0, 1.0, -1, false};
 	NetOptions o;
 	Diag d;
@@ -38,8 +38,8 @@ run(Case *c, const char *text)
 	d.quiet_warnings = true;
 	p = net_parse(&src, &c->arena, &d);
 	assert_non_null(p);
-	assert_int_equal(analyze(p, "t.net", &o, &goal, true, &c->an, &c->arena, &d,
-	                         &(PassOptions){0, NULL, true, NULL}), 0);
+	assert_int_equal(analyze(&(Job){p, "t.net", o, goal, true, {0, NULL, true, NULL}},
+	                         &c->an, &c->arena, &d), ST_OK);
 }
 
 /* live_bytes at every step = persistent + want[i] */

@@ -271,14 +271,14 @@ check_example(const char *name, const char *flags, int level)
 	text = calloc(1, 1 << 20);
 	size_t len = fread(text, 1, (1 << 20) - 1, f);
 	fclose(f);
-	Source src = {path, text, len};
+	Source src = {path, text, len, false};
 	ar_init(&a);
 	diag_init(&dg, &src, stderr);
 	dg.quiet_warnings = true;
 	Program *p = net_parse(&src, &a, &dg);
 	assert_non_null(p);
-	assert_int_equal(analyze(p, path, &o, &goal, false, &an, &a, &dg,
-	                         &(PassOptions){0, NULL, true, NULL}), 0);
+	assert_int_equal(analyze(&(Job){p, path, o, goal, false, {0, NULL, true, NULL}}, &an,
+	                         &a, &dg), ST_OK);
 	if (an.arena_bytes < an.ev.peak)
 		fail_msg("%s %s -O%d: arena %lld < peak %lld", name, flags, level,
 		         (long long)an.arena_bytes, (long long)an.ev.peak);

@@ -23,11 +23,11 @@ static const char *net4 =
 	"loss = mean(h);\n"
 	"output loss;\n";
 
-static int
+static Status
 run(Analysis *an, Arena *a, int stages, int stage, int mb, bool gpipe, int nsplit,
     const int *split)
 {
-	Source src = {"t.net", net4, strlen(net4)};
+	Source src = {"t.net", net4, strlen(net4), false};
 	PlanGoal goal = {0, 1.0, -1, false};
 	NetOptions o;
 	Program *p;
@@ -46,7 +46,7 @@ run(Analysis *an, Arena *a, int stages, int stage, int mb, bool gpipe, int nspli
 	d.quiet_warnings = true;
 	p = net_parse(&src, a, &d);
 	assert_non_null(p);
-	return analyze(p, "t.net", &o, &goal, true, an, a, &d, &(PassOptions){0, NULL, true, NULL});
+	return analyze(&(Job){p, "t.net", o, goal, true, {0, NULL, true, NULL}}, an, a, &d);
 }
 
 static int
@@ -126,7 +126,7 @@ test_explicit_split(void **state)
 	assert_int_equal(an.pipe.first_block, 4);
 	assert_int_equal(an.pipe.last_block, 4);
 	ar_free(&a);
-	assert_int_equal(run(&an, &a, 5, 0, 5, false, 0, NULL), 1);
+	assert_int_equal(run(&an, &a, 5, 0, 5, false, 0, NULL), ST_ERROR);
 	ar_free(&a);
 }
 

@@ -1,0 +1,580 @@
+/* driver/cli.c -- the remat command line: the options, their values
+ * (sizes, counts, -D NAME=VALUE, -d PASS), and the checks that refuse
+ * a combination with no meaning (usage errors, exit 2) or warn of a flag
+ * that has no effect. Reads argv; writes Options (driver.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "driver.h"
+
+enum { MAX_DEFS = 256 };
+
+enum {
+	OPT_INFER = 256, OPT_OPTIMIZER, OPT_PRECISION, OPT_ACCUMULATE,
+	OPT_DUMP_IR, OPT_JSON, OPT_MAX_RECOMPUTE, OPT_BUDGET, OPT_EXACT,
+	OPT_VERIFY, OPT_MAX_BATCH, OPT_IMPORT, OPT_TOP, OPT_BYTES, OPT_STATS, OPT_HELP,
+	OPT_VERSION, OPT_CHECK, OPT_RANKS, OPT_ZERO, OPT_BUCKET, OPT_OFFLOAD, OPT_ZERO_TABLE,
+	OPT_STAGES, OPT_MICRO_BATCHES, OPT_SCHEDULE, OPT_STAGE_BLOCKS,
+	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH,
+	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET, OPT_PREFETCH, OPT_PLOT, OPT_HTML, OPT_TRACE,
+	OPT_MEMVIZ, OPT_DOT, OPT_DOT_BACKWARD, OPT_CSV, OPT_SWEEP
+};
+
+static const struct option long_options[] = {
+	{"infer", no_argument, NULL, OPT_INFER},
+	{"optimizer", required_argument, NULL, OPT_OPTIMIZER},
+	{"precision", required_argument, NULL, OPT_PRECISION},
+	{"accumulate", required_argument, NULL, OPT_ACCUMULATE},
+	{"dump-ir", no_argument, NULL, OPT_DUMP_IR},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"max-recompute", required_argument, NULL, OPT_MAX_RECOMPUTE},
+	{"budget", required_argument, NULL, OPT_BUDGET},
+	{"exact", no_argument, NULL, OPT_EXACT},
+	{"verify", no_argument, NULL, OPT_VERIFY},
+	{"max-batch", required_argument, NULL, OPT_MAX_BATCH},
+	{"import", required_argument, NULL, OPT_IMPORT},
+	{"top", required_argument, NULL, OPT_TOP},
+	{"bytes", no_argument, NULL, OPT_BYTES},
+	{"stats", no_argument, NULL, OPT_STATS},
+	{"help", no_argument, NULL, OPT_HELP},
+	{"version", no_argument, NULL, OPT_VERSION},
+	{"check", no_argument, NULL, OPT_CHECK},
+	{"ranks", required_argument, NULL, OPT_RANKS},
+	{"zero", required_argument, NULL, OPT_ZERO},
+	{"bucket", required_argument, NULL, OPT_BUCKET},
+	{"offload", required_argument, NULL, OPT_OFFLOAD},
+	{"zero-table", no_argument, NULL, OPT_ZERO_TABLE},
+	{"prefetch", required_argument, NULL, OPT_PREFETCH},
+	{"stages", required_argument, NULL, OPT_STAGES},
+	{"micro-batches", required_argument, NULL, OPT_MICRO_BATCHES},
+	{"schedule", required_argument, NULL, OPT_SCHEDULE},
+	{"stage-blocks", required_argument, NULL, OPT_STAGE_BLOCKS},
+	{"runtime", required_argument, NULL, OPT_RUNTIME},
+	{"graph-json", no_argument, NULL, OPT_GRAPH_JSON},
+	{"gpu", required_argument, NULL, OPT_GPU},
+	{"reserve", required_argument, NULL, OPT_RESERVE},
+	{"emit-torch", required_argument, NULL, OPT_EMIT_TORCH},
+	{"plot", required_argument, NULL, OPT_PLOT},
+	{"html", required_argument, NULL, OPT_HTML},
+	{"trace", required_argument, NULL, OPT_TRACE},
+	{"memory-viz", required_argument, NULL, OPT_MEMVIZ},
+	{"dot", required_argument, NULL, OPT_DOT},
+	{"dot-backward", no_argument, NULL, OPT_DOT_BACKWARD},
+	{"csv", required_argument, NULL, OPT_CSV},
+	{"sweep", required_argument, NULL, OPT_SWEEP},
+	{"params", required_argument, NULL, OPT_PARAMS},
+	{"loss", required_argument, NULL, OPT_LOSS},
+	{"emit-net", required_argument, NULL, OPT_EMIT_NET},
+	{NULL, 0, NULL, 0},
+};
+
+static void
+usage(FILE *f)
+{
+	fputs("usage: remat [options] FILE.net        (FILE '-' reads stdin)\n"
+	      "       remat --import checkmate [options] FILE.json\n"
+	      "       remat --import onnx [--loss KIND[:OUT]] [--params RE] [--emit-net F.net] [options] MODEL.onnx\n"
+	      "\n"
+	      "Analyzes the training memory of a network and plans rematerialization.\n"
+	      "\n"
+	      "  -D NAME=VALUE          override a dim or batch (repeatable)\n"
+	      "  -O0 | -O1 | -O2 | -O3  save everything | sqrt(n) checkpoints |\n"
+	      "                         minimize peak (default -O0)\n"
+	      "  --max-recompute R      -O2 recompute cap, R x forward FLOPs or 'inf'\n"
+	      "                         (default 1.0)\n"
+	      "  --budget SIZE          minimize recompute with peak <= SIZE (implies -O2)\n"
+	      "  --exact                exhaustive search (small graphs only)\n"
+	      "  --verify               replay the plan through an independent evaluator\n"
+	      "  --infer                analyze inference only\n"
+	      "  --optimizer NAME       sgd momentum adagrad rmsprop lion adam adamw\n"
+	      "  --precision P          declared | mixed\n"
+	      "  --accumulate K         gradient accumulation steps (K divides the batch)\n"
+	      "  --max-batch SIZE       print the largest batch whose peak fits in SIZE\n"
+	      "  --json                 print the JSON report\n"
+	      "  --dump-ir              print every tensor after shape inference\n"
+	      "  -d PASS[,PASS...]      print the state after each PASS instead of the\n"
+	      "                         report: instantiate shape autodiff lower plan\n"
+	      "                         liveness memplan\n"
+	      "  --check                check the invariants after every pass\n"
+	      "  --ranks N              data-parallel ranks; figures are per rank\n"
+	      "  --zero 0|1|2|3         ZeRO stage: shard optimizer state and master\n"
+	      "                         (1), gradients (2), weights (3)\n"
+	      "  --bucket SIZE          gradient bucket size (default 25MiB)\n"
+	      "  --offload WHAT         optimizer | params | optimizer,params: keep them\n"
+	      "                         on the host (params needs --zero 3)\n"
+	      "  --prefetch N           ZeRO 3: gather the next N units' weights ahead\n"
+	      "                         of the running one (default 0)\n"
+	      "  --zero-table           per-rank peak for every ZeRO stage and rank count\n"
+	      "  --stages K             pipeline stages of contiguous outermost def calls;\n"
+	      "                         figures are per stage (the largest one reported);\n"
+	      "                         with --ranks N, per rank of a stage (K x N ranks)\n"
+	      "  --micro-batches M      micro-batches per step in the pipeline (default K)\n"
+	      "  --schedule S           1f1b (default) | gpipe\n"
+	      "  --stage-blocks N,...   def calls per stage (default: balanced by memory)\n"
+	      "  --top N                tensors listed at the peak (default 10)\n"
+	      "  --bytes                print exact byte counts everywhere\n"
+	      "  --stats                print wall time and peak RSS on stderr\n"
+	      "  --loss KIND[:OUT]      ONNX: add a cross_entropy or mse loss on output OUT\n"
+	      "  --params REGEX         ONNX: graph inputs that are parameters (docs/onnx.md)\n"
+	      "  --emit-net FILE.net    ONNX: also write the imported model as .net\n"
+	      "  -o FILE.cu             emit a CUDA C program that runs the schedule\n"
+	      "  --runtime R            remat | pytorch: whose allocations to count\n"
+	      "                         (default remat; docs/runtime-pytorch.md)\n"
+	      "  --graph-json           print the graph's ops and tensors as JSON\n"
+	      "  --gpu NAME             say whether the step fits on a card: A100-40GB\n"
+	      "                         A100-80GB H100-80GB H200 RTX4090 RTX3090 L4 T4\n"
+	      "                         V100-16GB V100-32GB\n"
+	      "  --reserve SIZE         memory the card keeps for the CUDA context and\n"
+	      "                         workspaces (default 1GiB)\n"
+	      "  --emit-torch FILE.py   write the plan as torch.utils.checkpoint wrapping\n"
+	      "  --plot FILE.svg        memory timeline (with --sweep: peak per value)\n"
+	      "  --html FILE.html       self-contained page: timeline, layers, plan\n"
+	      "  --trace FILE.json      Chrome trace events (Perfetto, chrome://tracing)\n"
+	      "  --memory-viz FILE.pickle  snapshot for PyTorch's memory_viz\n"
+	      "  --dot FILE.dot         graph for Graphviz (--dot-backward: with backward)\n"
+	      "  --csv FILE.csv         one row per step, bytes per category\n"
+	      "  --sweep NAME=VALUES    analyze each value of a dim or the batch:\n"
+	      "                         8,16,32 | 8..128*2 | 128..1024+128 | 128:1024:128\n"
+	      "  --help, --version\n"
+	      "\n"
+	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
+	      "(powers of 1000), B, or plain bytes (at least 1 MiB without a unit);\n"
+	      "units are case-blind. See remat(1) and docs/ in the source tree.\n"
+	      "Exit status: 0 ok, 1 errors in the input, 2 usage, 3 budget unmet,\n"
+	      "4 internal error.\n", f);
+}
+
+/* parse_size: "12GiB", "1.5G", "800MB", "80gb", "4096" -> bytes; -1 if
+ * malformed. Units are case-blind; *unit says whether one was written. */
+static int64_t
+parse_size_unit(const char *s, bool *unit)
+{
+	static const struct { const char *suffix; double mult; } units[] = {
+		{"", 1}, {"B", 1},
+		{"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0}, {"T", 1099511627776.0},
+		{"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+	};
+	size_t digits = strspn(s, "0123456789.");
+	char *end;
+	double v;
+
+	/* plain decimal digits only: no sign, hex, exponent, inf or nan */
+	if (!digits || strchr(s, '.') != strrchr(s, '.') || !strchr("0123456789", s[0]))
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end != s + digits || errno || !(v >= 0) || isinf(v))
+		return -1;
+	*unit = *end != 0;
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (strcasecmp(end, units[i].suffix))
+			continue;
+		v = ceil(v * units[i].mult);
+		return v < 9.2e18 ? (int64_t)v : -1;
+	}
+	return -1;
+}
+
+/* A size flag's value. A number without a unit is bytes, but `--budget 80`
+ * almost always means 80 GiB: below 1 MiB, plain bytes must say "B". */
+static int64_t
+parse_size(const char *opt, const char *s, const char *example)
+{
+	bool unit = false;
+	int64_t v = parse_size_unit(s, &unit);
+
+	if (v < 0)
+		diag_usage("%s: cannot read size '%s' (e.g. %s)", opt, s, example);
+	if (!unit && v < ((int64_t)1 << 20))
+		diag_usage("%s %s: a size needs a unit (e.g. %sGiB, %sGB, or %sB for "
+		           "bytes)", opt, s, s, s, s);
+	return v;
+}
+
+/* A decimal integer in [min, max]: digits only (no sign, no spaces). */
+static int64_t
+parse_count(const char *opt, const char *s, int64_t min, int64_t max)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (!strchr("0123456789", s[0]) || !s[0] || *end || errno || v < min || v > max)
+		diag_usage("%s: expected an integer from %lld to %lld, got '%s'", opt,
+		           (long long)min, (long long)max, s);
+	return v;
+}
+
+static void
+parse_define(Options *o, char *arg)
+{
+	char *eq = strchr(arg, '='), *end;
+	long long v;
+
+	if (!eq || eq == arg)
+		diag_usage("-D expects NAME=VALUE, got '%s'", arg);
+	errno = 0;
+	v = strtoll(eq + 1, &end, 10);
+	if (!eq[1] || !strchr("0123456789", eq[1]) || *end || errno || v <= 0)
+		diag_usage("-D %s: the value must be a positive integer", arg);
+	if (o->job.net.ndefs == MAX_DEFS)
+		diag_usage("too many -D options (at most %d)", MAX_DEFS);
+	*eq = 0;                /* the name ends here: argv is ours to edit */
+	o->job.net.defs[o->job.net.ndefs].name = arg;
+	o->job.net.defs[o->job.net.ndefs].value = v;
+	o->job.net.ndefs++;
+}
+
+/* --stage-blocks N0,N1,...: outermost def calls per stage. */
+static void
+parse_stage_blocks(Options *o, char *arg)
+{
+	PipeOptions *p = &o->job.net.pipe;
+
+	p->nsplit = 0;
+	for (char *w = strtok(arg, ","); w; w = strtok(NULL, ",")) {
+		if (p->nsplit == PIPE_MAXSTAGES)
+			diag_usage("--stage-blocks: at most %d stages", PIPE_MAXSTAGES);
+		p->split[p->nsplit++] = (int)parse_count("--stage-blocks", w, 1, 1 << 20);
+	}
+}
+
+/* --offload optimizer|params|optimizer,params */
+static void
+parse_offload(Options *o, char *arg)
+{
+	for (char *w = strtok(arg, ","); w; w = strtok(NULL, ",")) {
+		if (!strcmp(w, "optimizer"))
+			o->job.net.dist.offload_optimizer = true;
+		else if (!strcmp(w, "params"))
+			o->job.net.dist.offload_params = true;
+		else
+			diag_usage("--offload: unknown '%s' (optimizer, params)", w);
+	}
+}
+
+/* -d PASS[,PASS...]: which passes' dumps to print. */
+static void
+parse_dumps(Options *o, char *arg)
+{
+	for (char *name = strtok(arg, ","); name; name = strtok(NULL, ",")) {
+		int p = pass_from_name(name);
+		if (p < 0)
+			diag_usage("-d: unknown pass '%s' (instantiate shape autodiff lower "
+			           "plan liveness memplan)", name);
+		o->job.passes.dump |= 1u << p;
+	}
+}
+
+static void
+parse_option(Options *o, int c, char *arg)
+{
+	int k;
+
+	switch (c) {
+	case 'D': parse_define(o, arg); break;
+	case 'O':
+		if (strlen(arg) != 1 || arg[0] < '0' || arg[0] > '3')
+			diag_usage("unknown optimization level '-O%s' (use -O0 to -O3)", arg);
+		o->job.goal.level = arg[0] - '0';
+		o->level_set = true;
+		break;
+	case 'o': o->out = arg; break;
+	case OPT_INFER: o->job.net.infer_set = o->job.net.infer = true; break;
+	case OPT_OPTIMIZER:
+		if ((k = optimizer_from_name(arg)) < 0) {
+			char hint[96];
+			Suggest sg;
+			suggest_init(&sg, arg);
+			for (int i = 0; i < OPT_COUNT; i++)
+				suggest_add(&sg, optimizer_names[i]);
+			diag_usage("unknown optimizer '%s'%s (sgd momentum adagrad rmsprop lion adam adamw)",
+			           arg, suggest_hint(&sg, hint, sizeof hint));
+		}
+		o->job.net.optimizer_set = true;
+		o->job.net.optimizer = (Optimizer)k;
+		break;
+	case OPT_PRECISION:
+		if (strcasecmp(arg, "declared") && strcasecmp(arg, "mixed"))
+			diag_usage("--precision must be 'declared' or 'mixed', not '%s'", arg);
+		o->job.net.precision_set = true;
+		o->job.net.mixed = !strcasecmp(arg, "mixed");
+		break;
+	case OPT_ACCUMULATE:
+		o->job.net.accumulate_set = true;
+		o->job.net.accumulate = parse_count("--accumulate", arg, 1, INT64_MAX);
+		break;
+	case OPT_DUMP_IR: o->dump_ir = true; break;
+	case 'd': parse_dumps(o, arg); break;
+	case OPT_CHECK: o->job.passes.check = true; break;
+	case OPT_RANKS: o->job.net.dist.ranks = (int)parse_count("--ranks", arg, 1, 1 << 20); break;
+	case OPT_ZERO: o->job.net.dist.zero = (int)parse_count("--zero", arg, 0, 3); break;
+	case OPT_BUCKET:
+		if ((o->job.net.dist.bucket = parse_size("--bucket", arg, "25MiB")) <= 0)
+			diag_usage("--bucket: must be at least one byte");
+		break;
+	case OPT_OFFLOAD: parse_offload(o, arg); break;
+	case OPT_ZERO_TABLE: o->zero_table = true; break;
+	case OPT_PREFETCH:
+		o->prefetch_set = true;
+		o->job.net.dist.prefetch = (int)parse_count("--prefetch", arg, 0, 1 << 20);
+		break;
+	case OPT_STAGES:
+		o->job.net.pipe.stages = (int)parse_count("--stages", arg, 1, PIPE_MAXSTAGES);
+		break;
+	case OPT_MICRO_BATCHES:
+		o->job.net.pipe.micro_batches = (int)parse_count("--micro-batches", arg, 1, 1 << 16);
+		break;
+	case OPT_SCHEDULE:
+		if (strcmp(arg, "1f1b") && strcmp(arg, "gpipe"))
+			diag_usage("--schedule: '1f1b' or 'gpipe', got '%s'", arg);
+		o->job.net.pipe.gpipe = !strcmp(arg, "gpipe");
+		break;
+	case OPT_STAGE_BLOCKS: parse_stage_blocks(o, arg); break;
+	case OPT_JSON: o->json = true; break;
+	case OPT_BYTES: o->report.exact_bytes = o->bytes_set = true; break;
+	case OPT_MAX_RECOMPUTE: {
+		char *end;
+		o->max_recompute_set = true;
+		if (!strcmp(arg, "inf")) {
+			o->job.goal.max_recompute = -1;
+			break;
+		}
+		errno = 0;
+		o->job.goal.max_recompute = strtod(arg, &end);
+		if (!arg[0] || !strchr("0123456789.", arg[0]) || strpbrk(arg, "xXnN") ||
+		    *end || errno || !(o->job.goal.max_recompute >= 0) ||
+		    isinf(o->job.goal.max_recompute))
+			diag_usage("--max-recompute expects a ratio >= 0 or 'inf', not '%s'", arg);
+		break;
+	}
+	case OPT_BUDGET:
+		o->job.goal.budget = parse_size("--budget", arg, "12GiB, 800MB, 4096B");
+		break;
+	case OPT_EXACT: o->job.goal.exact = true; break;
+	case OPT_VERIFY: o->job.verify = true; break;
+	case OPT_MAX_BATCH:
+		o->max_batch = parse_size("--max-batch", arg, "80GiB");
+		break;
+	case OPT_IMPORT:
+		if (strcmp(arg, "checkmate") && strcmp(arg, "onnx"))
+			diag_usage("--import: unknown format '%s' (checkmate or onnx)", arg);
+		o->checkmate = !strcmp(arg, "checkmate");
+		o->onnx = !o->checkmate;
+		break;
+	case OPT_PARAMS: o->onnx_opt.params = arg; break;
+	case OPT_LOSS: o->onnx_opt.loss = arg; break;
+	case OPT_EMIT_NET: o->onnx_opt.emit_net = arg; break;
+	case OPT_TOP:
+		o->report.top = (int)parse_count("--top", arg, 0, 1 << 20);
+		o->top_set = true;
+		break;
+	case OPT_STATS: o->stats = true; break;
+	case OPT_RUNTIME:
+		if (strcmp(arg, "remat") && strcmp(arg, "pytorch"))
+			diag_usage("--runtime must be 'remat' or 'pytorch', not '%s'", arg);
+		o->job.net.pytorch = !strcmp(arg, "pytorch");
+		break;
+	case OPT_GRAPH_JSON: o->graph_json = true; break;
+	case OPT_GPU:
+		if (!(o->gpu.preset = gpu_preset(arg)))
+			diag_usage("--gpu: unknown card '%s' (%s)", arg, gpu_preset_names());
+		break;
+	case OPT_EMIT_TORCH: o->emit_torch = arg; break;
+	case OPT_RESERVE:
+		o->gpu.reserve = parse_size("--reserve", arg, "1GiB, 800MB");
+		break;
+	case OPT_HELP: usage(stdout); exit(0);
+	case OPT_VERSION: puts("remat " PACKAGE_VERSION); exit(0);
+	case OPT_PLOT: o->plot = arg; break;
+	case OPT_HTML: o->html = arg; break;
+	case OPT_TRACE: o->trace = arg; break;
+	case OPT_MEMVIZ: o->memviz = arg; break;
+	case OPT_DOT: o->dot = arg; break;
+	case OPT_DOT_BACKWARD: o->dot_backward = true; break;
+	case OPT_CSV: o->csv = arg; break;
+	case OPT_SWEEP: o->sweep = arg; break;
+	default: diag_usage("unknown option");
+	}
+}
+
+/* "unknown option '--bugdet' (did you mean '--budget'?)" */
+static _Noreturn void
+unknown_option(const char *arg)
+{
+	char word[64], hint[96];
+	Suggest sg;
+
+	snprintf(word, sizeof word, "%.*s", (int)strcspn(arg, "="), arg);
+	suggest_init(&sg, word);
+	for (const struct option *lo = long_options; lo->name; lo++) {
+		char cand[64];
+		snprintf(cand, sizeof cand, "--%s", lo->name);
+		suggest_add(&sg, cand);
+	}
+	diag_usage("unknown option '%s'%s", word, suggest_hint(&sg, hint, sizeof hint));
+}
+
+/* Flags that the chosen level or output makes moot: said, not fatal. */
+static void
+warn_no_effect(const Options *o)
+{
+	if (o->max_recompute_set && o->job.goal.budget >= 0)
+		fprintf(stderr, "remat: warning: --max-recompute has no effect with "
+		        "--budget (a budget has no recompute cap)\n");
+	else if (o->max_recompute_set && o->job.goal.level < 2)
+		fprintf(stderr, "remat: warning: --max-recompute has no effect at -O%d "
+		        "(it caps -O2 and -O3)\n", o->job.goal.level);
+	/* with --dump-ir and --max-batch these are usage errors (check_modes) */
+	if (o->json && (o->top_set || o->report.exact_bytes))
+		fprintf(stderr, "remat: warning: %s has no effect with --json (it shapes "
+		        "the human report)\n", o->top_set ? "--top" : "--bytes");
+}
+
+/* A flag that has no effect in the chosen mode is a usage error, never
+ * silently ignored (docs/limits.md). */
+static void
+check_modes(const Options *o)
+{
+	const char *mode = o->checkmate ? "--import" : o->dump_ir ? "--dump-ir"
+	                   : o->max_batch >= 0 ? "--max-batch" : NULL;
+
+	if (o->out && mode)
+		diag_usage("-o has no effect with %s", mode);
+	if (o->checkmate) {
+		const char *flag = o->job.net.ndefs ? "-D" : o->job.net.infer_set ? "--infer"
+		                   : o->job.net.optimizer_set ? "--optimizer"
+		                   : o->job.net.precision_set ? "--precision"
+		                   : o->job.net.accumulate_set ? "--accumulate"
+		                   : o->top_set ? "--top" : o->bytes_set ? "--bytes"
+		                   : o->dump_ir ? "--dump-ir" : o->max_batch >= 0 ? "--max-batch"
+		                   : NULL;
+		if (flag)
+			diag_usage("%s has no effect with --import checkmate", flag);
+	}
+	if (o->dump_ir) {
+		const char *flag = o->json ? "--json" : o->level_set ? "-O"
+		                   : o->job.goal.budget >= 0 ? "--budget" : o->job.goal.exact ? "--exact"
+		                   : o->job.verify ? "--verify" : o->max_batch >= 0 ? "--max-batch"
+		                   : o->top_set ? "--top" : o->bytes_set ? "--bytes" : NULL;
+		if (flag)
+			diag_usage("%s has no effect with --dump-ir", flag);
+	}
+	if (o->max_batch >= 0) {
+		const char *flag = o->json ? "--json" : o->top_set ? "--top"
+		                   : o->bytes_set ? "--bytes" : NULL;
+		if (flag)
+			diag_usage("%s has no effect with --max-batch", flag);
+	}
+	if (o->out && out_is_input(o->out, o->input))
+		diag_usage("-o '%s' is the input file; refusing to overwrite it", o->out);
+}
+
+/* --ranks, --zero, --offload, --stages and their company. */
+static void
+check_parallel(const Options *o)
+{
+	if (o->job.net.dist.offload_params && o->job.net.dist.zero != 3)
+		diag_usage("--offload params needs --zero 3 (the weights must be sharded)");
+	if (o->out && o->job.net.infer && o->job.net.dist.zero == 3 && dist_active(&o->job.net.dist))
+		diag_usage("-o: --zero 3 with --infer shards the weights of a pass that gathers "
+		           "none; the program cannot run it");
+	if (o->prefetch_set && o->job.net.dist.zero != 3)
+		diag_usage("--prefetch needs --zero 3 (only sharded weights are gathered)");
+	if (o->job.net.pipe.stages > 1) {
+		if (o->job.net.accumulate_set)
+			diag_usage("--stages: the pipeline's --micro-batches replace --accumulate "
+			           "(give the micro-batch count with --micro-batches M)");
+		if (o->job.net.pipe.nsplit && o->job.net.pipe.nsplit != o->job.net.pipe.stages)
+			diag_usage("--stage-blocks: %d counts for %d stages", o->job.net.pipe.nsplit,
+			           o->job.net.pipe.stages);
+		if (o->checkmate || o->dump_ir)
+			diag_usage("--stages cannot be combined with --import or --dump-ir");
+	} else if (o->job.net.pipe.micro_batches || o->job.net.pipe.gpipe || o->job.net.pipe.nsplit) {
+		diag_usage("--micro-batches, --schedule and --stage-blocks need --stages K (K > 1)");
+	}
+	if (o->zero_table && (o->checkmate || o->dump_ir || o->json || o->out))
+		diag_usage("--zero-table cannot be combined with --import, --dump-ir, --json or -o");
+	if (o->job.passes.dump && (o->checkmate || o->dump_ir || o->max_batch >= 0 || o->out))
+		diag_usage("-d cannot be combined with --import, --dump-ir, --max-batch or -o");
+}
+
+/* --runtime, --gpu, --reserve, --emit-torch, --graph-json. */
+static void
+check_pytorch(Options *o)
+{
+	if (o->checkmate && (o->job.net.pytorch || o->gpu.preset || o->emit_torch || o->graph_json))
+		diag_usage("--runtime, --gpu, --emit-torch and --graph-json need a .net file, not --import");
+	if (o->gpu.reserve >= 0 && !o->gpu.preset)
+		diag_usage("--reserve needs --gpu NAME");
+	if (o->gpu.reserve < 0)
+		o->gpu.reserve = GPU_DEFAULT_RESERVE;
+	if (o->gpu.preset && o->gpu.reserve >= o->gpu.preset->bytes)
+		diag_usage("--reserve: %lld bytes leave nothing of %s", (long long)o->gpu.reserve,
+		           o->gpu.preset->name);
+	if (o->job.net.pytorch && o->out)
+		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
+}
+
+static bool
+any_picture(const Options *o)
+{
+	return o->plot || o->html || o->trace || o->memviz || o->dot || o->csv;
+}
+
+/* The pictures, --sweep and --max-batch's single line. */
+static void
+check_pictures(const Options *o)
+{
+	if (o->checkmate && (any_picture(o) || o->sweep))
+		diag_usage("--plot, --html, --trace, --memory-viz, --dot, --csv and --sweep need a .net file");
+	if (o->sweep && (o->json || o->out || (o->max_batch >= 0 && o->job.goal.budget >= 0) ||
+	                 o->html || o->trace || o->memviz || o->dot || o->csv))
+		diag_usage("--sweep prints a table and takes only --plot of the outputs, and one of --budget and --max-batch");
+	if (o->max_batch >= 0 && !o->sweep && any_picture(o))
+		diag_usage("--max-batch prints one line and writes no file (--sweep charts the batch)");
+}
+
+void
+cli_parse(Options *o, int argc, char **argv)
+{
+	static DimOverride defs[MAX_DEFS];
+	int c;
+
+	memset(o, 0, sizeof *o);
+	o->job.net.defs = defs;
+	o->job.goal.max_recompute = 1.0;
+	o->job.goal.budget = -1;
+	o->max_batch = -1;
+	o->gpu.reserve = -1;
+	o->report.top = 10;
+	o->job.passes.check = pass_checks_default();
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":D:O:o:d:", long_options, NULL)) != -1) {
+		if (c == '?')
+			unknown_option(argv[optind - 1]);
+		if (c == ':')
+			diag_usage("option '%s' needs a value", argv[optind - 1]);
+		parse_option(o, c, optarg);
+	}
+	if (optind != argc - 1)
+		diag_usage(optind == argc ? "no input file" : "exactly one input file expected");
+	o->input = argv[optind];
+	check_modes(o);
+	if (!o->onnx && (o->onnx_opt.params || o->onnx_opt.loss || o->onnx_opt.emit_net))
+		diag_usage("--params, --loss and --emit-net need --import onnx");
+	if (o->job.goal.budget >= 0 && o->job.goal.level < 2)
+		o->job.goal.level = 2;      /* --budget implies -O2 unless higher */
+	if (o->job.goal.exact && o->job.goal.level < 2)
+		o->job.goal.level = 2;
+	check_parallel(o);
+	check_pytorch(o);
+	check_pictures(o);
+	warn_no_effect(o);
+}
