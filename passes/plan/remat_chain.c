@@ -55,20 +55,6 @@ is_fwd(const RmCtx *C, int v)
 	return !C->d->node[v].once && !C->d->node[v].is_backward;
 }
 
-/* The tensor owning t's storage, or -1 when it owns nothing (param views). */
-static int
-root(const Dag *d, int t)
-{
-	for (int i = 0; i < 64 && t >= 0; i++) {
-		if (d->t[t].persistent_view)
-			return -1;
-		if (d->t[t].view_src < 0)
-			return t;
-		t = d->t[t].view_src;
-	}
-	return t;
-}
-
 /* The cut nodes, by the reach of every earlier forward node's outputs over
  * later forward uses; piece[v] for every forward node. */
 static void
@@ -121,13 +107,13 @@ chain_costs(Chain *K, const int *piece)
 	for (int k = 1; k <= K->r; k++) {
 		const DagNode *n = &d->node[K->cut[k]];
 		for (int j = 0; j < n->nout; j++) {
-			int t = n->out[j], rt = root(d, t);
+			int t = n->out[j], rt = dag_root(d, t);
 			if (rt >= 0 && C->gofs[t + 1] - C->gofs[t] > 1)
 				K->c[k] += d->t[rt].bytes;
 		}
 	}
 	for (int t = 0; t < d->nt; t++) {
-		int rt = root(d, t), p = C->prod[t];
+		int rt = dag_root(d, t), p = C->prod[t];
 		if (C->longgap[t] < 0 || rt < 0 || counted[rt] || p < 0 || !is_fwd(C, p))
 			continue;
 		counted[rt] = true;
@@ -137,11 +123,8 @@ chain_costs(Chain *K, const int *piece)
 	}
 	K->obytes = ar_alloc(K->a, sizeof *K->obytes * ((size_t)d->nnode + 1));
 	for (int v = 0; v < d->nnode; v++)
-		for (int j = 0; j < d->node[v].nout; j++) {
-			int rt = root(d, d->node[v].out[j]);
-			if (rt >= 0 && rt == d->node[v].out[j])
-				K->obytes[v] += d->t[rt].bytes;
-		}
+		for (int j = 0; j < d->node[v].nout; j++)
+			K->obytes[v] += dag_owned(d, d->node[v].out[j]);
 	K->fc = ar_alloc(K->a, sizeof *K->fc * (size_t)n2);
 	for (int v = 0; v < d->nnode; v++)
 		if (piece[v] > 0)

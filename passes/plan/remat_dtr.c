@@ -82,12 +82,6 @@ typedef struct Dtr {
 	Arena ar;               /* every array above: freed by dtr_free */
 } Dtr;
 
-static int64_t
-owned(const Dag *d, int t)
-{
-	return d->t[t].view_src >= 0 || d->t[t].persistent_view ? 0 : d->t[t].bytes;
-}
-
 /* Base positions of every use; which tensors may be evicted. */
 static void
 dtr_init(Dtr *D, RmCtx *C)
@@ -118,10 +112,8 @@ dtr_init(Dtr *D, RmCtx *C)
 	D->root = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->root);
 	D->vcount = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->vcount);
 	for (int t = 0; t < nt; t++) {
-		int r = t;
-		for (int i = 0; i <= nt && d->t[r].view_src >= 0; i++)
-			r = d->t[r].view_src;
-		D->root[t] = r != t && !d->t[t].persistent_view ? r : -1;
+		int r = dag_root(d, t);
+		D->root[t] = r != t ? r : -1;
 	}
 	for (int v = 0; v < d->nnode; v++)
 		for (int j = 0; j < d->node[v].nacc; j++)
@@ -130,7 +122,7 @@ dtr_init(Dtr *D, RmCtx *C)
 	D->evictable = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->evictable);
 	for (int t = 0; t < nt; t++)
 		D->evictable[t] = C->prod[t] >= 0 && !d->t[t].to_end && !isbase[t] &&
-		                  (owned(d, t) > 0 || (D->root[t] >= 0 &&
+		                  (dag_owned(d, t) > 0 || (D->root[t] >= 0 &&
 		                   C->prod[D->root[t]] >= 0));
 	D->unext = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->unext);
 	D->res = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->res);
@@ -184,7 +176,7 @@ drop(Dtr *D, int t)
 	if (!D->res[t])
 		return;
 	D->res[t] = false;
-	D->mem -= owned(D->d, t);
+	D->mem -= dag_owned(D->d, t);
 	if (D->evictable[t]) {
 		int last = D->rlist[--D->nres];
 		D->rlist[D->ridx[t]] = last;
@@ -256,9 +248,9 @@ gain(const Dtr *D, int t)
 	if (D->vcount[t] > 0)
 		return 0;
 	if (r < 0)
-		return owned(D->d, t);
+		return dag_owned(D->d, t);
 	if (D->res[r] && D->vcount[r] == 1 && D->pin[r] == 0 && D->evictable[r])
-		return owned(D->d, r);
+		return dag_owned(D->d, r);
 	return 0;
 }
 
@@ -330,7 +322,7 @@ exec(Dtr *D, int q)
 	D->ran[q] = true;
 	for (int j = 0; j < n->nout; j++)
 		if (!D->res[n->out[j]])
-			need += owned(d, n->out[j]);
+			need += dag_owned(d, n->out[j]);
 	for (int j = 0; j < n->nacc; j++) {
 		int t = n->acc[j].tensor;
 		need += D->made[t] || n->acc[j].view_src < 0 ? d->t[t].bytes : 0;
@@ -344,7 +336,7 @@ exec(Dtr *D, int q)
 	D->sched[D->nsched++] = q;
 	for (int j = 0; j < n->nout; j++)
 		if (!D->res[n->out[j]])
-			make_resident(D, n->out[j], owned(d, n->out[j]));
+			make_resident(D, n->out[j], dag_owned(d, n->out[j]));
 	for (int j = 0; j < n->nacc; j++) {
 		int t = n->acc[j].tensor;
 		if (!D->made[t])
@@ -375,7 +367,7 @@ base_step(Dtr *D, int x)
 				 * old instance lives on (lv_eval stretches it) */
 				if (!D->made[miss])
 					return false;
-				make_resident(D, miss, owned(D->d, miss));
+				make_resident(D, miss, dag_owned(D->d, miss));
 				continue;
 			}
 			D->stk[sp++] = C->prod[miss];
@@ -428,7 +420,7 @@ simulate(Dtr *D, int64_t T)
 	memset(D->vcount, 0, sizeof *D->vcount * (size_t)nt);
 	for (int t = 0; t < nt; t++) {
 		if (d->t[t].from_start && (D->uofs[t + 1] > D->uofs[t] || d->t[t].to_end))
-			make_resident(D, t, owned(d, t));
+			make_resident(D, t, dag_owned(d, t));
 		D->made[t] = d->t[t].from_start;
 	}
 	for (int x = 0; x < D->C->n; x++)

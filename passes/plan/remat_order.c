@@ -15,12 +15,6 @@
 
 #include "remat_int.h"
 
-static int64_t
-owned(const Dag *d, int t)
-{
-	return d->t[t].view_src >= 0 || d->t[t].persistent_view ? 0 : d->t[t].bytes;
-}
-
 /* Recomputes one move may insert, and all moves together. */
 enum { RCHAIN = 8, RTOTAL = 4 * RCHAIN };
 
@@ -420,10 +414,10 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 				const DagNode *n = &d->node[ready[i]];
 				int64_t dl = 0;
 				for (int j = 0; j < n->nout; j++)
-					dl += owned(d, n->out[j]);
+					dl += dag_owned(d, n->out[j]);
 				for (int u = C->uofs[ready[i]]; u < C->uofs[ready[i] + 1]; u++)
 					if (rd[C->use[u]] == 1 && !d->t[C->use[u]].to_end)
-						dl -= owned(d, C->use[u]);
+						dl -= dag_owned(d, C->use[u]);
 				if (i == 0 || dl < bd || (dl == bd &&
 				    C->pos[ready[i]] < C->pos[ready[bi]])) {
 					bd = dl;
