@@ -187,14 +187,11 @@ bool rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
                     RmScore *out);
 
 /* passes/plan/remat_o1.c */
-int rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a,
-            int64_t *wtotal);
 void rm_checkpoint_state(const RmCtx *C, const bool *keep, unsigned char *st);
 /* issue 9: a checkpoint plan by tensors; the sqrt(n) plan's states */
 void rm_checkpoint_tensors(const RmCtx *C, bool *keep_t, unsigned char *st);
 bool rm_sqrtn_state(RmCtx *C, unsigned char *st);
 void rm_plan_o1(RmCtx *C, RmPool *pool);
-void rm_chain_sweep(RmCtx *C, RmPool *pool);
 
 /* passes/plan/baseline.c */
 /* The base schedule's peak, evaluated without the planner's model; -1

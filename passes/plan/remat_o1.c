@@ -1,8 +1,7 @@
 /* passes/plan/remat_o1.c -- checkpointing along the forward chain: the cut
  * nodes (articulation points of the forward part, which every path
- * crosses), -O1's checkpoints about every sqrt(n) of them (Chen et al.),
- * and the exact chain DP that -O2 sweeps (the best checkpoint set for each
- * bound on a segment's saved bytes). A plan keeps the checkpoints' outputs
+ * crosses) and -O1's checkpoints about every sqrt(n) of them (Chen et
+ * al.), which the sqrt(n) baseline is too (baseline.c). A plan keeps the checkpoints' outputs
  * and drops every other forward tensor after the forward, its tail too
  * (rm_checkpoint_tensors): backward recomputes each segment from its
  * checkpoint once, right before it first needs it, and only what the
@@ -39,8 +38,8 @@ is_forward(const RmCtx *C, int v)
 /* The cut nodes in base order: no tensor made by an earlier forward node is
  * used by a forward node after them. wpre[i]: saved bytes of the forward
  * nodes before cut i; a[i]: cut i's own. Returns how many. */
-int
-rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal)
+static int
+cut_nodes(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal)
 {
 	const Dag *d = C->d;
 	Arena ar = {0};
@@ -131,17 +130,8 @@ cuts_get(const RmCtx *C, Cuts *k, Arena *ar)
 	k->cut = ar_alloc(ar, nn * sizeof *k->cut);
 	k->wpre = ar_alloc(ar, nn * sizeof *k->wpre);
 	k->a = ar_alloc(ar, nn * sizeof *k->a);
-	k->r = rm_cuts(C, k->cut, k->wpre, k->a, &k->w);
+	k->r = cut_nodes(C, k->cut, k->wpre, k->a, &k->w);
 	return k->r > 0 && C->has_backward && k->w > 0;
-}
-
-/* Evaluates the plan keeping the marked cuts (st: scratch) and adds it
- * to the pool. */
-static void
-add_checkpoints(RmCtx *C, RmPool *pool, const bool *keep, unsigned char *st)
-{
-	rm_checkpoint_state(C, keep, st);
-	rm_pool_add(pool, C, st, rm_eval(C, st));
 }
 
 /* -O1, Chen et al.: about sqrt(r) checkpoints among the r cuts (the
@@ -182,77 +172,5 @@ rm_plan_o1(RmCtx *C, RmPool *pool)
 
 	if (rm_sqrtn_state(C, st))
 		rm_pool_add(pool, C, st, rm_eval(C, st));
-	ar_free(&a);
-}
-
-/* The chain DP for one bound B: boundaries 0 (start), 1..r (cuts), r+1
- * (end). Minimizes the saved bytes of the kept cuts such that no segment
- * between kept ones saves more than B; a monotone deque keeps the window
- * minimum, so O(r). Marks the kept cuts; false when no set meets B. */
-static bool
-chain_dp(const Cuts *k, int64_t B, int64_t *f, int *par, int *dq, bool *keep)
-{
-	int r = k->r, h = 0, e = 0;
-
-	f[0] = 0;
-	dq[e++] = 0;
-	for (int i = 1; i <= r + 1; i++) {
-		int64_t wx = i <= r ? k->wpre[i - 1] : k->w;
-		int64_t ai = i <= r ? k->a[i - 1] : 0;
-		while (h < e) {
-			int j = dq[h];
-			int64_t wj = j == 0 ? 0 : k->wpre[j - 1] + k->a[j - 1];
-			if (wx - wj <= B)
-				break;
-			h++;
-		}
-		if (h == e) {
-			if (i == r + 1)
-				return false;
-			f[i] = INT64_MAX;
-			continue;
-		}
-		f[i] = f[dq[h]] + ai;
-		par[i] = dq[h];
-		while (e > h && f[dq[e - 1]] >= f[i])
-			e--;
-		dq[e++] = i;
-	}
-	for (int i = par[r + 1]; i > 0; i = par[i])
-		keep[k->cut[i - 1]] = true;
-	return true;
-}
-
-/* Sweeps the segment bound geometrically from the smallest feasible to the
- * whole forward, adding each distinct checkpoint set's plan to the pool. */
-void
-rm_chain_sweep(RmCtx *C, RmPool *pool)
-{
-	Cuts k;
-	Arena a = {0};
-	int nn = C->d->nnode + 1;
-
-	if (!cuts_get(C, &k, &a)) {
-		ar_free(&a);
-		return;
-	}
-	int64_t *f = ar_alloc(&a, ((size_t)k.r + 2) * sizeof *f);
-	int *par = ar_alloc(&a, ((size_t)k.r + 2) * sizeof *par);
-	int *dq = ar_alloc(&a, ((size_t)k.r + 2) * sizeof *dq);
-	bool *keep = ar_alloc(&a, (size_t)nn * sizeof *keep);
-	bool *prev = ar_alloc(&a, (size_t)nn * sizeof *prev);
-	unsigned char *st = rm_state_new(C, &a);
-	int64_t B = 1;
-	for (;;) {
-		memset(keep, 0, sizeof *keep * (size_t)nn);
-		if (chain_dp(&k, B, f, par, dq, keep) &&
-		    memcmp(keep, prev, sizeof *keep * (size_t)nn) != 0) {
-			add_checkpoints(C, pool, keep, st);
-			memcpy(prev, keep, sizeof *keep * (size_t)nn);
-		}
-		if (B >= k.w)
-			break;
-		B = B + B / 8 + 1 < k.w ? B + B / 8 + 1 : k.w;
-	}
 	ar_free(&a);
 }

@@ -1,5 +1,5 @@
-/* passes/plan/remat_o2.c -- -O2: fills the pool with -O1's plan, the chain DP's
- * sweep (remat_o1.c) and a greedy descent over gap states (any DAG, also
+/* passes/plan/remat_o2.c -- -O2: fills the pool with -O1's plan, the checkpoint
+ * chain's plans (remat_chain.c) and a greedy descent over gap states (any DAG, also
  * U-Nets with no cut nodes): it lowers a threshold on the peak in fixed
  * steps; for each, it drops the gaps that best cut the bytes over the
  * threshold per recompute cost, scoring the likeliest few exactly
