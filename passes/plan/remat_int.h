@@ -52,10 +52,10 @@ typedef struct RmEffort {
 	int dtr_orders;         /* random orders besides the two fixed ones */
 	long dtr_tries;         /* evaluations per local search */
 	long order_work;        /* remat_order.c: moves improving an order */
-	int reorder_plans;      /* the best plans the last stage reorders */
-	long stage_work;        /* remat_stage.c: evaluations per rung of its
+	int reorder_plans;      /* the best plans the final reordering takes */
+	long trim_work;         /* remat_trim.c: evaluations per rung of its
 	                           ladder (divided by the size) */
-	long stage_repair;      /* ... and of its remove-and-repair pass */
+	long trim_repair;       /* ... and of its remove-and-repair pass */
 } RmEffort;
 
 /* rm_build's state of a tensor: it has a producer to recompute it, its
@@ -208,10 +208,10 @@ void rm_pool_baselines(RmCtx *C, RmPool *pool);
  * fitted to the recompute cap (< 0: none) by storing whole segments. */
 void rm_chain_plans(RmCtx *C, RmPool *pool, double cap);
 
-/* passes/plan/remat_stage.c */
+/* passes/plan/remat_trim.c */
 /* Plans re-minimizing recompute at a fixed ladder of peak bounds up to the
  * budget, from the pool's plans; simple Dags only. */
-void rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget);
+void rm_trim_plans(RmCtx *C, RmPool *pool, int64_t budget);
 
 /* passes/plan/remat_o2.c */
 void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);

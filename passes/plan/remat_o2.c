@@ -448,13 +448,13 @@ rm_effort(const RmCtx *C)
 	e.dtr_tries = 1000000L / dsize < 8 ? 8 : 1000000L / dsize;
 	e.order_work = 40000000L;
 	e.reorder_plans = 4;
-	/* the stage search's branch and bounds, per rung of its ladder */
-	e.stage_work = 1000000L;
+	/* the trim search's branch and bounds, per rung of its ladder */
+	e.trim_work = 1000000L;
 	/* its remove and repair: 5x on small graphs (mobilenet at 0.8 needs
 	 * that for its optimum); none on large ones, where the time goes to
 	 * the descent (random layered n1000 at 0.9 would gain 1690 -> 1677
 	 * for about 0.05 s) */
-	e.stage_repair = dsize < 2000 ? 5000000L : 0;
+	e.trim_repair = dsize < 2000 ? 5000000L : 0;
 	return e;
 }
 
@@ -536,7 +536,7 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	/* a fixed ladder of bounds up to the budget: each plan is the same
 	 * whatever the budget, so a larger budget sees a superset */
 	if (goal->budget >= 0) {
-		rm_stage_plans(C, pool, goal->budget);
+		rm_trim_plans(C, pool, goal->budget);
 		rm_plan_dtr(C, pool, goal->budget, -1);
 	}
 	/* the best plans with their steps reordered where the spec allows

@@ -1,20 +1,22 @@
-/* passes/plan/remat_stage.c -- --budget's last planner on plain DAGs (the
- * Checkmate graphs, random layered graphs): re-minimizes the recompute cost
- * of the pool's plans under a fixed peak bound, in Checkmate's stage model.
+/* passes/plan/remat_trim.c -- the trim search, --budget's last planner on
+ * plain DAGs (the Checkmate graphs, random layered graphs): trims the
+ * recompute cost of the pool's plans under a fixed peak bound, in
+ * Checkmate's model of a schedule (what its paper calls stages, slots
+ * here: "stage" is a pipeline stage elsewhere in remat).
  *
  * A plan is a topological order (the first run of every node) and a set of
  * recomputes (v, k): node v runs again right before the order's k-th node
- * (stage k; a stage's recomputes in order position). Any such set is a
+ * (slot k; a slot's recomputes in order position). Any such set is a
  * valid schedule: every input of v already ran before v's first run. The
  * gap states of remat_model.c and the explicit schedules of the other
- * planners are such plans (a repeated step belongs to the stage of the
+ * planners are such plans (a repeated step belongs to the slot of the
  * next first run), so any pool plan can be a start.
  *
  * A candidate recompute frees a tensor alive across a step over the bound
- * without being read there: its producer at the stage of its next use
+ * without being read there: its producer at the slot of its next use
  * (alone, or with the inputs whose lives it would otherwise stretch across
- * that step), at the latest stage where its inputs are all still there, or
- * at the stage right after the step. Under each bound, the start first
+ * that step), at the latest slot where its inputs are all still there, or
+ * at the slot right after the step. Under each bound, the start first
  * drops every recompute the bound does not need (costliest first); then
  * two depth-first branch and bounds from no recompute, pruned by the best
  * cost so far (at first the start's) and by a fractional-knapsack bound on
@@ -25,7 +27,7 @@
  * the fewest candidates. Last, on plans with few recomputes, remove and
  * repair (repair()): a recompute and its neighbours out, the branch and
  * bound to put back cheaper ones. All work is counted in evaluations
- * (RmEffort.stage_work and stage_repair / size), never in time.
+ * (RmEffort.trim_work and trim_repair / size), never in time.
  *
  * The bounds form a fixed ladder, ceil(p x j / 100) for the base plan's
  * peak p and j a multiple of RUNG, from the pool's smallest peak up to the
@@ -44,9 +46,9 @@
 
 /* The ladder's step (percent of the base plan's peak); the branch and
  * bound's depth and, when narrow, its branches per node; the work of each
- * branch and bound at each rung is RmEffort.stage_work (evaluations x size). */
+ * branch and bound at each rung is RmEffort.trim_work (evaluations x size). */
 enum { RUNG = 5, BNB_DEPTH = 16, BNB_K = 4 };
-/* remove and repair: the stages around a recompute taken out with it, and
+/* remove and repair: the slots around a recompute taken out with it, and
  * the most recomputes a plan may have for it to run (more: a rung far
  * below any budget the papers use, where it only spends work) */
 enum { REPAIR_WIN = 3, REPAIR_PAIRS = 12 };
@@ -62,12 +64,12 @@ typedef struct Plan {
 	int64_t peak, cost;
 } Plan;
 
-typedef struct Stage {
+typedef struct Trim {
 	RmCtx *C;
 	const Dag *d;
 	int n;                  /* order length (= nnode: simple Dags) */
 	int *ord, *at;          /* the order, and each node's position in it */
-	int *step, *stg;        /* the built schedule, each step's stage */
+	int *step, *slot;       /* the built schedule, each step's slot */
 	bool *re;               /* [step] a recompute */
 	int nstep, capstep;
 	int *birth, *last;      /* [nt] the current instance */
@@ -88,26 +90,26 @@ typedef struct Stage {
 	int peak_step;          /* the last scored plan's */
 	long left;              /* evaluations left */
 	Arena mem;
-} Stage;
+} Trim;
 
 /* Grows a plan to hold n pairs. */
 static void
-plan_reserve(Stage *S, Plan *P, int n)
+plan_reserve(Trim *T, Plan *P, int n)
 {
 	if (n <= P->cap)
 		return;
 	int cap = P->cap ? P->cap : 16;
 	while (cap < n)
 		cap *= 2;
-	P->p = ar_grow(&S->mem, P->p, sizeof *P->p * (size_t)P->cap,
+	P->p = ar_grow(&T->mem, P->p, sizeof *P->p * (size_t)P->cap,
 	               sizeof *P->p * (size_t)cap);
 	P->cap = cap;
 }
 
 static void
-plan_copy(Stage *S, Plan *to, const Plan *from)
+plan_copy(Trim *T, Plan *to, const Plan *from)
 {
-	plan_reserve(S, to, from->np);
+	plan_reserve(T, to, from->np);
 	if (from->np)   /* an empty plan may have no array: memcpy needs one */
 		memcpy(to->p, from->p, sizeof *to->p * (size_t)from->np);
 	to->np = from->np;
@@ -115,25 +117,25 @@ plan_copy(Stage *S, Plan *to, const Plan *from)
 	to->cost = from->cost;
 }
 
-/* Whether a sorts before b: by stage, then order position. */
+/* Whether a sorts before b: by slot, then order position. */
 static bool
-before(const Stage *S, Pair a, Pair b)
+before(const Trim *T, Pair a, Pair b)
 {
-	return a.k != b.k ? a.k < b.k : S->at[a.v] < S->at[b.v];
+	return a.k != b.k ? a.k < b.k : T->at[a.v] < T->at[b.v];
 }
 
 /* Inserts (k, v) in order; false when it is there already. */
 static bool
-plan_add(Stage *S, Plan *P, int k, int v)
+plan_add(Trim *T, Plan *P, int k, int v)
 {
 	Pair x = {k, v};
 	int i = P->np;
 
-	while (i > 0 && before(S, x, P->p[i - 1]))
+	while (i > 0 && before(T, x, P->p[i - 1]))
 		i--;
 	if (i > 0 && P->p[i - 1].k == k && P->p[i - 1].v == v)
 		return false;
-	plan_reserve(S, P, P->np + 1);
+	plan_reserve(T, P, P->np + 1);
 	memmove(&P->p[i + 1], &P->p[i], sizeof *P->p * (size_t)(P->np - i));
 	P->p[i] = x;
 	P->np++;
@@ -148,126 +150,126 @@ plan_del(Plan *P, int i)
 }
 
 static void
-close_inst(Stage *S, int t)
+close_inst(Trim *T, int t)
 {
-	int i = S->ninst++;
+	int i = T->ninst++;
 
-	S->diff[S->birth[t]] += S->d->t[t].bytes;
-	S->diff[S->last[t] + 1] -= S->d->t[t].bytes;
-	S->it[i] = t;
-	S->ib[i] = S->birth[t];
-	S->il[i] = S->last[t];
-	S->inext[i] = S->ihead[t];
-	S->ihead[t] = i;
-	S->iuse[i] = S->ufirst[t];
+	T->diff[T->birth[t]] += T->d->t[t].bytes;
+	T->diff[T->last[t] + 1] -= T->d->t[t].bytes;
+	T->it[i] = t;
+	T->ib[i] = T->birth[t];
+	T->il[i] = T->last[t];
+	T->inext[i] = T->ihead[t];
+	T->ihead[t] = i;
+	T->iuse[i] = T->ufirst[t];
 }
 
 /* Builds P's schedule and scores it by liveness (rm_score's rules); sets
  * P->peak and P->cost. */
 static void
-score(Stage *S, Plan *P)
+score(Trim *T, Plan *P)
 {
-	const Dag *d = S->d;
-	int ns = S->n + P->np, j = 0;
+	const Dag *d = T->d;
+	int ns = T->n + P->np, j = 0;
 	int64_t run = 0;
 
-	if (ns > S->capstep) {
-		size_t o = (size_t)S->capstep + 1, nn = (size_t)ns + 1;
-		S->step = ar_grow(&S->mem, S->step, sizeof *S->step * o, sizeof *S->step * nn);
-		S->stg = ar_grow(&S->mem, S->stg, sizeof *S->stg * o, sizeof *S->stg * nn);
-		S->re = ar_grow(&S->mem, S->re, sizeof *S->re * o, sizeof *S->re * nn);
-		S->diff = ar_grow(&S->mem, S->diff, sizeof *S->diff * o, sizeof *S->diff * nn);
-		S->live = ar_grow(&S->mem, S->live, sizeof *S->live * o, sizeof *S->live * nn);
-		o *= (size_t)S->maxout;
-		nn *= (size_t)S->maxout;
-		S->it = ar_grow(&S->mem, S->it, sizeof *S->it * o, sizeof *S->it * nn);
-		S->ib = ar_grow(&S->mem, S->ib, sizeof *S->ib * o, sizeof *S->ib * nn);
-		S->il = ar_grow(&S->mem, S->il, sizeof *S->il * o, sizeof *S->il * nn);
-		S->inext = ar_grow(&S->mem, S->inext, sizeof *S->inext * o, sizeof *S->inext * nn);
-		S->iuse = ar_grow(&S->mem, S->iuse, sizeof *S->iuse * o, sizeof *S->iuse * nn);
-		S->capstep = ns;
+	if (ns > T->capstep) {
+		size_t o = (size_t)T->capstep + 1, nn = (size_t)ns + 1;
+		T->step = ar_grow(&T->mem, T->step, sizeof *T->step * o, sizeof *T->step * nn);
+		T->slot = ar_grow(&T->mem, T->slot, sizeof *T->slot * o, sizeof *T->slot * nn);
+		T->re = ar_grow(&T->mem, T->re, sizeof *T->re * o, sizeof *T->re * nn);
+		T->diff = ar_grow(&T->mem, T->diff, sizeof *T->diff * o, sizeof *T->diff * nn);
+		T->live = ar_grow(&T->mem, T->live, sizeof *T->live * o, sizeof *T->live * nn);
+		o *= (size_t)T->maxout;
+		nn *= (size_t)T->maxout;
+		T->it = ar_grow(&T->mem, T->it, sizeof *T->it * o, sizeof *T->it * nn);
+		T->ib = ar_grow(&T->mem, T->ib, sizeof *T->ib * o, sizeof *T->ib * nn);
+		T->il = ar_grow(&T->mem, T->il, sizeof *T->il * o, sizeof *T->il * nn);
+		T->inext = ar_grow(&T->mem, T->inext, sizeof *T->inext * o, sizeof *T->inext * nn);
+		T->iuse = ar_grow(&T->mem, T->iuse, sizeof *T->iuse * o, sizeof *T->iuse * nn);
+		T->capstep = ns;
 	}
-	S->nstep = 0;
-	for (int x = 0; x < S->n; x++) {
+	T->nstep = 0;
+	for (int x = 0; x < T->n; x++) {
 		for (; j < P->np && P->p[j].k == x; j++) {
-			S->step[S->nstep] = P->p[j].v;
-			S->stg[S->nstep] = x;
-			S->re[S->nstep++] = true;
+			T->step[T->nstep] = P->p[j].v;
+			T->slot[T->nstep] = x;
+			T->re[T->nstep++] = true;
 		}
-		S->step[S->nstep] = S->ord[x];
-		S->stg[S->nstep] = x;
-		S->re[S->nstep++] = false;
+		T->step[T->nstep] = T->ord[x];
+		T->slot[T->nstep] = x;
+		T->re[T->nstep++] = false;
 	}
-	memset(S->diff, 0, sizeof *S->diff * (size_t)(S->nstep + 1));
-	memset(S->birth, 0xff, sizeof *S->birth * (size_t)d->nt);
-	memset(S->ihead, 0xff, sizeof *S->ihead * (size_t)d->nt);
-	S->ninst = 0;
-	S->nread = 0;
+	memset(T->diff, 0, sizeof *T->diff * (size_t)(T->nstep + 1));
+	memset(T->birth, 0xff, sizeof *T->birth * (size_t)d->nt);
+	memset(T->ihead, 0xff, sizeof *T->ihead * (size_t)d->nt);
+	T->ninst = 0;
+	T->nread = 0;
 	P->cost = 0;
-	for (int i = 0; i < S->nstep; i++) {
-		const DagNode *v = &d->node[S->step[i]];
-		if (S->nread + v->nin > S->capread) {
-			int cap = 2 * (S->nread + v->nin) + 64;
-			S->rstep = ar_grow(&S->mem, S->rstep, sizeof *S->rstep * (size_t)S->capread,
-			                   sizeof *S->rstep * (size_t)cap);
-			S->rnext = ar_grow(&S->mem, S->rnext, sizeof *S->rnext * (size_t)S->capread,
-			                   sizeof *S->rnext * (size_t)cap);
-			S->capread = cap;
+	for (int i = 0; i < T->nstep; i++) {
+		const DagNode *v = &d->node[T->step[i]];
+		if (T->nread + v->nin > T->capread) {
+			int cap = 2 * (T->nread + v->nin) + 64;
+			T->rstep = ar_grow(&T->mem, T->rstep, sizeof *T->rstep * (size_t)T->capread,
+			                   sizeof *T->rstep * (size_t)cap);
+			T->rnext = ar_grow(&T->mem, T->rnext, sizeof *T->rnext * (size_t)T->capread,
+			                   sizeof *T->rnext * (size_t)cap);
+			T->capread = cap;
 		}
 		for (int q = 0; q < v->nin; q++) {
-			int u = v->in[q], r = S->nread++;
-			S->last[u] = i;
-			S->rstep[r] = i;
-			S->rnext[r] = -1;
-			if (S->ufirst[u] < 0)
-				S->ufirst[u] = r;
+			int u = v->in[q], r = T->nread++;
+			T->last[u] = i;
+			T->rstep[r] = i;
+			T->rnext[r] = -1;
+			if (T->ufirst[u] < 0)
+				T->ufirst[u] = r;
 			else
-				S->rnext[S->ulast[u]] = r;
-			S->ulast[u] = r;
+				T->rnext[T->ulast[u]] = r;
+			T->ulast[u] = r;
 		}
 		for (int q = 0; q < v->nout; q++) {
 			int t = v->out[q];
-			if (S->birth[t] >= 0)
-				close_inst(S, t);
-			S->birth[t] = S->last[t] = i;
-			S->ufirst[t] = -1;
+			if (T->birth[t] >= 0)
+				close_inst(T, t);
+			T->birth[t] = T->last[t] = i;
+			T->ufirst[t] = -1;
 		}
-		if (S->re[i])
+		if (T->re[i])
 			P->cost += v->cost;
-		S->diff[i] += dag_workspace(d, S->step[i]);
-		S->diff[i + 1] -= dag_workspace(d, S->step[i]);
+		T->diff[i] += dag_workspace(d, T->step[i]);
+		T->diff[i + 1] -= dag_workspace(d, T->step[i]);
 	}
 	for (int t = 0; t < d->nt; t++)
-		if (S->birth[t] >= 0)
-			close_inst(S, t);
+		if (T->birth[t] >= 0)
+			close_inst(T, t);
 	P->peak = -1;
-	for (int i = 0; i < S->nstep; i++) {
-		run += S->diff[i];
-		S->live[i] = run;
+	for (int i = 0; i < T->nstep; i++) {
+		run += T->diff[i];
+		T->live[i] = run;
 		if (run > P->peak) {
 			P->peak = run;
-			S->peak_step = i;
+			T->peak_step = i;
 		}
 	}
-	S->left--;
+	T->left--;
 }
 
 static int64_t
-excess(const Stage *S, int64_t L)
+excess(const Trim *T, int64_t L)
 {
 	int64_t e = 0;
 
-	for (int i = 0; i < S->nstep; i++)
-		if (S->live[i] > L)
-			e += S->live[i] - L;
+	for (int i = 0; i < T->nstep; i++)
+		if (T->live[i] > L)
+			e += T->live[i] - L;
 	return e;
 }
 
 /* Whether step i reads t. */
 static bool
-reads(const Stage *S, int i, int t)
+reads(const Trim *T, int i, int t)
 {
-	const DagNode *v = &S->d->node[S->step[i]];
+	const DagNode *v = &T->d->node[T->step[i]];
 
 	for (int q = 0; q < v->nin; q++)
 		if (v->in[q] == t)
@@ -281,69 +283,69 @@ typedef struct Cand {
 } Cand;
 
 /* The candidate recomputes against step s of the plan just scored: for
- * each tensor alive across it, unread there, its producer at the stage of
+ * each tensor alive across it, unread there, its producer at the slot of
  * the next use (alone, then with the inputs whose current instances would
- * otherwise stretch across s), at the latest stage before that where its
- * inputs are all still there, and at the stage after s. */
+ * otherwise stretch across s), at the latest slot before that where its
+ * inputs are all still there, and at the slot after s. */
 static int
-candidates(Stage *S, int s, Cand *c, int max)
+candidates(Trim *T, int s, Cand *c, int max)
 {
-	const Dag *d = S->d;
-	RmCtx *C = S->C;
+	const Dag *d = T->d;
+	RmCtx *C = T->C;
 	int nc = 0;
 
-	S->left--;              /* a scan of the instances costs about one evaluation */
-	for (int i = 0; i < S->ninst && nc + 4 <= max; i++) {
-		int t = S->it[i], p = C->prod[t], f;
-		if (p < 0 || S->ib[i] >= s || S->il[i] <= s || reads(S, s, t))
+	T->left--;              /* a scan of the instances costs about one evaluation */
+	for (int i = 0; i < T->ninst && nc + 4 <= max; i++) {
+		int t = T->it[i], p = C->prod[t], f;
+		if (p < 0 || T->ib[i] >= s || T->il[i] <= s || reads(T, s, t))
 			continue;
-		int r = S->iuse[i];
-		while (r >= 0 && S->rstep[r] <= s)
-			r = S->rnext[r];
+		int r = T->iuse[i];
+		while (r >= 0 && T->rstep[r] <= s)
+			r = T->rnext[r];
 		if (r < 0)
 			continue;
-		f = S->rstep[r];
-		if (S->stg[f] <= S->stg[s])
+		f = T->rstep[r];
+		if (T->slot[f] <= T->slot[s])
 			continue;
-		Cand a = {S->stg[f], p, 0, {0}};
-		int kl = S->stg[f];
+		Cand a = {T->slot[f], p, 0, {0}};
+		int kl = T->slot[f];
 		c[nc++] = a;
 		for (int q = 0; q < d->node[p].nin; q++) {
 			int u = d->node[p].in[q], best = -1;
-			for (int h = S->ihead[u]; h >= 0; h = S->inext[h])
-				if (S->ib[h] < f && (best < 0 || S->ib[h] > S->ib[best]))
+			for (int h = T->ihead[u]; h >= 0; h = T->inext[h])
+				if (T->ib[h] < f && (best < 0 || T->ib[h] > T->ib[best]))
 					best = h;
 			if (best < 0)
 				continue;
-			if (S->stg[S->il[best]] < kl)
-				kl = S->stg[S->il[best]];
-			if (C->prod[u] >= 0 && S->il[best] < s && a.ninp < 8)
+			if (T->slot[T->il[best]] < kl)
+				kl = T->slot[T->il[best]];
+			if (C->prod[u] >= 0 && T->il[best] < s && a.ninp < 8)
 				a.inp[a.ninp++] = C->prod[u];
 		}
 		if (a.ninp > 0)
 			c[nc++] = a;
 		/* where every input is still there, as late as that is */
-		if (kl > S->stg[s] && kl < S->stg[f]) {
+		if (kl > T->slot[s] && kl < T->slot[f]) {
 			Cand e = {kl, p, 0, {0}};
 			c[nc++] = e;
 		}
-		if (S->stg[s] + 1 < S->stg[f] && S->stg[s] + 1 != kl) {
-			Cand e = {S->stg[s] + 1, p, 0, {0}};
+		if (T->slot[s] + 1 < T->slot[f] && T->slot[s] + 1 != kl) {
+			Cand e = {T->slot[s] + 1, p, 0, {0}};
 			c[nc++] = e;
 		}
 	}
 	return nc;
 }
 
-static const Stage *sort_stage;
+static const Trim *sort_trim;
 static const Plan *sort_plan;
 
-/* Pair indices, costliest node first, then later stage first. */
+/* Pair indices, costliest node first, then later slot first. */
 static int
 by_cost(const void *pa, const void *pb)
 {
 	const Pair *a = &sort_plan->p[*(const int *)pa], *b = &sort_plan->p[*(const int *)pb];
-	int64_t ca = sort_stage->d->node[a->v].cost, cb = sort_stage->d->node[b->v].cost;
+	int64_t ca = sort_trim->d->node[a->v].cost, cb = sort_trim->d->node[b->v].cost;
 
 	if (ca != cb)
 		return ca > cb ? -1 : 1;
@@ -354,46 +356,46 @@ by_cost(const void *pa, const void *pb)
  * costliest first, in rounds until one drops none. P is feasible on entry
  * and scored on return. */
 static void
-prune(Stage *S, Plan *P, Plan *tmp, int64_t L)
+prune(Trim *T, Plan *P, Plan *tmp, int64_t L)
 {
 	bool changed = true;
 	int *idx;
 	Pair *x;
 
-	if (P->np > S->capidx) {
-		S->idx = ar_grow(&S->mem, S->idx, sizeof *S->idx * (size_t)S->capidx,
-		                 sizeof *S->idx * (size_t)P->np);
-		S->xp = ar_grow(&S->mem, S->xp, sizeof *S->xp * (size_t)S->capidx,
-		                sizeof *S->xp * (size_t)P->np);
-		S->capidx = P->np;
+	if (P->np > T->capidx) {
+		T->idx = ar_grow(&T->mem, T->idx, sizeof *T->idx * (size_t)T->capidx,
+		                 sizeof *T->idx * (size_t)P->np);
+		T->xp = ar_grow(&T->mem, T->xp, sizeof *T->xp * (size_t)T->capidx,
+		                sizeof *T->xp * (size_t)P->np);
+		T->capidx = P->np;
 	}
-	idx = S->idx;
-	x = S->xp;
-	while (changed && S->left > 0) {
+	idx = T->idx;
+	x = T->xp;
+	while (changed && T->left > 0) {
 		int n = P->np;
 		changed = false;
 		for (int i = 0; i < n; i++)
 			idx[i] = i;
-		sort_stage = S;
+		sort_trim = T;
 		sort_plan = P;
 		qsort(idx, (size_t)n, sizeof *idx, by_cost);
 		for (int i = 0; i < n; i++)
 			x[i] = P->p[idx[i]];
-		for (int i = 0; i < n && S->left > 0; i++) {
-			plan_copy(S, tmp, P);
+		for (int i = 0; i < n && T->left > 0; i++) {
+			plan_copy(T, tmp, P);
 			for (int j = 0; j < tmp->np; j++)
 				if (tmp->p[j].k == x[i].k && tmp->p[j].v == x[i].v) {
 					plan_del(tmp, j);
 					break;
 				}
-			score(S, tmp);
+			score(T, tmp);
 			if (tmp->peak <= L) {
-				plan_copy(S, P, tmp);
+				plan_copy(T, P, tmp);
 				changed = true;
 			}
 		}
 	}
-	score(S, P);
+	score(T, P);
 }
 
 /* A lower bound on the recompute cost to add before step s is at most L:
@@ -401,21 +403,21 @@ prune(Stage *S, Plan *P, Plan *tmp, int64_t L)
  * least its producer's cost; the cheapest bytes first, the last one in
  * part (the fractional knapsack). */
 static int64_t
-step_bound(Stage *S, int s, int64_t L)
+step_bound(Trim *T, int s, int64_t L)
 {
-	const Dag *d = S->d;
-	int64_t need = S->live[s] - L;
+	const Dag *d = T->d;
+	int64_t need = T->live[s] - L;
 	double lb = 0;
 	int n = 0;
-	double *r = S->lbr;
-	int64_t *b = S->lbb;
+	double *r = T->lbr;
+	int64_t *b = T->lbb;
 
-	for (int i = 0; i < S->ninst; i++) {
-		int t = S->it[i], p = S->C->prod[t];
-		if (p < 0 || S->ib[i] >= s || S->il[i] <= s || d->t[t].bytes <= 0 ||
-		    reads(S, s, t))
+	for (int i = 0; i < T->ninst; i++) {
+		int t = T->it[i], p = T->C->prod[t];
+		if (p < 0 || T->ib[i] >= s || T->il[i] <= s || d->t[t].bytes <= 0 ||
+		    reads(T, s, t))
 			continue;
-		if (n == S->caplb)
+		if (n == T->caplb)
 			return 0;       /* too many to sort here: no bound */
 		double x = (double)d->node[p].cost / (double)d->t[t].bytes;
 		int j = n++;
@@ -438,38 +440,38 @@ step_bound(Stage *S, int s, int64_t L)
 
 /* Whether bnb's earlier sibling branches took candidate x. */
 static bool
-banned(const Stage *S, const Cand *x)
+banned(const Trim *T, const Cand *x)
 {
-	for (int i = 0; i < S->nban; i++)
-		if (S->ban[3 * i] == x->k && S->ban[3 * i + 1] == x->v &&
-		    S->ban[3 * i + 2] == (x->ninp > 0))
+	for (int i = 0; i < T->nban; i++)
+		if (T->ban[3 * i] == x->k && T->ban[3 * i + 1] == x->v &&
+		    T->ban[3 * i + 2] == (x->ninp > 0))
 			return true;
 	return false;
 }
 
 static void
-ban_push(Stage *S, const Cand *x)
+ban_push(Trim *T, const Cand *x)
 {
-	if (S->nban == S->capban) {
-		int cap = S->capban ? 2 * S->capban : 64;
-		S->ban = ar_grow(&S->mem, S->ban, sizeof *S->ban * 3 * (size_t)S->capban,
-		                 sizeof *S->ban * 3 * (size_t)cap);
-		S->capban = cap;
+	if (T->nban == T->capban) {
+		int cap = T->capban ? 2 * T->capban : 64;
+		T->ban = ar_grow(&T->mem, T->ban, sizeof *T->ban * 3 * (size_t)T->capban,
+		                 sizeof *T->ban * 3 * (size_t)cap);
+		T->capban = cap;
 	}
-	S->ban[3 * S->nban] = x->k;
-	S->ban[3 * S->nban + 1] = x->v;
-	S->ban[3 * S->nban + 2] = x->ninp > 0;
-	S->nban++;
+	T->ban[3 * T->nban] = x->k;
+	T->ban[3 * T->nban + 1] = x->v;
+	T->ban[3 * T->nban + 2] = x->ninp > 0;
+	T->nban++;
 }
 
 /* Adds candidate x to P; false when it adds nothing. */
 static bool
-cand_add(Stage *S, Plan *P, const Cand *x)
+cand_add(Trim *T, Plan *P, const Cand *x)
 {
-	bool any = plan_add(S, P, x->k, x->v);
+	bool any = plan_add(T, P, x->k, x->v);
 
 	for (int j = 0; j < x->ninp; j++)
-		any |= plan_add(S, P, x->k, x->inp[j]);
+		any |= plan_add(T, P, x->k, x->inp[j]);
 	return any;
 }
 
@@ -480,29 +482,29 @@ cand_add(Stage *S, Plan *P, const Cand *x)
  * so no set of recomputes is visited twice. best holds the cheapest plan
  * found (best->cost < 0: none). */
 static void
-bnb(Stage *S, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
+bnb(Trim *T, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 {
 	Cand c[96], all[96];
 	double r[96];
-	int nc = 0, ord[96], s = -1, nban0 = S->nban;
-	RmCtx *C = S->C;
+	int nc = 0, ord[96], s = -1, nban0 = T->nban;
+	RmCtx *C = T->C;
 
-	score(S, P);
+	score(T, P);
 	if (P->peak <= L) {
 		if (best->cost < 0 || P->cost < best->cost)
-			plan_copy(S, best, P);
+			plan_copy(T, best, P);
 		return;
 	}
-	if (depth == 0 || S->left <= 0)
+	if (depth == 0 || T->left <= 0)
 		return;
-	for (int i = narrow ? 0 : S->peak_step; i < S->nstep && S->left > 0; i++) {
-		if (S->live[i] <= L)
+	for (int i = narrow ? 0 : T->peak_step; i < T->nstep && T->left > 0; i++) {
+		if (T->live[i] <= L)
 			continue;
-		if (best->cost >= 0 && P->cost + step_bound(S, i, L) >= best->cost)
+		if (best->cost >= 0 && P->cost + step_bound(T, i, L) >= best->cost)
 			return;
-		int m = candidates(S, i, all, 96), mm = 0;
+		int m = candidates(T, i, all, 96), mm = 0;
 		for (int j = 0; j < m; j++)
-			if (!banned(S, &all[j]))
+			if (!banned(T, &all[j]))
 				all[mm++] = all[j];
 		if (mm == 0)
 			return;
@@ -514,22 +516,22 @@ bnb(Stage *S, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 		if (!narrow)
 			break;
 	}
-	int64_t exc = excess(S, L), cost0 = P->cost;
+	int64_t exc = excess(T, L), cost0 = P->cost;
 	int k = 0;
-	for (int i = 0; i < nc && S->left > 0; i++) {
+	for (int i = 0; i < nc && T->left > 0; i++) {
 		Plan q = {0};
-		int64_t add = S->d->node[c[i].v].cost;
+		int64_t add = T->d->node[c[i].v].cost;
 		for (int j = 0; j < c[i].ninp; j++)
-			add += S->d->node[c[i].inp[j]].cost;
+			add += T->d->node[c[i].inp[j]].cost;
 		if (best->cost >= 0 && cost0 + add >= best->cost)
 			continue;
-		plan_copy(S, &q, P);
-		if (!cand_add(S, &q, &c[i]))
+		plan_copy(T, &q, P);
+		if (!cand_add(T, &q, &c[i]))
 			continue;
-		score(S, &q);
+		score(T, &q);
 		if (best->cost >= 0 && q.cost >= best->cost)
 			continue;
-		int64_t cut = exc - excess(S, L);
+		int64_t cut = exc - excess(T, L);
 		if (cut <= 0)
 			continue;
 		c[k] = c[i];
@@ -543,20 +545,20 @@ bnb(Stage *S, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 			ord[j] = ord[j - 1];
 			ord[j - 1] = t;
 		}
-	for (int i = 0; i < k && (!narrow || i < BNB_K) && S->left > 0; i++) {
+	for (int i = 0; i < k && (!narrow || i < BNB_K) && T->left > 0; i++) {
 		Plan q = {0};
 		const Cand *x = &c[ord[i]];
-		plan_copy(S, &q, P);
-		cand_add(S, &q, x);
-		bnb(S, &q, L, best, depth - 1, narrow);
+		plan_copy(T, &q, P);
+		cand_add(T, &q, x);
+		bnb(T, &q, L, best, depth - 1, narrow);
 		if (!narrow)
-			ban_push(S, x);
+			ban_push(T, x);
 	}
-	S->nban = nban0;
+	T->nban = nban0;
 }
 
 /* Remove and repair: takes out of P a recompute (costliest first) with
- * every other one within REPAIR_WIN stages of it, and lets the branch and
+ * every other one within REPAIR_WIN slots of it, and lets the branch and
  * bound (as deep as what it took out) put back cheaper ones under L;
  * keeps the first cheaper plan, prunes it and starts again, until a round
  * finds none or the work runs out. What it finds are compound moves, such
@@ -564,42 +566,42 @@ bnb(Stage *S, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
  * the optimum), which the branch and bound from no recompute reaches only
  * with about 100x its work. */
 static void
-repair(Stage *S, Plan *P, Plan *tmp, int64_t L)
+repair(Trim *T, Plan *P, Plan *tmp, int64_t L)
 {
 	bool better = true;
 	Plan q = {0}, b2 = {0};
 
-	while (better && S->left > 0) {
+	while (better && T->left > 0) {
 		int n = P->np;
 		better = false;
-		if (n > S->capidx) {
-			S->idx = ar_grow(&S->mem, S->idx, sizeof *S->idx * (size_t)S->capidx,
-			                 sizeof *S->idx * (size_t)n);
-			S->xp = ar_grow(&S->mem, S->xp, sizeof *S->xp * (size_t)S->capidx,
-			                sizeof *S->xp * (size_t)n);
-			S->capidx = n;
+		if (n > T->capidx) {
+			T->idx = ar_grow(&T->mem, T->idx, sizeof *T->idx * (size_t)T->capidx,
+			                 sizeof *T->idx * (size_t)n);
+			T->xp = ar_grow(&T->mem, T->xp, sizeof *T->xp * (size_t)T->capidx,
+			                sizeof *T->xp * (size_t)n);
+			T->capidx = n;
 		}
 		for (int i = 0; i < n; i++)
-			S->idx[i] = i;
-		sort_stage = S;
+			T->idx[i] = i;
+		sort_trim = T;
 		sort_plan = P;
-		qsort(S->idx, (size_t)n, sizeof *S->idx, by_cost);
+		qsort(T->idx, (size_t)n, sizeof *T->idx, by_cost);
 		for (int i = 0; i < n; i++)
-			S->xp[i] = P->p[S->idx[i]];
-		for (int i = 0; i < n && S->left > 0 && !better; i++) {
+			T->xp[i] = P->p[T->idx[i]];
+		for (int i = 0; i < n && T->left > 0 && !better; i++) {
 			int out = 0;
-			plan_copy(S, &q, P);
+			plan_copy(T, &q, P);
 			for (int j = 0; j < q.np; j++)
-				if (abs(q.p[j].k - S->xp[i].k) <= REPAIR_WIN) {
+				if (abs(q.p[j].k - T->xp[i].k) <= REPAIR_WIN) {
 					plan_del(&q, j--);
 					out++;
 				}
-			plan_copy(S, &b2, P);
-			S->nban = 0;
-			bnb(S, &q, L, &b2, out, false);
+			plan_copy(T, &b2, P);
+			T->nban = 0;
+			bnb(T, &q, L, &b2, out, false);
 			if (b2.cost < P->cost) {
-				plan_copy(S, P, &b2);
-				prune(S, P, tmp, L);
+				plan_copy(T, P, &b2);
+				prune(T, P, tmp, L);
 				better = true;
 			}
 		}
@@ -609,46 +611,46 @@ repair(Stage *S, Plan *P, Plan *tmp, int64_t L)
 /* Loads an explicit schedule (first runs in order = the plan's order) as a
  * plan; false when its first runs are not every node once. */
 static bool
-load(Stage *S, Plan *P, const int *step, int n)
+load(Trim *T, Plan *P, const int *step, int n)
 {
-	int x = 0, *rep = ar_alloc(&S->mem, sizeof *rep * ((size_t)n + 1));
+	int x = 0, *rep = ar_alloc(&T->mem, sizeof *rep * ((size_t)n + 1));
 	int nrep = 0;
 
-	memset(S->at, 0xff, sizeof *S->at * (size_t)S->d->nnode);
+	memset(T->at, 0xff, sizeof *T->at * (size_t)T->d->nnode);
 	P->np = 0;
 	for (int i = 0; i < n; i++) {
 		int v = step[i];
-		if (S->at[v] >= 0) {
+		if (T->at[v] >= 0) {
 			rep[nrep++] = v;
 			continue;
 		}
-		S->at[v] = x;
-		S->ord[x++] = v;
+		T->at[v] = x;
+		T->ord[x++] = v;
 		for (int j = 0; j < nrep; j++)
-			plan_add(S, P, x - 1, rep[j]);
+			plan_add(T, P, x - 1, rep[j]);
 		nrep = 0;
 	}
-	if (x != S->n || nrep > 0)
+	if (x != T->n || nrep > 0)
 		return false;
-	score(S, P);
+	score(T, P);
 	return true;
 }
 
-/* Adds P (at the order in S) to the pool, scored by lv_eval. */
+/* Adds P (at the order in T) to the pool, scored by lv_eval. */
 static void
-add_plan(Stage *S, RmPool *pool, Plan *P)
+add_plan(Trim *T, RmPool *pool, Plan *P)
 {
-	score(S, P);
-	const MemEval *ev = rm_eval_steps(S->C, S->step, S->nstep);
+	score(T, P);
+	const MemEval *ev = rm_eval_steps(T->C, T->step, T->nstep);
 	if (ev)
-		rm_pool_add_sched(pool, S->step, S->nstep, ev);
+		rm_pool_add_sched(pool, T->step, T->nstep, ev);
 }
 
 void
-rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
+rm_trim_plans(RmCtx *C, RmPool *pool, int64_t budget)
 {
 	const Dag *d = C->d;
-	Stage S;
+	Trim T;
 	Plan cur = {0}, best = {0}, tmp = {0};
 	int64_t p0, pmin;
 	int np0 = pool->n, *bord, *bat;
@@ -656,35 +658,35 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 
 	if (!C->simple || budget < 0 || pool->n == 0 || size > 20000)
 		return;
-	memset(&S, 0, sizeof S);
-	ar_init(&S.mem);
-	S.C = C;
-	S.d = d;
-	S.n = C->n;
-	S.ord = ar_alloc(&S.mem, sizeof *S.ord * ((size_t)d->nnode + 1));
-	S.at = ar_alloc(&S.mem, sizeof *S.at * ((size_t)d->nnode + 1));
-	bord = ar_alloc(&S.mem, sizeof *bord * ((size_t)d->nnode + 1));
-	bat = ar_alloc(&S.mem, sizeof *bat * ((size_t)d->nnode + 1));
-	S.birth = ar_alloc(&S.mem, sizeof *S.birth * ((size_t)d->nt + 1));
-	S.last = ar_alloc(&S.mem, sizeof *S.last * ((size_t)d->nt + 1));
-	S.ihead = ar_alloc(&S.mem, sizeof *S.ihead * ((size_t)d->nt + 1));
-	S.capstep = -1;
-	S.ufirst = ar_alloc(&S.mem, sizeof *S.ufirst * ((size_t)d->nt + 1));
-	S.ulast = ar_alloc(&S.mem, sizeof *S.ulast * ((size_t)d->nt + 1));
-	S.caplb = 4096;
-	S.lbr = ar_alloc(&S.mem, sizeof *S.lbr * (size_t)S.caplb);
-	S.lbb = ar_alloc(&S.mem, sizeof *S.lbb * (size_t)S.caplb);
-	S.maxout = 1;
+	memset(&T, 0, sizeof T);
+	ar_init(&T.mem);
+	T.C = C;
+	T.d = d;
+	T.n = C->n;
+	T.ord = ar_alloc(&T.mem, sizeof *T.ord * ((size_t)d->nnode + 1));
+	T.at = ar_alloc(&T.mem, sizeof *T.at * ((size_t)d->nnode + 1));
+	bord = ar_alloc(&T.mem, sizeof *bord * ((size_t)d->nnode + 1));
+	bat = ar_alloc(&T.mem, sizeof *bat * ((size_t)d->nnode + 1));
+	T.birth = ar_alloc(&T.mem, sizeof *T.birth * ((size_t)d->nt + 1));
+	T.last = ar_alloc(&T.mem, sizeof *T.last * ((size_t)d->nt + 1));
+	T.ihead = ar_alloc(&T.mem, sizeof *T.ihead * ((size_t)d->nt + 1));
+	T.capstep = -1;
+	T.ufirst = ar_alloc(&T.mem, sizeof *T.ufirst * ((size_t)d->nt + 1));
+	T.ulast = ar_alloc(&T.mem, sizeof *T.ulast * ((size_t)d->nt + 1));
+	T.caplb = 4096;
+	T.lbr = ar_alloc(&T.mem, sizeof *T.lbr * (size_t)T.caplb);
+	T.lbb = ar_alloc(&T.mem, sizeof *T.lbb * (size_t)T.caplb);
+	T.maxout = 1;
 	for (int v = 0; v < d->nnode; v++)
-		if (d->node[v].nout > S.maxout)
-			S.maxout = d->node[v].nout;
+		if (d->node[v].nout > T.maxout)
+			T.maxout = d->node[v].nout;
 	p0 = pool->c[0].peak;
 	pmin = p0;
 	for (int i = 0; i < np0; i++)
 		if (pool->c[i].peak < pmin)
 			pmin = pool->c[i].peak;
 	int j0 = (int)ceil(100.0 * (double)pmin / (double)p0 / RUNG) * RUNG;
-	long per_rung = C->eff->stage_work / size;
+	long per_rung = C->eff->trim_work / size;
 	int64_t prev_cost = -1;
 	for (int j = j0; j <= 100; j += RUNG) {
 		int64_t L = (int64_t)ceil((double)p0 * j / 100.0);
@@ -702,37 +704,37 @@ rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget)
 			const int *st = rm_cand_steps(C, &pool->c[bi], &n);
 			if (!st)
 				continue;
-			if (!load(&S, &cur, st, n))
+			if (!load(&T, &cur, st, n))
 				continue;
 		} else {
-			memcpy(S.ord, bord, sizeof *S.ord * (size_t)S.n);
-			memcpy(S.at, bat, sizeof *S.at * (size_t)d->nnode);
-			plan_copy(&S, &cur, &best);
-			score(&S, &cur);
+			memcpy(T.ord, bord, sizeof *T.ord * (size_t)T.n);
+			memcpy(T.at, bat, sizeof *T.at * (size_t)d->nnode);
+			plan_copy(&T, &cur, &best);
+			score(&T, &cur);
 		}
 		if (cur.peak > L)
 			continue;
-		S.left = per_rung;
-		prune(&S, &cur, &tmp, L);
+		T.left = per_rung;
+		prune(&T, &cur, &tmp, L);
 		for (int mode = 0; mode < 2; mode++) {
 			Plan e = {0}, b2 = {0};
-			plan_copy(&S, &b2, &cur);
-			S.left = per_rung;
-			bnb(&S, &e, L, &b2, BNB_DEPTH, mode == 1);
+			plan_copy(&T, &b2, &cur);
+			T.left = per_rung;
+			bnb(&T, &e, L, &b2, BNB_DEPTH, mode == 1);
 			if (b2.cost < cur.cost)
-				plan_copy(&S, &cur, &b2);
+				plan_copy(&T, &cur, &b2);
 		}
 		if (cur.np <= REPAIR_PAIRS) {
-			S.left = C->eff->stage_repair / size;
-			repair(&S, &cur, &tmp, L);
+			T.left = C->eff->trim_repair / size;
+			repair(&T, &cur, &tmp, L);
 		}
-		plan_copy(&S, &best, &cur);
-		memcpy(bord, S.ord, sizeof *bord * (size_t)S.n);
-		memcpy(bat, S.at, sizeof *bat * (size_t)d->nnode);
+		plan_copy(&T, &best, &cur);
+		memcpy(bord, T.ord, sizeof *bord * (size_t)T.n);
+		memcpy(bat, T.at, sizeof *bat * (size_t)d->nnode);
 		prev_cost = cur.cost;
-		add_plan(&S, pool, &cur);
+		add_plan(&T, pool, &cur);
 		if (cur.cost == 0)
 			break;
 	}
-	ar_free(&S.mem);
+	ar_free(&T.mem);
 }
