@@ -30,7 +30,8 @@ typedef struct Pt {
 } Pt;
 
 struct RmDelta {
-	RmCtx *C;
+	RmScorer *S;             /* scores what the shortcut does not cover */
+	const RmModel *M;       /* S's */
 	Arena *a;
 	bool ok;                /* a plan is loaded */
 	int64_t T, peak, cost, exc;
@@ -69,21 +70,23 @@ struct RmDelta {
 };
 
 RmDelta *
-rm_delta_new(RmCtx *C, Arena *a)
+rm_delta_new(RmScorer *S, Arena *a)
 {
-	const Dag *d = C->d;
+	const RmModel *M = S->m;
+	const Dag *d = M->d;
 	RmDelta *X = ar_alloc(a, sizeof *X);
-	size_t nt = (size_t)d->nt + 1, n = (size_t)C->n + 2;
+	size_t nt = (size_t)d->nt + 1, n = (size_t)M->n + 2;
 
 	memset(X, 0, sizeof *X);
-	X->C = C;
+	X->S = S;
+	X->M = M;
 	X->a = a;
-	if (!C->simple)
+	if (!M->simple)
 		return X;
-	rm_bld_init(C, &X->nb, a);
-	size_t logcap = 3 * nt + (size_t)C->uofs[d->nnode] + (size_t)C->oofs[d->nnode] + 16;
+	rm_bld_init(M, &X->nb, a);
+	size_t logcap = 3 * nt + (size_t)M->uofs[d->nnode] + (size_t)M->oofs[d->nnode] + 16;
 	X->nb.log = ar_alloc(a, logcap * sizeof *X->nb.log);
-	X->st0 = ar_alloc(a, (size_t)C->ngap + 1);
+	X->st0 = ar_alloc(a, (size_t)M->ngap + 1);
 	X->start = ar_alloc(a, n * sizeof *X->start);
 	X->clofs = ar_alloc(a, n * sizeof *X->clofs);
 	X->iofs = ar_alloc(a, (nt + 1) * sizeof *X->iofs);
@@ -103,9 +106,9 @@ rm_delta_new(RmCtx *C, Arena *a)
 	X->tix = ar_alloc(a, nt * sizeof *X->tix);
 	X->oofs = ar_alloc(a, (nt + 2) * sizeof *X->oofs);
 	X->every = 8;
-	while ((long)X->every * X->every < C->n / 4)
+	while ((long)X->every * X->every < M->n / 4)
 		X->every *= 2;
-	size_t ns = (size_t)(C->n / X->every + 1);
+	size_t ns = (size_t)(M->n / X->every + 1);
 	X->snapt = ar_alloc(a, ns * nt);
 	X->snapg = ar_alloc(a, ns * nt * sizeof *X->snapg);
 	return X;
@@ -137,17 +140,17 @@ delta_room(RmDelta *X, int n)
 static void
 delta_instances(RmDelta *X)
 {
-	const RmCtx *C = X->C;
-	int nt = C->d->nt, nb = 0, nu = 0;
+	const RmModel *M = X->M;
+	int nt = M->d->nt, nb = 0, nu = 0;
 
 	memset(X->iofs, 0, sizeof *X->iofs * (size_t)(nt + 1));
 	memset(X->tuofs, 0, sizeof *X->tuofs * (size_t)(nt + 1));
 	for (int i = 0; i < X->nstep; i++) {
 		int v = X->step[i];
-		for (int j = C->oofs[v]; j < C->oofs[v + 1]; j++)
-			X->iofs[C->out[j] + 1]++, nb++;
-		for (int j = C->uofs[v]; j < C->uofs[v + 1]; j++)
-			X->tuofs[C->use[j] + 1]++, nu++;
+		for (int j = M->oofs[v]; j < M->oofs[v + 1]; j++)
+			X->iofs[M->out[j] + 1]++, nb++;
+		for (int j = M->uofs[v]; j < M->uofs[v + 1]; j++)
+			X->tuofs[M->use[j] + 1]++, nu++;
 	}
 	for (int t = 0; t < nt; t++) {
 		X->iofs[t + 1] += X->iofs[t];
@@ -164,14 +167,14 @@ delta_instances(RmDelta *X)
 	}
 	for (int i = 0; i < X->nstep; i++) {
 		int v = X->step[i];
-		for (int j = C->uofs[v]; j < C->uofs[v + 1]; j++) {
-			int t = C->use[j];
+		for (int j = M->uofs[v]; j < M->uofs[v + 1]; j++) {
+			int t = M->use[j];
 			X->tuse[ui[t]++] = i;
 			if (bi[t] >= X->iofs[t])
 				X->ilast[bi[t]] = i;
 		}
-		for (int j = C->oofs[v]; j < C->oofs[v + 1]; j++) {
-			int t = C->out[j], k = ++bi[t];
+		for (int j = M->oofs[v]; j < M->oofs[v + 1]; j++) {
+			int t = M->out[j], k = ++bi[t];
 			X->ibirth[k] = X->ilast[k] = i;
 		}
 	}
@@ -199,21 +202,22 @@ log_change(RmDelta *X, int *n, int t, unsigned char bits)
 	X->clb[(*n)++] = bits;
 }
 
-/* Builds the plan to load into C->b (as rm_build), keeping the builder
+/* Builds the plan to load into S->b (as rm_build), keeping the builder
  * states before every every-th base position and what each position
  * changed. */
 static bool
 delta_build(RmDelta *X)
 {
-	RmCtx *C = X->C;
-	size_t nt = (size_t)C->d->nt;
-	RmBld *B = &C->b;
+	const RmModel *M = X->M;
+	RmScorer *S = X->S;
+	size_t nt = (size_t)M->d->nt;
+	RmBld *B = &S->b;
 	int n = 0;
 	bool ok = true;
 
 	B->log = X->nb.log;
-	rm_bld_start(C, B);
-	for (int x = 0; x < C->n && ok; x++) {
+	rm_bld_start(M, B);
+	for (int x = 0; x < M->n && ok; x++) {
 		if (x % X->every == 0) {
 			size_t k = (size_t)(x / X->every);
 			memcpy(X->snapt + k * nt, B->tst, nt);
@@ -222,12 +226,12 @@ delta_build(RmDelta *X)
 				memcpy(X->snapg + k * nt, B->gcur, nt * sizeof *B->gcur);
 		}
 		B->nlog = 0;
-		ok = rm_bld_pos(C, B, X->st0, x);
+		ok = rm_bld_pos(M, B, X->st0, x);
 		X->clofs[x] = n;
 		for (int i = 0; ok && i < B->nlog; i++)
 			log_change(X, &n, B->log[i], B->tst[B->log[i]]);
 	}
-	X->clofs[C->n] = n;
+	X->clofs[M->n] = n;
 	B->log = NULL;
 	X->gsaved |= ok;
 	return ok;
@@ -236,21 +240,22 @@ delta_build(RmDelta *X)
 const MemEval *
 rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T)
 {
-	RmCtx *C = X->C;
+	const RmModel *M = X->M;
+	RmScorer *S = X->S;
 	const MemEval *ev;
 	int n;
 
 	X->ok = false;
 	X->T = T;
-	if (!C->simple)
-		return rm_score(C, st);
-	memcpy(X->st0, st, (size_t)C->ngap);
-	if (!delta_build(X) || !(ev = rm_score_built(C)))
+	if (!M->simple)
+		return rm_score(S, st);
+	memcpy(X->st0, st, (size_t)M->ngap);
+	if (!delta_build(X) || !(ev = rm_score_built(S)))
 		return NULL;
-	n = X->nstep = C->b.nstep;
+	n = X->nstep = S->b.nstep;
 	delta_room(X, n);
-	memcpy(X->step, C->b.step, sizeof *X->step * (size_t)n);
-	memcpy(X->posof, C->b.posof, sizeof *X->posof * (size_t)n);
+	memcpy(X->step, S->b.step, sizeof *X->step * (size_t)n);
+	memcpy(X->posof, S->b.posof, sizeof *X->posof * (size_t)n);
 	memcpy(X->live, ev->live_bytes, sizeof *X->live * (size_t)n);
 	X->T = T;
 	X->peak = ev->peak;
@@ -259,7 +264,7 @@ rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T)
 	for (int i = 0; i < n; i++)
 		while (x <= X->posof[i])
 			X->start[x++] = i;
-	while (x <= C->n)
+	while (x <= M->n)
 		X->start[x++] = n;
 	X->pexc[0] = 0;
 	X->pmax[0] = INT64_MIN;
@@ -269,7 +274,7 @@ rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T)
 		int v = X->step[i];
 		X->pexc[i + 1] = l > T ? ck_sat_add(X->pexc[i], l - T) : X->pexc[i];
 		X->pmax[i + 1] = l > X->pmax[i] ? l : X->pmax[i];
-		X->prc[i + 1] = X->prc[i] + (C->pos[v] != X->posof[i] ? C->ncost[v] : 0);
+		X->prc[i + 1] = X->prc[i] + (M->pos[v] != X->posof[i] ? M->ncost[v] : 0);
 		X->rmq[i] = l;
 	}
 	for (int k = 1; k < X->lg; k++) {
@@ -325,8 +330,8 @@ lower_bound(const int *u, int lo, int hi, int b)
 static int
 next_touch(const RmDelta *X, const unsigned char *st, int t, int x)
 {
-	const RmCtx *C = X->C;
-	int s = X->start[x + 1], y = C->n;
+	const RmModel *M = X->M;
+	int s = X->start[x + 1], y = M->n;
 	int u = lower_bound(X->tuse, X->tuofs[t], X->tuofs[t + 1], s);
 	int b = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], s);
 
@@ -334,10 +339,10 @@ next_touch(const RmDelta *X, const unsigned char *st, int t, int x)
 		y = X->posof[X->tuse[u]];
 	if (b < X->iofs[t + 1] && X->posof[X->ibirth[b]] < y)
 		y = X->posof[X->ibirth[b]];
-	for (int g = C->gofs[t]; g < C->gofs[t + 1]; g++)
-		if (C->gearly[g] > x && C->gearly[g] < y &&
+	for (int g = M->gofs[t]; g < M->gofs[t + 1]; g++)
+		if (M->gearly[g] > x && M->gearly[g] < y &&
 		    (st[g] == GAP_EARLY || X->st0[g] == GAP_EARLY))
-			y = C->gearly[g];
+			y = M->gearly[g];
 	return y;
 }
 
@@ -348,16 +353,16 @@ next_touch(const RmDelta *X, const unsigned char *st, int t, int x)
 static int
 next_read(const RmDelta *X, const unsigned char *st, int g, int x)
 {
-	const RmCtx *C = X->C;
-	int t = C->gtensor[g];
+	const RmModel *M = X->M;
+	int t = M->gtensor[g];
 
-	if (g < C->gofs[t + 1] - 1) {
+	if (g < M->gofs[t + 1] - 1) {
 		int y = next_touch(X, st, t, x);
-		return y < C->gend[g] ? y : C->n;
+		return y < M->gend[g] ? y : M->n;
 	}
 	int b = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], X->start[x + 1]);
-	int s = g == C->gofs[t] ? C->pos[C->prod[t]] : C->gend[g - 1];
-	int y = b < X->iofs[t + 1] ? X->posof[X->ibirth[b]] : C->n;
+	int s = g == M->gofs[t] ? M->pos[M->prod[t]] : M->gend[g - 1];
+	int y = b < X->iofs[t + 1] ? X->posof[X->ibirth[b]] : M->n;
 	return s > x && s < y ? s : y;
 }
 
@@ -366,17 +371,17 @@ next_read(const RmDelta *X, const unsigned char *st, int g, int x)
 static void
 replay(RmDelta *X, int x, bool skip)
 {
-	const RmCtx *C = X->C;
-	int v = C->d->base_order[x];
+	const RmModel *M = X->M;
+	int v = M->d->base_order[x];
 
 	for (int i = X->clofs[x]; i < X->clofs[x + 1]; i++) {
 		X->ot[X->clt[i]] = X->clb[i];
 		if (skip)
 			X->nb.tst[X->clt[i]] = X->clb[i];
 	}
-	for (int k = C->uofs[v]; skip && k < C->uofs[v + 1]; k++) {
-		int t = C->use[k];
-		if (C->prod[t] >= 0 && C->pos[C->prod[t]] < x)
+	for (int k = M->uofs[v]; skip && k < M->uofs[v + 1]; k++) {
+		int t = M->use[k];
+		if (M->prod[t] >= 0 && M->pos[M->prod[t]] < x)
 			X->nb.gcur[t]++;
 	}
 }
@@ -387,8 +392,8 @@ replay(RmDelta *X, int x, bool skip)
 static int
 skip_to(RmDelta *X, int x, int y)
 {
-	const RmCtx *C = X->C;
-	size_t nt = (size_t)C->d->nt;
+	const RmModel *M = X->M;
+	size_t nt = (size_t)M->d->nt;
 	int k = y / X->every;
 
 	if (k * X->every > x) {
@@ -421,8 +426,8 @@ note(RmDelta *X, int t)
 static bool
 delta_events(RmDelta *X, const unsigned char *st, const int *gap, int ng, int a)
 {
-	const RmCtx *C = X->C;
-	size_t nt = (size_t)C->d->nt;
+	const RmModel *M = X->M;
+	size_t nt = (size_t)M->d->nt;
 	size_t k = (size_t)(a / X->every);
 	RmBld *nb = &X->nb;
 
@@ -434,11 +439,11 @@ delta_events(RmDelta *X, const unsigned char *st, const int *gap, int ng, int a)
 	nb->nstep = 0;
 	nb->skip = 0;
 	X->nex = 0;
-	for (int x = a; x < C->n;) {
+	for (int x = a; x < M->n;) {
 		nb->nlog = 0;
 		X->ex[X->nex] = x;
 		X->exs[X->nex] = nb->nstep;
-		if (!rm_bld_pos(C, nb, st, x))
+		if (!rm_bld_pos(M, nb, st, x))
 			return false;
 		X->exn[X->nex] = nb->nstep - X->exs[X->nex];
 		X->evat[x] = X->nex++;
@@ -448,7 +453,7 @@ delta_events(RmDelta *X, const unsigned char *st, const int *gap, int ng, int a)
 		for (int i = X->clofs[x]; i < X->clofs[x + 1]; i++)
 			note(X, X->clt[i]);
 		/* the next event: drop the tensors that agree again */
-		int y = C->n, m = 0;
+		int y = M->n, m = 0;
 		for (int i = 0; i < X->ndl; i++) {
 			int t = X->dl[i];
 			if (X->ot[t] == nb->tst[t]) {
@@ -466,7 +471,7 @@ delta_events(RmDelta *X, const unsigned char *st, const int *gap, int ng, int a)
 			if (z < y)
 				y = z;
 		}
-		if (y >= C->n)
+		if (y >= M->n)
 			break;
 		x = skip_to(X, x + 1, y);
 	}
@@ -631,7 +636,7 @@ new_instances(RmDelta *X, int t, int ti, int i0, int i1)
 static bool
 tensor_points(RmDelta *X, int t, int ti)
 {
-	int64_t by = X->C->d->t[t].bytes;
+	int64_t by = X->M->d->t[t].bytes;
 	int sa = X->start[X->ex[0]], sz = X->start[X->ex[X->nex - 1] + 1];
 	int i = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], sa) - 1;
 	int i1 = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], sz), j = 0;
@@ -678,7 +683,7 @@ by_at(const void *pa, const void *pb)
 static void
 delta_touched(RmDelta *X)
 {
-	const RmCtx *C = X->C;
+	const RmModel *M = X->M;
 	int n = 0;
 
 	X->stamp++;
@@ -687,18 +692,18 @@ delta_touched(RmDelta *X)
 		int x = X->ex[e];
 		for (int i = X->start[x]; i < X->start[x + 1]; i++) {
 			int v = X->step[i];
-			for (int j = C->uofs[v]; j < C->uofs[v + 1]; j++)
-				touch(X, C->use[j]);
-			for (int j = C->oofs[v]; j < C->oofs[v + 1]; j++)
-				touch(X, C->out[j]);
+			for (int j = M->uofs[v]; j < M->uofs[v + 1]; j++)
+				touch(X, M->use[j]);
+			for (int j = M->oofs[v]; j < M->oofs[v + 1]; j++)
+				touch(X, M->out[j]);
 		}
 		for (int j = X->exs[e]; j < X->exs[e] + X->exn[e]; j++) {
 			int v = X->nb.step[j];
-			n += C->uofs[v + 1] - C->uofs[v] + C->oofs[v + 1] - C->oofs[v];
-			for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-				touch(X, C->use[k]);
-			for (int k = C->oofs[v]; k < C->oofs[v + 1]; k++)
-				touch(X, C->out[k]);
+			n += M->uofs[v + 1] - M->uofs[v] + M->oofs[v + 1] - M->oofs[v];
+			for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+				touch(X, M->use[k]);
+			for (int k = M->oofs[v]; k < M->oofs[v + 1]; k++)
+				touch(X, M->out[k]);
 		}
 	}
 	if (n + 1 > X->nocc) {
@@ -709,10 +714,10 @@ delta_touched(RmDelta *X)
 	for (int e = 0; e < X->nex; e++) {
 		for (int j = X->exs[e]; j < X->exs[e] + X->exn[e]; j++) {
 			int v = X->nb.step[j];
-			for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-				X->oofs[X->tix[C->use[k]] + 2]++;
-			for (int k = C->oofs[v]; k < C->oofs[v + 1]; k++)
-				X->oofs[X->tix[C->out[k]] + 2]++;
+			for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+				X->oofs[X->tix[M->use[k]] + 2]++;
+			for (int k = M->oofs[v]; k < M->oofs[v + 1]; k++)
+				X->oofs[X->tix[M->out[k]] + 2]++;
 		}
 	}
 	for (int i = 0; i < X->ntch; i++)
@@ -722,10 +727,10 @@ delta_touched(RmDelta *X)
 	for (int e = 0; e < X->nex; e++) {
 		for (int j = 0; j < X->exn[e]; j++) {
 			int v = X->nb.step[X->exs[e] + j], at = new_index(X, e, j);
-			for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-				X->occ[X->oofs[X->tix[C->use[k]] + 1]++] = at << 1;
-			for (int k = C->oofs[v]; k < C->oofs[v + 1]; k++)
-				X->occ[X->oofs[X->tix[C->out[k]] + 1]++] = at << 1 | 1;
+			for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+				X->occ[X->oofs[X->tix[M->use[k]] + 1]++] = at << 1;
+			for (int k = M->oofs[v]; k < M->oofs[v + 1]; k++)
+				X->occ[X->oofs[X->tix[M->out[k]] + 1]++] = at << 1 | 1;
 		}
 	}
 }
@@ -760,7 +765,7 @@ span(const RmDelta *X, int m, int len, int64_t d, int64_t *exc, int64_t *peak)
 static bool
 delta_sweep(RmDelta *X, RmScore *out)
 {
-	const RmCtx *C = X->C;
+	const RmModel *M = X->M;
 	int np = 0, e = 0, i;
 	int64_t d = 0, exc, peak;
 	int total = X->nstep + X->sh[X->nex];
@@ -796,13 +801,13 @@ delta_sweep(RmDelta *X, RmScore *out)
 			/* a replaced position: the loaded memory before its first
 			 * step less that step's workspace, plus the new step's */
 			int x = X->ex[e], m = X->start[x];
-			int64_t base = X->live[m] - C->nws[X->step[m]];
+			int64_t base = X->live[m] - M->nws[X->step[m]];
 			for (int j = 0; j < X->exn[e]; j++, i++) {
 				int64_t l;
 				while (k < np && X->pt[k].at <= i)
 					d += X->pt[k++].by;
 				if (!ck_add(base, d, &l) ||
-				    !ck_add(l, C->nws[X->nb.step[X->exs[e] + j]], &l))
+				    !ck_add(l, M->nws[X->nb.step[X->exs[e] + j]], &l))
 					return false;
 				if (l > X->T)
 					exc = ck_sat_add(exc, l - X->T);
@@ -831,7 +836,7 @@ delta_sweep(RmDelta *X, RmScore *out)
 		cost -= X->prc[X->start[x + 1]] - X->prc[X->start[x]];
 		for (int j = X->exs[k]; j < X->exs[k] + X->exn[k]; j++) {
 			int v = X->nb.step[j];
-			if (C->pos[v] != x && !ck_add(cost, C->ncost[v], &cost))
+			if (M->pos[v] != x && !ck_add(cost, M->ncost[v], &cost))
 				return false;
 		}
 	}
@@ -845,7 +850,7 @@ delta_sweep(RmDelta *X, RmScore *out)
 static bool
 delta_full(RmDelta *X, const unsigned char *st, RmScore *out)
 {
-	const MemEval *ev = rm_score(X->C, st);
+	const MemEval *ev = rm_score(X->S, st);
 	int64_t e = 0;
 
 	if (!ev)
@@ -863,18 +868,19 @@ bool
 rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
                RmScore *out)
 {
-	RmCtx *C = X->C;
-	int a = C->n;
+	const RmModel *M = X->M;
+	RmScorer *S = X->S;
+	int a = M->n;
 
 	if (!X->ok)
 		return delta_full(X, st, out);
 	for (int i = 0; i < ng; i++) {
-		int g = gap[i], t = C->gtensor[g];
-		int s = g == C->gofs[t] ? C->pos[C->prod[t]] : C->gend[g - 1];
+		int g = gap[i], t = M->gtensor[g];
+		int s = g == M->gofs[t] ? M->pos[M->prod[t]] : M->gend[g - 1];
 		if (s < a)
 			a = s;
 	}
-	if (a >= C->n)
+	if (a >= M->n)
 		return delta_full(X, st, out);
 	if (!delta_events(X, st, gap, ng, a)) {
 		for (int e = 0; e < X->nex; e++)
@@ -886,7 +892,7 @@ rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
 		int x = X->ex[e];
 		X->sh[e + 1] = X->sh[e] + X->exn[e] - (X->start[x + 1] - X->start[x]);
 	}
-	if ((long)X->nstep + X->sh[X->nex] > RM_MAXSTEP(C)) {
+	if ((long)X->nstep + X->sh[X->nex] > RM_MAXSTEP(M)) {
 		for (int e = 0; e < X->nex; e++)
 			X->evat[X->ex[e]] = -1;
 		return false;
@@ -901,6 +907,6 @@ rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
 		X->evat[X->ex[e]] = -1;
 	if (!ok)
 		return delta_full(X, st, out);
-	C->evals++;
+	S->evals++;
 	return true;
 }

@@ -65,7 +65,8 @@ typedef struct Plan {
 } Plan;
 
 typedef struct Trim {
-	RmCtx *C;
+	const RmModel *M;
+	RmScorer *S;
 	const Dag *d;
 	int n;                  /* order length (= nnode: simple Dags) */
 	int *ord, *at;          /* the order, and each node's position in it */
@@ -291,12 +292,12 @@ static int
 candidates(Trim *T, int s, Cand *c, int max)
 {
 	const Dag *d = T->d;
-	RmCtx *C = T->C;
+	const RmModel *M = T->M;
 	int nc = 0;
 
 	T->left--;              /* a scan of the instances costs about one evaluation */
 	for (int i = 0; i < T->ninst && nc + 4 <= max; i++) {
-		int t = T->it[i], p = C->prod[t], f;
+		int t = T->it[i], p = M->prod[t], f;
 		if (p < 0 || T->ib[i] >= s || T->il[i] <= s || reads(T, s, t))
 			continue;
 		int r = T->iuse[i];
@@ -319,8 +320,8 @@ candidates(Trim *T, int s, Cand *c, int max)
 				continue;
 			if (T->slot[T->il[best]] < kl)
 				kl = T->slot[T->il[best]];
-			if (C->prod[u] >= 0 && T->il[best] < s && a.ninp < 8)
-				a.inp[a.ninp++] = C->prod[u];
+			if (M->prod[u] >= 0 && T->il[best] < s && a.ninp < 8)
+				a.inp[a.ninp++] = M->prod[u];
 		}
 		if (a.ninp > 0)
 			c[nc++] = a;
@@ -413,7 +414,7 @@ step_bound(Trim *T, int s, int64_t L)
 	int64_t *b = T->lbb;
 
 	for (int i = 0; i < T->ninst; i++) {
-		int t = T->it[i], p = T->C->prod[t];
+		int t = T->it[i], p = T->M->prod[t];
 		if (p < 0 || T->ib[i] >= s || T->il[i] <= s || d->t[t].bytes <= 0 ||
 		    reads(T, s, t))
 			continue;
@@ -487,7 +488,7 @@ bnb(Trim *T, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 	Cand c[96], all[96];
 	double r[96];
 	int nc = 0, ord[96], s = -1, nban0 = T->nban;
-	RmCtx *C = T->C;
+	const RmModel *M = T->M;
 
 	score(T, P);
 	if (P->peak <= L) {
@@ -535,7 +536,7 @@ bnb(Trim *T, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 		if (cut <= 0)
 			continue;
 		c[k] = c[i];
-		r[k] = (double)cut / (double)(q.cost - cost0 + C->c0);
+		r[k] = (double)cut / (double)(q.cost - cost0 + M->c0);
 		ord[k] = k;
 		k++;
 	}
@@ -641,28 +642,30 @@ static void
 add_plan(Trim *T, RmPool *pool, Plan *P)
 {
 	score(T, P);
-	const MemEval *ev = rm_eval_steps(T->C, T->step, T->nstep);
+	const MemEval *ev = rm_eval_steps(T->S, T->step, T->nstep);
 	if (ev)
 		rm_pool_add_sched(pool, T->step, T->nstep, ev);
 }
 
 void
-rm_trim_plans(RmCtx *C, RmPool *pool, int64_t budget)
+rm_trim_plans(RmScorer *S, const RmRecipe *R, RmPool *pool, int64_t budget)
 {
-	const Dag *d = C->d;
+	const RmModel *M = S->m;
+	const Dag *d = M->d;
 	Trim T;
 	Plan cur = {0}, best = {0}, tmp = {0};
 	int64_t p0, pmin;
 	int np0 = pool->n, *bord, *bat;
-	long size = C->eff->size;
+	long size = R->eff->size;
 
-	if (!C->simple || budget < 0 || pool->n == 0 || size > 20000)
+	if (!M->simple || budget < 0 || pool->n == 0 || size > 20000)
 		return;
 	memset(&T, 0, sizeof T);
 	ar_init(&T.mem);
-	T.C = C;
+	T.M = M;
+	T.S = S;
 	T.d = d;
-	T.n = C->n;
+	T.n = M->n;
 	T.ord = ar_alloc(&T.mem, sizeof *T.ord * ((size_t)d->nnode + 1));
 	T.at = ar_alloc(&T.mem, sizeof *T.at * ((size_t)d->nnode + 1));
 	bord = ar_alloc(&T.mem, sizeof *bord * ((size_t)d->nnode + 1));
@@ -686,7 +689,7 @@ rm_trim_plans(RmCtx *C, RmPool *pool, int64_t budget)
 		if (pool->c[i].peak < pmin)
 			pmin = pool->c[i].peak;
 	int j0 = (int)ceil(100.0 * (double)pmin / (double)p0 / RUNG) * RUNG;
-	long per_rung = C->eff->trim_work / size;
+	long per_rung = R->eff->trim_work / size;
 	int64_t prev_cost = -1;
 	for (int j = j0; j <= 100; j += RUNG) {
 		int64_t L = (int64_t)ceil((double)p0 * j / 100.0);
@@ -701,7 +704,7 @@ rm_trim_plans(RmCtx *C, RmPool *pool, int64_t budget)
 			continue;
 		bool from_pool = bi >= 0 && (prev_cost < 0 || pool->c[bi].cost < prev_cost);
 		if (from_pool) {
-			const int *st = rm_cand_steps(C, &pool->c[bi], &n);
+			const int *st = rm_cand_steps(S, &pool->c[bi], &n);
 			if (!st)
 				continue;
 			if (!load(&T, &cur, st, n))
@@ -725,7 +728,7 @@ rm_trim_plans(RmCtx *C, RmPool *pool, int64_t budget)
 				plan_copy(&T, &cur, &b2);
 		}
 		if (cur.np <= REPAIR_PAIRS) {
-			T.left = C->eff->trim_repair / size;
+			T.left = R->eff->trim_repair / size;
 			repair(&T, &cur, &tmp, L);
 		}
 		plan_copy(&T, &best, &cur);
