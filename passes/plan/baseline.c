@@ -55,7 +55,7 @@ add_state(RmScorer *S, RmPool *pool, bool (*make)(const RmModel *, unsigned char
 	int n = pool->n;
 
 	if (make(S->m, st))
-		rm_pool_add(pool, S->m, st, rm_eval(S, st));
+		rm_pool_add(pool, S->m, st, rm_eval_state(S, st));
 	ar_free(&a);
 	return pool->n > n;
 }
@@ -176,7 +176,7 @@ plan_one(const Dag *d, Arena *a, bool (*applies)(const Dag *),
 		return base_only(d, r);
 	rm_ctx_init(&C, d);
 	st = rm_state_new(&C.m, &C.r.mem);
-	rm_pool_add(&pool, &C.m, st, rm_eval(&C.s, st));
+	rm_pool_add(&pool, &C.m, st, rm_eval_state(&C.s, st));
 	if (pool.n == 1)
 		r.peak = pool.c[0].peak;
 	if (pool.n == 1 && add_state(&C.s, &pool, make)) {

@@ -105,7 +105,7 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
 	rm_ctx_init(&C, d);
 	C.r.lower = rm_lower_bound(d);
 	st = rm_state_new(&C.m, &C.r.mem);
-	rm_pool_add(&pool, &C.m, st, rm_eval(&C.s, st));
+	rm_pool_add(&pool, &C.m, st, rm_eval_state(&C.s, st));
 	if (pool.n == 0) {
 		rm_ctx_free(&C);
 		return plan_base(d, goal, a);

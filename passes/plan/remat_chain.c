@@ -145,7 +145,7 @@ chain_background(Chain *K, const int *piece)
 	const RmModel *M = K->M;
 	const Dag *d = M->d;
 	unsigned char *st = ar_alloc(K->a, (size_t)M->ngap + 1);
-	const MemEval *ev = rm_eval(K->S, st);
+	const MemEval *ev = rm_eval_state(K->S, st);
 
 	K->g = ar_alloc(K->a, sizeof *K->g * ((size_t)K->r + 2));
 	if (!ev || ev->nsteps != M->n)
@@ -329,7 +329,7 @@ chain_add(Chain *K, RmPool *pool, int64_t P, double cap, Last *l)
 	chain_state(K, l->keep, l->st);
 	memcpy(l->prev, l->keep, nn);
 	memcpy(l->held, K->held, nn);
-	rm_pool_add(pool, M, l->st, rm_eval(K->S, l->st));
+	rm_pool_add(pool, M, l->st, rm_eval_state(K->S, l->st));
 }
 
 void

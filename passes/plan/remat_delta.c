@@ -1,7 +1,7 @@
 /* passes/plan/remat_delta.c -- the gap descent's incremental scorer: the
  * peak, recompute cost and excess over a threshold of a plan that differs
- * from a loaded one in a few gaps, exactly as rm_score gives them, without
- * building and scoring the whole plan again.
+ * from a loaded one in a few gaps, exactly as rm_score_state gives
+ * them, without building and scoring the whole plan again.
  *
  * The builder emits the same steps for both plans at a base position
  * unless one of them reads there a tensor whose state differs between
@@ -16,8 +16,8 @@
  * instances in both plans and re-scores only the steps where the bytes
  * differ; elsewhere it reads the loaded plan's excess (prefix sums) and
  * peak (a range-maximum table). When something falls outside these rules
- * (a Dag rm_score cannot shortcut, a use with no instance, a sum near
- * 2^63) it asks rm_score. Reads the Dag only. */
+ * (a Dag rm_score_state cannot shortcut, a use with no instance, a sum near
+ * 2^63) it asks rm_score_state. Reads the Dag only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,7 +248,7 @@ rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T)
 	X->ok = false;
 	X->T = T;
 	if (!M->simple)
-		return rm_score(S, st);
+		return rm_score_state(S, st);
 	memcpy(X->st0, st, (size_t)M->ngap);
 	if (!delta_build(X) || !(ev = rm_score_built(S)))
 		return NULL;
@@ -846,11 +846,11 @@ delta_sweep(RmDelta *X, RmScore *out)
 	return exc < INT64_MAX && cost < INT64_MAX;
 }
 
-/* rm_score's answer, for what the shortcut does not cover. */
+/* rm_score_state's answer, for what the shortcut does not cover. */
 static bool
 delta_full(RmDelta *X, const unsigned char *st, RmScore *out)
 {
-	const MemEval *ev = rm_score(X->S, st);
+	const MemEval *ev = rm_score_state(X->S, st);
 	int64_t e = 0;
 
 	if (!ev)
@@ -865,8 +865,8 @@ delta_full(RmDelta *X, const unsigned char *st, RmScore *out)
 }
 
 bool
-rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
-               RmScore *out)
+rm_delta_gaps(RmDelta *X, const unsigned char *st, const int *gap, int ng,
+              RmScore *out)
 {
 	const RmModel *M = X->M;
 	RmScorer *S = X->S;

@@ -435,7 +435,7 @@ simulate(Dtr *D, int64_t T)
 
 /* lv_eval of the steps not gone; NULL when invalid. */
 static const MemEval *
-eval_steps(Dtr *D, int n)
+eval_kept(Dtr *D, int n)
 {
 	const RmModel *M = D->M;
 	Schedule s = {0, D->buf};
@@ -472,7 +472,7 @@ undrop(Dtr *D, int64_t T, long tries)
 	int n = D->nsched, nr = 0;
 
 	memset(D->gone, 0, sizeof *D->gone * (size_t)n);
-	ev = eval_steps(D, n);
+	ev = eval_kept(D, n);
 	if (!ev)
 		return;
 	for (int i = 0; i < n; i++)
@@ -482,7 +482,7 @@ undrop(Dtr *D, int64_t T, long tries)
 	qsort(D->order, (size_t)nr, sizeof *D->order, by_step_cost);
 	for (int i = 0; i < nr && i < tries && D->work < D->maxwork; i++) {
 		D->gone[D->order[i]] = true;
-		ev = eval_steps(D, n);
+		ev = eval_kept(D, n);
 		if (!ev || ev->peak > T)
 			D->gone[D->order[i]] = false;
 	}
@@ -511,7 +511,7 @@ candidate(Dtr *D, RmPool *pool, int64_t T, long tries, double cap)
 		return NULL;
 	undrop(D, T, tries);
 	memset(D->gone, 0, sizeof *D->gone * (size_t)D->nsched);
-	ev = eval_steps(D, D->nsched);
+	ev = eval_kept(D, D->nsched);
 	if (ev)
 		rm_pool_add_sched(pool, D->sched, D->nsched, ev);
 	return ev;
@@ -539,7 +539,7 @@ polish(Dtr *D, RmPool *pool, int64_t T, long tries)
 	D->work = 0;
 	undrop(D, T, tries);
 	memset(D->gone, 0, sizeof *D->gone * (size_t)D->nsched);
-	rm_pool_add_sched(pool, D->sched, D->nsched, eval_steps(D, D->nsched));
+	rm_pool_add_sched(pool, D->sched, D->nsched, eval_kept(D, D->nsched));
 }
 
 /* x * k / n, truncated, without forming x * k: bytes near the Dag's cap

@@ -22,7 +22,7 @@
  * has a tail gap after its last use (ending at n): KEEP lets a later
  * recompute use the old instance (stretching its life), a drop makes it
  * recompute that too. rm_build turns states into a schedule; every plan
- * in the pool is scored by lv_eval (the searches may use rm_score, its
+ * in the pool is scored by lv_eval (the searches may use rm_score_state, its
  * shortcut on plain DAGs). Planners that reorder or simulate
  * (remat_dtr.c, remat_ls.c) add explicit schedules to the pool instead. */
 #ifndef REMAT_INT_H
@@ -104,7 +104,7 @@ typedef struct RmModel {
 	int *longgap;           /* [nt] gap from forward to backward use, or -1 */
 	bool has_backward;      /* some node is a backward node */
 	bool simple;            /* no views, accumulations, from_start or
-	                           to_end tensors: rm_score's fast path */
+	                           to_end tensors: rm_score_state's fast path */
 	int64_t c0;             /* cost unit for benefit / cost ratios */
 	unsigned char *tinit;   /* [nt] tst at the start: TS_RECOMP or 0 */
 	int64_t *ncost, *nws;   /* [nnode] each node's cost and workspace */
@@ -112,13 +112,13 @@ typedef struct RmModel {
 } RmModel;
 
 /* The scorer: builds a model's plans (rm_build) and scores them
- * (rm_eval*, rm_score*) into its own scratch, counting the evaluations
+ * (rm_eval_*, rm_score_*) into its own scratch, counting the evaluations
  * that bound the searches. */
 typedef struct RmScorer {
 	const RmModel *m;
 	RmBld b;                /* rm_build's: its schedule, b.step[0..b.nstep) */
-	int *birth, *lastuse;   /* [nt] rm_score: current instance of t */
-	int64_t *diff, *live;   /* [capdiff] rm_score's memory by step */
+	int *birth, *lastuse;   /* [nt] rm_score_state: current instance of t */
+	int64_t *diff, *live;   /* [capdiff] rm_score_state's memory by step */
 	int *ran, ranstamp;     /* [nnode] rm_score_steps: ran at this stamp */
 	int capdiff;
 	Arena mem;              /* everything above: freed by rm_scorer_free */
@@ -181,22 +181,27 @@ bool rm_build(RmScorer *S, const unsigned char *state);
 void rm_bld_init(const RmModel *M, RmBld *B, Arena *a);
 void rm_bld_start(const RmModel *M, RmBld *B);
 bool rm_bld_pos(const RmModel *M, RmBld *B, const unsigned char *state, int x);
-const MemEval *rm_eval(RmScorer *S, const unsigned char *state);
-/* lv_eval of explicit steps into S->ev (scratch in S), counted in
- * S->evals; NULL when invalid. */
+/* The scorers are named rm_<how>_<what>. How: eval, lv_eval itself (the
+ * whole MemEval in S->ev, its scratch in S); score, lv_eval's peak,
+ * recompute cost and live bytes only (the rest of S->ev stale), by a
+ * shortcut of its rules on simple Dags and by lv_eval on the others;
+ * delta, a score relative to a loaded plan (remat_delta.c). What: state,
+ * gap states that rm_build builds first; steps, an explicit schedule;
+ * built, the plan S->b holds; gaps, the loaded plan with a few gaps
+ * changed. Each counts its evaluations in S->evals, which bound the
+ * searches, and gives NULL (false) for a plan that lv_eval refuses or
+ * that grows past RM_MAXSTEP. The searches score; a plan joins the pool
+ * evaluated. Static helpers in the planners follow the rule
+ * (eval_buf, eval_kept, score_plan). */
+const MemEval *rm_eval_state(RmScorer *S, const unsigned char *state);
 const MemEval *rm_eval_steps(RmScorer *S, const int *step, int n);
+const MemEval *rm_score_state(RmScorer *S, const unsigned char *state);
+const MemEval *rm_score_steps(RmScorer *S, const int *step, int n);
+/* simple Dags only */
+const MemEval *rm_score_built(RmScorer *S);
 /* A pool plan's steps: its schedule, or rm_build's S->b.step (valid until
  * the next build); NULL when it cannot be built. */
 const int *rm_cand_steps(RmScorer *S, const RmCand *c, int *n);
-/* rm_eval's peak, recompute cost and live bytes (the rest of S->ev is
- * stale), by a shortcut of lv_eval's rules on simple Dags: what the
- * searches use; plans join the pool scored by rm_eval. */
-const MemEval *rm_score(RmScorer *S, const unsigned char *state);
-/* rm_score of the plan rm_build just built (simple Dags only). */
-const MemEval *rm_score_built(RmScorer *S);
-/* rm_eval_steps' peak, recompute cost and live bytes (as rm_score), by
- * rm_score's shortcut on simple Dags; counted in S->evals. */
-const MemEval *rm_score_steps(RmScorer *S, const int *step, int n);
 void rm_pool_add(RmPool *p, const RmModel *M, const unsigned char *state,
                  const MemEval *ev);
 void rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev);
@@ -205,7 +210,7 @@ void rm_pool_free(RmPool *p);
 unsigned char *rm_state_new(const RmModel *M, Arena *a);
 
 /* passes/plan/remat_delta.c */
-/* The gap descent's incremental scorer: rm_score's peak, recompute cost
+/* The gap descent's incremental scorer: rm_score_state's peak, recompute cost
  * and excess over T of a plan differing from the loaded one in a few gaps
  * (remat_delta.c says how). */
 typedef struct RmDelta RmDelta;
@@ -213,12 +218,12 @@ typedef struct RmScore {
 	int64_t peak, cost, exc;
 } RmScore;
 RmDelta *rm_delta_new(RmScorer *S, Arena *a);
-/* rm_score(S, st), and st loaded as the plan the next scores change. */
+/* rm_score_state(S, st), and st loaded as the plan the next scores change. */
 const MemEval *rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T);
-/* Scores st, the loaded plan with gap[0..ng) changed; false when rm_score
- * would give NULL. Counted in S->evals as rm_score counts. */
-bool rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
-                    RmScore *out);
+/* Scores st, the loaded plan with gap[0..ng) changed, as rm_score_state
+ * would (false where it gives NULL), and counts it as that does. */
+bool rm_delta_gaps(RmDelta *X, const unsigned char *st, const int *gap, int ng,
+                   RmScore *out);
 
 /* passes/plan/remat_o1.c */
 void rm_checkpoint_state(const RmModel *M, const bool *keep, unsigned char *st);

@@ -1,7 +1,7 @@
 /* passes/plan/remat_model.c -- the planning model every planner shares
  * (remat_int.h): the gap table over the base order (RmModel, read only
  * once built), the builder that turns gap states into a schedule, the
- * scorer (RmScorer: lv_eval, and rm_score, its shortcut on plain DAGs),
+ * scorer (RmScorer: lv_eval, and rm_score_state, its shortcut on plain DAGs),
  * and the pool of scored candidates -- gap states, or explicit schedules
  * from remat_dtr.c and remat_ls.c. It calls
  * no planner: the planners call it, and remat.c's dispatcher calls them.
@@ -168,7 +168,7 @@ model_early(RmModel *M)
 			M->egap[M->eofs[M->gearly[g]] + cnt[M->gearly[g]]++] = g;
 }
 
-/* Whether lv_eval's rules reduce to rm_score's on d: one instance owns
+/* Whether lv_eval's rules reduce to rm_score_state's on d: one instance owns
  * each tensor's bytes from its step through its last use, and the base
  * order runs every node. */
 static bool
@@ -451,7 +451,7 @@ rm_build(RmScorer *S, const unsigned char *state)
 /* Builds and evaluates; NULL when the plan grows past the size limit or
  * is invalid. The result lives until the next call. */
 const MemEval *
-rm_eval(RmScorer *S, const unsigned char *state)
+rm_eval_state(RmScorer *S, const unsigned char *state)
 {
 	if (!rm_build(S, state))
 		return NULL;
@@ -495,7 +495,7 @@ close_instance(RmScorer *S, int t)
 	       ck_sub(*hi, M->d->t[t].bytes, hi);
 }
 
-/* rm_score's rules over steps step[0..n): a step recomputes when posof
+/* rm_score_state's rules over steps step[0..n): a step recomputes when posof
  * gives it another base position than its node's, or (posof NULL) when
  * its node ran before (lv_eval's rule). NULL when lv_eval would refuse
  * the steps, and then *sure tells whether it surely would (false: a sum
@@ -581,10 +581,10 @@ score_steps(RmScorer *S, const int *step, int n, const int *posof, bool *sure)
 }
 
 const MemEval *
-rm_score(RmScorer *S, const unsigned char *state)
+rm_score_state(RmScorer *S, const unsigned char *state)
 {
 	if (!S->m->simple)
-		return rm_eval(S, state);
+		return rm_eval_state(S, state);
 	if (!rm_build(S, state))
 		return NULL;
 	return rm_score_built(S);

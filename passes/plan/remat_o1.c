@@ -171,6 +171,6 @@ rm_plan_o1(RmScorer *S, RmPool *pool)
 	unsigned char *st = rm_state_new(S->m, &a);
 
 	if (rm_sqrtn_state(S->m, st))
-		rm_pool_add(pool, S->m, st, rm_eval(S, st));
+		rm_pool_add(pool, S->m, st, rm_eval_state(S, st));
 	ar_free(&a);
 }

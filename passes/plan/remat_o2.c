@@ -3,7 +3,7 @@
  * U-Nets with no cut nodes): it lowers a threshold on the peak in fixed
  * steps; for each, it drops the gaps that best cut the bytes over the
  * threshold per recompute cost, scoring the likeliest few exactly
- * (rm_score: lv_eval's rules; a shortcut on plain DAGs, and there
+ * (rm_score_state: lv_eval's rules; a shortcut on plain DAGs, and there
  * remat_delta.c's incremental form of it, which re-scores only the steps a
  * move changes), then undoes drops that turned out unneeded. A drop recomputes at the use that ends the gap
  * or, EARLY, inside it where the inputs are still there. The descent runs on
@@ -257,7 +257,7 @@ desc_step(Desc *D, int64_t T)
 				continue;
 			}
 			RmScore sc;
-			bool ok = rm_delta_score(D->X, D->st, ug, nu, &sc);
+			bool ok = rm_delta_gaps(D->X, D->st, ug, nu, &sc);
 			revert(D, nu, ug, us);
 			if (!ok || over_cap(D, sc.cost))
 				continue;
@@ -324,7 +324,7 @@ undo(Desc *D, int64_t T, int *buf)
 		unsigned char old = D->st[buf[i]];
 		D->st[buf[i]] = old == GAP_TRANSIENT ? GAP_STICKY : GAP_KEEP;
 		RmScore sc;
-		if (rm_delta_score(D->X, D->st, &buf[i], 1, &sc) && sc.peak <= T &&
+		if (rm_delta_gaps(D->X, D->st, &buf[i], 1, &sc) && sc.peak <= T &&
 		    sc.cost < D->cost) {
 			D->peak = sc.peak;
 			D->cost = sc.cost;
@@ -363,7 +363,7 @@ ladder(RmScorer *S, RmRecipe *R, RmPool *pool, const unsigned char *start,
 		int64_t T = D.peak - step;
 		while (T > 0 && descend(&D, T)) {
 			undo(&D, T, buf);
-			rm_pool_add(pool, M, D.st, rm_eval(S, D.st));
+			rm_pool_add(pool, M, D.st, rm_eval_state(S, D.st));
 			T = (D.peak < T ? D.peak : T) - step;
 		}
 	}
@@ -389,14 +389,14 @@ ladder_reordered(const RmModel *M, RmRecipe *R, RmPool *pool, double cap,
 	rm_model_init(&M2, &d2);
 	rm_scorer_init(&S2, &M2);
 	unsigned char *st = rm_state_new(&M2, &a);
-	rm_pool_add(&p2, &M2, st, rm_eval(&S2, st));
+	rm_pool_add(&p2, &M2, st, rm_eval_state(&S2, st));
 	if (p2.n > 0 && p2.c[0].peak < pool->c[0].peak) {
 		ran = true;
 		for (int m = 0; m <= (EST_CAPPED | EST_STRETCH); m++)
 			if (modes >> m & 1)
 				ladder(&S2, R, &p2, p2.c[0].state, cap, evals, m, div);
 	}
-	/* each plan joined p2 scored by rm_eval; its steps are rebuilt */
+	/* each plan joined p2 scored by rm_eval_state; its steps are rebuilt */
 	for (int i = 0; i < p2.n; i++) {
 		MemEval ev = {0};
 		ev.peak = p2.c[i].peak;

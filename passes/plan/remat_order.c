@@ -36,7 +36,7 @@ typedef struct Ord {
 } Ord;
 
 /* The peak of s[0..m) and how many steps reach it, by lv_eval (scratch
- * in S), or (fast) by rm_score's shortcut of it, which leaves the rest of
+ * in S), or (fast) by rm_score_state's shortcut of it, which leaves the rest of
  * S->ev stale; false when s is invalid. */
 static bool
 order_key(RmScorer *S, const int *s, int m, int64_t *peak, int *npeak, bool fast)

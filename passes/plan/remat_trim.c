@@ -35,7 +35,7 @@
  * it and the rung below's result. The ladder and its starts do not depend
  * on the budget (rm_plan_o2 calls this before anything that does), so a
  * larger budget sees every plan a smaller one does; a budget between two
- * rungs gets the lower one's plan. Scoring is rm_score's shortcut of
+ * rungs gets the lower one's plan. Scoring is rm_score_state's shortcut of
  * lv_eval's rules, so only simple Dags (remat_model.c) take part; each
  * rung's plan joins the pool scored by lv_eval. Reads the Dag only. */
 #include <math.h>
@@ -165,10 +165,10 @@ close_inst(Trim *T, int t)
 	T->iuse[i] = T->ufirst[t];
 }
 
-/* Builds P's schedule and scores it by liveness (rm_score's rules); sets
+/* Builds P's schedule and scores it by liveness (rm_score_state's rules); sets
  * P->peak and P->cost. */
 static void
-score(Trim *T, Plan *P)
+score_plan(Trim *T, Plan *P)
 {
 	const Dag *d = T->d;
 	int ns = T->n + P->np, j = 0;
@@ -389,14 +389,14 @@ prune(Trim *T, Plan *P, Plan *tmp, int64_t L)
 					plan_del(tmp, j);
 					break;
 				}
-			score(T, tmp);
+			score_plan(T, tmp);
 			if (tmp->peak <= L) {
 				plan_copy(T, P, tmp);
 				changed = true;
 			}
 		}
 	}
-	score(T, P);
+	score_plan(T, P);
 }
 
 /* A lower bound on the recompute cost to add before step s is at most L:
@@ -490,7 +490,7 @@ bnb(Trim *T, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 	int nc = 0, ord[96], s = -1, nban0 = T->nban;
 	const RmModel *M = T->M;
 
-	score(T, P);
+	score_plan(T, P);
 	if (P->peak <= L) {
 		if (best->cost < 0 || P->cost < best->cost)
 			plan_copy(T, best, P);
@@ -529,7 +529,7 @@ bnb(Trim *T, Plan *P, int64_t L, Plan *best, int depth, bool narrow)
 		plan_copy(T, &q, P);
 		if (!cand_add(T, &q, &c[i]))
 			continue;
-		score(T, &q);
+		score_plan(T, &q);
 		if (best->cost >= 0 && q.cost >= best->cost)
 			continue;
 		int64_t cut = exc - excess(T, L);
@@ -633,7 +633,7 @@ load(Trim *T, Plan *P, const int *step, int n)
 	}
 	if (x != T->n || nrep > 0)
 		return false;
-	score(T, P);
+	score_plan(T, P);
 	return true;
 }
 
@@ -641,7 +641,7 @@ load(Trim *T, Plan *P, const int *step, int n)
 static void
 add_plan(Trim *T, RmPool *pool, Plan *P)
 {
-	score(T, P);
+	score_plan(T, P);
 	const MemEval *ev = rm_eval_steps(T->S, T->step, T->nstep);
 	if (ev)
 		rm_pool_add_sched(pool, T->step, T->nstep, ev);
@@ -713,7 +713,7 @@ rm_trim_plans(RmScorer *S, const RmRecipe *R, RmPool *pool, int64_t budget)
 			memcpy(T.ord, bord, sizeof *T.ord * (size_t)T.n);
 			memcpy(T.at, bat, sizeof *T.at * (size_t)d->nnode);
 			plan_copy(&T, &cur, &best);
-			score(&T, &cur);
+			score_plan(&T, &cur);
 		}
 		if (cur.peak > L)
 			continue;

@@ -452,10 +452,10 @@ plain_dag(Dag *d, uint64_t *seed, int n, Arena *a)
 	dag_finish(d);
 }
 
-/* The gap descent's incremental scorer (remat_delta.c) gives rm_score's
+/* The gap descent's incremental scorer (remat_delta.c) gives rm_score_state's
  * peak, recompute cost and excess over a threshold for every plan that
  * changes one to three gaps of the loaded one (any states, EARLY
- * included), and tells the plans rm_score refuses. */
+ * included), and tells the plans rm_score_state refuses. */
 static void
 test_delta_matches_score(void **state)
 {
@@ -468,7 +468,7 @@ test_delta_matches_score(void **state)
 		Dag d;
 		RmCtx C;
 		ar_init(&a);
-		/* every fourth a training graph with views, which rm_score
+		/* every fourth a training graph with views, which rm_score_state
 		 * (and so the scorer) hands to lv_eval */
 		RdOptions o = {3, 12, true, true, true, true, false};
 		if (iter % 4 == 3)
@@ -498,8 +498,8 @@ test_delta_matches_score(void **state)
 				if (C.m.gearly[gap[i]] >= 0 && rd_next(&seed) % 2)
 					st[gap[i]] = GAP_EARLY;
 			}
-			bool ok = rm_delta_score(X, st, gap, ng, &sc);
-			const MemEval *full = rm_score(&C.s, st);
+			bool ok = rm_delta_gaps(X, st, gap, ng, &sc);
+			const MemEval *full = rm_score_state(&C.s, st);
 			assert_int_equal(ok, full != NULL);
 			if (full) {
 				int64_t e = 0;
@@ -569,7 +569,7 @@ test_score_steps_matches_eval(void **state)
 	}
 }
 
-/* rm_score, the searches' shortcut, scores every plan -- any mix of gap
+/* rm_score_state, the searches' shortcut, scores every plan -- any mix of gap
  * states, EARLY recomputes included -- exactly as lv_eval does. */
 static void
 test_score_matches_eval(void **state)
@@ -595,13 +595,13 @@ test_score_matches_eval(void **state)
 					early++;
 				}
 			}
-			const MemEval *fast = rm_score(&C.s, st);
+			const MemEval *fast = rm_score_state(&C.s, st);
 			assert_non_null(fast);
 			int64_t peak = fast->peak, cost = fast->recompute_cost;
 			int n = fast->nsteps;
 			int64_t *live = malloc(sizeof *live * (size_t)n);
 			memcpy(live, fast->live_bytes, sizeof *live * (size_t)n);
-			const MemEval *ev = rm_eval(&C.s, st);
+			const MemEval *ev = rm_eval_state(&C.s, st);
 			assert_non_null(ev);
 			assert_int_equal(ev->peak, peak);
 			assert_int_equal(ev->recompute_cost, cost);
@@ -664,11 +664,11 @@ test_early_recompute(void **state)
 	int g = C.m.gofs[2] + 1;          /* t's gap from step 3 to step 8 */
 	assert_int_equal(C.m.gend[g], 8);
 	assert_int_equal(C.m.gearly[g], 6);
-	assert_int_equal(rm_eval(&C.s, st)->peak, 551);
+	assert_int_equal(rm_eval_state(&C.s, st)->peak, 551);
 	st[g] = GAP_STICKY;
-	assert_int_equal(rm_eval(&C.s, st)->peak, 700);
+	assert_int_equal(rm_eval_state(&C.s, st)->peak, 700);
 	st[g] = GAP_EARLY;
-	const MemEval *ev = rm_eval(&C.s, st);
+	const MemEval *ev = rm_eval_state(&C.s, st);
 	assert_int_equal(ev->peak, 501);
 	assert_int_equal(ev->recompute_cost, 12);
 	assert_int_equal(C.s.b.nstep, 10);
