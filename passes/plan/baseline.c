@@ -34,13 +34,15 @@ rm_perblock_state(const RmModel *M, unsigned char *st)
 	for (int t = 0; t < d->nt; t++)
 		keep_t[t] = M->prod[t] < 0 || d->node[M->prod[t]].block_plus1 == 0 ||
 		            d->t[t].to_end;
-	for (int v = 0; v < d->nnode; v++)
-		for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++) {
+	for (int v = 0; v < d->nnode; v++) {
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++) {
 			int t = M->use[k];
 			if (M->prod[t] >= 0 &&
 			    d->node[M->prod[t]].block_plus1 != d->node[v].block_plus1)
 				keep_t[t] = true;
 		}
+	}
 	rm_checkpoint_tensors(M, keep_t, st);
 	ar_free(&a);
 	return true;

@@ -70,9 +70,9 @@ find_cuts(Chain *K, int *piece)
 	K->cut = ar_alloc(K->a, sizeof *K->cut * ((size_t)d->nnode + 2));
 	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		if (is_fwd(M, v))
-			for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
-				lastfwd[M->use[k]] = x;
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; is_fwd(M, v) && k < uses.hi; k++)
+			lastfwd[M->use[k]] = x;
 	}
 	K->r = 0;
 	K->cut[0] = -1;
@@ -110,7 +110,8 @@ chain_costs(Chain *K, const int *piece)
 		const DagNode *n = &d->node[K->cut[k]];
 		for (int j = 0; j < n->nout; j++) {
 			int t = n->out[j], rt = dag_root(d, t);
-			if (rt >= 0 && M->gofs[t + 1] - M->gofs[t] > 1)
+			RmRow gaps = rm_gaps(M, t);
+			if (rt >= 0 && gaps.hi - gaps.lo > 1)
 				K->c[k] += d->t[rt].bytes;
 		}
 	}
@@ -228,7 +229,7 @@ chain_state(const Chain *K, const bool *keep, unsigned char *st)
 			continue;
 		if (M->longgap[t] >= 0)
 			st[M->longgap[t]] = GAP_STICKY;
-		st[M->gofs[t + 1] - 1] = GAP_TRANSIENT;
+		st[rm_tail(M, t)] = GAP_TRANSIENT;
 	}
 }
 

@@ -69,6 +69,34 @@ struct RmDelta {
 	int *iv, niv, capiv;    /* a tensor's new instances (birth, last) */
 };
 
+/* The rows of the tables above (remat_int.h, rm_row): t's instances in
+ * the loaded plan, ibirth and ilast[lo..hi); the loaded plan's steps
+ * using t, tuse[lo..hi); what its build changed at base position x,
+ * clt and clb[lo..hi); touched tensor i's event steps, occ[lo..hi). */
+static inline RmRow
+inst_row(const RmDelta *X, int t)
+{
+	return rm_row(X->iofs, t, X->M->nt);
+}
+
+static inline RmRow
+use_row(const RmDelta *X, int t)
+{
+	return rm_row(X->tuofs, t, X->M->nt);
+}
+
+static inline RmRow
+change_row(const RmDelta *X, int x)
+{
+	return rm_row(X->clofs, x, X->M->n);
+}
+
+static inline RmRow
+occ_row(const RmDelta *X, int i)
+{
+	return rm_row(X->oofs, i, X->ntch);
+}
+
 RmDelta *
 rm_delta_new(RmScorer *S, Arena *a)
 {
@@ -84,7 +112,7 @@ rm_delta_new(RmScorer *S, Arena *a)
 	if (!M->simple)
 		return X;
 	rm_bld_init(M, &X->nb, a);
-	size_t logcap = 3 * nt + (size_t)M->uofs[d->nnode] + (size_t)M->oofs[d->nnode] + 16;
+	size_t logcap = 3 * nt + (size_t)M->nuses + (size_t)M->nouts + 16;
 	X->nb.log = ar_alloc(a, logcap * sizeof *X->nb.log);
 	X->st0 = ar_alloc(a, (size_t)M->ngap + 1);
 	X->start = ar_alloc(a, n * sizeof *X->start);
@@ -147,9 +175,11 @@ delta_instances(RmDelta *X)
 	memset(X->tuofs, 0, sizeof *X->tuofs * (size_t)(nt + 1));
 	for (int i = 0; i < X->nstep; i++) {
 		int v = X->step[i];
-		for (int j = M->oofs[v]; j < M->oofs[v + 1]; j++)
+		RmRow outs = rm_outs(M, v);
+		for (int j = outs.lo; j < outs.hi; j++)
 			X->iofs[M->out[j] + 1]++, nb++;
-		for (int j = M->uofs[v]; j < M->uofs[v + 1]; j++)
+		RmRow uses = rm_uses(M, v);
+		for (int j = uses.lo; j < uses.hi; j++)
 			X->tuofs[M->use[j] + 1]++, nu++;
 	}
 	for (int t = 0; t < nt; t++) {
@@ -167,13 +197,15 @@ delta_instances(RmDelta *X)
 	}
 	for (int i = 0; i < X->nstep; i++) {
 		int v = X->step[i];
-		for (int j = M->uofs[v]; j < M->uofs[v + 1]; j++) {
+		RmRow uses = rm_uses(M, v);
+		for (int j = uses.lo; j < uses.hi; j++) {
 			int t = M->use[j];
 			X->tuse[ui[t]++] = i;
 			if (bi[t] >= X->iofs[t])
 				X->ilast[bi[t]] = i;
 		}
-		for (int j = M->oofs[v]; j < M->oofs[v + 1]; j++) {
+		RmRow outs = rm_outs(M, v);
+		for (int j = outs.lo; j < outs.hi; j++) {
 			int t = M->out[j], k = ++bi[t];
 			X->ibirth[k] = X->ilast[k] = i;
 		}
@@ -331,15 +363,17 @@ static int
 next_touch(const RmDelta *X, const unsigned char *st, int t, int x)
 {
 	const RmModel *M = X->M;
+	RmRow us = use_row(X, t), is = inst_row(X, t);
 	int s = X->start[x + 1], y = M->n;
-	int u = lower_bound(X->tuse, X->tuofs[t], X->tuofs[t + 1], s);
-	int b = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], s);
+	int u = lower_bound(X->tuse, us.lo, us.hi, s);
+	int b = lower_bound(X->ibirth, is.lo, is.hi, s);
 
-	if (u < X->tuofs[t + 1])
+	if (u < us.hi)
 		y = X->posof[X->tuse[u]];
-	if (b < X->iofs[t + 1] && X->posof[X->ibirth[b]] < y)
+	if (b < is.hi && X->posof[X->ibirth[b]] < y)
 		y = X->posof[X->ibirth[b]];
-	for (int g = M->gofs[t]; g < M->gofs[t + 1]; g++)
+	RmRow gaps = rm_gaps(M, t);
+	for (int g = gaps.lo; g < gaps.hi; g++)
 		if (M->gearly[g] > x && M->gearly[g] < y &&
 		    (st[g] == GAP_EARLY || X->st0[g] == GAP_EARLY))
 			y = M->gearly[g];
@@ -356,13 +390,14 @@ next_read(const RmDelta *X, const unsigned char *st, int g, int x)
 	const RmModel *M = X->M;
 	int t = M->gtensor[g];
 
-	if (g < M->gofs[t + 1] - 1) {
+	if (g < rm_tail(M, t)) {
 		int y = next_touch(X, st, t, x);
 		return y < M->gend[g] ? y : M->n;
 	}
-	int b = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], X->start[x + 1]);
-	int s = g == M->gofs[t] ? M->pos[M->prod[t]] : M->gend[g - 1];
-	int y = b < X->iofs[t + 1] ? X->posof[X->ibirth[b]] : M->n;
+	RmRow is = inst_row(X, t);
+	int b = lower_bound(X->ibirth, is.lo, is.hi, X->start[x + 1]);
+	int s = rm_gap_start(M, g);
+	int y = b < is.hi ? X->posof[X->ibirth[b]] : M->n;
 	return s > x && s < y ? s : y;
 }
 
@@ -373,13 +408,15 @@ replay(RmDelta *X, int x, bool skip)
 {
 	const RmModel *M = X->M;
 	int v = M->d->base_order[x];
+	RmRow ch = change_row(X, x);
 
-	for (int i = X->clofs[x]; i < X->clofs[x + 1]; i++) {
+	for (int i = ch.lo; i < ch.hi; i++) {
 		X->ot[X->clt[i]] = X->clb[i];
 		if (skip)
 			X->nb.tst[X->clt[i]] = X->clb[i];
 	}
-	for (int k = M->uofs[v]; skip && k < M->uofs[v + 1]; k++) {
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; skip && k < uses.hi; k++) {
 		int t = M->use[k];
 		if (M->prod[t] >= 0 && M->pos[M->prod[t]] < x)
 			X->nb.gcur[t]++;
@@ -450,7 +487,8 @@ delta_events(RmDelta *X, const unsigned char *st, const int *gap, int ng, int a)
 		replay(X, x, false);
 		for (int i = 0; i < nb->nlog; i++)
 			note(X, nb->log[i]);
-		for (int i = X->clofs[x]; i < X->clofs[x + 1]; i++)
+		RmRow ch = change_row(X, x);
+		for (int i = ch.lo; i < ch.hi; i++)
 			note(X, X->clt[i]);
 		/* the next event: drop the tensors that agree again */
 		int y = M->n, m = 0;
@@ -581,9 +619,10 @@ add_iv(RmDelta *X, int b, int l)
 static bool
 new_instances(RmDelta *X, int t, int ti, int i0, int i1)
 {
-	int bi = i0, oi = X->oofs[ti];
-	int ui = i0 < X->iofs[t + 1] ? lower_bound(X->tuse, X->tuofs[t], X->tuofs[t + 1], X->ibirth[i0]) : X->tuofs[t];
-	int u1 = i1 < X->iofs[t + 1] ? lower_bound(X->tuse, ui, X->tuofs[t + 1], X->ibirth[i1]) : X->tuofs[t + 1];
+	RmRow is = inst_row(X, t), us = use_row(X, t), os = occ_row(X, ti);
+	int bi = i0, oi = os.lo;
+	int ui = i0 < is.hi ? lower_bound(X->tuse, us.lo, us.hi, X->ibirth[i0]) : us.lo;
+	int u1 = i1 < is.hi ? lower_bound(X->tuse, ui, us.hi, X->ibirth[i1]) : us.hi;
 	int b = -1, l = -1;
 
 	X->niv = 0;
@@ -599,7 +638,7 @@ new_instances(RmDelta *X, int t, int ti, int i0, int i1)
 			continue;
 		}
 		int on = o >= 0 ? map_step(X, o, false) : -1;
-		int en = oi < X->oofs[ti + 1] ? X->occ[oi] >> 1 : -1;
+		int en = oi < os.hi ? X->occ[oi] >> 1 : -1;
 		bool birth;
 		int at;
 		if (on >= 0 && (en < 0 || on < en)) {
@@ -637,14 +676,15 @@ static bool
 tensor_points(RmDelta *X, int t, int ti)
 {
 	int64_t by = X->M->d->t[t].bytes;
+	RmRow is = inst_row(X, t);
 	int sa = X->start[X->ex[0]], sz = X->start[X->ex[X->nex - 1] + 1];
-	int i = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], sa) - 1;
-	int i1 = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], sz), j = 0;
+	int i = lower_bound(X->ibirth, is.lo, is.hi, sa) - 1;
+	int i1 = lower_bound(X->ibirth, is.lo, is.hi, sz), j = 0;
 
 	/* the instances born before t's last one before the first event, or
 	 * after the last event, are the same in both plans */
-	if (i < X->iofs[t])
-		i = X->iofs[t];
+	if (i < is.lo)
+		i = is.lo;
 	if (!new_instances(X, t, ti, i, i1))
 		return false;
 	while (i < i1 || j < X->niv) {
@@ -692,17 +732,20 @@ delta_touched(RmDelta *X)
 		int x = X->ex[e];
 		for (int i = X->start[x]; i < X->start[x + 1]; i++) {
 			int v = X->step[i];
-			for (int j = M->uofs[v]; j < M->uofs[v + 1]; j++)
+			RmRow uses = rm_uses(M, v);
+			for (int j = uses.lo; j < uses.hi; j++)
 				touch(X, M->use[j]);
-			for (int j = M->oofs[v]; j < M->oofs[v + 1]; j++)
+			RmRow outs = rm_outs(M, v);
+			for (int j = outs.lo; j < outs.hi; j++)
 				touch(X, M->out[j]);
 		}
 		for (int j = X->exs[e]; j < X->exs[e] + X->exn[e]; j++) {
 			int v = X->nb.step[j];
-			n += M->uofs[v + 1] - M->uofs[v] + M->oofs[v + 1] - M->oofs[v];
-			for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+			RmRow uses = rm_uses(M, v), outs = rm_outs(M, v);
+			n += uses.hi - uses.lo + outs.hi - outs.lo;
+			for (int k = uses.lo; k < uses.hi; k++)
 				touch(X, M->use[k]);
-			for (int k = M->oofs[v]; k < M->oofs[v + 1]; k++)
+			for (int k = outs.lo; k < outs.hi; k++)
 				touch(X, M->out[k]);
 		}
 	}
@@ -714,9 +757,11 @@ delta_touched(RmDelta *X)
 	for (int e = 0; e < X->nex; e++) {
 		for (int j = X->exs[e]; j < X->exs[e] + X->exn[e]; j++) {
 			int v = X->nb.step[j];
-			for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+			RmRow uses = rm_uses(M, v);
+			for (int k = uses.lo; k < uses.hi; k++)
 				X->oofs[X->tix[M->use[k]] + 2]++;
-			for (int k = M->oofs[v]; k < M->oofs[v + 1]; k++)
+			RmRow outs = rm_outs(M, v);
+			for (int k = outs.lo; k < outs.hi; k++)
 				X->oofs[X->tix[M->out[k]] + 2]++;
 		}
 	}
@@ -727,9 +772,11 @@ delta_touched(RmDelta *X)
 	for (int e = 0; e < X->nex; e++) {
 		for (int j = 0; j < X->exn[e]; j++) {
 			int v = X->nb.step[X->exs[e] + j], at = new_index(X, e, j);
-			for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+			RmRow uses = rm_uses(M, v);
+			for (int k = uses.lo; k < uses.hi; k++)
 				X->occ[X->oofs[X->tix[M->use[k]] + 1]++] = at << 1;
-			for (int k = M->oofs[v]; k < M->oofs[v + 1]; k++)
+			RmRow outs = rm_outs(M, v);
+			for (int k = outs.lo; k < outs.hi; k++)
 				X->occ[X->oofs[X->tix[M->out[k]] + 1]++] = at << 1 | 1;
 		}
 	}
@@ -875,8 +922,7 @@ rm_delta_gaps(RmDelta *X, const unsigned char *st, const int *gap, int ng,
 	if (!X->ok)
 		return delta_full(X, st, out);
 	for (int i = 0; i < ng; i++) {
-		int g = gap[i], t = M->gtensor[g];
-		int s = g == M->gofs[t] ? M->pos[M->prod[t]] : M->gend[g - 1];
+		int s = rm_gap_start(M, gap[i]);
 		if (s < a)
 			a = s;
 	}

@@ -90,7 +90,7 @@ dtr_init(Dtr *D, RmScorer *S)
 {
 	const RmModel *M = S->m;
 	const Dag *d = M->d;
-	int nt = d->nt, total = M->uofs[d->nnode];
+	int nt = d->nt, total = M->nuses;
 	bool *isbase;
 
 	memset(D, 0, sizeof *D);
@@ -103,14 +103,16 @@ dtr_init(Dtr *D, RmScorer *S)
 	D->upos = ar_alloc(&D->ar, ((size_t)total + 1) * sizeof *D->upos);
 	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++)
 			D->uofs[M->use[k] + 2]++;
 	}
 	for (int t = 0; t < nt; t++)
 		D->uofs[t + 2] += D->uofs[t + 1];
 	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++)
 			D->upos[D->uofs[M->use[k] + 1]++] = x;
 	}
 	D->root = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->root);
@@ -145,6 +147,13 @@ dtr_init(Dtr *D, RmScorer *S)
 	D->gone = ar_alloc(&D->ar, ((size_t)D->maxsched) * sizeof *D->gone);
 }
 
+/* The base positions using t: upos[lo..hi) (remat_int.h, rm_row). */
+static inline RmRow
+uses_at(const Dtr *D, int t)
+{
+	return rm_row(D->uofs, t, D->M->nt);
+}
+
 static void
 dtr_free(Dtr *D)
 {
@@ -152,12 +161,13 @@ dtr_free(Dtr *D)
 }
 
 /* Base position of t's next use, INT_MAX when none is left. */
-static int
+static inline int
 next_use(const Dtr *D, int t)
 {
-	int k = D->uofs[t] + D->unext[t];
+	RmRow at = uses_at(D, t);
+	int k = at.lo + D->unext[t];
 
-	return k < D->uofs[t + 1] ? D->upos[k] : INT_MAX;
+	return k < at.hi ? D->upos[k] : INT_MAX;
 }
 
 static void
@@ -207,8 +217,10 @@ maybe_free(Dtr *D, int t)
 static bool
 kept(const Dtr *D, int t, int when)
 {
-	return D->M->prod[t] < 0 || (D->res[t] && D->uofs[t + 1] > D->uofs[t] &&
-	                             D->upos[D->uofs[t + 1] - 1] >= when);
+	RmRow at = uses_at(D, t);
+
+	return D->M->prod[t] < 0 || (D->res[t] && at.hi > at.lo &&
+	                             D->upos[at.hi - 1] >= when);
 }
 
 /* What recomputing t would cost later: its node and, transitively, the
@@ -230,7 +242,8 @@ recost(Dtr *D, int t)
 		D->work++;
 		if (++seen > CLOSURE)
 			return ck_sat_mul(c, 4);
-		for (int k = M->uofs[p]; k < M->uofs[p + 1]; k++) {
+		RmRow uses = rm_uses(M, p);
+		for (int k = uses.lo; k < uses.hi; k++) {
 			int u = M->use[k], q = M->prod[u];
 			if (kept(D, u, when) || D->mark[q] == D->stamp)
 				continue;
@@ -305,7 +318,8 @@ pin_uses(Dtr *D, int q, int by)
 {
 	const RmModel *M = D->M;
 
-	for (int k = M->uofs[q]; k < M->uofs[q + 1]; k++) {
+	RmRow uses = rm_uses(M, q);
+	for (int k = uses.lo; k < uses.hi; k++) {
 		int t = M->use[k];
 		D->pin[t] += by;
 	}
@@ -362,7 +376,8 @@ base_step(Dtr *D, int x)
 	pin_uses(D, v, 1);
 	for (;;) {
 		int q = D->stk[sp - 1], miss = -1;
-		for (int k = M->uofs[q]; k < M->uofs[q + 1] && miss < 0; k++)
+		RmRow uses = rm_uses(M, q);
+		for (int k = uses.lo; k < uses.hi && miss < 0; k++)
 			if (!D->res[M->use[k]])
 				miss = M->use[k];
 		if (miss >= 0) {
@@ -385,10 +400,11 @@ base_step(Dtr *D, int x)
 		sp--;
 		pin_uses(D, q, -1);
 	}
-	for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; k < uses.hi; k++)
 		D->unext[M->use[k]]++;
 	pin_uses(D, v, -1);
-	for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+	for (int k = uses.lo; k < uses.hi; k++)
 		maybe_free(D, M->use[k]);
 	n = &D->d->node[v];
 	for (int j = 0; j < n->nout; j++)
@@ -423,7 +439,8 @@ simulate(Dtr *D, int64_t T)
 	memset(D->pin, 0, sizeof *D->pin * (size_t)nt);
 	memset(D->vcount, 0, sizeof *D->vcount * (size_t)nt);
 	for (int t = 0; t < nt; t++) {
-		if (d->t[t].from_start && (D->uofs[t + 1] > D->uofs[t] || d->t[t].to_end))
+		RmRow at = uses_at(D, t);
+		if (d->t[t].from_start && (at.hi > at.lo || d->t[t].to_end))
 			make_resident(D, t, dag_owned(d, t));
 		D->made[t] = d->t[t].from_start;
 	}

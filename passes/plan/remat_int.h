@@ -90,11 +90,13 @@ typedef struct RmBld {
  * (the gap table, the uses, the costs); read only after that. */
 typedef struct RmModel {
 	const Dag *d;
+	int nnode, nt;          /* d's, for the bounds checks */
 	int n;                  /* base order length */
 	int *pos;               /* [nnode] position in the base order */
 	int *prod;              /* [nt] recomputable node making t, or -1 */
 	int *uofs, *use;        /* CSR [nnode]: tensors each node reads */
 	int *oofs, *out;        /* CSR [nnode]: tensors each node makes */
+	int nuses, nouts;       /* the lengths of use and out */
 	int *gofs;              /* [nt + 1] CSR: gaps of t (none if prod < 0) */
 	int *gend;              /* [ngap] base position of the use ending a gap */
 	int *gtensor;           /* [ngap] the tensor a gap belongs to */
@@ -148,6 +150,72 @@ typedef struct RmCtx {
 	RmScorer s;             /* s.m is &m */
 	RmRecipe r;
 } RmCtx;
+
+/* The CSR tables (RmModel's, and the planners' own) are read through
+ * rm_row: row i of a table of n rows is its list's entries [lo, hi). Its
+ * assert is the bounds check of every planner's row index; each of the
+ * model's tables is checked once when rm_model_init makes it (offsets
+ * from 0, nondecreasing, to the list's length), so lo and hi are in
+ * bounds too. */
+typedef struct RmRow {
+	int lo, hi;
+} RmRow;
+
+static inline RmRow
+rm_row(const int *ofs, int i, int n)
+{
+	ir_assert((unsigned)i < (unsigned)n);
+	return (RmRow){ofs[i], ofs[i + 1]};
+}
+
+/* The tensors node v uses: M->use[lo..hi). */
+static inline RmRow
+rm_uses(const RmModel *M, int v)
+{
+	return rm_row(M->uofs, v, M->nnode);
+}
+
+/* The tensors node v makes: M->out[lo..hi). */
+static inline RmRow
+rm_outs(const RmModel *M, int v)
+{
+	return rm_row(M->oofs, v, M->nnode);
+}
+
+/* Tensor t's gaps, lo..hi - 1, its tail gap last; none when no
+ * recomputable node makes t. */
+static inline RmRow
+rm_gaps(const RmModel *M, int t)
+{
+	return rm_row(M->gofs, t, M->nt);
+}
+
+/* t's tail gap (after its last use); t has gaps. */
+static inline int
+rm_tail(const RmModel *M, int t)
+{
+	RmRow g = rm_gaps(M, t);
+
+	ir_assert(g.hi > g.lo);
+	return g.hi - 1;
+}
+
+/* The base position where gap g starts: its tensor's production, or the
+ * use that ends the gap before. */
+static inline int
+rm_gap_start(const RmModel *M, int g)
+{
+	int t = M->gtensor[g];
+
+	return g == rm_gaps(M, t).lo ? M->pos[M->prod[t]] : M->gend[g - 1];
+}
+
+/* The gaps whose EARLY position is base position x: M->egap[lo..hi). */
+static inline RmRow
+rm_early(const RmModel *M, int x)
+{
+	return rm_row(M->eofs, x, M->n);
+}
 
 /* One scored plan: gap states, or an explicit schedule (remat_dtr.c). */
 typedef struct RmCand {

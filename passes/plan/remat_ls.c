@@ -154,7 +154,8 @@ move_with_inputs(Climb *K, int i, int j)
 	const RmModel *M = K->M;
 	int v = K->cur[i];
 
-	for (int k = M->uofs[v]; k < M->uofs[v + 1] && K->left > 0; k++) {
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; k < uses.hi && K->left > 0; k++) {
 		int t = M->use[k], p = M->prod[t];
 		if (p < 0 || M->d->node[p].once)
 			continue;
@@ -223,7 +224,8 @@ static void
 chain(const RmModel *M, int v, int depth, int *seen, int *ins, int *m)
 {
 	seen[v] = 1;
-	for (int k = M->uofs[v]; depth > 0 && k < M->uofs[v + 1]; k++) {
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; depth > 0 && k < uses.hi; k++) {
 		int p = M->prod[M->use[k]];
 		if (p >= 0 && !M->d->node[p].once && !seen[p])
 			chain(M, p, depth - 1, seen, ins, m);

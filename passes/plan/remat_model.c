@@ -11,6 +11,16 @@
 
 #include "remat_int.h"
 
+/* Whether ofs[0..n] are the offsets of an n-row CSR table over a list of
+ * total entries, which makes rm_row's lo and hi in bounds. */
+static void
+csr_check(const int *ofs, int n, int total)
+{
+	ir_assert(ofs[0] == 0 && ofs[n] == total);
+	for (int i = 0; i < n; i++)
+		ir_assert(ofs[i] <= ofs[i + 1]);
+}
+
 /* Tensors each node reads: in[], views' sources, accumulation view sources. */
 static void
 model_uses(RmModel *M)
@@ -36,7 +46,8 @@ model_uses(RmModel *M)
 			ADD(n->acc[j].view_src);
 #undef ADD
 	}
-	M->uofs[d->nnode] = k;
+	M->uofs[d->nnode] = M->nuses = k;
+	csr_check(M->uofs, d->nnode, k);
 }
 
 /* The gaps of every recomputable tensor, from the base order. */
@@ -49,7 +60,8 @@ model_gaps(RmModel *M)
 	M->gofs = ar_alloc(&M->mem, ((size_t)d->nt + 1) * sizeof *M->gofs);
 	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++) {
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++) {
 			int t = M->use[k];
 			if (M->prod[t] >= 0 && M->pos[M->prod[t]] < x)
 				cnt[t]++;
@@ -58,12 +70,14 @@ model_gaps(RmModel *M)
 	for (int t = 0; t < d->nt; t++)
 		M->gofs[t + 1] = M->gofs[t] + cnt[t] + (M->prod[t] >= 0);
 	M->ngap = M->gofs[d->nt];
+	csr_check(M->gofs, d->nt, M->ngap);
 	M->gend = ar_alloc(&M->mem, ((size_t)M->ngap + 1) * sizeof *M->gend);
 	M->gtensor = ar_alloc(&M->mem, ((size_t)M->ngap + 1) * sizeof *M->gtensor);
 	memset(cnt, 0, sizeof *cnt * (size_t)d->nt);
 	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++) {
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++) {
 			int t = M->use[k];
 			if (M->prod[t] < 0 || M->pos[M->prod[t]] >= x)
 				continue;
@@ -91,7 +105,8 @@ model_longgaps(RmModel *M)
 		M->longgap[t] = -1;
 		if (M->prod[t] < 0 || d->node[M->prod[t]].is_backward)
 			continue;
-		for (int g = M->gofs[t]; g < M->gofs[t + 1] - 1; g++) {
+		RmRow gaps = rm_gaps(M, t);
+		for (int g = gaps.lo; g < gaps.hi - 1; g++) {
 			if (d->node[d->base_order[M->gend[g]]].is_backward) {
 				M->longgap[t] = g;
 				break;
@@ -126,18 +141,20 @@ model_early(RmModel *M)
 	const Dag *d = M->d;
 	int *cnt = ar_alloc(&M->mem, ((size_t)d->nt + 2) * sizeof *cnt);
 	int *uofs = ar_alloc(&M->mem, ((size_t)d->nt + 2) * sizeof *uofs);
-	int *upos = ar_alloc(&M->mem, ((size_t)M->uofs[d->nnode] + 1) * sizeof *upos);
+	int *upos = ar_alloc(&M->mem, ((size_t)M->nuses + 1) * sizeof *upos);
 
 	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++)
 			uofs[M->use[k] + 1]++;
 	}
 	for (int t = 0; t < d->nt; t++)
 		uofs[t + 1] += uofs[t];
 	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++) {
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++) {
 			int t = M->use[k];
 			upos[uofs[t] + cnt[t]++] = x;
 		}
@@ -146,12 +163,14 @@ model_early(RmModel *M)
 	M->eofs = ar_alloc(&M->mem, ((size_t)M->n + 2) * sizeof *M->eofs);
 	for (int g = 0; g < M->ngap; g++) {
 		int t = M->gtensor[g], p = M->prod[t], b = M->gend[g], s = b;
-		int a = g == M->gofs[t] ? M->pos[p] : M->gend[g - 1];
-		for (int k = M->uofs[p]; k < M->uofs[p + 1] && b < M->n; k++) {
+		int a = rm_gap_start(M, g);
+		RmRow uses = rm_uses(M, p);
+		for (int k = uses.lo; k < uses.hi && b < M->n; k++) {
 			int u = M->use[k];
 			if (d->t[u].to_end)
 				continue;
-			int y = last_upto(upos + uofs[u], uofs[u + 1] - uofs[u], b);
+			RmRow at = rm_row(uofs, u, d->nt);
+			int y = last_upto(upos + at.lo, at.hi - at.lo, b);
 			if (y < s)
 				s = y;
 		}
@@ -161,6 +180,7 @@ model_early(RmModel *M)
 	}
 	for (int x = 0; x < M->n; x++)
 		M->eofs[x + 1] += M->eofs[x];
+	csr_check(M->eofs, M->n, M->eofs[M->n]);
 	M->egap = ar_alloc(&M->mem, ((size_t)M->eofs[M->n] + 1) * sizeof *M->egap);
 	cnt = ar_alloc(&M->mem, ((size_t)M->n + 1) * sizeof *cnt);
 	for (int g = 0; g < M->ngap; g++)
@@ -192,6 +212,8 @@ rm_model_init(RmModel *M, const Dag *d)
 	memset(M, 0, sizeof *M);
 	ar_init(&M->mem);
 	M->d = d;
+	M->nnode = d->nnode;
+	M->nt = d->nt;
 	M->n = d->nbase;
 	M->pos = ar_alloc(&M->mem, ((size_t)d->nnode + 1) * sizeof *M->pos);
 	M->prod = ar_alloc(&M->mem, ((size_t)d->nt + 1) * sizeof *M->prod);
@@ -233,7 +255,8 @@ rm_model_init(RmModel *M, const Dag *d)
 		M->ncost[v] = d->node[v].cost;
 		M->nws[v] = dag_workspace(d, v);
 	}
-	M->oofs[d->nnode] = nout;
+	M->oofs[d->nnode] = M->nouts = nout;
+	csr_check(M->oofs, d->nnode, nout);
 	M->simple = dag_simple(d);
 }
 
@@ -299,7 +322,7 @@ rm_bld_init(const RmModel *M, RmBld *B, Arena *a)
 	B->gcur = ar_alloc(a, ((size_t)d->nt + 1) * sizeof *B->gcur);
 	B->grp = ar_alloc(a, ((size_t)d->nt + 1) * sizeof *B->grp);
 	B->emitted = ar_alloc(a, (2 * (size_t)d->nnode + 2) * sizeof *B->emitted);
-	B->stack = ar_alloc(a, ((size_t)M->uofs[d->nnode] + (size_t)d->nnode + 1) * sizeof *B->stack);
+	B->stack = ar_alloc(a, ((size_t)M->nuses + (size_t)d->nnode + 1) * sizeof *B->stack);
 	B->capstep = 2 * M->n + 16;
 	B->step = ar_alloc(a, ((size_t)B->capstep) * sizeof *B->step);
 	B->posof = ar_alloc(a, ((size_t)B->capstep) * sizeof *B->posof);
@@ -355,7 +378,8 @@ recompute(const RmModel *M, RmBld *B, int p, int x)
 		}
 		if (expanded[q] != B->stamp) {
 			expanded[q] = B->stamp;
-			for (int k = M->uofs[q]; k < M->uofs[q + 1]; k++)
+			RmRow uses = rm_uses(M, q);
+			for (int k = uses.lo; k < uses.hi; k++)
 				if (missing(B, M->use[k]))
 					B->stack[sp++] = M->prod[M->use[k]];
 			continue;
@@ -382,26 +406,29 @@ after_step(const RmModel *M, RmBld *B, const unsigned char *state, int v)
 {
 	const Dag *d = M->d;
 
-	for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++) {
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; k < uses.hi; k++) {
 		int t = M->use[k];
 		if ((B->tst[t] & (TS_RECOMP | TS_MADE)) != (TS_RECOMP | TS_MADE))
 			continue;
 		int g = ++B->gcur[t];
-		if (g < M->gofs[t + 1] && state[g] != GAP_KEEP)
+		if (g < rm_gaps(M, t).hi && state[g] != GAP_KEEP)
 			set_tst(B, t, B->tst[t] & (unsigned char)~TS_AVAIL);
 	}
-	for (int j = M->oofs[v]; j < M->oofs[v + 1] && !d->node[v].once; j++) {
+	RmRow outs = rm_outs(M, v);
+	for (int j = outs.lo; j < outs.hi && !d->node[v].once; j++) {
 		int t = M->out[j];
 		if ((B->tst[t] & (TS_RECOMP | TS_MADE)) != TS_RECOMP)
 			continue;
+		RmRow gaps = rm_gaps(M, t);
 		set_tst(B, t, TS_RECOMP | TS_MADE |
-		        (M->gofs[t] == M->gofs[t + 1] || state[M->gofs[t]] == GAP_KEEP ?
+		        (gaps.lo == gaps.hi || state[gaps.lo] == GAP_KEEP ?
 		         TS_AVAIL : 0));
 	}
 	for (int i = 0; i < B->ngrp; i++) {
 		int t = B->grp[i];
 		int g = B->gcur[t];
-		if (g < M->gofs[t + 1] && state[g] == GAP_TRANSIENT)
+		if (g < rm_gaps(M, t).hi && state[g] == GAP_TRANSIENT)
 			set_tst(B, t, B->tst[t] & (unsigned char)~TS_AVAIL);
 	}
 }
@@ -421,13 +448,15 @@ rm_bld_pos(const RmModel *M, RmBld *B, const unsigned char *state, int x)
 
 	B->ngrp = 0;
 	B->stamp++;
-	for (int k = M->eofs[x]; k < M->eofs[x + 1]; k++) {
+	RmRow early = rm_early(M, x);
+	for (int k = early.lo; k < early.hi; k++) {
 		int g = M->egap[k], t = M->gtensor[g];
 		if (state[g] == GAP_EARLY && missing(B, t) && B->gcur[t] == g &&
 		    !recompute(M, B, M->prod[t], x))
 			return false;
 	}
-	for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; k < uses.hi; k++)
 		if (missing(B, M->use[k]) && !recompute(M, B, M->prod[M->use[k]], x))
 			return false;
 	if (!emit(M, B, v, x))
@@ -527,12 +556,14 @@ score_steps(RmScorer *S, const int *step, int n, const int *posof, bool *sure)
 	for (int i = 0; i < n; i++) {
 		int v = step[i];
 		bool re;
-		for (int j = M->uofs[v]; j < M->uofs[v + 1]; j++) {
+		RmRow uses = rm_uses(M, v);
+		for (int j = uses.lo; j < uses.hi; j++) {
 			if (S->birth[M->use[j]] < 0)
 				return NULL;
 			S->lastuse[M->use[j]] = i;
 		}
-		for (int j = M->oofs[v]; j < M->oofs[v + 1]; j++) {
+		RmRow outs = rm_outs(M, v);
+		for (int j = outs.lo; j < outs.hi; j++) {
 			int t = M->out[j];
 			if (S->birth[t] >= 0)
 				ok &= close_instance(S, t);

@@ -51,7 +51,8 @@ cut_nodes(const RmModel *M, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal
 		int v = d->base_order[x];
 		if (!is_forward(M, v))
 			continue;
-		for (int k = M->uofs[v]; k < M->uofs[v + 1]; k++)
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++)
 			lastfwd[M->use[k]] = x;
 	}
 	for (int x = 0; x < M->n; x++) {
@@ -97,7 +98,7 @@ rm_checkpoint_tensors(const RmModel *M, bool *keep_t, unsigned char *st)
 			continue;
 		if (M->longgap[t] >= 0)
 			st[M->longgap[t]] = GAP_STICKY;
-		st[M->gofs[t + 1] - 1] = GAP_STICKY;
+		st[rm_tail(M, t)] = GAP_STICKY;
 	}
 }
 

@@ -93,15 +93,6 @@ desc_reload(Desc *D, int64_t T)
 	D->S->evals = evals;
 }
 
-/* Base position where gap g starts (its tensor's production or a use). */
-static int
-gap_start(const RmModel *M, int g)
-{
-	int t = M->gtensor[g];
-
-	return g == M->gofs[t] ? M->pos[M->prod[t]] : M->gend[g - 1];
-}
-
 typedef struct Move {
 	double est;
 	int gap;
@@ -130,12 +121,13 @@ stretch(const Desc *D, int p, int b)
 	const RmModel *M = D->M;
 	double e = 0;
 
-	for (int k = M->uofs[p]; k < M->uofs[p + 1]; k++) {
+	RmRow uses = rm_uses(M, p);
+	for (int k = uses.lo; k < uses.hi; k++) {
 		int s = M->use[k], tail, last;
 		if (M->prod[s] < 0)
 			continue;
-		tail = M->gofs[s + 1] - 1;
-		last = gap_start(M, tail);
+		tail = rm_tail(M, s);
+		last = rm_gap_start(M, tail);
 		if (D->st[tail] == GAP_KEEP && last < b)
 			e += estimate(D, last, b - 1, (double)M->d->t[s].bytes);
 	}
@@ -178,7 +170,7 @@ moves(Desc *D, int64_t T, Move *m)
 		D->csum[x + 1] += D->csum[x];
 	}
 	for (int g = 0; g < M->ngap; g++) {
-		int t = M->gtensor[g], a = gap_start(M, g), b = M->gend[g];
+		int t = M->gtensor[g], a = rm_gap_start(M, g), b = M->gend[g];
 		if (D->st[g] == GAP_TRANSIENT || D->st[g] == GAP_EARLY ||
 		    b - a < 2 || b >= M->n || M->d->t[t].persistent_view)
 			continue;
@@ -212,12 +204,13 @@ apply(Desc *D, const Move *m, int variant, int *undo_g, unsigned char *undo_s)
 	undo_g[nu] = m->gap;
 	undo_s[nu++] = D->st[m->gap];
 	D->st[m->gap] = m->to;
-	for (int k = M->uofs[p]; variant && nu < 64 && k < M->uofs[p + 1]; k++) {
+	RmRow uses = rm_uses(M, p);
+	for (int k = uses.lo; variant && nu < 64 && k < uses.hi; k++) {
 		int s = M->use[k], tail;
 		if (M->prod[s] < 0)
 			continue;
-		tail = M->gofs[s + 1] - 1;
-		if (gap_start(M, tail) >= b || D->st[tail] != GAP_KEEP)
+		tail = rm_tail(M, s);
+		if (rm_gap_start(M, tail) >= b || D->st[tail] != GAP_KEEP)
 			continue;
 		undo_g[nu] = tail;
 		undo_s[nu++] = D->st[tail];
@@ -433,8 +426,8 @@ static RmEffort
 rm_effort(const RmModel *M)
 {
 	RmEffort e = {0};
-	long size = M->n + 1 + (M->has_backward ? M->uofs[M->d->nnode] : 0);
-	long dsize = M->n + M->uofs[M->d->nnode] + 1;
+	long size = M->n + 1 + (M->has_backward ? M->nuses : 0);
+	long dsize = M->n + M->nuses + 1;
 
 	e.size = dsize;
 	e.chain_work = 30000000;
@@ -473,7 +466,7 @@ rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 	const RmModel *M = S->m;
 	double cap = -1;
 	RmEffort eff = rm_effort(M);
-	long size = M->n + 1 + (M->has_backward ? M->uofs[M->d->nnode] : 0);
+	long size = M->n + 1 + (M->has_backward ? M->nuses : 0);
 	long evals = eff.desc_evals;
 
 	R->eff = &eff;

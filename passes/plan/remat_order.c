@@ -348,22 +348,23 @@ rm_topo_order(const RmModel *M, uint64_t seed, int *out)
 	for (int v = 0; v < nn; v++)
 		for (int j = 0; j < d->node[v].nout; j++)
 			maker[d->node[v].out[j]] = v;
-	for (int v = 0; v < nn; v++)
-		for (int i = M->uofs[v]; i < M->uofs[v + 1]; i++)
-			rd[M->use[i]]++;
+	for (int i = 0; i < M->nuses; i++)
+		rd[M->use[i]]++;
 	/* readers of each tensor, CSR */
 	int *rofs = ar_alloc(&a, ((size_t)nt + 2) * sizeof *rofs);
-	int *reader = ar_alloc(&a, ((size_t)M->uofs[nn] + 1) * sizeof *reader);
+	int *reader = ar_alloc(&a, ((size_t)M->nuses + 1) * sizeof *reader);
 	for (int t = 0; t < nt; t++)
 		rofs[t + 1] = rofs[t] + rd[t];
-	for (int v = 0; v < nn; v++)
-		for (int i = M->uofs[v]; i < M->uofs[v + 1]; i++)
-			reader[rofs[M->use[i] + 1] - rd[M->use[i]]--] = v;
-	for (int v = 0; v < nn; v++)
-		for (int i = M->uofs[v]; i < M->uofs[v + 1]; i++)
-			rd[M->use[i]]++;
 	for (int v = 0; v < nn; v++) {
-		for (int i = M->uofs[v]; i < M->uofs[v + 1]; i++)
+		RmRow uses = rm_uses(M, v);
+		for (int i = uses.lo; i < uses.hi; i++)
+			reader[rofs[M->use[i] + 1] - rd[M->use[i]]--] = v;
+	}
+	for (int i = 0; i < M->nuses; i++)
+		rd[M->use[i]]++;
+	for (int v = 0; v < nn; v++) {
+		RmRow uses = rm_uses(M, v);
+		for (int i = uses.lo; i < uses.hi; i++)
 			ne += maker[M->use[i]] >= 0;
 		for (int j = 0; j < d->node[v].nacc; j++)
 			ne += rd[d->node[v].acc[j].tensor];
@@ -377,14 +378,15 @@ rm_topo_order(const RmModel *M, uint64_t seed, int *out)
 			efrom[ne] = d->node[v].fwd_plus1 - 1;
 			edge[ne++] = v;
 		}
-		for (int i = M->uofs[v]; i < M->uofs[v + 1]; i++)
+		RmRow uses = rm_uses(M, v);
+		for (int i = uses.lo; i < uses.hi; i++)
 			if (maker[M->use[i]] >= 0 && maker[M->use[i]] != v) {
 				efrom[ne] = maker[M->use[i]];
 				edge[ne++] = v;
 			}
 		for (int j = 0; j < d->node[v].nacc; j++) {
-			int t = d->node[v].acc[j].tensor;
-			for (int i = rofs[t]; i < rofs[t + 1]; i++)
+			RmRow rs = rm_row(rofs, d->node[v].acc[j].tensor, nt);
+			for (int i = rs.lo; i < rs.hi; i++)
 				if (reader[i] != v) {
 					efrom[ne] = v;
 					edge[ne++] = reader[i];
@@ -417,7 +419,8 @@ rm_topo_order(const RmModel *M, uint64_t seed, int *out)
 				int64_t dl = 0;
 				for (int j = 0; j < n->nout; j++)
 					dl += dag_owned(d, n->out[j]);
-				for (int u = M->uofs[ready[i]]; u < M->uofs[ready[i] + 1]; u++)
+				RmRow uses = rm_uses(M, ready[i]);
+				for (int u = uses.lo; u < uses.hi; u++)
 					if (rd[M->use[u]] == 1 && !d->t[M->use[u]].to_end)
 						dl -= dag_owned(d, M->use[u]);
 				if (i == 0 || dl < bd || (dl == bd &&
@@ -430,9 +433,11 @@ rm_topo_order(const RmModel *M, uint64_t seed, int *out)
 		int v = ready[bi];
 		ready[bi] = ready[--nready];
 		out[k++] = v;
-		for (int u = M->uofs[v]; u < M->uofs[v + 1]; u++)
+		RmRow uses = rm_uses(M, v);
+		for (int u = uses.lo; u < uses.hi; u++)
 			rd[M->use[u]]--;
-		for (int e = eofs[v]; e < eofs[v + 1]; e++)
+		RmRow succ = rm_row(eofs, v, nn);
+		for (int e = succ.lo; e < succ.hi; e++)
 			if (--cnt[sorted[e]] == 0)
 				ready[nready++] = sorted[e];
 	}
