@@ -519,9 +519,10 @@ close_instance(RmScorer *S, int t)
 {
 	const RmModel *M = S->m;
 	int64_t *lo = &S->diff[S->birth[t]], *hi = &S->diff[S->lastuse[t] + 1];
+	bool born = ck_add(*lo, M->d->t[t].bytes, lo);
+	bool dies = ck_sub(*hi, M->d->t[t].bytes, hi);
 
-	return ck_add(*lo, M->d->t[t].bytes, lo) &
-	       ck_sub(*hi, M->d->t[t].bytes, hi);
+	return born && dies;
 }
 
 /* rm_score_state's rules over steps step[0..n): a step recomputes when posof

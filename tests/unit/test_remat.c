@@ -67,7 +67,7 @@ lower(const Fwd *f, Dag *d, Arena *a)
 			int u = f->in[i][j];
 			v->in[v->nin++] = u < 0 ? x : 1 + u;
 			if (k >= n && u >= 0)
-				v->acc[v->nacc++] = (DagAcc){1 + n + u, -1};
+				v->acc[v->nacc++] = (DagAcc){1 + n + u, -1, false};
 		}
 		d->base_order[k] = k;
 	}

@@ -163,7 +163,7 @@ net_lower(const Net *f, Dag *d, Arena *a)
 			if ((f->saves[i] & 1) || i == n - 1)
 				v->in[v->nin++] = u < 0 ? x : h[u];
 			if (u >= 0)
-				v->acc[v->nacc++] = (DagAcc){g[u], -1};
+				v->acc[v->nacc++] = (DagAcc){g[u], -1, false};
 		}
 		if (f->param[i] > 0) {
 			pg = tensor(d, ar_printf(a, "grad(w%d)", i), f->param[i],
