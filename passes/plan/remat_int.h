@@ -1,10 +1,10 @@
 /* passes/plan/remat_int.h -- what the planners (remat*.c) share, not part
  * of the pipeline's interface. Calls go one way (tests/plan_layers.sh
  * checks it): remat.c (the dispatcher) -> remat_o2.c (the -O2 recipe) ->
- * the planners (baseline.c, remat_exact.c) -> the candidate generators
- * (remat_o1.c, remat_chain.c, remat_dtr.c, remat_ls.c) -> remat_order.c
- * and remat_delta.c (the descent's incremental scorer) -> the model
- * (remat_model.c).
+ * the planners (baseline.c, remat_exact.c, remat_trim.c) -> the
+ * candidate generators (remat_o1.c, remat_chain.c, remat_dtr.c,
+ * remat_ls.c) -> remat_order.c and remat_delta.c (the descent's
+ * incremental scorer) -> the model (remat_model.c).
  *
  * A plan is a state per "gap" over the base order: for every tensor that a
  * recomputable node makes, gap j runs from its j-th event (production, then
@@ -22,8 +22,8 @@
  * has a tail gap after its last use (ending at n): KEEP lets a later
  * recompute use the old instance (stretching its life), a drop makes it
  * recompute that too. rm_build turns states into a schedule; every plan
- * in the pool is scored by lv_eval (the searches may use rm_score_state, its
- * shortcut on plain DAGs). Planners that reorder or simulate
+ * in the pool is scored by lv_eval (the searches may use rm_score_state,
+ * its shortcut on plain DAGs). Planners that reorder or simulate
  * (remat_dtr.c, remat_ls.c) add explicit schedules to the pool instead. */
 #ifndef REMAT_INT_H
 #define REMAT_INT_H
@@ -63,8 +63,8 @@ typedef struct RmEffort {
 enum { TS_RECOMP = 1, TS_MADE = 2, TS_AVAIL = 4 };
 
 /* A builder turning gap states into steps, one base position at a time
- * (rm_build runs its scorer's b over every position; remat_delta.c runs two from a
- * saved position to re-score a changed plan). */
+ * (rm_build runs its scorer's b over every position; remat_delta.c runs
+ * two from a saved position to re-score a changed plan). */
 typedef struct RmBld {
 	unsigned char *tst;     /* [nt] TS_ bits of each tensor */
 	int *gcur;              /* [nt] gofs[t] + the uses of t done so far */
