@@ -8,7 +8,7 @@
 #                     incremental scorer
 #   2 remat_chain.c remat_dtr.c remat_ls.c remat_o1.c   candidate generators
 #     (remat_o1.c's sqrt(n) cuts also serve baseline.c and -O2)
-#   3 baseline.c remat_exact.c (and any other planner)
+#   3 baseline.c remat_exact.c remat_trim.c (and any other planner)
 #   4 remat_o2.c      the -O2 recipe
 #   5 remat.c         the dispatcher
 set -u
@@ -18,6 +18,7 @@ layer() {
 	case $1 in
 	remat_model.c) echo 0 ;; remat_order.c|remat_delta.c) echo 1 ;;
 	remat_chain.c|remat_dtr.c|remat_ls.c|remat_o1.c) echo 2 ;;
+	baseline.c|remat_exact.c|remat_trim.c) echo 3 ;;
 	remat_o2.c) echo 4 ;; remat.c) echo 5 ;; *) echo 3 ;;
 	esac
 }

@@ -1,6 +1,6 @@
 /* ir/dag/dag.c -- small helpers on the Dag: names of memory categories and
  * step kinds, the cost totals (dag_finish), the base schedule, the kind
- * of a schedule step. Reads
+ * of a schedule step, a tensor's storage root (dag_root). Reads
  * Dag.node[].cost/once/is_backward and base_order; writes Dag.forward_cost
  * and Dag.total_cost. */
 #include <string.h>
@@ -176,6 +176,19 @@ dag_set_workspace(Dag *d, int v, int64_t bytes, Arena *a)
 		return;         /* reads as 0 already */
 	d->workspace = side_grow(d, d->workspace, &d->nworkspace, sizeof *d->workspace, v, a);
 	d->workspace[v] = bytes;
+}
+
+int
+dag_root(const Dag *d, int t)
+{
+	for (int i = 0; i <= d->nt && t >= 0; i++) {
+		if (d->t[t].persistent_view)
+			return -1;
+		if (d->t[t].view_src < 0)
+			return t;
+		t = d->t[t].view_src;
+	}
+	return t;
 }
 
 const DagXfer *

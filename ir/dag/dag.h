@@ -314,6 +314,20 @@ dag_workspace(const Dag *d, int v)
  * array in a, as dag_xfer_set does, when bytes is not 0. */
 void dag_set_workspace(Dag *d, int v, int64_t bytes, Arena *a);
 
+/* The bytes tensor t's own storage holds: 0 for a static view (of another
+ * tensor, or of a param), else its bytes. */
+static inline int64_t
+dag_owned(const Dag *d, int t)
+{
+	return d->t[t].view_src >= 0 || d->t[t].persistent_view ? 0 : d->t[t].bytes;
+}
+
+/* The tensor owning the storage that t's instances use, its static views
+ * (view_src) followed to their end; -1 when that storage is a param's
+ * (a persistent_view owns nothing). At most nt links, so that a cycle,
+ * which dag_check does not rule out, ends. */
+int dag_root(const Dag *d, int t);
+
 /* ---------------------------------------------------------------- ir/dag/check.c */
 /* The DAG's invariants (indices, one producer per tensor, views, cost
  * totals, a base order that is a valid schedule). false + why on the first

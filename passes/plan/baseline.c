@@ -18,53 +18,55 @@
 #include "remat_int.h"
 
 bool
-rm_perblock_state(RmCtx *C, unsigned char *st)
+rm_perblock_state(const RmModel *M, unsigned char *st)
 {
-	const Dag *d = C->d;
+	const Dag *d = M->d;
 	Arena a = {0};
 	bool *keep_t, any = false;
 
 	for (int v = 0; v < d->nnode; v++)
 		any |= d->node[v].block_plus1 > 0 && !d->node[v].once;
-	if (!any || !C->has_backward)
+	if (!any || !M->has_backward)
 		return false;
 	keep_t = ar_alloc(&a, ((size_t)d->nt + 1) * sizeof *keep_t);
 	/* kept: what no def makes, and what a def makes that a node outside
 	 * that call reads (its outputs) */
 	for (int t = 0; t < d->nt; t++)
-		keep_t[t] = C->prod[t] < 0 || d->node[C->prod[t]].block_plus1 == 0 ||
+		keep_t[t] = M->prod[t] < 0 || d->node[M->prod[t]].block_plus1 == 0 ||
 		            d->t[t].to_end;
-	for (int v = 0; v < d->nnode; v++)
-		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
-			int t = C->use[k];
-			if (C->prod[t] >= 0 &&
-			    d->node[C->prod[t]].block_plus1 != d->node[v].block_plus1)
+	for (int v = 0; v < d->nnode; v++) {
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++) {
+			int t = M->use[k];
+			if (M->prod[t] >= 0 &&
+			    d->node[M->prod[t]].block_plus1 != d->node[v].block_plus1)
 				keep_t[t] = true;
 		}
-	rm_checkpoint_tensors(C, keep_t, st);
+	}
+	rm_checkpoint_tensors(M, keep_t, st);
 	ar_free(&a);
 	return true;
 }
 
 /* Evaluates a baseline's states into the pool; false when none applies. */
 static bool
-add_state(RmCtx *C, RmPool *pool, bool (*make)(RmCtx *, unsigned char *))
+add_state(RmScorer *S, RmPool *pool, bool (*make)(const RmModel *, unsigned char *))
 {
 	Arena a = {0};
-	unsigned char *st = rm_state_new(C, &a);
+	unsigned char *st = rm_state_new(S->m, &a);
 	int n = pool->n;
 
-	if (make(C, st))
-		rm_pool_add(pool, C, st, rm_eval(C, st));
+	if (make(S->m, st))
+		rm_pool_add(pool, S->m, st, rm_eval_state(S, st));
 	ar_free(&a);
 	return pool->n > n;
 }
 
 void
-rm_pool_baselines(RmCtx *C, RmPool *pool)
+rm_pool_baselines(RmScorer *S, RmPool *pool)
 {
-	add_state(C, pool, rm_sqrtn_state);
-	add_state(C, pool, rm_perblock_state);
+	add_state(S, pool, rm_sqrtn_state);
+	add_state(S, pool, rm_perblock_state);
 }
 
 static bool
@@ -162,7 +164,7 @@ base_only(const Dag *d, PlanResult r)
  * not apply. */
 static PlanResult
 plan_one(const Dag *d, Arena *a, bool (*applies)(const Dag *),
-         bool (*make)(RmCtx *, unsigned char *))
+         bool (*make)(const RmModel *, unsigned char *))
 {
 	RmCtx C;
 	RmPool pool = {0};
@@ -175,15 +177,15 @@ plan_one(const Dag *d, Arena *a, bool (*applies)(const Dag *),
 	if (!applies(d))
 		return base_only(d, r);
 	rm_ctx_init(&C, d);
-	st = rm_state_new(&C, &C.mem);
-	rm_pool_add(&pool, &C, st, rm_eval(&C, st));
+	st = rm_state_new(&C.m, &C.r.mem);
+	rm_pool_add(&pool, &C.m, st, rm_eval_state(&C.s, st));
 	if (pool.n == 1)
 		r.peak = pool.c[0].peak;
-	if (pool.n == 1 && add_state(&C, &pool, make)) {
-		ir_assert(rm_build(&C, pool.c[1].state));
-		r.sched.n = C.b.nstep;
-		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.b.nstep + 1));
-		memcpy(r.sched.step, C.b.step, sizeof *r.sched.step * (size_t)C.b.nstep);
+	if (pool.n == 1 && add_state(&C.s, &pool, make)) {
+		ir_assert(rm_build(&C.s, pool.c[1].state));
+		r.sched.n = C.s.b.nstep;
+		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.s.b.nstep + 1));
+		memcpy(r.sched.step, C.s.b.step, sizeof *r.sched.step * (size_t)C.s.b.nstep);
 		r.peak = pool.c[1].peak;
 		r.recompute_cost = pool.c[1].cost;
 	}

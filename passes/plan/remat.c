@@ -20,7 +20,7 @@ within_cap(const Dag *d, const PlanGoal *g, int64_t cost)
 /* With a budget: the cheapest fitting candidate, else the smallest peak.
  * Without: the smallest peak within the cap. Ties go to the earlier. */
 static int
-pick(const RmCtx *C, const RmPool *p, const PlanGoal *g)
+pick(const Dag *d, const RmPool *p, const PlanGoal *g)
 {
 	int best = -1;
 
@@ -34,7 +34,7 @@ pick(const RmCtx *C, const RmPool *p, const PlanGoal *g)
 			if (!b || (b->peak > g->budget && (c->peak < b->peak ||
 			    (c->peak == b->peak && c->cost < b->cost))))
 				best = i;
-		} else if (within_cap(C->d, g, c->cost)) {
+		} else if (within_cap(d, g, c->cost)) {
 			if (!b || c->peak < b->peak ||
 			    (c->peak == b->peak && c->cost < b->cost))
 				best = i;
@@ -103,16 +103,16 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
 	if (goal->exact)
 		return rm_plan_exact(d, goal, a);
 	rm_ctx_init(&C, d);
-	C.lower = rm_lower_bound(d);
-	st = rm_state_new(&C, &C.mem);
-	rm_pool_add(&pool, &C, st, rm_eval(&C, st));
+	C.r.lower = rm_lower_bound(d);
+	st = rm_state_new(&C.m, &C.r.mem);
+	rm_pool_add(&pool, &C.m, st, rm_eval_state(&C.s, st));
 	if (pool.n == 0) {
 		rm_ctx_free(&C);
 		return plan_base(d, goal, a);
 	}
 	k = 0;
 	if (goal->level == 1) {
-		rm_plan_o1(&C, &pool);
+		rm_plan_o1(&C.s, &pool);
 		k = pool.n - 1;
 	} else if (goal->level >= 2) {
 		/* issue 9 (planner-base): the checkpointing baselines join the
@@ -122,11 +122,11 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
 		 * depends on the budget, so a larger one never costs more. */
 		PlanGoal plain = *goal;
 		plain.budget = -1;
-		rm_plan_o2(&C, &pool, &plain);
-		rm_pool_baselines(&C, &pool);
+		rm_plan_o2(&C.s, &C.r, &pool, &plain);
+		rm_pool_baselines(&C.s, &pool);
 		if (goal->budget >= 0)
-			rm_plan_o2(&C, &pool, goal);
-		k = pick(&C, &pool, goal);
+			rm_plan_o2(&C.s, &C.r, &pool, goal);
+		k = pick(d, &pool, goal);
 		if (k < 0)
 			k = 0;
 	}
@@ -136,15 +136,15 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
 		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(r.sched.n + 1));
 		memcpy(r.sched.step, pool.c[k].sched, sizeof *r.sched.step * (size_t)r.sched.n);
 	} else {
-		ir_assert(rm_build(&C, pool.c[k].state));
-		r.sched.n = C.b.nstep;
-		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.b.nstep + 1));
-		memcpy(r.sched.step, C.b.step, sizeof *r.sched.step * (size_t)C.b.nstep);
+		ir_assert(rm_build(&C.s, pool.c[k].state));
+		r.sched.n = C.s.b.nstep;
+		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.s.b.nstep + 1));
+		memcpy(r.sched.step, C.s.b.step, sizeof *r.sched.step * (size_t)C.s.b.nstep);
 	}
 	r.peak = pool.c[k].peak;
 	r.recompute_cost = pool.c[k].cost;
 	r.fits = goal->budget < 0 || r.peak <= goal->budget;
-	r.lower_bound = C.lower;
+	r.lower_bound = C.r.lower;
 	rm_pool_free(&pool);
 	rm_ctx_free(&C);
 	return r;

@@ -31,7 +31,9 @@
 #include "remat_int.h"
 
 typedef struct Chain {
-	const RmCtx *C;
+	const RmModel *M;
+	RmScorer *S;            /* scores the background and the plans */
+	RmRecipe *R;            /* capmet: a plan met the cap */
 	Arena *a;
 	int r;                  /* cuts; boundaries 0 (start) .. r + 1 (end) */
 	int *cut;               /* [r + 2] boundary's node (-1 at 0, r + 1) */
@@ -50,23 +52,9 @@ typedef struct Chain {
 } Chain;
 
 static bool
-is_fwd(const RmCtx *C, int v)
+is_fwd(const RmModel *M, int v)
 {
-	return !C->d->node[v].once && !C->d->node[v].is_backward;
-}
-
-/* The tensor owning t's storage, or -1 when it owns nothing (param views). */
-static int
-root(const Dag *d, int t)
-{
-	for (int i = 0; i < 64 && t >= 0; i++) {
-		if (d->t[t].persistent_view)
-			return -1;
-		if (d->t[t].view_src < 0)
-			return t;
-		t = d->t[t].view_src;
-	}
-	return t;
+	return !M->d->node[v].once && !M->d->node[v].is_backward;
 }
 
 /* The cut nodes, by the reach of every earlier forward node's outputs over
@@ -74,23 +62,23 @@ root(const Dag *d, int t)
 static void
 find_cuts(Chain *K, int *piece)
 {
-	const RmCtx *C = K->C;
-	const Dag *d = C->d;
+	const RmModel *M = K->M;
+	const Dag *d = M->d;
 	int *lastfwd = ar_alloc(K->a, sizeof *lastfwd * ((size_t)d->nt + 1));
 	int reach = -1;
 
 	K->cut = ar_alloc(K->a, sizeof *K->cut * ((size_t)d->nnode + 2));
-	for (int x = 0; x < C->n; x++) {
+	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		if (is_fwd(C, v))
-			for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-				lastfwd[C->use[k]] = x;
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; is_fwd(M, v) && k < uses.hi; k++)
+			lastfwd[M->use[k]] = x;
 	}
 	K->r = 0;
 	K->cut[0] = -1;
-	for (int x = 0; x < C->n; x++) {
+	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		if (!is_fwd(C, v))
+		if (!is_fwd(M, v))
 			continue;
 		piece[v] = K->r + 1;
 		if (reach <= x)
@@ -110,8 +98,8 @@ find_cuts(Chain *K, int *piece)
 static void
 chain_costs(Chain *K, const int *piece)
 {
-	const RmCtx *C = K->C;
-	const Dag *d = C->d;
+	const RmModel *M = K->M;
+	const Dag *d = M->d;
 	bool *counted = ar_alloc(K->a, (size_t)d->nt + 1);
 	int n2 = K->r + 2;
 
@@ -121,14 +109,15 @@ chain_costs(Chain *K, const int *piece)
 	for (int k = 1; k <= K->r; k++) {
 		const DagNode *n = &d->node[K->cut[k]];
 		for (int j = 0; j < n->nout; j++) {
-			int t = n->out[j], rt = root(d, t);
-			if (rt >= 0 && C->gofs[t + 1] - C->gofs[t] > 1)
+			int t = n->out[j], rt = dag_root(d, t);
+			RmRow gaps = rm_gaps(M, t);
+			if (rt >= 0 && gaps.hi - gaps.lo > 1)
 				K->c[k] += d->t[rt].bytes;
 		}
 	}
 	for (int t = 0; t < d->nt; t++) {
-		int rt = root(d, t), p = C->prod[t];
-		if (C->longgap[t] < 0 || rt < 0 || counted[rt] || p < 0 || !is_fwd(C, p))
+		int rt = dag_root(d, t), p = M->prod[t];
+		if (M->longgap[t] < 0 || rt < 0 || counted[rt] || p < 0 || !is_fwd(M, p))
 			continue;
 		counted[rt] = true;
 		K->sw[piece[p]] += d->t[rt].bytes;
@@ -137,11 +126,8 @@ chain_costs(Chain *K, const int *piece)
 	}
 	K->obytes = ar_alloc(K->a, sizeof *K->obytes * ((size_t)d->nnode + 1));
 	for (int v = 0; v < d->nnode; v++)
-		for (int j = 0; j < d->node[v].nout; j++) {
-			int rt = root(d, d->node[v].out[j]);
-			if (rt >= 0 && rt == d->node[v].out[j])
-				K->obytes[v] += d->t[rt].bytes;
-		}
+		for (int j = 0; j < d->node[v].nout; j++)
+			K->obytes[v] += dag_owned(d, d->node[v].out[j]);
 	K->fc = ar_alloc(K->a, sizeof *K->fc * (size_t)n2);
 	for (int v = 0; v < d->nnode; v++)
 		if (piece[v] > 0)
@@ -157,26 +143,26 @@ chain_costs(Chain *K, const int *piece)
 static bool
 chain_background(Chain *K, const int *piece)
 {
-	RmCtx *C = (RmCtx *)K->C;
-	const Dag *d = C->d;
-	unsigned char *st = ar_alloc(K->a, (size_t)C->ngap + 1);
-	const MemEval *ev = rm_eval(C, st);
+	const RmModel *M = K->M;
+	const Dag *d = M->d;
+	unsigned char *st = ar_alloc(K->a, (size_t)M->ngap + 1);
+	const MemEval *ev = rm_eval_state(K->S, st);
 
 	K->g = ar_alloc(K->a, sizeof *K->g * ((size_t)K->r + 2));
-	if (!ev || ev->nsteps != C->n)
+	if (!ev || ev->nsteps != M->n)
 		return false;
-	int64_t *fw = ar_alloc(K->a, sizeof *fw * ((size_t)C->n + 2));
+	int64_t *fw = ar_alloc(K->a, sizeof *fw * ((size_t)M->n + 2));
 	for (int i = 0; i < ev->ninst; i++) {
 		const Instance *in = &ev->inst[i];
-		int p = C->prod[in->tensor];
-		if (in->owned <= 0 || p < 0 || !is_fwd(C, p))
+		int p = M->prod[in->tensor];
+		if (in->owned <= 0 || p < 0 || !is_fwd(M, p))
 			continue;
 		fw[in->start < 0 ? 0 : in->start] += in->owned;
 		fw[in->end + 1] -= in->owned;
 	}
-	for (int s = 1; s <= C->n; s++)
+	for (int s = 1; s <= M->n; s++)
 		fw[s] += fw[s - 1];
-	for (int s = 0; s < C->n; s++) {
+	for (int s = 0; s < M->n; s++) {
 		const DagNode *n = &d->node[d->base_order[s]];
 		int f = n->fwd_plus1 - 1;
 		if (f < 0 || piece[f] <= 0)
@@ -225,7 +211,7 @@ chain_dp(Chain *K, int64_t P)
 static void
 chain_keep(const Chain *K, bool *keep)
 {
-	memset(keep, 0, (size_t)K->C->d->nnode + 1);
+	memset(keep, 0, (size_t)K->M->d->nnode + 1);
 	for (int k = K->par[K->r + 1]; k > 0; k = K->par[k])
 		keep[K->cut[k]] = true;
 }
@@ -233,17 +219,17 @@ chain_keep(const Chain *K, bool *keep)
 static void
 chain_state(const Chain *K, const bool *keep, unsigned char *st)
 {
-	const RmCtx *C = K->C;
-	const Dag *d = C->d;
+	const RmModel *M = K->M;
+	const Dag *d = M->d;
 
-	memset(st, GAP_KEEP, (size_t)C->ngap);
+	memset(st, GAP_KEEP, (size_t)M->ngap);
 	for (int t = 0; t < d->nt; t++) {
-		int p = C->prod[t];
-		if (p < 0 || !is_fwd(C, p) || keep[p] || K->held[p])
+		int p = M->prod[t];
+		if (p < 0 || !is_fwd(M, p) || keep[p] || K->held[p])
 			continue;
-		if (C->longgap[t] >= 0)
-			st[C->longgap[t]] = GAP_STICKY;
-		st[C->gofs[t + 1] - 1] = GAP_TRANSIENT;
+		if (M->longgap[t] >= 0)
+			st[M->longgap[t]] = GAP_STICKY;
+		st[rm_tail(M, t)] = GAP_TRANSIENT;
 	}
 }
 
@@ -255,8 +241,8 @@ by_worth(const void *pa, const void *pb)
 {
 	const Chain *K = sort_chain;
 	int a = *(const int *)pa, b = *(const int *)pb;
-	double ra = (double)K->C->d->node[a].cost / (double)(K->obytes[a] + 1);
-	double rb = (double)K->C->d->node[b].cost / (double)(K->obytes[b] + 1);
+	double ra = (double)K->M->d->node[a].cost / (double)(K->obytes[a] + 1);
+	double rb = (double)K->M->d->node[b].cost / (double)(K->obytes[b] + 1);
 
 	if (ra != rb)
 		return ra > rb ? -1 : 1;
@@ -272,7 +258,7 @@ by_worth(const void *pa, const void *pb)
 static void
 chain_fit_cap(Chain *K, const bool *keep, double cap, int *buf)
 {
-	const Dag *d = K->C->d;
+	const Dag *d = K->M->d;
 	int64_t est = 0;
 	int n = 0;
 
@@ -287,7 +273,7 @@ chain_fit_cap(Chain *K, const bool *keep, double cap, int *buf)
 	}
 	if ((double)est <= cap)
 		return;
-	((RmCtx *)K->C)->capmet = true;
+	K->R->capmet = true;
 	sort_chain = K;
 	qsort(buf, (size_t)n, sizeof *buf, by_worth);
 	for (int i = 0; i < n && (double)est > 0.97 * cap; i++) {
@@ -332,8 +318,8 @@ typedef struct Last {
 static void
 chain_add(Chain *K, RmPool *pool, int64_t P, double cap, Last *l)
 {
-	RmCtx *C = (RmCtx *)K->C;
-	size_t nn = (size_t)C->d->nnode + 1;
+	const RmModel *M = K->M;
+	size_t nn = (size_t)M->d->nnode + 1;
 
 	if (!chain_dp(K, P))
 		return;
@@ -344,22 +330,25 @@ chain_add(Chain *K, RmPool *pool, int64_t P, double cap, Last *l)
 	chain_state(K, l->keep, l->st);
 	memcpy(l->prev, l->keep, nn);
 	memcpy(l->held, K->held, nn);
-	rm_pool_add(pool, C, l->st, rm_eval(C, l->st));
+	rm_pool_add(pool, M, l->st, rm_eval_state(K->S, l->st));
 }
 
 void
-rm_chain_plans(RmCtx *C, RmPool *pool, double cap)
+rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 {
-	const RmEffort *e = C->eff;
+	const RmModel *M = S->m;
+	const RmEffort *e = R->eff;
 	Arena a;
 	Chain K = {0};
 
-	if (!C->has_backward)
+	if (!M->has_backward)
 		return;
 	ar_init(&a);
-	K.C = C;
+	K.M = M;
+	K.S = S;
+	K.R = R;
 	K.a = &a;
-	int *piece = ar_alloc(&a, sizeof *piece * ((size_t)C->d->nnode + 1));
+	int *piece = ar_alloc(&a, sizeof *piece * ((size_t)M->d->nnode + 1));
 	K.piece = piece;
 	find_cuts(&K, piece);
 	chain_costs(&K, piece);
@@ -379,9 +368,9 @@ rm_chain_plans(RmCtx *C, RmPool *pool, double cap)
 	}
 	int64_t top = ck_sat_add(ck_sat_mul(2, ck_sat_add(hi, gmax)), 1);
 	int64_t P0 = chain_min_bound(&K, top);
-	size_t nn = (size_t)C->d->nnode + 1;
+	size_t nn = (size_t)M->d->nnode + 1;
 	Last l = {ar_alloc(&a, nn), ar_alloc(&a, nn), ar_alloc(&a, nn),
-	          ar_alloc(&a, (size_t)C->ngap + 1),
+	          ar_alloc(&a, (size_t)M->ngap + 1),
 	          ar_alloc(&a, sizeof *l.buf * nn)};
 	K.held = ar_alloc(&a, nn);
 	l.prev[0] = true;       /* no plan yet: differs from any set */

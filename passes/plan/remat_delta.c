@@ -1,7 +1,7 @@
 /* passes/plan/remat_delta.c -- the gap descent's incremental scorer: the
  * peak, recompute cost and excess over a threshold of a plan that differs
- * from a loaded one in a few gaps, exactly as rm_score gives them, without
- * building and scoring the whole plan again.
+ * from a loaded one in a few gaps, exactly as rm_score_state gives
+ * them, without building and scoring the whole plan again.
  *
  * The builder emits the same steps for both plans at a base position
  * unless one of them reads there a tensor whose state differs between
@@ -16,8 +16,8 @@
  * instances in both plans and re-scores only the steps where the bytes
  * differ; elsewhere it reads the loaded plan's excess (prefix sums) and
  * peak (a range-maximum table). When something falls outside these rules
- * (a Dag rm_score cannot shortcut, a use with no instance, a sum near
- * 2^63) it asks rm_score. Reads the Dag only. */
+ * (a Dag rm_score_state cannot shortcut, a use with no instance, a sum near
+ * 2^63) it asks rm_score_state. Reads the Dag only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +30,8 @@ typedef struct Pt {
 } Pt;
 
 struct RmDelta {
-	RmCtx *C;
+	RmScorer *S;             /* scores what the shortcut does not cover */
+	const RmModel *M;       /* S's */
 	Arena *a;
 	bool ok;                /* a plan is loaded */
 	int64_t T, peak, cost, exc;
@@ -68,22 +69,52 @@ struct RmDelta {
 	int *iv, niv, capiv;    /* a tensor's new instances (birth, last) */
 };
 
-RmDelta *
-rm_delta_new(RmCtx *C, Arena *a)
+/* The rows of the tables above (remat_int.h, rm_row): t's instances in
+ * the loaded plan, ibirth and ilast[lo..hi); the loaded plan's steps
+ * using t, tuse[lo..hi); what its build changed at base position x,
+ * clt and clb[lo..hi); touched tensor i's event steps, occ[lo..hi). */
+static inline RmRow
+inst_row(const RmDelta *X, int t)
 {
-	const Dag *d = C->d;
+	return rm_row(X->iofs, t, X->M->nt);
+}
+
+static inline RmRow
+use_row(const RmDelta *X, int t)
+{
+	return rm_row(X->tuofs, t, X->M->nt);
+}
+
+static inline RmRow
+change_row(const RmDelta *X, int x)
+{
+	return rm_row(X->clofs, x, X->M->n);
+}
+
+static inline RmRow
+occ_row(const RmDelta *X, int i)
+{
+	return rm_row(X->oofs, i, X->ntch);
+}
+
+RmDelta *
+rm_delta_new(RmScorer *S, Arena *a)
+{
+	const RmModel *M = S->m;
+	const Dag *d = M->d;
 	RmDelta *X = ar_alloc(a, sizeof *X);
-	size_t nt = (size_t)d->nt + 1, n = (size_t)C->n + 2;
+	size_t nt = (size_t)d->nt + 1, n = (size_t)M->n + 2;
 
 	memset(X, 0, sizeof *X);
-	X->C = C;
+	X->S = S;
+	X->M = M;
 	X->a = a;
-	if (!C->simple)
+	if (!M->simple)
 		return X;
-	rm_bld_init(C, &X->nb, a);
-	size_t logcap = 3 * nt + (size_t)C->uofs[d->nnode] + (size_t)C->oofs[d->nnode] + 16;
+	rm_bld_init(M, &X->nb, a);
+	size_t logcap = 3 * nt + (size_t)M->nuses + (size_t)M->nouts + 16;
 	X->nb.log = ar_alloc(a, logcap * sizeof *X->nb.log);
-	X->st0 = ar_alloc(a, (size_t)C->ngap + 1);
+	X->st0 = ar_alloc(a, (size_t)M->ngap + 1);
 	X->start = ar_alloc(a, n * sizeof *X->start);
 	X->clofs = ar_alloc(a, n * sizeof *X->clofs);
 	X->iofs = ar_alloc(a, (nt + 1) * sizeof *X->iofs);
@@ -103,9 +134,9 @@ rm_delta_new(RmCtx *C, Arena *a)
 	X->tix = ar_alloc(a, nt * sizeof *X->tix);
 	X->oofs = ar_alloc(a, (nt + 2) * sizeof *X->oofs);
 	X->every = 8;
-	while ((long)X->every * X->every < C->n / 4)
+	while ((long)X->every * X->every < M->n / 4)
 		X->every *= 2;
-	size_t ns = (size_t)(C->n / X->every + 1);
+	size_t ns = (size_t)(M->n / X->every + 1);
 	X->snapt = ar_alloc(a, ns * nt);
 	X->snapg = ar_alloc(a, ns * nt * sizeof *X->snapg);
 	return X;
@@ -137,17 +168,19 @@ delta_room(RmDelta *X, int n)
 static void
 delta_instances(RmDelta *X)
 {
-	const RmCtx *C = X->C;
-	int nt = C->d->nt, nb = 0, nu = 0;
+	const RmModel *M = X->M;
+	int nt = M->d->nt, nb = 0, nu = 0;
 
 	memset(X->iofs, 0, sizeof *X->iofs * (size_t)(nt + 1));
 	memset(X->tuofs, 0, sizeof *X->tuofs * (size_t)(nt + 1));
 	for (int i = 0; i < X->nstep; i++) {
 		int v = X->step[i];
-		for (int j = C->oofs[v]; j < C->oofs[v + 1]; j++)
-			X->iofs[C->out[j] + 1]++, nb++;
-		for (int j = C->uofs[v]; j < C->uofs[v + 1]; j++)
-			X->tuofs[C->use[j] + 1]++, nu++;
+		RmRow outs = rm_outs(M, v);
+		for (int j = outs.lo; j < outs.hi; j++)
+			X->iofs[M->out[j] + 1]++, nb++;
+		RmRow uses = rm_uses(M, v);
+		for (int j = uses.lo; j < uses.hi; j++)
+			X->tuofs[M->use[j] + 1]++, nu++;
 	}
 	for (int t = 0; t < nt; t++) {
 		X->iofs[t + 1] += X->iofs[t];
@@ -164,14 +197,16 @@ delta_instances(RmDelta *X)
 	}
 	for (int i = 0; i < X->nstep; i++) {
 		int v = X->step[i];
-		for (int j = C->uofs[v]; j < C->uofs[v + 1]; j++) {
-			int t = C->use[j];
+		RmRow uses = rm_uses(M, v);
+		for (int j = uses.lo; j < uses.hi; j++) {
+			int t = M->use[j];
 			X->tuse[ui[t]++] = i;
 			if (bi[t] >= X->iofs[t])
 				X->ilast[bi[t]] = i;
 		}
-		for (int j = C->oofs[v]; j < C->oofs[v + 1]; j++) {
-			int t = C->out[j], k = ++bi[t];
+		RmRow outs = rm_outs(M, v);
+		for (int j = outs.lo; j < outs.hi; j++) {
+			int t = M->out[j], k = ++bi[t];
 			X->ibirth[k] = X->ilast[k] = i;
 		}
 	}
@@ -199,21 +234,22 @@ log_change(RmDelta *X, int *n, int t, unsigned char bits)
 	X->clb[(*n)++] = bits;
 }
 
-/* Builds the plan to load into C->b (as rm_build), keeping the builder
+/* Builds the plan to load into S->b (as rm_build), keeping the builder
  * states before every every-th base position and what each position
  * changed. */
 static bool
 delta_build(RmDelta *X)
 {
-	RmCtx *C = X->C;
-	size_t nt = (size_t)C->d->nt;
-	RmBld *B = &C->b;
+	const RmModel *M = X->M;
+	RmScorer *S = X->S;
+	size_t nt = (size_t)M->d->nt;
+	RmBld *B = &S->b;
 	int n = 0;
 	bool ok = true;
 
 	B->log = X->nb.log;
-	rm_bld_start(C, B);
-	for (int x = 0; x < C->n && ok; x++) {
+	rm_bld_start(M, B);
+	for (int x = 0; x < M->n && ok; x++) {
 		if (x % X->every == 0) {
 			size_t k = (size_t)(x / X->every);
 			memcpy(X->snapt + k * nt, B->tst, nt);
@@ -222,12 +258,12 @@ delta_build(RmDelta *X)
 				memcpy(X->snapg + k * nt, B->gcur, nt * sizeof *B->gcur);
 		}
 		B->nlog = 0;
-		ok = rm_bld_pos(C, B, X->st0, x);
+		ok = rm_bld_pos(M, B, X->st0, x);
 		X->clofs[x] = n;
 		for (int i = 0; ok && i < B->nlog; i++)
 			log_change(X, &n, B->log[i], B->tst[B->log[i]]);
 	}
-	X->clofs[C->n] = n;
+	X->clofs[M->n] = n;
 	B->log = NULL;
 	X->gsaved |= ok;
 	return ok;
@@ -236,21 +272,22 @@ delta_build(RmDelta *X)
 const MemEval *
 rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T)
 {
-	RmCtx *C = X->C;
+	const RmModel *M = X->M;
+	RmScorer *S = X->S;
 	const MemEval *ev;
 	int n;
 
 	X->ok = false;
 	X->T = T;
-	if (!C->simple)
-		return rm_score(C, st);
-	memcpy(X->st0, st, (size_t)C->ngap);
-	if (!delta_build(X) || !(ev = rm_score_built(C)))
+	if (!M->simple)
+		return rm_score_state(S, st);
+	memcpy(X->st0, st, (size_t)M->ngap);
+	if (!delta_build(X) || !(ev = rm_score_built(S)))
 		return NULL;
-	n = X->nstep = C->b.nstep;
+	n = X->nstep = S->b.nstep;
 	delta_room(X, n);
-	memcpy(X->step, C->b.step, sizeof *X->step * (size_t)n);
-	memcpy(X->posof, C->b.posof, sizeof *X->posof * (size_t)n);
+	memcpy(X->step, S->b.step, sizeof *X->step * (size_t)n);
+	memcpy(X->posof, S->b.posof, sizeof *X->posof * (size_t)n);
 	memcpy(X->live, ev->live_bytes, sizeof *X->live * (size_t)n);
 	X->T = T;
 	X->peak = ev->peak;
@@ -259,7 +296,7 @@ rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T)
 	for (int i = 0; i < n; i++)
 		while (x <= X->posof[i])
 			X->start[x++] = i;
-	while (x <= C->n)
+	while (x <= M->n)
 		X->start[x++] = n;
 	X->pexc[0] = 0;
 	X->pmax[0] = INT64_MIN;
@@ -269,7 +306,7 @@ rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T)
 		int v = X->step[i];
 		X->pexc[i + 1] = l > T ? ck_sat_add(X->pexc[i], l - T) : X->pexc[i];
 		X->pmax[i + 1] = l > X->pmax[i] ? l : X->pmax[i];
-		X->prc[i + 1] = X->prc[i] + (C->pos[v] != X->posof[i] ? C->ncost[v] : 0);
+		X->prc[i + 1] = X->prc[i] + (M->pos[v] != X->posof[i] ? M->ncost[v] : 0);
 		X->rmq[i] = l;
 	}
 	for (int k = 1; k < X->lg; k++) {
@@ -325,19 +362,21 @@ lower_bound(const int *u, int lo, int hi, int b)
 static int
 next_touch(const RmDelta *X, const unsigned char *st, int t, int x)
 {
-	const RmCtx *C = X->C;
-	int s = X->start[x + 1], y = C->n;
-	int u = lower_bound(X->tuse, X->tuofs[t], X->tuofs[t + 1], s);
-	int b = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], s);
+	const RmModel *M = X->M;
+	RmRow us = use_row(X, t), is = inst_row(X, t);
+	int s = X->start[x + 1], y = M->n;
+	int u = lower_bound(X->tuse, us.lo, us.hi, s);
+	int b = lower_bound(X->ibirth, is.lo, is.hi, s);
 
-	if (u < X->tuofs[t + 1])
+	if (u < us.hi)
 		y = X->posof[X->tuse[u]];
-	if (b < X->iofs[t + 1] && X->posof[X->ibirth[b]] < y)
+	if (b < is.hi && X->posof[X->ibirth[b]] < y)
 		y = X->posof[X->ibirth[b]];
-	for (int g = C->gofs[t]; g < C->gofs[t + 1]; g++)
-		if (C->gearly[g] > x && C->gearly[g] < y &&
+	RmRow gaps = rm_gaps(M, t);
+	for (int g = gaps.lo; g < gaps.hi; g++)
+		if (M->gearly[g] > x && M->gearly[g] < y &&
 		    (st[g] == GAP_EARLY || X->st0[g] == GAP_EARLY))
-			y = C->gearly[g];
+			y = M->gearly[g];
 	return y;
 }
 
@@ -348,16 +387,17 @@ next_touch(const RmDelta *X, const unsigned char *st, int t, int x)
 static int
 next_read(const RmDelta *X, const unsigned char *st, int g, int x)
 {
-	const RmCtx *C = X->C;
-	int t = C->gtensor[g];
+	const RmModel *M = X->M;
+	int t = M->gtensor[g];
 
-	if (g < C->gofs[t + 1] - 1) {
+	if (g < rm_tail(M, t)) {
 		int y = next_touch(X, st, t, x);
-		return y < C->gend[g] ? y : C->n;
+		return y < M->gend[g] ? y : M->n;
 	}
-	int b = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], X->start[x + 1]);
-	int s = g == C->gofs[t] ? C->pos[C->prod[t]] : C->gend[g - 1];
-	int y = b < X->iofs[t + 1] ? X->posof[X->ibirth[b]] : C->n;
+	RmRow is = inst_row(X, t);
+	int b = lower_bound(X->ibirth, is.lo, is.hi, X->start[x + 1]);
+	int s = rm_gap_start(M, g);
+	int y = b < is.hi ? X->posof[X->ibirth[b]] : M->n;
 	return s > x && s < y ? s : y;
 }
 
@@ -366,17 +406,19 @@ next_read(const RmDelta *X, const unsigned char *st, int g, int x)
 static void
 replay(RmDelta *X, int x, bool skip)
 {
-	const RmCtx *C = X->C;
-	int v = C->d->base_order[x];
+	const RmModel *M = X->M;
+	int v = M->d->base_order[x];
+	RmRow ch = change_row(X, x);
 
-	for (int i = X->clofs[x]; i < X->clofs[x + 1]; i++) {
+	for (int i = ch.lo; i < ch.hi; i++) {
 		X->ot[X->clt[i]] = X->clb[i];
 		if (skip)
 			X->nb.tst[X->clt[i]] = X->clb[i];
 	}
-	for (int k = C->uofs[v]; skip && k < C->uofs[v + 1]; k++) {
-		int t = C->use[k];
-		if (C->prod[t] >= 0 && C->pos[C->prod[t]] < x)
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; skip && k < uses.hi; k++) {
+		int t = M->use[k];
+		if (M->prod[t] >= 0 && M->pos[M->prod[t]] < x)
 			X->nb.gcur[t]++;
 	}
 }
@@ -387,8 +429,8 @@ replay(RmDelta *X, int x, bool skip)
 static int
 skip_to(RmDelta *X, int x, int y)
 {
-	const RmCtx *C = X->C;
-	size_t nt = (size_t)C->d->nt;
+	const RmModel *M = X->M;
+	size_t nt = (size_t)M->d->nt;
 	int k = y / X->every;
 
 	if (k * X->every > x) {
@@ -421,8 +463,8 @@ note(RmDelta *X, int t)
 static bool
 delta_events(RmDelta *X, const unsigned char *st, const int *gap, int ng, int a)
 {
-	const RmCtx *C = X->C;
-	size_t nt = (size_t)C->d->nt;
+	const RmModel *M = X->M;
+	size_t nt = (size_t)M->d->nt;
 	size_t k = (size_t)(a / X->every);
 	RmBld *nb = &X->nb;
 
@@ -434,21 +476,22 @@ delta_events(RmDelta *X, const unsigned char *st, const int *gap, int ng, int a)
 	nb->nstep = 0;
 	nb->skip = 0;
 	X->nex = 0;
-	for (int x = a; x < C->n;) {
+	for (int x = a; x < M->n;) {
 		nb->nlog = 0;
 		X->ex[X->nex] = x;
 		X->exs[X->nex] = nb->nstep;
-		if (!rm_bld_pos(C, nb, st, x))
+		if (!rm_bld_pos(M, nb, st, x))
 			return false;
 		X->exn[X->nex] = nb->nstep - X->exs[X->nex];
 		X->evat[x] = X->nex++;
 		replay(X, x, false);
 		for (int i = 0; i < nb->nlog; i++)
 			note(X, nb->log[i]);
-		for (int i = X->clofs[x]; i < X->clofs[x + 1]; i++)
+		RmRow ch = change_row(X, x);
+		for (int i = ch.lo; i < ch.hi; i++)
 			note(X, X->clt[i]);
 		/* the next event: drop the tensors that agree again */
-		int y = C->n, m = 0;
+		int y = M->n, m = 0;
 		for (int i = 0; i < X->ndl; i++) {
 			int t = X->dl[i];
 			if (X->ot[t] == nb->tst[t]) {
@@ -466,7 +509,7 @@ delta_events(RmDelta *X, const unsigned char *st, const int *gap, int ng, int a)
 			if (z < y)
 				y = z;
 		}
-		if (y >= C->n)
+		if (y >= M->n)
 			break;
 		x = skip_to(X, x + 1, y);
 	}
@@ -576,9 +619,10 @@ add_iv(RmDelta *X, int b, int l)
 static bool
 new_instances(RmDelta *X, int t, int ti, int i0, int i1)
 {
-	int bi = i0, oi = X->oofs[ti];
-	int ui = i0 < X->iofs[t + 1] ? lower_bound(X->tuse, X->tuofs[t], X->tuofs[t + 1], X->ibirth[i0]) : X->tuofs[t];
-	int u1 = i1 < X->iofs[t + 1] ? lower_bound(X->tuse, ui, X->tuofs[t + 1], X->ibirth[i1]) : X->tuofs[t + 1];
+	RmRow is = inst_row(X, t), us = use_row(X, t), os = occ_row(X, ti);
+	int bi = i0, oi = os.lo;
+	int ui = i0 < is.hi ? lower_bound(X->tuse, us.lo, us.hi, X->ibirth[i0]) : us.lo;
+	int u1 = i1 < is.hi ? lower_bound(X->tuse, ui, us.hi, X->ibirth[i1]) : us.hi;
 	int b = -1, l = -1;
 
 	X->niv = 0;
@@ -594,7 +638,7 @@ new_instances(RmDelta *X, int t, int ti, int i0, int i1)
 			continue;
 		}
 		int on = o >= 0 ? map_step(X, o, false) : -1;
-		int en = oi < X->oofs[ti + 1] ? X->occ[oi] >> 1 : -1;
+		int en = oi < os.hi ? X->occ[oi] >> 1 : -1;
 		bool birth;
 		int at;
 		if (on >= 0 && (en < 0 || on < en)) {
@@ -631,15 +675,16 @@ new_instances(RmDelta *X, int t, int ti, int i0, int i1)
 static bool
 tensor_points(RmDelta *X, int t, int ti)
 {
-	int64_t by = X->C->d->t[t].bytes;
+	int64_t by = X->M->d->t[t].bytes;
+	RmRow is = inst_row(X, t);
 	int sa = X->start[X->ex[0]], sz = X->start[X->ex[X->nex - 1] + 1];
-	int i = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], sa) - 1;
-	int i1 = lower_bound(X->ibirth, X->iofs[t], X->iofs[t + 1], sz), j = 0;
+	int i = lower_bound(X->ibirth, is.lo, is.hi, sa) - 1;
+	int i1 = lower_bound(X->ibirth, is.lo, is.hi, sz), j = 0;
 
 	/* the instances born before t's last one before the first event, or
 	 * after the last event, are the same in both plans */
-	if (i < X->iofs[t])
-		i = X->iofs[t];
+	if (i < is.lo)
+		i = is.lo;
 	if (!new_instances(X, t, ti, i, i1))
 		return false;
 	while (i < i1 || j < X->niv) {
@@ -678,7 +723,7 @@ by_at(const void *pa, const void *pb)
 static void
 delta_touched(RmDelta *X)
 {
-	const RmCtx *C = X->C;
+	const RmModel *M = X->M;
 	int n = 0;
 
 	X->stamp++;
@@ -687,18 +732,21 @@ delta_touched(RmDelta *X)
 		int x = X->ex[e];
 		for (int i = X->start[x]; i < X->start[x + 1]; i++) {
 			int v = X->step[i];
-			for (int j = C->uofs[v]; j < C->uofs[v + 1]; j++)
-				touch(X, C->use[j]);
-			for (int j = C->oofs[v]; j < C->oofs[v + 1]; j++)
-				touch(X, C->out[j]);
+			RmRow uses = rm_uses(M, v);
+			for (int j = uses.lo; j < uses.hi; j++)
+				touch(X, M->use[j]);
+			RmRow outs = rm_outs(M, v);
+			for (int j = outs.lo; j < outs.hi; j++)
+				touch(X, M->out[j]);
 		}
 		for (int j = X->exs[e]; j < X->exs[e] + X->exn[e]; j++) {
 			int v = X->nb.step[j];
-			n += C->uofs[v + 1] - C->uofs[v] + C->oofs[v + 1] - C->oofs[v];
-			for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-				touch(X, C->use[k]);
-			for (int k = C->oofs[v]; k < C->oofs[v + 1]; k++)
-				touch(X, C->out[k]);
+			RmRow uses = rm_uses(M, v), outs = rm_outs(M, v);
+			n += uses.hi - uses.lo + outs.hi - outs.lo;
+			for (int k = uses.lo; k < uses.hi; k++)
+				touch(X, M->use[k]);
+			for (int k = outs.lo; k < outs.hi; k++)
+				touch(X, M->out[k]);
 		}
 	}
 	if (n + 1 > X->nocc) {
@@ -709,10 +757,12 @@ delta_touched(RmDelta *X)
 	for (int e = 0; e < X->nex; e++) {
 		for (int j = X->exs[e]; j < X->exs[e] + X->exn[e]; j++) {
 			int v = X->nb.step[j];
-			for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-				X->oofs[X->tix[C->use[k]] + 2]++;
-			for (int k = C->oofs[v]; k < C->oofs[v + 1]; k++)
-				X->oofs[X->tix[C->out[k]] + 2]++;
+			RmRow uses = rm_uses(M, v);
+			for (int k = uses.lo; k < uses.hi; k++)
+				X->oofs[X->tix[M->use[k]] + 2]++;
+			RmRow outs = rm_outs(M, v);
+			for (int k = outs.lo; k < outs.hi; k++)
+				X->oofs[X->tix[M->out[k]] + 2]++;
 		}
 	}
 	for (int i = 0; i < X->ntch; i++)
@@ -722,10 +772,12 @@ delta_touched(RmDelta *X)
 	for (int e = 0; e < X->nex; e++) {
 		for (int j = 0; j < X->exn[e]; j++) {
 			int v = X->nb.step[X->exs[e] + j], at = new_index(X, e, j);
-			for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-				X->occ[X->oofs[X->tix[C->use[k]] + 1]++] = at << 1;
-			for (int k = C->oofs[v]; k < C->oofs[v + 1]; k++)
-				X->occ[X->oofs[X->tix[C->out[k]] + 1]++] = at << 1 | 1;
+			RmRow uses = rm_uses(M, v);
+			for (int k = uses.lo; k < uses.hi; k++)
+				X->occ[X->oofs[X->tix[M->use[k]] + 1]++] = at << 1;
+			RmRow outs = rm_outs(M, v);
+			for (int k = outs.lo; k < outs.hi; k++)
+				X->occ[X->oofs[X->tix[M->out[k]] + 1]++] = at << 1 | 1;
 		}
 	}
 }
@@ -760,7 +812,7 @@ span(const RmDelta *X, int m, int len, int64_t d, int64_t *exc, int64_t *peak)
 static bool
 delta_sweep(RmDelta *X, RmScore *out)
 {
-	const RmCtx *C = X->C;
+	const RmModel *M = X->M;
 	int np = 0, e = 0, i;
 	int64_t d = 0, exc, peak;
 	int total = X->nstep + X->sh[X->nex];
@@ -796,13 +848,13 @@ delta_sweep(RmDelta *X, RmScore *out)
 			/* a replaced position: the loaded memory before its first
 			 * step less that step's workspace, plus the new step's */
 			int x = X->ex[e], m = X->start[x];
-			int64_t base = X->live[m] - C->nws[X->step[m]];
+			int64_t base = X->live[m] - M->nws[X->step[m]];
 			for (int j = 0; j < X->exn[e]; j++, i++) {
 				int64_t l;
 				while (k < np && X->pt[k].at <= i)
 					d += X->pt[k++].by;
 				if (!ck_add(base, d, &l) ||
-				    !ck_add(l, C->nws[X->nb.step[X->exs[e] + j]], &l))
+				    !ck_add(l, M->nws[X->nb.step[X->exs[e] + j]], &l))
 					return false;
 				if (l > X->T)
 					exc = ck_sat_add(exc, l - X->T);
@@ -831,7 +883,7 @@ delta_sweep(RmDelta *X, RmScore *out)
 		cost -= X->prc[X->start[x + 1]] - X->prc[X->start[x]];
 		for (int j = X->exs[k]; j < X->exs[k] + X->exn[k]; j++) {
 			int v = X->nb.step[j];
-			if (C->pos[v] != x && !ck_add(cost, C->ncost[v], &cost))
+			if (M->pos[v] != x && !ck_add(cost, M->ncost[v], &cost))
 				return false;
 		}
 	}
@@ -841,11 +893,11 @@ delta_sweep(RmDelta *X, RmScore *out)
 	return exc < INT64_MAX && cost < INT64_MAX;
 }
 
-/* rm_score's answer, for what the shortcut does not cover. */
+/* rm_score_state's answer, for what the shortcut does not cover. */
 static bool
 delta_full(RmDelta *X, const unsigned char *st, RmScore *out)
 {
-	const MemEval *ev = rm_score(X->C, st);
+	const MemEval *ev = rm_score_state(X->S, st);
 	int64_t e = 0;
 
 	if (!ev)
@@ -860,21 +912,21 @@ delta_full(RmDelta *X, const unsigned char *st, RmScore *out)
 }
 
 bool
-rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
-               RmScore *out)
+rm_delta_gaps(RmDelta *X, const unsigned char *st, const int *gap, int ng,
+              RmScore *out)
 {
-	RmCtx *C = X->C;
-	int a = C->n;
+	const RmModel *M = X->M;
+	RmScorer *S = X->S;
+	int a = M->n;
 
 	if (!X->ok)
 		return delta_full(X, st, out);
 	for (int i = 0; i < ng; i++) {
-		int g = gap[i], t = C->gtensor[g];
-		int s = g == C->gofs[t] ? C->pos[C->prod[t]] : C->gend[g - 1];
+		int s = rm_gap_start(M, gap[i]);
 		if (s < a)
 			a = s;
 	}
-	if (a >= C->n)
+	if (a >= M->n)
 		return delta_full(X, st, out);
 	if (!delta_events(X, st, gap, ng, a)) {
 		for (int e = 0; e < X->nex; e++)
@@ -886,7 +938,7 @@ rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
 		int x = X->ex[e];
 		X->sh[e + 1] = X->sh[e] + X->exn[e] - (X->start[x + 1] - X->start[x]);
 	}
-	if ((long)X->nstep + X->sh[X->nex] > RM_MAXSTEP(C)) {
+	if ((long)X->nstep + X->sh[X->nex] > RM_MAXSTEP(M)) {
 		for (int e = 0; e < X->nex; e++)
 			X->evat[X->ex[e]] = -1;
 		return false;
@@ -901,6 +953,6 @@ rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
 		X->evat[X->ex[e]] = -1;
 	if (!ok)
 		return delta_full(X, st, out);
-	C->evals++;
+	S->evals++;
 	return true;
 }

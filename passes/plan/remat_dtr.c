@@ -49,11 +49,13 @@ typedef struct Knobs {
 	long tries;             /* evaluations per local search */
 	long maxwork;           /* work per candidate */
 	int nfixed;             /* see search() */
-	bool polish;            /* also polish() the pool's plans (C's order) */
+	bool polish;            /* also polish() the pool's plans (the model's
+	                           order) */
 } Knobs;
 
 typedef struct Dtr {
-	RmCtx *C;
+	const RmModel *M;
+	RmScorer *S;
 	const Dag *d;
 	int64_t room;           /* T minus persistent bytes */
 	int64_t mem;            /* owned bytes of resident tensors */
@@ -82,46 +84,42 @@ typedef struct Dtr {
 	Arena ar;               /* every array above: freed by dtr_free */
 } Dtr;
 
-static int64_t
-owned(const Dag *d, int t)
-{
-	return d->t[t].view_src >= 0 || d->t[t].persistent_view ? 0 : d->t[t].bytes;
-}
-
 /* Base positions of every use; which tensors may be evicted. */
 static void
-dtr_init(Dtr *D, RmCtx *C)
+dtr_init(Dtr *D, RmScorer *S)
 {
-	const Dag *d = C->d;
-	int nt = d->nt, total = C->uofs[d->nnode];
+	const RmModel *M = S->m;
+	const Dag *d = M->d;
+	int nt = d->nt, total = M->nuses;
 	bool *isbase;
 
 	memset(D, 0, sizeof *D);
 	ar_init(&D->ar);
 	isbase = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *isbase);
-	D->C = C;
+	D->M = M;
+	D->S = S;
 	D->d = d;
 	D->uofs = ar_alloc(&D->ar, ((size_t)nt + 2) * sizeof *D->uofs);
 	D->upos = ar_alloc(&D->ar, ((size_t)total + 1) * sizeof *D->upos);
-	for (int x = 0; x < C->n; x++) {
+	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-			D->uofs[C->use[k] + 2]++;
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++)
+			D->uofs[M->use[k] + 2]++;
 	}
 	for (int t = 0; t < nt; t++)
 		D->uofs[t + 2] += D->uofs[t + 1];
-	for (int x = 0; x < C->n; x++) {
+	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-			D->upos[D->uofs[C->use[k] + 1]++] = x;
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++)
+			D->upos[D->uofs[M->use[k] + 1]++] = x;
 	}
 	D->root = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->root);
 	D->vcount = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->vcount);
 	for (int t = 0; t < nt; t++) {
-		int r = t;
-		for (int i = 0; i <= nt && d->t[r].view_src >= 0; i++)
-			r = d->t[r].view_src;
-		D->root[t] = r != t && !d->t[t].persistent_view ? r : -1;
+		int r = dag_root(d, t);
+		D->root[t] = r != t ? r : -1;
 	}
 	for (int v = 0; v < d->nnode; v++)
 		for (int j = 0; j < d->node[v].nacc; j++)
@@ -129,9 +127,9 @@ dtr_init(Dtr *D, RmCtx *C)
 				isbase[d->node[v].acc[j].view_src] = true;
 	D->evictable = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->evictable);
 	for (int t = 0; t < nt; t++)
-		D->evictable[t] = C->prod[t] >= 0 && !d->t[t].to_end && !isbase[t] &&
-		                  (owned(d, t) > 0 || (D->root[t] >= 0 &&
-		                   C->prod[D->root[t]] >= 0));
+		D->evictable[t] = M->prod[t] >= 0 && !d->t[t].to_end && !isbase[t] &&
+		                  (dag_owned(d, t) > 0 || (D->root[t] >= 0 &&
+		                   M->prod[D->root[t]] >= 0));
 	D->unext = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->unext);
 	D->res = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->res);
 	D->made = ar_alloc(&D->ar, ((size_t)nt + 1) * sizeof *D->made);
@@ -142,11 +140,18 @@ dtr_init(Dtr *D, RmCtx *C)
 	D->ran = ar_alloc(&D->ar, ((size_t)d->nnode + 1) * sizeof *D->ran);
 	D->mark = ar_alloc(&D->ar, ((size_t)d->nnode + 1) * sizeof *D->mark);
 	D->cstk = ar_alloc(&D->ar, ((size_t)d->nnode + 1) * sizeof *D->cstk);
-	D->maxsched = 16 * C->n + 1024;
+	D->maxsched = 16 * M->n + 1024;
 	D->sched = ar_alloc(&D->ar, ((size_t)D->maxsched) * sizeof *D->sched);
 	D->buf = ar_alloc(&D->ar, ((size_t)D->maxsched) * sizeof *D->buf);
 	D->order = ar_alloc(&D->ar, ((size_t)D->maxsched) * sizeof *D->order);
 	D->gone = ar_alloc(&D->ar, ((size_t)D->maxsched) * sizeof *D->gone);
+}
+
+/* The base positions using t: upos[lo..hi) (remat_int.h, rm_row). */
+static inline RmRow
+uses_at(const Dtr *D, int t)
+{
+	return rm_row(D->uofs, t, D->M->nt);
 }
 
 static void
@@ -156,12 +161,13 @@ dtr_free(Dtr *D)
 }
 
 /* Base position of t's next use, INT_MAX when none is left. */
-static int
+static inline int
 next_use(const Dtr *D, int t)
 {
-	int k = D->uofs[t] + D->unext[t];
+	RmRow at = uses_at(D, t);
+	int k = at.lo + D->unext[t];
 
-	return k < D->uofs[t + 1] ? D->upos[k] : INT_MAX;
+	return k < at.hi ? D->upos[k] : INT_MAX;
 }
 
 static void
@@ -184,7 +190,7 @@ drop(Dtr *D, int t)
 	if (!D->res[t])
 		return;
 	D->res[t] = false;
-	D->mem -= owned(D->d, t);
+	D->mem -= dag_owned(D->d, t);
 	if (D->evictable[t]) {
 		int last = D->rlist[--D->nres];
 		D->rlist[D->ridx[t]] = last;
@@ -211,8 +217,10 @@ maybe_free(Dtr *D, int t)
 static bool
 kept(const Dtr *D, int t, int when)
 {
-	return D->C->prod[t] < 0 || (D->res[t] && D->uofs[t + 1] > D->uofs[t] &&
-	                             D->upos[D->uofs[t + 1] - 1] >= when);
+	RmRow at = uses_at(D, t);
+
+	return D->M->prod[t] < 0 || (D->res[t] && at.hi > at.lo &&
+	                             D->upos[at.hi - 1] >= when);
 }
 
 /* What recomputing t would cost later: its node and, transitively, the
@@ -221,21 +229,22 @@ kept(const Dtr *D, int t, int when)
 static int64_t
 recost(Dtr *D, int t)
 {
-	const RmCtx *C = D->C;
+	const RmModel *M = D->M;
 	int sp = 0, seen = 0, when = next_use(D, t);
 	int64_t c = 0;
 
 	D->stamp++;
-	D->cstk[sp++] = C->prod[t];
-	D->mark[C->prod[t]] = D->stamp;
+	D->cstk[sp++] = M->prod[t];
+	D->mark[M->prod[t]] = D->stamp;
 	while (sp > 0) {
 		int p = D->cstk[--sp];
-		c = ck_sat_add(c, ck_sat_add(D->d->node[p].cost, C->c0));
+		c = ck_sat_add(c, ck_sat_add(D->d->node[p].cost, M->c0));
 		D->work++;
 		if (++seen > CLOSURE)
 			return ck_sat_mul(c, 4);
-		for (int k = C->uofs[p]; k < C->uofs[p + 1]; k++) {
-			int u = C->use[k], q = C->prod[u];
+		RmRow uses = rm_uses(M, p);
+		for (int k = uses.lo; k < uses.hi; k++) {
+			int u = M->use[k], q = M->prod[u];
 			if (kept(D, u, when) || D->mark[q] == D->stamp)
 				continue;
 			D->mark[q] = D->stamp;
@@ -256,9 +265,9 @@ gain(const Dtr *D, int t)
 	if (D->vcount[t] > 0)
 		return 0;
 	if (r < 0)
-		return owned(D->d, t);
+		return dag_owned(D->d, t);
 	if (D->res[r] && D->vcount[r] == 1 && D->pin[r] == 0 && D->evictable[r])
-		return owned(D->d, r);
+		return dag_owned(D->d, r);
 	return 0;
 }
 
@@ -280,7 +289,7 @@ victim(Dtr *D)
 		if (D->root[t] >= 0 && next_use(D, D->root[t]) < nu)
 			nu = next_use(D, D->root[t]);
 		double w = (double)g * (nu == INT_MAX ? 1e9 : (double)(nu - D->x + 1));
-		double lo = (double)(D->d->node[D->C->prod[t]].cost + D->C->c0) / w;
+		double lo = (double)(D->d->node[D->M->prod[t]].cost + D->M->c0) / w;
 		D->work++;
 		if (best >= 0 && (lo > bs || (lo == bs && t > best)))
 			continue;
@@ -307,10 +316,11 @@ evict(Dtr *D, int t)
 static void
 pin_uses(Dtr *D, int q, int by)
 {
-	const RmCtx *C = D->C;
+	const RmModel *M = D->M;
 
-	for (int k = C->uofs[q]; k < C->uofs[q + 1]; k++) {
-		int t = C->use[k];
+	RmRow uses = rm_uses(M, q);
+	for (int k = uses.lo; k < uses.hi; k++) {
+		int t = M->use[k];
 		D->pin[t] += by;
 	}
 }
@@ -330,7 +340,7 @@ exec(Dtr *D, int q)
 	D->ran[q] = true;
 	for (int j = 0; j < n->nout; j++)
 		if (!D->res[n->out[j]])
-			need += owned(d, n->out[j]);
+			need += dag_owned(d, n->out[j]);
 	for (int j = 0; j < n->nacc; j++) {
 		int t = n->acc[j].tensor;
 		need += D->made[t] || n->acc[j].view_src < 0 ? d->t[t].bytes : 0;
@@ -344,7 +354,7 @@ exec(Dtr *D, int q)
 	D->sched[D->nsched++] = q;
 	for (int j = 0; j < n->nout; j++)
 		if (!D->res[n->out[j]])
-			make_resident(D, n->out[j], owned(d, n->out[j]));
+			make_resident(D, n->out[j], dag_owned(d, n->out[j]));
 	for (int j = 0; j < n->nacc; j++) {
 		int t = n->acc[j].tensor;
 		if (!D->made[t])
@@ -357,7 +367,7 @@ exec(Dtr *D, int q)
 static bool
 base_step(Dtr *D, int x)
 {
-	const RmCtx *C = D->C;
+	const RmModel *M = D->M;
 	const DagNode *n;
 	int v = D->d->base_order[x], sp = 0;
 
@@ -366,20 +376,21 @@ base_step(Dtr *D, int x)
 	pin_uses(D, v, 1);
 	for (;;) {
 		int q = D->stk[sp - 1], miss = -1;
-		for (int k = C->uofs[q]; k < C->uofs[q + 1] && miss < 0; k++)
-			if (!D->res[C->use[k]])
-				miss = C->use[k];
+		RmRow uses = rm_uses(M, q);
+		for (int k = uses.lo; k < uses.hi && miss < 0; k++)
+			if (!D->res[M->use[k]])
+				miss = M->use[k];
 		if (miss >= 0) {
-			if (C->prod[miss] < 0) {
+			if (M->prod[miss] < 0) {
 				/* an input or gradient past its last use: the
 				 * old instance lives on (lv_eval stretches it) */
 				if (!D->made[miss])
 					return false;
-				make_resident(D, miss, owned(D->d, miss));
+				make_resident(D, miss, dag_owned(D->d, miss));
 				continue;
 			}
-			D->stk[sp++] = C->prod[miss];
-			pin_uses(D, C->prod[miss], 1);
+			D->stk[sp++] = M->prod[miss];
+			pin_uses(D, M->prod[miss], 1);
 			continue;
 		}
 		if (!exec(D, q))
@@ -389,11 +400,12 @@ base_step(Dtr *D, int x)
 		sp--;
 		pin_uses(D, q, -1);
 	}
-	for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-		D->unext[C->use[k]]++;
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; k < uses.hi; k++)
+		D->unext[M->use[k]]++;
 	pin_uses(D, v, -1);
-	for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-		maybe_free(D, C->use[k]);
+	for (int k = uses.lo; k < uses.hi; k++)
+		maybe_free(D, M->use[k]);
 	n = &D->d->node[v];
 	for (int j = 0; j < n->nout; j++)
 		maybe_free(D, n->out[j]);
@@ -427,11 +439,12 @@ simulate(Dtr *D, int64_t T)
 	memset(D->pin, 0, sizeof *D->pin * (size_t)nt);
 	memset(D->vcount, 0, sizeof *D->vcount * (size_t)nt);
 	for (int t = 0; t < nt; t++) {
-		if (d->t[t].from_start && (D->uofs[t + 1] > D->uofs[t] || d->t[t].to_end))
-			make_resident(D, t, owned(d, t));
+		RmRow at = uses_at(D, t);
+		if (d->t[t].from_start && (at.hi > at.lo || d->t[t].to_end))
+			make_resident(D, t, dag_owned(d, t));
 		D->made[t] = d->t[t].from_start;
 	}
-	for (int x = 0; x < D->C->n; x++)
+	for (int x = 0; x < D->M->n; x++)
 		if (D->work > D->maxwork || !base_step(D, x))
 			return false;
 	return true;
@@ -439,16 +452,16 @@ simulate(Dtr *D, int64_t T)
 
 /* lv_eval of the steps not gone; NULL when invalid. */
 static const MemEval *
-eval_steps(Dtr *D, int n)
+eval_kept(Dtr *D, int n)
 {
-	RmCtx *C = D->C;
+	const RmModel *M = D->M;
 	Schedule s = {0, D->buf};
 
 	for (int i = 0; i < n; i++)
 		if (!D->gone[i])
 			D->buf[s.n++] = D->sched[i];
-	const MemEval *ev = rm_eval_steps(C, s.step, s.n);
-	D->work += s.n + C->d->nt;
+	const MemEval *ev = rm_eval_steps(D->S, s.step, s.n);
+	D->work += s.n + M->d->nt;
 	return ev;
 }
 
@@ -476,7 +489,7 @@ undrop(Dtr *D, int64_t T, long tries)
 	int n = D->nsched, nr = 0;
 
 	memset(D->gone, 0, sizeof *D->gone * (size_t)n);
-	ev = eval_steps(D, n);
+	ev = eval_kept(D, n);
 	if (!ev)
 		return;
 	for (int i = 0; i < n; i++)
@@ -486,7 +499,7 @@ undrop(Dtr *D, int64_t T, long tries)
 	qsort(D->order, (size_t)nr, sizeof *D->order, by_step_cost);
 	for (int i = 0; i < nr && i < tries && D->work < D->maxwork; i++) {
 		D->gone[D->order[i]] = true;
-		ev = eval_steps(D, n);
+		ev = eval_kept(D, n);
 		if (!ev || ev->peak > T)
 			D->gone[D->order[i]] = false;
 	}
@@ -515,14 +528,14 @@ candidate(Dtr *D, RmPool *pool, int64_t T, long tries, double cap)
 		return NULL;
 	undrop(D, T, tries);
 	memset(D->gone, 0, sizeof *D->gone * (size_t)D->nsched);
-	ev = eval_steps(D, D->nsched);
+	ev = eval_kept(D, D->nsched);
 	if (ev)
 		rm_pool_add_sched(pool, D->sched, D->nsched, ev);
 	return ev;
 }
 
 /* The local search alone, from the cheapest of the pool's first nfixed
- * plans within T (gap-state plans are C's). */
+ * plans within T (gap-state plans are the model's). */
 static void
 polish(Dtr *D, RmPool *pool, int64_t T, long tries)
 {
@@ -535,7 +548,7 @@ polish(Dtr *D, RmPool *pool, int64_t T, long tries)
 	if (b < 0)
 		return;
 	int n;
-	const int *st = rm_cand_steps(D->C, &pool->c[b], &n);
+	const int *st = rm_cand_steps(D->S, &pool->c[b], &n);
 	if (!st || n > D->maxsched)
 		return;
 	D->nsched = n;
@@ -543,7 +556,7 @@ polish(Dtr *D, RmPool *pool, int64_t T, long tries)
 	D->work = 0;
 	undrop(D, T, tries);
 	memset(D->gone, 0, sizeof *D->gone * (size_t)D->nsched);
-	rm_pool_add_sched(pool, D->sched, D->nsched, eval_steps(D, D->nsched));
+	rm_pool_add_sched(pool, D->sched, D->nsched, eval_kept(D, D->nsched));
 }
 
 /* x * k / n, truncated, without forming x * k: bytes near the Dag's cap
@@ -554,18 +567,19 @@ mul_div(int64_t x, int k, int n)
 	return x / n * k + x % n * k / n;
 }
 
-/* The plans of one base order (C's): with a budget, at each bound of a
+/* The plans of one base order (S's model's): with a budget, at each bound of a
  * fixed ladder from the base peak down that fits it; without, lowering the
  * bound from the best peak within the cap (none: cap < 0). A simulation
  * stops once its recompute cost is twice that of the cheapest plan among
  * the pool's first nfixed within the bound: it could not win. */
 static void
-search(RmCtx *C, RmPool *pool, int64_t budget, double cap, const Knobs *K)
+search(RmScorer *S, const RmRecipe *R, RmPool *pool, int64_t budget, double cap,
+       const Knobs *K)
 {
 	Dtr D;
-	int64_t lb = C->lower;
+	int64_t lb = R->lower;
 
-	dtr_init(&D, C);
+	dtr_init(&D, S);
 	D.maxwork = K->maxwork;
 	D.nfixed = K->nfixed;
 	if (budget >= 0) {
@@ -600,12 +614,13 @@ search(RmCtx *C, RmPool *pool, int64_t budget, double cap, const Knobs *K)
 }
 
 void
-rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap)
+rm_plan_dtr(RmScorer *S, RmRecipe *R, RmPool *pool, int64_t budget, double cap)
 {
-	const RmEffort *e = C->eff;
+	const RmModel *M = S->m;
+	const RmEffort *e = R->eff;
 	int orders = e->dtr_orders;
 	Arena a = {0};
-	int *ord = ar_alloc(&a, ((size_t)C->d->nnode + 1) * sizeof *ord);
+	int *ord = ar_alloc(&a, ((size_t)M->d->nnode + 1) * sizeof *ord);
 	Knobs K;
 
 	K.base = pool->c[0].peak;
@@ -620,22 +635,23 @@ rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap)
 		/* i = 0: the least-bytes order; 1: the base order; then random */
 		if (i == 1) {
 			K.polish = true;
-			search(C, pool, budget, cap, &K);
+			search(S, R, pool, budget, cap, &K);
 			K.polish = false;
 			continue;
 		}
-		if (i == 0 && rm_least_bytes_order(C))
-			memcpy(ord, C->lborder, sizeof *ord * (size_t)C->d->nnode);
-		else if (i == 0 || !rm_topo_order(C, (uint64_t)i * 0x9e3779b97f4a7c15ull, ord))
+		if (i == 0 && rm_least_bytes_order(S, R))
+			memcpy(ord, R->lborder, sizeof *ord * (size_t)M->d->nnode);
+		else if (i == 0 || !rm_topo_order(M, (uint64_t)i * 0x9e3779b97f4a7c15ull, ord))
 			continue;
-		Dag d2 = *C->d;
-		RmCtx C2;
+		Dag d2 = *M->d;
+		RmModel M2;
+		RmScorer S2;
 		d2.base_order = ord;
-		rm_ctx_init(&C2, &d2);
-		C2.lower = C->lower;
-		C2.eff = C->eff;
-		search(&C2, pool, budget, cap, &K);
-		rm_ctx_free(&C2);
+		rm_model_init(&M2, &d2);
+		rm_scorer_init(&S2, &M2);
+		search(&S2, R, pool, budget, cap, &K);
+		rm_scorer_free(&S2);
+		rm_model_free(&M2);
 	}
 	ar_free(&a);
 }

@@ -45,7 +45,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "plan.h"
+#include "remat_int.h"
 
 enum {
 	EX_MAX_NODES = 64,
@@ -264,11 +264,13 @@ produced_before(const Ex *x, int t, uint64_t c)
 static int
 first_view(const Ex *x, int t, uint64_t f)
 {
+	RmRow r = rm_row(x->accofs, t, x->nt);
 	int k = 0;
 
 	if (x->fbits[t])
 		k = (int)(f >> x->fshift[t] & (bit(x->fbits[t]) - 1));
-	return x->accview[x->accofs[t] + k];
+	ir_assert(k < r.hi - r.lo);
+	return x->accview[r.lo + k];
 }
 
 /* The root of t's current instance once the nodes in c ran, first
@@ -304,13 +306,17 @@ note_first(const Ex *x, int v, uint64_t c, uint64_t f)
 	const DagNode *nd = &x->d->node[v];
 
 	for (int j = 0; j < nd->nacc; j++) {
-		int t = nd->acc[j].tensor, k = x->accofs[t];
+		int t = nd->acc[j].tensor;
+		RmRow r = rm_row(x->accofs, t, x->nt);
+		int k = r.lo;
 		if (!x->fbits[t] || produced_before(x, t, c))
 			continue;
-		while (x->accnode[k] != v)
+		while (x->accnode[k] != v) {
 			k++;
+			ir_assert(k < r.hi);
+		}
 		f &= ~((bit(x->fbits[t]) - 1) << x->fshift[t]);
-		f |= (uint64_t)(k - x->accofs[t]) << x->fshift[t];
+		f |= (uint64_t)(k - r.lo) << x->fshift[t];
 	}
 	return f;
 }
@@ -766,7 +772,8 @@ place_firsts(Ex *x)
 	int used = 0;
 
 	for (int t = 0; t < x->nt; t++) {
-		int a = x->accofs[t], n = x->accofs[t + 1] - a, w = 0;
+		RmRow r = rm_row(x->accofs, t, x->nt);
+		int a = r.lo, n = r.hi - r.lo, w = 0;
 		bool differ = false;
 		for (int k = 1; k < n; k++)
 			differ |= x->accview[a + k] != x->accview[a];

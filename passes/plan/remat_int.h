@@ -1,10 +1,10 @@
 /* passes/plan/remat_int.h -- what the planners (remat*.c) share, not part
  * of the pipeline's interface. Calls go one way (tests/plan_layers.sh
  * checks it): remat.c (the dispatcher) -> remat_o2.c (the -O2 recipe) ->
- * the planners (baseline.c, remat_exact.c) -> the candidate generators
- * (remat_o1.c, remat_chain.c, remat_dtr.c, remat_ls.c) -> remat_order.c
- * and remat_delta.c (the descent's incremental scorer) -> the model
- * (remat_model.c).
+ * the planners (baseline.c, remat_exact.c, remat_trim.c) -> the
+ * candidate generators (remat_o1.c, remat_chain.c, remat_dtr.c,
+ * remat_ls.c) -> remat_order.c and remat_delta.c (the descent's
+ * incremental scorer) -> the model (remat_model.c).
  *
  * A plan is a state per "gap" over the base order: for every tensor that a
  * recomputable node makes, gap j runs from its j-th event (production, then
@@ -22,8 +22,8 @@
  * has a tail gap after its last use (ending at n): KEEP lets a later
  * recompute use the old instance (stretching its life), a drop makes it
  * recompute that too. rm_build turns states into a schedule; every plan
- * in the pool is scored by lv_eval (the searches may use rm_score, its
- * shortcut on plain DAGs). Planners that reorder or simulate
+ * in the pool is scored by lv_eval (the searches may use rm_score_state,
+ * its shortcut on plain DAGs). Planners that reorder or simulate
  * (remat_dtr.c, remat_ls.c) add explicit schedules to the pool instead. */
 #ifndef REMAT_INT_H
 #define REMAT_INT_H
@@ -52,10 +52,10 @@ typedef struct RmEffort {
 	int dtr_orders;         /* random orders besides the two fixed ones */
 	long dtr_tries;         /* evaluations per local search */
 	long order_work;        /* remat_order.c: moves improving an order */
-	int reorder_plans;      /* the best plans the last stage reorders */
-	long stage_work;        /* remat_stage.c: evaluations per rung of its
+	int reorder_plans;      /* the best plans the final reordering takes */
+	long trim_work;         /* remat_trim.c: evaluations per rung of its
 	                           ladder (divided by the size) */
-	long stage_repair;      /* ... and of its remove-and-repair pass */
+	long trim_repair;       /* ... and of its remove-and-repair pass */
 } RmEffort;
 
 /* rm_build's state of a tensor: it has a producer to recompute it, its
@@ -63,8 +63,8 @@ typedef struct RmEffort {
 enum { TS_RECOMP = 1, TS_MADE = 2, TS_AVAIL = 4 };
 
 /* A builder turning gap states into steps, one base position at a time
- * (rm_build runs C->b over every position; remat_delta.c runs two from a
- * saved position to re-score a changed plan). */
+ * (rm_build runs its scorer's b over every position; remat_delta.c runs
+ * two from a saved position to re-score a changed plan). */
 typedef struct RmBld {
 	unsigned char *tst;     /* [nt] TS_ bits of each tensor */
 	int *gcur;              /* [nt] gofs[t] + the uses of t done so far */
@@ -80,12 +80,23 @@ typedef struct RmBld {
 	Arena *mem;             /* where step and posof grow */
 } RmBld;
 
-typedef struct RmCtx {
+/* The planners' context comes in three parts, so that a signature says
+ * what a function may change: the model (const RmModel *: read only), the
+ * scorer (RmScorer *: its scratch changes with every plan it builds or
+ * scores) and the recipe's state (RmRecipe *, const where only read).
+ * RmCtx holds the three for rm_plan and the tests. */
+
+/* The model: what rm_model_init derives from the Dag and its base order
+ * (the gap table, the uses, the costs); read only after that. */
+typedef struct RmModel {
 	const Dag *d;
+	int nnode, nt;          /* d's, for the bounds checks */
 	int n;                  /* base order length */
 	int *pos;               /* [nnode] position in the base order */
 	int *prod;              /* [nt] recomputable node making t, or -1 */
 	int *uofs, *use;        /* CSR [nnode]: tensors each node reads */
+	int *oofs, *out;        /* CSR [nnode]: tensors each node makes */
+	int nuses, nouts;       /* the lengths of use and out */
 	int *gofs;              /* [nt + 1] CSR: gaps of t (none if prod < 0) */
 	int *gend;              /* [ngap] base position of the use ending a gap */
 	int *gtensor;           /* [ngap] the tensor a gap belongs to */
@@ -94,31 +105,117 @@ typedef struct RmCtx {
 	int *eofs, *egap;       /* CSR [n]: gaps whose gearly is each position */
 	int *longgap;           /* [nt] gap from forward to backward use, or -1 */
 	bool has_backward;      /* some node is a backward node */
-	int64_t c0;             /* cost unit for benefit / cost ratios */
-	int64_t lower;          /* the lower bound (set by rm_plan), or 0 */
-	const RmEffort *eff;     /* -O2's budgets (set by rm_plan_o2) */
-	unsigned char *tinit;   /* [nt] tst at the start: TS_RECOMP or 0 */
-	int *oofs, *out;        /* CSR [nnode]: tensors each node makes */
-	int64_t *ncost, *nws;   /* [nnode] each node's cost and workspace */
-	RmBld b;                /* rm_build's: its schedule, b.step[0..b.nstep) */
-	int *lborder;           /* rm_least_bytes_order's, or NULL */
-	bool lborder_done;
 	bool simple;            /* no views, accumulations, from_start or
-	                           to_end tensors: rm_score's fast path */
-	int *birth, *lastuse;   /* [nt] rm_score: current instance of t */
-	int64_t *diff, *live;   /* [capdiff] rm_score's memory by step */
+	                           to_end tensors: rm_score_state's fast path */
+	int64_t c0;             /* cost unit for benefit / cost ratios */
+	unsigned char *tinit;   /* [nt] tst at the start: TS_RECOMP or 0 */
+	int64_t *ncost, *nws;   /* [nnode] each node's cost and workspace */
+	Arena mem;              /* everything above: freed by rm_model_free */
+} RmModel;
+
+/* The scorer: builds a model's plans (rm_build) and scores them
+ * (rm_eval_*, rm_score_*) into its own scratch, counting the evaluations
+ * that bound the searches. */
+typedef struct RmScorer {
+	const RmModel *m;
+	RmBld b;                /* rm_build's: its schedule, b.step[0..b.nstep) */
+	int *birth, *lastuse;   /* [nt] rm_score_state: current instance of t */
+	int64_t *diff, *live;   /* [capdiff] rm_score_state's memory by step */
 	int *ran, ranstamp;     /* [nnode] rm_score_steps: ran at this stamp */
 	int capdiff;
-	Arena mem;              /* everything above: freed by rm_ctx_free */
+	Arena mem;              /* everything above: freed by rm_scorer_free */
 	Arena scratch;          /* the latest evaluation */
-	MemEval ev;
+	MemEval ev;             /* the latest evaluation or score */
 	long evals;
+} RmScorer;
+
+/* The recipe's state: what rm_plan and rm_plan_o2 hand the generators
+ * besides the model, and what the generators tell them back. */
+typedef struct RmRecipe {
+	int64_t lower;          /* the lower bound (set by rm_plan), or 0 */
+	const RmEffort *eff;    /* -O2's budgets (set by rm_plan_o2) */
+	int *lborder;           /* rm_least_bytes_order's, or NULL */
+	bool lborder_done;
 	bool capmet;            /* a descent or chain plan met its recompute cap */
 	bool o2_shared;         /* rm_plan_o2 without a budget: its searches
 	                           that ignore the budget met no cap, so that
 	                           uncapped they would repeat themselves */
 	bool o2_reordered;      /* ... and the least-bytes order's descent ran */
+	Arena mem;              /* lborder and the caller's plans: freed by
+	                           rm_ctx_free */
+} RmRecipe;
+
+typedef struct RmCtx {
+	RmModel m;
+	RmScorer s;             /* s.m is &m */
+	RmRecipe r;
 } RmCtx;
+
+/* The CSR tables (RmModel's, and the planners' own) are read through
+ * rm_row: row i of a table of n rows is its list's entries [lo, hi). Its
+ * assert is the bounds check of every planner's row index; each of the
+ * model's tables is checked once when rm_model_init makes it (offsets
+ * from 0, nondecreasing, to the list's length), so lo and hi are in
+ * bounds too. */
+typedef struct RmRow {
+	int lo, hi;
+} RmRow;
+
+static inline RmRow
+rm_row(const int *ofs, int i, int n)
+{
+	ir_assert((unsigned)i < (unsigned)n);
+	return (RmRow){ofs[i], ofs[i + 1]};
+}
+
+/* The tensors node v uses: M->use[lo..hi). */
+static inline RmRow
+rm_uses(const RmModel *M, int v)
+{
+	return rm_row(M->uofs, v, M->nnode);
+}
+
+/* The tensors node v makes: M->out[lo..hi). */
+static inline RmRow
+rm_outs(const RmModel *M, int v)
+{
+	return rm_row(M->oofs, v, M->nnode);
+}
+
+/* Tensor t's gaps, lo..hi - 1, its tail gap last; none when no
+ * recomputable node makes t. */
+static inline RmRow
+rm_gaps(const RmModel *M, int t)
+{
+	return rm_row(M->gofs, t, M->nt);
+}
+
+/* t's tail gap (after its last use); t has gaps. */
+static inline int
+rm_tail(const RmModel *M, int t)
+{
+	RmRow g = rm_gaps(M, t);
+
+	ir_assert(g.hi > g.lo);
+	return g.hi - 1;
+}
+
+/* The base position where gap g starts: its tensor's production, or the
+ * use that ends the gap before. */
+static inline int
+rm_gap_start(const RmModel *M, int g)
+{
+	int t = M->gtensor[g];
+
+	return g == rm_gaps(M, t).lo ? M->pos[M->prod[t]] : M->gend[g - 1];
+}
+
+/* The gaps whose EARLY position is base position x: M->egap[lo..hi). */
+static inline RmRow
+rm_early(const RmModel *M, int x)
+{
+	return rm_row(M->eofs, x, M->n);
+}
 
 /* One scored plan: gap states, or an explicit schedule (remat_dtr.c). */
 typedef struct RmCand {
@@ -136,112 +233,120 @@ typedef struct RmPool {
 
 
 /* passes/plan/remat_model.c (the model; calls no planner) */
+void rm_model_init(RmModel *M, const Dag *d);
+void rm_model_free(RmModel *M);
+void rm_scorer_init(RmScorer *S, const RmModel *M);
+void rm_scorer_free(RmScorer *S);
+/* The three parts on d, the recipe's empty; rm_ctx_free frees them. */
 void rm_ctx_init(RmCtx *C, const Dag *d);
 void rm_ctx_free(RmCtx *C);
-bool rm_build(RmCtx *C, const unsigned char *state);
+bool rm_build(RmScorer *S, const unsigned char *state);
 /* The most steps a build may emit: a plan past it is refused. */
-#define RM_MAXSTEP(C) (16 * (C)->n + 1024)
+#define RM_MAXSTEP(M) (16 * (M)->n + 1024)
 /* A builder's arrays in a; then its start (every tensor as before base
  * position 0), and base position x built after the ones before it; false
  * past RM_MAXSTEP. */
-void rm_bld_init(const RmCtx *C, RmBld *B, Arena *a);
-void rm_bld_start(const RmCtx *C, RmBld *B);
-bool rm_bld_pos(const RmCtx *C, RmBld *B, const unsigned char *state, int x);
-const MemEval *rm_eval(RmCtx *C, const unsigned char *state);
-/* lv_eval of explicit steps into C->ev (scratch in C), counted in
- * C->evals; NULL when invalid. */
-const MemEval *rm_eval_steps(RmCtx *C, const int *step, int n);
-/* A pool plan's steps: its schedule, or rm_build's C->step (valid until
+void rm_bld_init(const RmModel *M, RmBld *B, Arena *a);
+void rm_bld_start(const RmModel *M, RmBld *B);
+bool rm_bld_pos(const RmModel *M, RmBld *B, const unsigned char *state, int x);
+/* The scorers are named rm_<how>_<what>. How: eval, lv_eval itself (the
+ * whole MemEval in S->ev, its scratch in S); score, lv_eval's peak,
+ * recompute cost and live bytes only (the rest of S->ev stale), by a
+ * shortcut of its rules on simple Dags and by lv_eval on the others;
+ * delta, a score relative to a loaded plan (remat_delta.c). What: state,
+ * gap states that rm_build builds first; steps, an explicit schedule;
+ * built, the plan S->b holds; gaps, the loaded plan with a few gaps
+ * changed. Each counts its evaluations in S->evals, which bound the
+ * searches, and gives NULL (false) for a plan that lv_eval refuses or
+ * that grows past RM_MAXSTEP. The searches score; a plan joins the pool
+ * evaluated. Static helpers in the planners follow the rule
+ * (eval_buf, eval_kept, score_plan). */
+const MemEval *rm_eval_state(RmScorer *S, const unsigned char *state);
+const MemEval *rm_eval_steps(RmScorer *S, const int *step, int n);
+const MemEval *rm_score_state(RmScorer *S, const unsigned char *state);
+const MemEval *rm_score_steps(RmScorer *S, const int *step, int n);
+/* simple Dags only */
+const MemEval *rm_score_built(RmScorer *S);
+/* A pool plan's steps: its schedule, or rm_build's S->b.step (valid until
  * the next build); NULL when it cannot be built. */
-const int *rm_cand_steps(RmCtx *C, const RmCand *c, int *n);
-/* rm_eval's peak, recompute cost and live bytes (the rest of C->ev is
- * stale), by a shortcut of lv_eval's rules on simple Dags: what the
- * searches use; plans join the pool scored by rm_eval. */
-const MemEval *rm_score(RmCtx *C, const unsigned char *state);
-/* rm_score of the plan rm_build just built (simple Dags only). */
-const MemEval *rm_score_built(RmCtx *C);
-/* rm_eval_steps' peak, recompute cost and live bytes (as rm_score), by
- * rm_score's shortcut on simple Dags; counted in C->evals. */
-const MemEval *rm_score_steps(RmCtx *C, const int *step, int n);
-void rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
+const int *rm_cand_steps(RmScorer *S, const RmCand *c, int *n);
+void rm_pool_add(RmPool *p, const RmModel *M, const unsigned char *state,
                  const MemEval *ev);
 void rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev);
 void rm_pool_free(RmPool *p);
 /* A plan keeping every gap, in a. */
-unsigned char *rm_state_new(const RmCtx *C, Arena *a);
+unsigned char *rm_state_new(const RmModel *M, Arena *a);
 
 /* passes/plan/remat_delta.c */
-/* The gap descent's incremental scorer: rm_score's peak, recompute cost
+/* The gap descent's incremental scorer: rm_score_state's peak, recompute cost
  * and excess over T of a plan differing from the loaded one in a few gaps
  * (remat_delta.c says how). */
 typedef struct RmDelta RmDelta;
 typedef struct RmScore {
 	int64_t peak, cost, exc;
 } RmScore;
-RmDelta *rm_delta_new(RmCtx *C, Arena *a);
-/* rm_score(C, st), and st loaded as the plan the next scores change. */
+RmDelta *rm_delta_new(RmScorer *S, Arena *a);
+/* rm_score_state(S, st), and st loaded as the plan the next scores change. */
 const MemEval *rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T);
-/* Scores st, the loaded plan with gap[0..ng) changed; false when rm_score
- * would give NULL. Counted in C->evals as rm_score counts. */
-bool rm_delta_score(RmDelta *X, const unsigned char *st, const int *gap, int ng,
-                    RmScore *out);
+/* Scores st, the loaded plan with gap[0..ng) changed, as rm_score_state
+ * would (false where it gives NULL), and counts it as that does. */
+bool rm_delta_gaps(RmDelta *X, const unsigned char *st, const int *gap, int ng,
+                   RmScore *out);
 
 /* passes/plan/remat_o1.c */
-int rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a,
-            int64_t *wtotal);
-void rm_checkpoint_state(const RmCtx *C, const bool *keep, unsigned char *st);
+void rm_checkpoint_state(const RmModel *M, const bool *keep, unsigned char *st);
 /* issue 9: a checkpoint plan by tensors; the sqrt(n) plan's states */
-void rm_checkpoint_tensors(const RmCtx *C, bool *keep_t, unsigned char *st);
-bool rm_sqrtn_state(RmCtx *C, unsigned char *st);
-void rm_plan_o1(RmCtx *C, RmPool *pool);
-void rm_chain_sweep(RmCtx *C, RmPool *pool);
+void rm_checkpoint_tensors(const RmModel *M, bool *keep_t, unsigned char *st);
+bool rm_sqrtn_state(const RmModel *M, unsigned char *st);
+void rm_plan_o1(RmScorer *S, RmPool *pool);
 
 /* passes/plan/baseline.c */
 /* The base schedule's peak, evaluated without the planner's model; -1
  * when that schedule is invalid. */
 int64_t rm_base_peak(const Dag *d);
 /* The per-def plan's states; false when no node is in a def. */
-bool rm_perblock_state(RmCtx *C, unsigned char *st);
+bool rm_perblock_state(const RmModel *M, unsigned char *st);
 /* Adds the sqrt(n) and per-def plans to the pool: -O2 picks from it, so
  * it is never above them (pick() applies the cap and the budget). */
-void rm_pool_baselines(RmCtx *C, RmPool *pool);
+void rm_pool_baselines(RmScorer *S, RmPool *pool);
 
 /* passes/plan/remat_chain.c */
 /* Checkpoint plans from the peak-bounded chain DP with true costs, each
- * fitted to the recompute cap (< 0: none) by storing whole segments. */
-void rm_chain_plans(RmCtx *C, RmPool *pool, double cap);
+ * fitted to the recompute cap (< 0: none) by storing whole segments; sets
+ * R->capmet when one met the cap. Budgets from R->eff. */
+void rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap);
 
-/* passes/plan/remat_stage.c */
+/* passes/plan/remat_trim.c */
 /* Plans re-minimizing recompute at a fixed ladder of peak bounds up to the
- * budget, from the pool's plans; simple Dags only. */
-void rm_stage_plans(RmCtx *C, RmPool *pool, int64_t budget);
+ * budget, from the pool's plans; simple Dags only. Budgets from R->eff. */
+void rm_trim_plans(RmScorer *S, const RmRecipe *R, RmPool *pool, int64_t budget);
 
 /* passes/plan/remat_o2.c */
-void rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal);
+void rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal);
 
 /* passes/plan/remat_dtr.c */
 /* Adds the simulation's plans: with budget >= 0, at a fixed ladder of
  * bounds up to the budget; else the descent from the pool's best peak
- * within cap (< 0: none). Budget-independent when budget < 0. */
-void rm_plan_dtr(RmCtx *C, RmPool *pool, int64_t budget, double cap);
-/* ...all with budgets from C->eff. */
+ * within cap (< 0: none). Budget-independent when budget < 0. Budgets
+ * from R->eff; the least-bytes order is cached in R. */
+void rm_plan_dtr(RmScorer *S, RmRecipe *R, RmPool *pool, int64_t budget, double cap);
 
 /* passes/plan/remat_order.c */
 /* A topological order (seed 0: least bytes added first, ties by base
  * position; else random); false on a cycle. */
-bool rm_topo_order(const RmCtx *C, uint64_t seed, int *out);
+bool rm_topo_order(const RmModel *M, uint64_t seed, int *out);
 /* The least-bytes order, its peak lowered by moves (no recompute); cached
- * in C; NULL when there is none. */
-const int *rm_least_bytes_order(RmCtx *C);
+ * in R; NULL when there is none. */
+const int *rm_least_bytes_order(RmScorer *S, RmRecipe *R);
 /* The k best plans of the pool within cap (< 0: none), their steps moved
  * (backward steps too, where the spec allows) and what lives across their
  * peak recomputed before its next use (within cap), to lower the peak;
  * each one lowered joins the pool as a schedule. */
-void rm_reorder_pool(RmCtx *C, RmPool *pool, double cap, int k);
+void rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k);
 
 /* passes/plan/remat_ls.c */
 /* The hill climb from the pool's best plan within maxcost, with evals
  * evaluations, then an iterated local search with kicks more (0: none). */
-void rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks);
+void rm_climb(RmScorer *S, RmPool *pool, double maxcost, long evals, long kicks);
 
 #endif

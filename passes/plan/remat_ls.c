@@ -31,7 +31,8 @@
 #include "remat_int.h"
 
 typedef struct Climb {
-	RmCtx *C;
+	const RmModel *M;
+	RmScorer *S;
 	int *cur, ncur;         /* the current schedule */
 	int *buf, nbuf;         /* the candidate */
 	int cap;                /* capacity of cur and buf */
@@ -49,27 +50,27 @@ typedef struct Climb {
 static bool
 order_ok(const Climb *K)
 {
-	const RmCtx *C = K->C;
+	const RmModel *M = K->M;
 	int last = -1;
 
-	memset(K->mark, 0, sizeof *K->mark * (size_t)C->d->nnode);
+	memset(K->mark, 0, sizeof *K->mark * (size_t)M->d->nnode);
 	for (int x = 0; x < K->nbuf; x++) {
 		int v = K->buf[x];
 		K->mark[v] = 1;
-		if (!C->d->node[v].once)
+		if (!M->d->node[v].once)
 			continue;
-		if (C->pos[v] < last || (K->fwd[v] >= 0 && !K->mark[K->fwd[v]]))
+		if (M->pos[v] < last || (K->fwd[v] >= 0 && !K->mark[K->fwd[v]]))
 			return false;
-		last = C->pos[v];
+		last = M->pos[v];
 	}
 	return true;
 }
 
-/* Evaluates buf into C->ev; true when it is valid and within the cap. */
+/* Evaluates buf into S->ev; true when it is valid and within the cap. */
 static bool
 eval_buf(Climb *K)
 {
-	const MemEval *ev = rm_eval_steps(K->C, K->buf, K->nbuf);
+	const MemEval *ev = rm_eval_steps(K->S, K->buf, K->nbuf);
 	return ev && (K->maxcost < 0 || (double)ev->recompute_cost <= K->maxcost);
 }
 
@@ -77,28 +78,28 @@ eval_buf(Climb *K)
 static void
 adopt_buf(Climb *K)
 {
-	RmCtx *C = K->C;
+	RmScorer *S = K->S;
 
-	K->peak = C->ev.peak;
-	K->cost = C->ev.recompute_cost;
+	K->peak = S->ev.peak;
+	K->cost = S->ev.recompute_cost;
 	memcpy(K->cur, K->buf, sizeof *K->cur * (size_t)K->nbuf);
 	K->ncur = K->nbuf;
-	memcpy(K->kind, C->ev.kind, sizeof *K->kind * (size_t)K->nbuf);
+	memcpy(K->kind, S->ev.kind, sizeof *K->kind * (size_t)K->nbuf);
 }
 
 /* Scores buf; true when it beats the current schedule, which it becomes. */
 static bool
 try_buf(Climb *K)
 {
-	RmCtx *C = K->C;
+	RmScorer *S = K->S;
 
 	K->left--;
 	if (K->fwd && !order_ok(K))
 		return false;
 	if (!eval_buf(K))
 		return false;
-	if (C->ev.peak > K->peak ||
-	    (C->ev.peak == K->peak && C->ev.recompute_cost >= K->cost))
+	if (S->ev.peak > K->peak ||
+	    (S->ev.peak == K->peak && S->ev.recompute_cost >= K->cost))
 		return false;
 	adopt_buf(K);
 	return true;
@@ -133,7 +134,7 @@ make(Climb *K, int i, int v, int j)
 static bool
 keeps_once_order(const Climb *K, int i, int j)
 {
-	const Dag *d = K->C->d;
+	const Dag *d = K->M->d;
 
 	if (!d->node[K->cur[i]].once)
 		return true;
@@ -150,12 +151,13 @@ keeps_once_order(const Climb *K, int i, int j)
 static bool
 move_with_inputs(Climb *K, int i, int j)
 {
-	const RmCtx *C = K->C;
+	const RmModel *M = K->M;
 	int v = K->cur[i];
 
-	for (int k = C->uofs[v]; k < C->uofs[v + 1] && K->left > 0; k++) {
-		int t = C->use[k], p = C->prod[t];
-		if (p < 0 || C->d->node[p].once)
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; k < uses.hi && K->left > 0; k++) {
+		int t = M->use[k], p = M->prod[t];
+		if (p < 0 || M->d->node[p].once)
 			continue;
 		make2(K, i, p, v, j);
 		if (try_buf(K))
@@ -168,7 +170,7 @@ move_with_inputs(Climb *K, int i, int j)
 static bool
 round_of_moves(Climb *K)
 {
-	const Dag *d = K->C->d;
+	const Dag *d = K->M->d;
 	bool any = false;
 
 	for (int i = 0; i < K->ncur && K->left > 0; i++) {
@@ -219,13 +221,14 @@ ls_range(uint64_t *x, int n)
 /* Appends to ins (post-order, each node once) the recomputable producers
  * of v's inputs up to depth levels deep, then v. */
 static void
-chain(const RmCtx *C, int v, int depth, int *seen, int *ins, int *m)
+chain(const RmModel *M, int v, int depth, int *seen, int *ins, int *m)
 {
 	seen[v] = 1;
-	for (int k = C->uofs[v]; depth > 0 && k < C->uofs[v + 1]; k++) {
-		int p = C->prod[C->use[k]];
-		if (p >= 0 && !C->d->node[p].once && !seen[p])
-			chain(C, p, depth - 1, seen, ins, m);
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; depth > 0 && k < uses.hi; k++) {
+		int p = M->prod[M->use[k]];
+		if (p >= 0 && !M->d->node[p].once && !seen[p])
+			chain(M, p, depth - 1, seen, ins, m);
 	}
 	if (*m < 63)
 		ins[(*m)++] = v;
@@ -238,10 +241,11 @@ chain(const RmCtx *C, int v, int depth, int *seen, int *ins, int *m)
 static bool
 kick(Climb *K, uint64_t *seed)
 {
-	const RmCtx *C = K->C;
-	const Dag *d = C->d;
+	const RmModel *M = K->M;
+	RmScorer *S = K->S;
+	const Dag *d = M->d;
 	int edits = 1 + ls_range(seed, 3), done = 0;
-	int *seen = C->b.emitted;         /* scratch, [2 nnode + 2] */
+	int *seen = S->b.emitted;         /* scratch, [2 nnode + 2] */
 
 	memcpy(K->buf, K->cur, sizeof *K->buf * (size_t)K->ncur);
 	K->nbuf = K->ncur;
@@ -268,10 +272,10 @@ kick(Climb *K, uint64_t *seed)
 			}
 		} else if (kind == 1) {
 			int v = ls_range(seed, d->nnode), j, m = 0, ins[64];
-			if (d->node[v].once || C->pos[v] < 0)
+			if (d->node[v].once || M->pos[v] < 0)
 				continue;
 			memset(seen, 0, sizeof *seen * (size_t)d->nnode);
-			chain(C, v, ls_range(seed, 4), seen, ins, &m);
+			chain(M, v, ls_range(seed, 4), seen, ins, &m);
 			if (K->nbuf + m >= K->cap)
 				continue;
 			j = 1 + ls_range(seed, K->nbuf);
@@ -315,8 +319,9 @@ take_buf(Climb *K)
 }
 
 void
-rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
+rm_climb(RmScorer *S, RmPool *pool, double maxcost, long evals, long kicks)
 {
+	const RmModel *M = S->m;
 	Climb K = {0};
 	Arena a = {0};
 	int b = -1;
@@ -331,20 +336,21 @@ rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
 	}
 	if (b < 0)
 		return;
-	K.C = C;
+	K.M = M;
+	K.S = S;
 	K.maxcost = maxcost;
 	K.left = evals;
-	K.cap = 3 * C->n + 16;
+	K.cap = 3 * M->n + 16;
 	K.cur = ar_alloc(&a, ((size_t)K.cap + 1) * sizeof *K.cur);
 	K.buf = ar_alloc(&a, ((size_t)K.cap + 2) * sizeof *K.buf);
 	K.kind = ar_alloc(&a, ((size_t)K.cap + 1) * sizeof *K.kind);
 	if (pool->c[b].sched && pool->c[b].nsched < K.cap) {
 		K.nbuf = pool->c[b].nsched;
 		memcpy(K.buf, pool->c[b].sched, sizeof *K.buf * (size_t)K.nbuf);
-	} else if (!pool->c[b].sched && rm_build(C, pool->c[b].state) &&
-	           C->b.nstep < K.cap) {
-		K.nbuf = C->b.nstep;
-		memcpy(K.buf, C->b.step, sizeof *K.buf * (size_t)K.nbuf);
+	} else if (!pool->c[b].sched && rm_build(S, pool->c[b].state) &&
+	           S->b.nstep < K.cap) {
+		K.nbuf = S->b.nstep;
+		memcpy(K.buf, S->b.step, sizeof *K.buf * (size_t)K.nbuf);
 	}
 	K.peak = INT64_MAX;
 	K.cost = INT64_MAX;
@@ -357,7 +363,7 @@ rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
 		int nbest = K.ncur;
 		int64_t bpeak = K.peak, bcost = K.cost;
 		uint64_t seed = 0x5eedULL;
-		const Dag *d = C->d;
+		const Dag *d = M->d;
 		K.fwd = ar_alloc(&a, ((size_t)d->nnode + 1) * sizeof *K.fwd);
 		K.mark = ar_alloc(&a, ((size_t)d->nnode + 1) * sizeof *K.mark);
 		for (int v = 0; v < d->nnode; v++) {
@@ -402,9 +408,9 @@ rm_climb(RmCtx *C, RmPool *pool, double maxcost, long evals, long kicks)
 		memcpy(K.cur, best, sizeof *best * (size_t)nbest);
 		K.fwd = K.mark = NULL;
 		Schedule s = {K.ncur, K.cur};
-		ar_free(&C->scratch);
-		lv_eval(C->d, &s, &C->ev, &C->scratch);
-		rm_pool_add_sched(pool, K.cur, K.ncur, C->ev.valid ? &C->ev : NULL);
+		ar_free(&S->scratch);
+		lv_eval(M->d, &s, &S->ev, &S->scratch);
+		rm_pool_add_sched(pool, K.cur, K.ncur, S->ev.valid ? &S->ev : NULL);
 	}
 	ar_free(&a);
 }

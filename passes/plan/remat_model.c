@@ -1,8 +1,9 @@
 /* passes/plan/remat_model.c -- the planning model every planner shares
- * (remat_int.h): the gap table over the base order, the builder that turns
- * gap states into a schedule, the scoring through lv_eval (and rm_score,
- * its shortcut on plain DAGs), and the pool of scored candidates -- gap
- * states, or explicit schedules from remat_dtr.c and remat_ls.c. It calls
+ * (remat_int.h): the gap table over the base order (RmModel, read only
+ * once built), the builder that turns gap states into a schedule, the
+ * scorer (RmScorer: lv_eval, and rm_score_state, its shortcut on plain DAGs),
+ * and the pool of scored candidates -- gap states, or explicit schedules
+ * from remat_dtr.c and remat_ls.c. It calls
  * no planner: the planners call it, and remat.c's dispatcher calls them.
  * Reads the Dag only. */
 #include <stdlib.h>
@@ -10,23 +11,33 @@
 
 #include "remat_int.h"
 
+/* Whether ofs[0..n] are the offsets of an n-row CSR table over a list of
+ * total entries, which makes rm_row's lo and hi in bounds. */
+static void
+csr_check(const int *ofs, int n, int total)
+{
+	ir_assert(ofs[0] == 0 && ofs[n] == total);
+	for (int i = 0; i < n; i++)
+		ir_assert(ofs[i] <= ofs[i + 1]);
+}
+
 /* Tensors each node reads: in[], views' sources, accumulation view sources. */
 static void
-ctx_uses(RmCtx *C)
+model_uses(RmModel *M)
 {
-	const Dag *d = C->d;
-	int *mark = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *mark);
+	const Dag *d = M->d;
+	int *mark = ar_alloc(&M->mem, ((size_t)d->nt + 1) * sizeof *mark);
 	int total = 0, k = 0;
 
 	for (int v = 0; v < d->nnode; v++)
 		total += d->node[v].nin + d->node[v].nout + d->node[v].nacc;
-	C->uofs = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->uofs);
-	C->use = ar_alloc(&C->mem, ((size_t)total + 1) * sizeof *C->use);
+	M->uofs = ar_alloc(&M->mem, ((size_t)d->nnode + 1) * sizeof *M->uofs);
+	M->use = ar_alloc(&M->mem, ((size_t)total + 1) * sizeof *M->use);
 	for (int v = 0; v < d->nnode; v++) {
 		const DagNode *n = &d->node[v];
-		C->uofs[v] = k;
+		M->uofs[v] = k;
 #define ADD(t) do { int t_ = (t); if (t_ >= 0 && mark[t_] != v + 1) \
-		{ mark[t_] = v + 1; C->use[k++] = t_; } } while (0)
+		{ mark[t_] = v + 1; M->use[k++] = t_; } } while (0)
 		for (int j = 0; j < n->nin; j++)
 			ADD(n->in[j]);
 		for (int j = 0; j < n->nout; j++)
@@ -35,64 +46,69 @@ ctx_uses(RmCtx *C)
 			ADD(n->acc[j].view_src);
 #undef ADD
 	}
-	C->uofs[d->nnode] = k;
+	M->uofs[d->nnode] = M->nuses = k;
+	csr_check(M->uofs, d->nnode, k);
 }
 
 /* The gaps of every recomputable tensor, from the base order. */
 static void
-ctx_gaps(RmCtx *C)
+model_gaps(RmModel *M)
 {
-	const Dag *d = C->d;
-	int *cnt = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *cnt);
+	const Dag *d = M->d;
+	int *cnt = ar_alloc(&M->mem, ((size_t)d->nt + 1) * sizeof *cnt);
 
-	C->gofs = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->gofs);
-	for (int x = 0; x < C->n; x++) {
+	M->gofs = ar_alloc(&M->mem, ((size_t)d->nt + 1) * sizeof *M->gofs);
+	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
-			int t = C->use[k];
-			if (C->prod[t] >= 0 && C->pos[C->prod[t]] < x)
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++) {
+			int t = M->use[k];
+			if (M->prod[t] >= 0 && M->pos[M->prod[t]] < x)
 				cnt[t]++;
 		}
 	}
 	for (int t = 0; t < d->nt; t++)
-		C->gofs[t + 1] = C->gofs[t] + cnt[t] + (C->prod[t] >= 0);
-	C->ngap = C->gofs[d->nt];
-	C->gend = ar_alloc(&C->mem, ((size_t)C->ngap + 1) * sizeof *C->gend);
-	C->gtensor = ar_alloc(&C->mem, ((size_t)C->ngap + 1) * sizeof *C->gtensor);
+		M->gofs[t + 1] = M->gofs[t] + cnt[t] + (M->prod[t] >= 0);
+	M->ngap = M->gofs[d->nt];
+	csr_check(M->gofs, d->nt, M->ngap);
+	M->gend = ar_alloc(&M->mem, ((size_t)M->ngap + 1) * sizeof *M->gend);
+	M->gtensor = ar_alloc(&M->mem, ((size_t)M->ngap + 1) * sizeof *M->gtensor);
 	memset(cnt, 0, sizeof *cnt * (size_t)d->nt);
-	for (int x = 0; x < C->n; x++) {
+	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
-			int t = C->use[k];
-			if (C->prod[t] < 0 || C->pos[C->prod[t]] >= x)
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++) {
+			int t = M->use[k];
+			if (M->prod[t] < 0 || M->pos[M->prod[t]] >= x)
 				continue;
-			C->gend[C->gofs[t] + cnt[t]] = x;
-			C->gtensor[C->gofs[t] + cnt[t]++] = t;
+			M->gend[M->gofs[t] + cnt[t]] = x;
+			M->gtensor[M->gofs[t] + cnt[t]++] = t;
 		}
 	}
 	for (int t = 0; t < d->nt; t++) {
-		if (C->prod[t] < 0)
+		if (M->prod[t] < 0)
 			continue;
-		C->gend[C->gofs[t + 1] - 1] = C->n;
-		C->gtensor[C->gofs[t + 1] - 1] = t;
+		M->gend[M->gofs[t + 1] - 1] = M->n;
+		M->gtensor[M->gofs[t + 1] - 1] = t;
 	}
 }
 
 /* longgap[t]: the first gap of a forward tensor that ends at a backward
  * node -- what Chen's checkpointing drops. */
 static void
-ctx_longgaps(RmCtx *C)
+model_longgaps(RmModel *M)
 {
-	const Dag *d = C->d;
+	const Dag *d = M->d;
 
-	C->longgap = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->longgap);
+	M->longgap = ar_alloc(&M->mem, ((size_t)d->nt + 1) * sizeof *M->longgap);
 	for (int t = 0; t < d->nt; t++) {
-		C->longgap[t] = -1;
-		if (C->prod[t] < 0 || d->node[C->prod[t]].is_backward)
+		M->longgap[t] = -1;
+		if (M->prod[t] < 0 || d->node[M->prod[t]].is_backward)
 			continue;
-		for (int g = C->gofs[t]; g < C->gofs[t + 1] - 1; g++) {
-			if (d->node[d->base_order[C->gend[g]]].is_backward) {
-				C->longgap[t] = g;
+		RmRow gaps = rm_gaps(M, t);
+		for (int g = gaps.lo; g < gaps.hi - 1; g++) {
+			if (d->node[d->base_order[M->gend[g]]].is_backward) {
+				M->longgap[t] = g;
 				break;
 			}
 		}
@@ -120,54 +136,59 @@ last_upto(const int *u, int n, int b)
  * right there, so recomputing it then needs no input to live longer;
  * -1 when there is none, or for a tail gap. Then the gaps by position. */
 static void
-ctx_early(RmCtx *C)
+model_early(RmModel *M)
 {
-	const Dag *d = C->d;
-	int *cnt = ar_alloc(&C->mem, ((size_t)d->nt + 2) * sizeof *cnt);
-	int *uofs = ar_alloc(&C->mem, ((size_t)d->nt + 2) * sizeof *uofs);
-	int *upos = ar_alloc(&C->mem, ((size_t)C->uofs[d->nnode] + 1) * sizeof *upos);
+	const Dag *d = M->d;
+	int *cnt = ar_alloc(&M->mem, ((size_t)d->nt + 2) * sizeof *cnt);
+	int *uofs = ar_alloc(&M->mem, ((size_t)d->nt + 2) * sizeof *uofs);
+	int *upos = ar_alloc(&M->mem, ((size_t)M->nuses + 1) * sizeof *upos);
 
-	for (int x = 0; x < C->n; x++) {
+	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-			uofs[C->use[k] + 1]++;
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++)
+			uofs[M->use[k] + 1]++;
 	}
 	for (int t = 0; t < d->nt; t++)
 		uofs[t + 1] += uofs[t];
-	for (int x = 0; x < C->n; x++) {
+	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
-			int t = C->use[k];
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++) {
+			int t = M->use[k];
 			upos[uofs[t] + cnt[t]++] = x;
 		}
 	}
-	C->gearly = ar_alloc(&C->mem, ((size_t)C->ngap + 1) * sizeof *C->gearly);
-	C->eofs = ar_alloc(&C->mem, ((size_t)C->n + 2) * sizeof *C->eofs);
-	for (int g = 0; g < C->ngap; g++) {
-		int t = C->gtensor[g], p = C->prod[t], b = C->gend[g], s = b;
-		int a = g == C->gofs[t] ? C->pos[p] : C->gend[g - 1];
-		for (int k = C->uofs[p]; k < C->uofs[p + 1] && b < C->n; k++) {
-			int u = C->use[k];
+	M->gearly = ar_alloc(&M->mem, ((size_t)M->ngap + 1) * sizeof *M->gearly);
+	M->eofs = ar_alloc(&M->mem, ((size_t)M->n + 2) * sizeof *M->eofs);
+	for (int g = 0; g < M->ngap; g++) {
+		int t = M->gtensor[g], p = M->prod[t], b = M->gend[g], s = b;
+		int a = rm_gap_start(M, g);
+		RmRow uses = rm_uses(M, p);
+		for (int k = uses.lo; k < uses.hi && b < M->n; k++) {
+			int u = M->use[k];
 			if (d->t[u].to_end)
 				continue;
-			int y = last_upto(upos + uofs[u], uofs[u + 1] - uofs[u], b);
+			RmRow at = rm_row(uofs, u, d->nt);
+			int y = last_upto(upos + at.lo, at.hi - at.lo, b);
 			if (y < s)
 				s = y;
 		}
-		C->gearly[g] = b < C->n && s > a + 1 && s < b ? s : -1;
-		if (C->gearly[g] >= 0)
-			C->eofs[C->gearly[g] + 1]++;
+		M->gearly[g] = b < M->n && s > a + 1 && s < b ? s : -1;
+		if (M->gearly[g] >= 0)
+			M->eofs[M->gearly[g] + 1]++;
 	}
-	for (int x = 0; x < C->n; x++)
-		C->eofs[x + 1] += C->eofs[x];
-	C->egap = ar_alloc(&C->mem, ((size_t)C->eofs[C->n] + 1) * sizeof *C->egap);
-	cnt = ar_alloc(&C->mem, ((size_t)C->n + 1) * sizeof *cnt);
-	for (int g = 0; g < C->ngap; g++)
-		if (C->gearly[g] >= 0)
-			C->egap[C->eofs[C->gearly[g]] + cnt[C->gearly[g]]++] = g;
+	for (int x = 0; x < M->n; x++)
+		M->eofs[x + 1] += M->eofs[x];
+	csr_check(M->eofs, M->n, M->eofs[M->n]);
+	M->egap = ar_alloc(&M->mem, ((size_t)M->eofs[M->n] + 1) * sizeof *M->egap);
+	cnt = ar_alloc(&M->mem, ((size_t)M->n + 1) * sizeof *cnt);
+	for (int g = 0; g < M->ngap; g++)
+		if (M->gearly[g] >= 0)
+			M->egap[M->eofs[M->gearly[g]] + cnt[M->gearly[g]]++] = g;
 }
 
-/* Whether lv_eval's rules reduce to rm_score's on d: one instance owns
+/* Whether lv_eval's rules reduce to rm_score_state's on d: one instance owns
  * each tensor's bytes from its step through its last use, and the base
  * order runs every node. */
 static bool
@@ -186,78 +207,114 @@ dag_simple(const Dag *d)
 }
 
 void
-rm_ctx_init(RmCtx *C, const Dag *d)
+rm_model_init(RmModel *M, const Dag *d)
 {
-	memset(C, 0, sizeof *C);
-	ar_init(&C->mem);
-	C->d = d;
-	C->n = d->nbase;
-	C->pos = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->pos);
-	C->prod = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->prod);
+	memset(M, 0, sizeof *M);
+	ar_init(&M->mem);
+	M->d = d;
+	M->nnode = d->nnode;
+	M->nt = d->nt;
+	M->n = d->nbase;
+	M->pos = ar_alloc(&M->mem, ((size_t)d->nnode + 1) * sizeof *M->pos);
+	M->prod = ar_alloc(&M->mem, ((size_t)d->nt + 1) * sizeof *M->prod);
 	for (int v = 0; v < d->nnode; v++)
-		C->pos[v] = -1;
-	for (int x = 0; x < C->n; x++)
-		C->pos[d->base_order[x]] = x;
+		M->pos[v] = -1;
+	for (int x = 0; x < M->n; x++)
+		M->pos[d->base_order[x]] = x;
 	for (int t = 0; t < d->nt; t++)
-		C->prod[t] = -1;
+		M->prod[t] = -1;
 	for (int v = 0; v < d->nnode; v++) {
 		if (d->node[v].is_backward)
-			C->has_backward = true;
-		if (d->node[v].once || C->pos[v] < 0)
+			M->has_backward = true;
+		if (d->node[v].once || M->pos[v] < 0)
 			continue;
 		for (int j = 0; j < d->node[v].nout; j++)
 			if (!d->t[d->node[v].out[j]].from_start)
-				C->prod[d->node[v].out[j]] = v;
+				M->prod[d->node[v].out[j]] = v;
 	}
-	ctx_uses(C);
-	ctx_gaps(C);
-	ctx_longgaps(C);
-	ctx_early(C);
-	C->c0 = d->total_cost / 100000 + 1;
-	C->tinit = ar_alloc(&C->mem, (size_t)d->nt + 1);
+	model_uses(M);
+	model_gaps(M);
+	model_longgaps(M);
+	model_early(M);
+	M->c0 = d->total_cost / 100000 + 1;
+	M->tinit = ar_alloc(&M->mem, (size_t)d->nt + 1);
 	for (int t = 0; t < d->nt; t++)
-		C->tinit[t] = C->prod[t] >= 0 ? TS_RECOMP : 0;
-	C->oofs = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->oofs);
-	C->ncost = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->ncost);
-	C->nws = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->nws);
+		M->tinit[t] = M->prod[t] >= 0 ? TS_RECOMP : 0;
+	M->oofs = ar_alloc(&M->mem, ((size_t)d->nnode + 1) * sizeof *M->oofs);
+	M->ncost = ar_alloc(&M->mem, ((size_t)d->nnode + 1) * sizeof *M->ncost);
+	M->nws = ar_alloc(&M->mem, ((size_t)d->nnode + 1) * sizeof *M->nws);
 	int nout = 0;
 	for (int v = 0; v < d->nnode; v++)
 		nout += d->node[v].nout;
-	C->out = ar_alloc(&C->mem, ((size_t)nout + 1) * sizeof *C->out);
+	M->out = ar_alloc(&M->mem, ((size_t)nout + 1) * sizeof *M->out);
 	nout = 0;
 	for (int v = 0; v < d->nnode; v++) {
-		C->oofs[v] = nout;
+		M->oofs[v] = nout;
 		for (int j = 0; j < d->node[v].nout; j++)
-			C->out[nout++] = d->node[v].out[j];
-		C->ncost[v] = d->node[v].cost;
-		C->nws[v] = dag_workspace(d, v);
+			M->out[nout++] = d->node[v].out[j];
+		M->ncost[v] = d->node[v].cost;
+		M->nws[v] = dag_workspace(d, v);
 	}
-	C->oofs[d->nnode] = nout;
-	rm_bld_init(C, &C->b, &C->mem);
-	C->simple = dag_simple(d);
-	C->birth = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->birth);
-	C->lastuse = ar_alloc(&C->mem, ((size_t)d->nt + 1) * sizeof *C->lastuse);
-	C->ran = ar_alloc(&C->mem, ((size_t)d->nnode + 1) * sizeof *C->ran);
-	ar_init(&C->scratch);
+	M->oofs[d->nnode] = M->nouts = nout;
+	csr_check(M->oofs, d->nnode, nout);
+	M->simple = dag_simple(d);
+}
+
+void
+rm_model_free(RmModel *M)
+{
+	ar_free(&M->mem);
+}
+
+void
+rm_scorer_init(RmScorer *S, const RmModel *M)
+{
+	const Dag *d = M->d;
+
+	memset(S, 0, sizeof *S);
+	ar_init(&S->mem);
+	ar_init(&S->scratch);
+	S->m = M;
+	rm_bld_init(M, &S->b, &S->mem);
+	S->birth = ar_alloc(&S->mem, ((size_t)d->nt + 1) * sizeof *S->birth);
+	S->lastuse = ar_alloc(&S->mem, ((size_t)d->nt + 1) * sizeof *S->lastuse);
+	S->ran = ar_alloc(&S->mem, ((size_t)d->nnode + 1) * sizeof *S->ran);
+}
+
+void
+rm_scorer_free(RmScorer *S)
+{
+	ar_free(&S->mem);
+	ar_free(&S->scratch);
+}
+
+void
+rm_ctx_init(RmCtx *C, const Dag *d)
+{
+	rm_model_init(&C->m, d);
+	rm_scorer_init(&C->s, &C->m);
+	memset(&C->r, 0, sizeof C->r);
+	ar_init(&C->r.mem);
 }
 
 void
 rm_ctx_free(RmCtx *C)
 {
-	ar_free(&C->mem);
-	ar_free(&C->scratch);
+	rm_scorer_free(&C->s);
+	rm_model_free(&C->m);
+	ar_free(&C->r.mem);
 }
 
 unsigned char *
-rm_state_new(const RmCtx *C, Arena *a)
+rm_state_new(const RmModel *M, Arena *a)
 {
-	return ar_alloc(a, (size_t)C->ngap + 1);
+	return ar_alloc(a, (size_t)M->ngap + 1);
 }
 
 void
-rm_bld_init(const RmCtx *C, RmBld *B, Arena *a)
+rm_bld_init(const RmModel *M, RmBld *B, Arena *a)
 {
-	const Dag *d = C->d;
+	const Dag *d = M->d;
 
 	memset(B, 0, sizeof *B);
 	B->mem = a;
@@ -265,17 +322,17 @@ rm_bld_init(const RmCtx *C, RmBld *B, Arena *a)
 	B->gcur = ar_alloc(a, ((size_t)d->nt + 1) * sizeof *B->gcur);
 	B->grp = ar_alloc(a, ((size_t)d->nt + 1) * sizeof *B->grp);
 	B->emitted = ar_alloc(a, (2 * (size_t)d->nnode + 2) * sizeof *B->emitted);
-	B->stack = ar_alloc(a, ((size_t)C->uofs[d->nnode] + (size_t)d->nnode + 1) * sizeof *B->stack);
-	B->capstep = 2 * C->n + 16;
+	B->stack = ar_alloc(a, ((size_t)M->nuses + (size_t)d->nnode + 1) * sizeof *B->stack);
+	B->capstep = 2 * M->n + 16;
 	B->step = ar_alloc(a, ((size_t)B->capstep) * sizeof *B->step);
 	B->posof = ar_alloc(a, ((size_t)B->capstep) * sizeof *B->posof);
 }
 
 /* Appends a step at base position x; false past the size limit. */
 static bool
-emit(const RmCtx *C, RmBld *B, int v, int x)
+emit(const RmModel *M, RmBld *B, int v, int x)
 {
-	if (B->skip + B->nstep >= RM_MAXSTEP(C))
+	if (B->skip + B->nstep >= RM_MAXSTEP(M))
 		return false;
 	if (B->nstep == B->capstep) {
 		size_t old = sizeof *B->step * (size_t)B->capstep;
@@ -306,9 +363,9 @@ set_tst(RmBld *B, int t, unsigned char bits)
 /* Recomputes node p before base position x, first recomputing (post-order)
  * every dropped input it needs. */
 static bool
-recompute(const RmCtx *C, RmBld *B, int p, int x)
+recompute(const RmModel *M, RmBld *B, int p, int x)
 {
-	const Dag *d = C->d;
+	const Dag *d = M->d;
 	int *expanded = B->emitted + d->nnode + 1;
 	int sp = 0;
 
@@ -321,13 +378,14 @@ recompute(const RmCtx *C, RmBld *B, int p, int x)
 		}
 		if (expanded[q] != B->stamp) {
 			expanded[q] = B->stamp;
-			for (int k = C->uofs[q]; k < C->uofs[q + 1]; k++)
-				if (missing(B, C->use[k]))
-					B->stack[sp++] = C->prod[C->use[k]];
+			RmRow uses = rm_uses(M, q);
+			for (int k = uses.lo; k < uses.hi; k++)
+				if (missing(B, M->use[k]))
+					B->stack[sp++] = M->prod[M->use[k]];
 			continue;
 		}
 		sp--;
-		if (!emit(C, B, q, x))
+		if (!emit(M, B, q, x))
 			return false;
 		B->emitted[q] = B->stamp;
 		for (int j = 0; j < d->node[q].nout; j++) {
@@ -344,70 +402,77 @@ recompute(const RmCtx *C, RmBld *B, int p, int x)
 /* After base step x: a use ends the gap before it; the state of the gap
  * after it decides whether the instance is kept. */
 static void
-after_step(const RmCtx *C, RmBld *B, const unsigned char *state, int v)
+after_step(const RmModel *M, RmBld *B, const unsigned char *state, int v)
 {
-	const Dag *d = C->d;
+	const Dag *d = M->d;
 
-	for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++) {
-		int t = C->use[k];
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; k < uses.hi; k++) {
+		int t = M->use[k];
 		if ((B->tst[t] & (TS_RECOMP | TS_MADE)) != (TS_RECOMP | TS_MADE))
 			continue;
 		int g = ++B->gcur[t];
-		if (g < C->gofs[t + 1] && state[g] != GAP_KEEP)
+		if (g < rm_gaps(M, t).hi && state[g] != GAP_KEEP)
 			set_tst(B, t, B->tst[t] & (unsigned char)~TS_AVAIL);
 	}
-	for (int j = C->oofs[v]; j < C->oofs[v + 1] && !d->node[v].once; j++) {
-		int t = C->out[j];
+	RmRow outs = rm_outs(M, v);
+	for (int j = outs.lo; j < outs.hi && !d->node[v].once; j++) {
+		int t = M->out[j];
 		if ((B->tst[t] & (TS_RECOMP | TS_MADE)) != TS_RECOMP)
 			continue;
+		RmRow gaps = rm_gaps(M, t);
 		set_tst(B, t, TS_RECOMP | TS_MADE |
-		        (C->gofs[t] == C->gofs[t + 1] || state[C->gofs[t]] == GAP_KEEP ?
+		        (gaps.lo == gaps.hi || state[gaps.lo] == GAP_KEEP ?
 		         TS_AVAIL : 0));
 	}
 	for (int i = 0; i < B->ngrp; i++) {
 		int t = B->grp[i];
 		int g = B->gcur[t];
-		if (g < C->gofs[t + 1] && state[g] == GAP_TRANSIENT)
+		if (g < rm_gaps(M, t).hi && state[g] == GAP_TRANSIENT)
 			set_tst(B, t, B->tst[t] & (unsigned char)~TS_AVAIL);
 	}
 }
 
 void
-rm_bld_start(const RmCtx *C, RmBld *B)
+rm_bld_start(const RmModel *M, RmBld *B)
 {
 	B->nstep = 0;
-	memcpy(B->tst, C->tinit, (size_t)C->d->nt);
-	memcpy(B->gcur, C->gofs, sizeof *B->gcur * (size_t)C->d->nt);
+	memcpy(B->tst, M->tinit, (size_t)M->d->nt);
+	memcpy(B->gcur, M->gofs, sizeof *B->gcur * (size_t)M->d->nt);
 }
 
 bool
-rm_bld_pos(const RmCtx *C, RmBld *B, const unsigned char *state, int x)
+rm_bld_pos(const RmModel *M, RmBld *B, const unsigned char *state, int x)
 {
-	int v = C->d->base_order[x];
+	int v = M->d->base_order[x];
 
 	B->ngrp = 0;
 	B->stamp++;
-	for (int k = C->eofs[x]; k < C->eofs[x + 1]; k++) {
-		int g = C->egap[k], t = C->gtensor[g];
+	RmRow early = rm_early(M, x);
+	for (int k = early.lo; k < early.hi; k++) {
+		int g = M->egap[k], t = M->gtensor[g];
 		if (state[g] == GAP_EARLY && missing(B, t) && B->gcur[t] == g &&
-		    !recompute(C, B, C->prod[t], x))
+		    !recompute(M, B, M->prod[t], x))
 			return false;
 	}
-	for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-		if (missing(B, C->use[k]) && !recompute(C, B, C->prod[C->use[k]], x))
+	RmRow uses = rm_uses(M, v);
+	for (int k = uses.lo; k < uses.hi; k++)
+		if (missing(B, M->use[k]) && !recompute(M, B, M->prod[M->use[k]], x))
 			return false;
-	if (!emit(C, B, v, x))
+	if (!emit(M, B, v, x))
 		return false;
-	after_step(C, B, state, v);
+	after_step(M, B, state, v);
 	return true;
 }
 
 bool
-rm_build(RmCtx *C, const unsigned char *state)
+rm_build(RmScorer *S, const unsigned char *state)
 {
-	rm_bld_start(C, &C->b);
-	for (int x = 0; x < C->n; x++)
-		if (!rm_bld_pos(C, &C->b, state, x))
+	const RmModel *M = S->m;
+
+	rm_bld_start(M, &S->b);
+	for (int x = 0; x < M->n; x++)
+		if (!rm_bld_pos(M, &S->b, state, x))
 			return false;
 	return true;
 }
@@ -415,109 +480,115 @@ rm_build(RmCtx *C, const unsigned char *state)
 /* Builds and evaluates; NULL when the plan grows past the size limit or
  * is invalid. The result lives until the next call. */
 const MemEval *
-rm_eval(RmCtx *C, const unsigned char *state)
+rm_eval_state(RmScorer *S, const unsigned char *state)
 {
-	if (!rm_build(C, state))
+	if (!rm_build(S, state))
 		return NULL;
-	return rm_eval_steps(C, C->b.step, C->b.nstep);
+	return rm_eval_steps(S, S->b.step, S->b.nstep);
 }
 
 const MemEval *
-rm_eval_steps(RmCtx *C, const int *step, int n)
+rm_eval_steps(RmScorer *S, const int *step, int n)
 {
+	const RmModel *M = S->m;
 	Schedule s = {n, (int *)step};
 
-	ar_free(&C->scratch);
-	lv_eval(C->d, &s, &C->ev, &C->scratch);
-	C->evals++;
-	return C->ev.valid ? &C->ev : NULL;
+	ar_free(&S->scratch);
+	lv_eval(M->d, &s, &S->ev, &S->scratch);
+	S->evals++;
+	return S->ev.valid ? &S->ev : NULL;
 }
 
 const int *
-rm_cand_steps(RmCtx *C, const RmCand *c, int *n)
+rm_cand_steps(RmScorer *S, const RmCand *c, int *n)
 {
 	if (c->sched) {
 		*n = c->nsched;
 		return c->sched;
 	}
-	if (!rm_build(C, c->state))
+	if (!rm_build(S, c->state))
 		return NULL;
-	*n = C->b.nstep;
-	return C->b.step;
+	*n = S->b.nstep;
+	return S->b.step;
 }
 
 /* The instance of t made at birth[t] owns its bytes through lastuse[t];
  * false on overflow. */
 static bool
-close_instance(RmCtx *C, int t)
+close_instance(RmScorer *S, int t)
 {
-	int64_t *lo = &C->diff[C->birth[t]], *hi = &C->diff[C->lastuse[t] + 1];
+	const RmModel *M = S->m;
+	int64_t *lo = &S->diff[S->birth[t]], *hi = &S->diff[S->lastuse[t] + 1];
+	bool born = ck_add(*lo, M->d->t[t].bytes, lo);
+	bool dies = ck_sub(*hi, M->d->t[t].bytes, hi);
 
-	return ck_add(*lo, C->d->t[t].bytes, lo) &
-	       ck_sub(*hi, C->d->t[t].bytes, hi);
+	return born && dies;
 }
 
-/* rm_score's rules over steps step[0..n): a step recomputes when posof
+/* rm_score_state's rules over steps step[0..n): a step recomputes when posof
  * gives it another base position than its node's, or (posof NULL) when
  * its node ran before (lv_eval's rule). NULL when lv_eval would refuse
  * the steps, and then *sure tells whether it surely would (false: a sum
  * passed 2^63, which lv_eval may treat otherwise). */
 static const MemEval *
-score_steps(RmCtx *C, const int *step, int n, const int *posof, bool *sure)
+score_steps(RmScorer *S, const int *step, int n, const int *posof, bool *sure)
 {
-	const Dag *d = C->d;
-	MemEval *ev = &C->ev;
+	const RmModel *M = S->m;
+	const Dag *d = M->d;
+	MemEval *ev = &S->ev;
 	int64_t pers = 0, run = 0;
 	bool ok = true;         /* no sum passed 2^63 */
 
 	*sure = true;
-	if (C->capdiff < n + 1) {
-		size_t old = sizeof *C->diff * (size_t)C->capdiff;
-		size_t m = sizeof *C->diff * (size_t)(n + 1);
-		C->diff = ar_grow(&C->mem, C->diff, old, m);
-		C->live = ar_grow(&C->mem, C->live, old, m);
-		C->capdiff = n + 1;
+	if (S->capdiff < n + 1) {
+		size_t old = sizeof *S->diff * (size_t)S->capdiff;
+		size_t m = sizeof *S->diff * (size_t)(n + 1);
+		S->diff = ar_grow(&S->mem, S->diff, old, m);
+		S->live = ar_grow(&S->mem, S->live, old, m);
+		S->capdiff = n + 1;
 	}
-	memset(C->diff, 0, sizeof *C->diff * (size_t)(n + 1));
-	memset(C->birth, 0xff, sizeof *C->birth * (size_t)d->nt);
+	memset(S->diff, 0, sizeof *S->diff * (size_t)(n + 1));
+	memset(S->birth, 0xff, sizeof *S->birth * (size_t)d->nt);
 	memset(ev, 0, sizeof *ev);
 	if (!posof)
-		C->ranstamp++;
+		S->ranstamp++;
 	/* on simple Dags a node's uses are its in[] (no views, no
 	 * accumulations), in order */
 	for (int i = 0; i < n; i++) {
 		int v = step[i];
 		bool re;
-		for (int j = C->uofs[v]; j < C->uofs[v + 1]; j++) {
-			if (C->birth[C->use[j]] < 0)
+		RmRow uses = rm_uses(M, v);
+		for (int j = uses.lo; j < uses.hi; j++) {
+			if (S->birth[M->use[j]] < 0)
 				return NULL;
-			C->lastuse[C->use[j]] = i;
+			S->lastuse[M->use[j]] = i;
 		}
-		for (int j = C->oofs[v]; j < C->oofs[v + 1]; j++) {
-			int t = C->out[j];
-			if (C->birth[t] >= 0)
-				ok &= close_instance(C, t);
-			C->birth[t] = C->lastuse[t] = i;
+		RmRow outs = rm_outs(M, v);
+		for (int j = outs.lo; j < outs.hi; j++) {
+			int t = M->out[j];
+			if (S->birth[t] >= 0)
+				ok &= close_instance(S, t);
+			S->birth[t] = S->lastuse[t] = i;
 		}
 		if (posof) {
-			re = C->pos[v] != posof[i];
+			re = M->pos[v] != posof[i];
 		} else {
-			re = C->ran[v] == C->ranstamp;
+			re = S->ran[v] == S->ranstamp;
 			if (re && d->node[v].once)
 				return NULL;
-			C->ran[v] = C->ranstamp;
+			S->ran[v] = S->ranstamp;
 		}
 		if (re)
-			ok &= ck_add(ev->recompute_cost, C->ncost[v], &ev->recompute_cost);
-		ok &= ck_add(C->diff[i], C->nws[v], &C->diff[i]);
-		ok &= ck_sub(C->diff[i + 1], C->nws[v], &C->diff[i + 1]);
+			ok &= ck_add(ev->recompute_cost, M->ncost[v], &ev->recompute_cost);
+		ok &= ck_add(S->diff[i], M->nws[v], &S->diff[i]);
+		ok &= ck_sub(S->diff[i + 1], M->nws[v], &S->diff[i + 1]);
 	}
 	for (int v = 0; !posof && v < d->nnode; v++)
-		if (C->ran[v] != C->ranstamp)
+		if (S->ran[v] != S->ranstamp)
 			return NULL;
 	for (int t = 0; t < d->nt; t++)
-		if (C->birth[t] >= 0)
-			ok &= close_instance(C, t);
+		if (S->birth[t] >= 0)
+			ok &= close_instance(S, t);
 	for (int c = 0; c < CAT_COUNT; c++)
 		ok &= ck_add(pers, d->persistent[c], &pers);
 	ok &= ev->recompute_cost < INT64_MAX;
@@ -526,15 +597,15 @@ score_steps(RmCtx *C, const int *step, int n, const int *posof, bool *sure)
 		return NULL;
 	ev->valid = true;
 	ev->nsteps = n;
-	ev->live_bytes = C->live;
+	ev->live_bytes = S->live;
 	ev->peak = pers;
 	for (int i = 0; i < n; i++) {
-		if (!ck_add(run, C->diff[i], &run) || !ck_add(pers, run, &C->live[i])) {
+		if (!ck_add(run, S->diff[i], &run) || !ck_add(pers, run, &S->live[i])) {
 			*sure = false;
 			return NULL;
 		}
-		if (C->live[i] > ev->peak || i == 0) {
-			ev->peak = C->live[i];
+		if (S->live[i] > ev->peak || i == 0) {
+			ev->peak = S->live[i];
 			ev->peak_step = i;
 		}
 	}
@@ -542,39 +613,39 @@ score_steps(RmCtx *C, const int *step, int n, const int *posof, bool *sure)
 }
 
 const MemEval *
-rm_score(RmCtx *C, const unsigned char *state)
+rm_score_state(RmScorer *S, const unsigned char *state)
 {
-
-	if (!C->simple)
-		return rm_eval(C, state);
-	if (!rm_build(C, state))
+	if (!S->m->simple)
+		return rm_eval_state(S, state);
+	if (!rm_build(S, state))
 		return NULL;
-	return rm_score_built(C);
+	return rm_score_built(S);
 }
 
 const MemEval *
-rm_score_built(RmCtx *C)
+rm_score_built(RmScorer *S)
 {
 	bool sure;
-	const MemEval *ev = score_steps(C, C->b.step, C->b.nstep, C->b.posof, &sure);
+	const MemEval *ev = score_steps(S, S->b.step, S->b.nstep, S->b.posof, &sure);
 
 	if (ev)
-		C->evals++;
+		S->evals++;
 	return ev;
 }
 
 const MemEval *
-rm_score_steps(RmCtx *C, const int *step, int n)
+rm_score_steps(RmScorer *S, const int *step, int n)
 {
+	const RmModel *M = S->m;
 	const MemEval *ev;
 	bool sure;
 
-	if (!C->simple)
-		return rm_eval_steps(C, step, n);
-	ev = score_steps(C, step, n, NULL, &sure);
+	if (!M->simple)
+		return rm_eval_steps(S, step, n);
+	ev = score_steps(S, step, n, NULL, &sure);
 	if (!ev && !sure)
-		return rm_eval_steps(C, step, n);
-	C->evals++;
+		return rm_eval_steps(S, step, n);
+	S->evals++;
 	return ev;
 }
 
@@ -592,7 +663,7 @@ pool_slot(RmPool *p)
 }
 
 void
-rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
+rm_pool_add(RmPool *p, const RmModel *M, const unsigned char *state,
             const MemEval *ev)
 {
 	RmCand *c;
@@ -600,8 +671,8 @@ rm_pool_add(RmPool *p, const RmCtx *C, const unsigned char *state,
 	if (!ev)
 		return;
 	c = pool_slot(p);
-	c->state = ar_alloc(&p->mem, (size_t)C->ngap + 1);
-	memcpy(c->state, state, (size_t)C->ngap);
+	c->state = ar_alloc(&p->mem, (size_t)M->ngap + 1);
+	memcpy(c->state, state, (size_t)M->ngap);
 	c->peak = ev->peak;
 	c->cost = ev->recompute_cost;
 	c->valid = true;

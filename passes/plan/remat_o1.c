@@ -1,8 +1,7 @@
 /* passes/plan/remat_o1.c -- checkpointing along the forward chain: the cut
  * nodes (articulation points of the forward part, which every path
- * crosses), -O1's checkpoints about every sqrt(n) of them (Chen et al.),
- * and the exact chain DP that -O2 sweeps (the best checkpoint set for each
- * bound on a segment's saved bytes). A plan keeps the checkpoints' outputs
+ * crosses) and -O1's checkpoints about every sqrt(n) of them (Chen et
+ * al.), which the sqrt(n) baseline is too (baseline.c). A plan keeps the checkpoints' outputs
  * and drops every other forward tensor after the forward, its tail too
  * (rm_checkpoint_tensors): backward recomputes each segment from its
  * checkpoint once, right before it first needs it, and only what the
@@ -16,14 +15,14 @@
 /* Bytes of node v's outputs that backward needs later (what holding them
  * until the backward costs). */
 static int64_t
-saved_bytes(const RmCtx *C, int v)
+saved_bytes(const RmModel *M, int v)
 {
-	const DagNode *n = &C->d->node[v];
+	const DagNode *n = &M->d->node[v];
 	int64_t s = 0;
 
 	for (int j = 0; j < n->nout; j++) {
-		const DagTensor *t = &C->d->t[n->out[j]];
-		if (C->longgap[n->out[j]] >= 0 && t->view_src < 0 &&
+		const DagTensor *t = &M->d->t[n->out[j]];
+		if (M->longgap[n->out[j]] >= 0 && t->view_src < 0 &&
 		    !t->persistent_view)
 			s += t->bytes;
 	}
@@ -31,40 +30,41 @@ saved_bytes(const RmCtx *C, int v)
 }
 
 static bool
-is_forward(const RmCtx *C, int v)
+is_forward(const RmModel *M, int v)
 {
-	return !C->d->node[v].once && !C->d->node[v].is_backward;
+	return !M->d->node[v].once && !M->d->node[v].is_backward;
 }
 
 /* The cut nodes in base order: no tensor made by an earlier forward node is
  * used by a forward node after them. wpre[i]: saved bytes of the forward
  * nodes before cut i; a[i]: cut i's own. Returns how many. */
-int
-rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal)
+static int
+cut_nodes(const RmModel *M, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal)
 {
-	const Dag *d = C->d;
+	const Dag *d = M->d;
 	Arena ar = {0};
 	int *lastfwd = ar_alloc(&ar, ((size_t)d->nt + 1) * sizeof *lastfwd);
 	int reach = -1, r = 0;
 	int64_t w = 0;
 
-	for (int x = 0; x < C->n; x++) {
+	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		if (!is_forward(C, v))
+		if (!is_forward(M, v))
 			continue;
-		for (int k = C->uofs[v]; k < C->uofs[v + 1]; k++)
-			lastfwd[C->use[k]] = x;
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++)
+			lastfwd[M->use[k]] = x;
 	}
-	for (int x = 0; x < C->n; x++) {
+	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		if (!is_forward(C, v))
+		if (!is_forward(M, v))
 			continue;
 		if (reach <= x) {
 			cut[r] = v;
 			wpre[r] = w;
-			a[r++] = saved_bytes(C, v);
+			a[r++] = saved_bytes(M, v);
 		}
-		w += saved_bytes(C, v);
+		w += saved_bytes(M, v);
 		for (int j = 0; j < d->node[v].nout; j++)
 			if (lastfwd[d->node[v].out[j]] > reach)
 				reach = lastfwd[d->node[v].out[j]];
@@ -83,36 +83,36 @@ rm_cuts(const RmCtx *C, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal)
  * from its checkpoint, not from what the forward left alive). keep_t is
  * changed: the kept views' bases are marked too. */
 void
-rm_checkpoint_tensors(const RmCtx *C, bool *keep_t, unsigned char *st)
+rm_checkpoint_tensors(const RmModel *M, bool *keep_t, unsigned char *st)
 {
-	const Dag *d = C->d;
+	const Dag *d = M->d;
 
 	for (int t = 0; t < d->nt; t++)
 		for (int r = t; keep_t[t] && d->t[r].view_src >= 0; ) {
 			r = d->t[r].view_src;
 			keep_t[r] = true;
 		}
-	memset(st, GAP_KEEP, (size_t)C->ngap);
+	memset(st, GAP_KEEP, (size_t)M->ngap);
 	for (int t = 0; t < d->nt; t++) {
-		if (C->prod[t] < 0 || keep_t[t] || !is_forward(C, C->prod[t]))
+		if (M->prod[t] < 0 || keep_t[t] || !is_forward(M, M->prod[t]))
 			continue;
-		if (C->longgap[t] >= 0)
-			st[C->longgap[t]] = GAP_STICKY;
-		st[C->gofs[t + 1] - 1] = GAP_STICKY;
+		if (M->longgap[t] >= 0)
+			st[M->longgap[t]] = GAP_STICKY;
+		st[rm_tail(M, t)] = GAP_STICKY;
 	}
 }
 
 /* Keeps the outputs of the nodes in keep, drops every other forward tensor
  * (rm_checkpoint_tensors). */
 void
-rm_checkpoint_state(const RmCtx *C, const bool *keep, unsigned char *st)
+rm_checkpoint_state(const RmModel *M, const bool *keep, unsigned char *st)
 {
 	Arena a = {0};
-	bool *keep_t = ar_alloc(&a, ((size_t)C->d->nt + 1) * sizeof *keep_t);
+	bool *keep_t = ar_alloc(&a, ((size_t)M->d->nt + 1) * sizeof *keep_t);
 
-	for (int t = 0; t < C->d->nt; t++)
-		keep_t[t] = C->prod[t] >= 0 && keep[C->prod[t]];
-	rm_checkpoint_tensors(C, keep_t, st);
+	for (int t = 0; t < M->d->nt; t++)
+		keep_t[t] = M->prod[t] >= 0 && keep[M->prod[t]];
+	rm_checkpoint_tensors(M, keep_t, st);
 	ar_free(&a);
 }
 
@@ -124,24 +124,15 @@ typedef struct Cuts {
 
 /* The cuts, in ar; false when there is nothing to checkpoint. */
 static bool
-cuts_get(const RmCtx *C, Cuts *k, Arena *ar)
+cuts_get(const RmModel *M, Cuts *k, Arena *ar)
 {
-	size_t nn = (size_t)C->d->nnode + 1;
+	size_t nn = (size_t)M->d->nnode + 1;
 
 	k->cut = ar_alloc(ar, nn * sizeof *k->cut);
 	k->wpre = ar_alloc(ar, nn * sizeof *k->wpre);
 	k->a = ar_alloc(ar, nn * sizeof *k->a);
-	k->r = rm_cuts(C, k->cut, k->wpre, k->a, &k->w);
-	return k->r > 0 && C->has_backward && k->w > 0;
-}
-
-/* Evaluates the plan keeping the marked cuts (st: scratch) and adds it
- * to the pool. */
-static void
-add_checkpoints(RmCtx *C, RmPool *pool, const bool *keep, unsigned char *st)
-{
-	rm_checkpoint_state(C, keep, st);
-	rm_pool_add(pool, C, st, rm_eval(C, st));
+	k->r = cut_nodes(M, k->cut, k->wpre, k->a, &k->w);
+	return k->r > 0 && M->has_backward && k->w > 0;
 }
 
 /* -O1, Chen et al.: about sqrt(r) checkpoints among the r cuts (the
@@ -149,17 +140,17 @@ add_checkpoints(RmCtx *C, RmPool *pool, const bool *keep, unsigned char *st)
  * backward reads. False when there is nothing to checkpoint (no backward,
  * no cut). */
 bool
-rm_sqrtn_state(RmCtx *C, unsigned char *st)
+rm_sqrtn_state(const RmModel *M, unsigned char *st)
 {
 	Cuts k;
 	Arena ar = {0};
 	bool *keep;
 
-	if (!cuts_get(C, &k, &ar)) {
+	if (!cuts_get(M, &k, &ar)) {
 		ar_free(&ar);
 		return false;
 	}
-	keep = ar_alloc(&ar, ((size_t)C->d->nnode + 1) * sizeof *keep);
+	keep = ar_alloc(&ar, ((size_t)M->d->nnode + 1) * sizeof *keep);
 	int m = (int)ceil(sqrt((double)k.r));
 	int64_t seg = k.w / m + 1, last = 0;
 	for (int i = 0; i < k.r; i++) {
@@ -168,91 +159,19 @@ rm_sqrtn_state(RmCtx *C, unsigned char *st)
 			last = k.wpre[i] + k.a[i];
 		}
 	}
-	rm_checkpoint_state(C, keep, st);
+	rm_checkpoint_state(M, keep, st);
 	ar_free(&ar);
 	return true;
 }
 
 /* -O1: the sqrt(n) plan (the last in the pool when there is one). */
 void
-rm_plan_o1(RmCtx *C, RmPool *pool)
+rm_plan_o1(RmScorer *S, RmPool *pool)
 {
 	Arena a = {0};
-	unsigned char *st = rm_state_new(C, &a);
+	unsigned char *st = rm_state_new(S->m, &a);
 
-	if (rm_sqrtn_state(C, st))
-		rm_pool_add(pool, C, st, rm_eval(C, st));
-	ar_free(&a);
-}
-
-/* The chain DP for one bound B: boundaries 0 (start), 1..r (cuts), r+1
- * (end). Minimizes the saved bytes of the kept cuts such that no segment
- * between kept ones saves more than B; a monotone deque keeps the window
- * minimum, so O(r). Marks the kept cuts; false when no set meets B. */
-static bool
-chain_dp(const Cuts *k, int64_t B, int64_t *f, int *par, int *dq, bool *keep)
-{
-	int r = k->r, h = 0, e = 0;
-
-	f[0] = 0;
-	dq[e++] = 0;
-	for (int i = 1; i <= r + 1; i++) {
-		int64_t wx = i <= r ? k->wpre[i - 1] : k->w;
-		int64_t ai = i <= r ? k->a[i - 1] : 0;
-		while (h < e) {
-			int j = dq[h];
-			int64_t wj = j == 0 ? 0 : k->wpre[j - 1] + k->a[j - 1];
-			if (wx - wj <= B)
-				break;
-			h++;
-		}
-		if (h == e) {
-			if (i == r + 1)
-				return false;
-			f[i] = INT64_MAX;
-			continue;
-		}
-		f[i] = f[dq[h]] + ai;
-		par[i] = dq[h];
-		while (e > h && f[dq[e - 1]] >= f[i])
-			e--;
-		dq[e++] = i;
-	}
-	for (int i = par[r + 1]; i > 0; i = par[i])
-		keep[k->cut[i - 1]] = true;
-	return true;
-}
-
-/* Sweeps the segment bound geometrically from the smallest feasible to the
- * whole forward, adding each distinct checkpoint set's plan to the pool. */
-void
-rm_chain_sweep(RmCtx *C, RmPool *pool)
-{
-	Cuts k;
-	Arena a = {0};
-	int nn = C->d->nnode + 1;
-
-	if (!cuts_get(C, &k, &a)) {
-		ar_free(&a);
-		return;
-	}
-	int64_t *f = ar_alloc(&a, ((size_t)k.r + 2) * sizeof *f);
-	int *par = ar_alloc(&a, ((size_t)k.r + 2) * sizeof *par);
-	int *dq = ar_alloc(&a, ((size_t)k.r + 2) * sizeof *dq);
-	bool *keep = ar_alloc(&a, (size_t)nn * sizeof *keep);
-	bool *prev = ar_alloc(&a, (size_t)nn * sizeof *prev);
-	unsigned char *st = rm_state_new(C, &a);
-	int64_t B = 1;
-	for (;;) {
-		memset(keep, 0, sizeof *keep * (size_t)nn);
-		if (chain_dp(&k, B, f, par, dq, keep) &&
-		    memcmp(keep, prev, sizeof *keep * (size_t)nn) != 0) {
-			add_checkpoints(C, pool, keep, st);
-			memcpy(prev, keep, sizeof *keep * (size_t)nn);
-		}
-		if (B >= k.w)
-			break;
-		B = B + B / 8 + 1 < k.w ? B + B / 8 + 1 : k.w;
-	}
+	if (rm_sqrtn_state(S->m, st))
+		rm_pool_add(pool, S->m, st, rm_eval_state(S, st));
 	ar_free(&a);
 }

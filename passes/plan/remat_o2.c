@@ -1,9 +1,9 @@
-/* passes/plan/remat_o2.c -- -O2: fills the pool with -O1's plan, the chain DP's
- * sweep (remat_o1.c) and a greedy descent over gap states (any DAG, also
+/* passes/plan/remat_o2.c -- -O2: fills the pool with -O1's plan, the checkpoint
+ * chain's plans (remat_chain.c) and a greedy descent over gap states (any DAG, also
  * U-Nets with no cut nodes): it lowers a threshold on the peak in fixed
  * steps; for each, it drops the gaps that best cut the bytes over the
  * threshold per recompute cost, scoring the likeliest few exactly
- * (rm_score: lv_eval's rules; a shortcut on plain DAGs, and there
+ * (rm_score_state: lv_eval's rules; a shortcut on plain DAGs, and there
  * remat_delta.c's incremental form of it, which re-scores only the steps a
  * move changes), then undoes drops that turned out unneeded. A drop recomputes at the use that ends the gap
  * or, EARLY, inside it where the inputs are still there. The descent runs on
@@ -29,7 +29,9 @@ enum { EST_CAPPED = 1, EST_STRETCH = 2 };
 enum { STEP = 200, FINE_STEP = 250 };
 
 typedef struct Desc {
-	RmCtx *C;
+	const RmModel *M;
+	RmScorer *S;
+	RmRecipe *R;            /* capmet: a move met the cap */
 	unsigned char *st;
 	int64_t peak, cost, exc;
 	double cap;             /* most recompute cost, < 0: none */
@@ -52,13 +54,13 @@ excess(const MemEval *ev, int64_t T)
 	return e;
 }
 
-/* Whether cost is over the cap; C->capmet records that it was. */
+/* Whether cost is over the cap; R->capmet records that it was. */
 static bool
 over_cap(const Desc *D, int64_t cost)
 {
 	if (D->cap < 0 || (double)cost <= D->cap)
 		return false;
-	D->C->capmet = true;
+	D->R->capmet = true;
 	return true;
 }
 
@@ -77,27 +79,18 @@ desc_load(Desc *D, int64_t T)
 }
 
 /* Loads the changed D->st into the incremental scorer. Bookkeeping, not
- * a search's evaluation: C->evals, which bounds the searches, counts the
+ * a search's evaluation: S->evals, which bounds the searches, counts the
  * scores of candidate plans alone, as when each was scored in full. */
 static void
 desc_reload(Desc *D, int64_t T)
 {
-	long evals = D->C->evals;
+	long evals = D->S->evals;
 
 	/* elsewhere each move is scored in full: nothing to load */
-	if (!D->C->simple)
+	if (!D->M->simple)
 		return;
 	rm_delta_load(D->X, D->st, T);
-	D->C->evals = evals;
-}
-
-/* Base position where gap g starts (its tensor's production or a use). */
-static int
-gap_start(const RmCtx *C, int g)
-{
-	int t = C->gtensor[g];
-
-	return g == C->gofs[t] ? C->pos[C->prod[t]] : C->gend[g - 1];
+	D->S->evals = evals;
 }
 
 typedef struct Move {
@@ -125,17 +118,18 @@ estimate(const Desc *D, int a, int b, double bytes)
 static double
 stretch(const Desc *D, int p, int b)
 {
-	const RmCtx *C = D->C;
+	const RmModel *M = D->M;
 	double e = 0;
 
-	for (int k = C->uofs[p]; k < C->uofs[p + 1]; k++) {
-		int s = C->use[k], tail, last;
-		if (C->prod[s] < 0)
+	RmRow uses = rm_uses(M, p);
+	for (int k = uses.lo; k < uses.hi; k++) {
+		int s = M->use[k], tail, last;
+		if (M->prod[s] < 0)
 			continue;
-		tail = C->gofs[s + 1] - 1;
-		last = gap_start(C, tail);
+		tail = rm_tail(M, s);
+		last = rm_gap_start(M, tail);
 		if (D->st[tail] == GAP_KEEP && last < b)
-			e += estimate(D, last, b - 1, (double)C->d->t[s].bytes);
+			e += estimate(D, last, b - 1, (double)M->d->t[s].bytes);
 	}
 	return e;
 }
@@ -153,34 +147,35 @@ offer(Move *m, int *nm, double est, int g, unsigned char to)
 }
 
 /* The WIDE moves with the best estimated excess cut per cost, from the
- * excess by base position of the current plan (in C->ev). */
+ * excess by base position of the current plan (in S->ev). */
 static int
 moves(Desc *D, int64_t T, Move *m)
 {
-	RmCtx *C = D->C;
-	const MemEval *ev = &C->ev;
+	const RmModel *M = D->M;
+	RmScorer *S = D->S;
+	const MemEval *ev = &S->ev;
 	int nm = 0;
 
-	memset(D->wsum, 0, sizeof *D->wsum * (size_t)(C->n + 1));
-	memset(D->csum, 0, sizeof *D->csum * (size_t)(C->n + 1));
+	memset(D->wsum, 0, sizeof *D->wsum * (size_t)(M->n + 1));
+	memset(D->csum, 0, sizeof *D->csum * (size_t)(M->n + 1));
 	for (int s = 0; s < ev->nsteps; s++) {
 		if (ev->live_bytes[s] > T) {
-			D->wsum[C->b.posof[s] + 1] = ck_sat_add(D->wsum[C->b.posof[s] + 1],
+			D->wsum[S->b.posof[s] + 1] = ck_sat_add(D->wsum[S->b.posof[s] + 1],
 			                                      ev->live_bytes[s] - T);
-			D->csum[C->b.posof[s] + 1]++;
+			D->csum[S->b.posof[s] + 1]++;
 		}
 	}
-	for (int x = 0; x < C->n; x++) {
+	for (int x = 0; x < M->n; x++) {
 		D->wsum[x + 1] = ck_sat_add(D->wsum[x + 1], D->wsum[x]);
 		D->csum[x + 1] += D->csum[x];
 	}
-	for (int g = 0; g < C->ngap; g++) {
-		int t = C->gtensor[g], a = gap_start(C, g), b = C->gend[g];
+	for (int g = 0; g < M->ngap; g++) {
+		int t = M->gtensor[g], a = rm_gap_start(M, g), b = M->gend[g];
 		if (D->st[g] == GAP_TRANSIENT || D->st[g] == GAP_EARLY ||
-		    b - a < 2 || b >= C->n || C->d->t[t].persistent_view)
+		    b - a < 2 || b >= M->n || M->d->t[t].persistent_view)
 			continue;
-		double c = (double)(C->d->node[C->prod[t]].cost + C->c0);
-		double bytes = (double)C->d->t[t].bytes;
+		double c = (double)(M->d->node[M->prod[t]].cost + M->c0);
+		double bytes = (double)M->d->t[t].bytes;
 		if (D->st[g] == GAP_STICKY) {
 			offer(m, &nm, 0.25 * estimate(D, a, b, bytes) / c, g,
 			      GAP_TRANSIENT);
@@ -188,10 +183,10 @@ moves(Desc *D, int64_t T, Move *m)
 		}
 		double gain = estimate(D, a, b, bytes);
 		if (D->stretch)
-			gain -= stretch(D, C->prod[t], b);
+			gain -= stretch(D, M->prod[t], b);
 		offer(m, &nm, gain / c, g, GAP_STICKY);
-		if (C->gearly[g] >= 0)
-			offer(m, &nm, estimate(D, a, C->gearly[g] - 1, bytes) / c,
+		if (M->gearly[g] >= 0)
+			offer(m, &nm, estimate(D, a, M->gearly[g] - 1, bytes) / c,
 			      g, GAP_EARLY);
 	}
 	return nm;
@@ -203,18 +198,19 @@ moves(Desc *D, int64_t T, Move *m)
 static int
 apply(Desc *D, const Move *m, int variant, int *undo_g, unsigned char *undo_s)
 {
-	RmCtx *C = D->C;
-	int nu = 0, p = C->prod[C->gtensor[m->gap]], b = C->gend[m->gap];
+	const RmModel *M = D->M;
+	int nu = 0, p = M->prod[M->gtensor[m->gap]], b = M->gend[m->gap];
 
 	undo_g[nu] = m->gap;
 	undo_s[nu++] = D->st[m->gap];
 	D->st[m->gap] = m->to;
-	for (int k = C->uofs[p]; variant && nu < 64 && k < C->uofs[p + 1]; k++) {
-		int s = C->use[k], tail;
-		if (C->prod[s] < 0)
+	RmRow uses = rm_uses(M, p);
+	for (int k = uses.lo; variant && nu < 64 && k < uses.hi; k++) {
+		int s = M->use[k], tail;
+		if (M->prod[s] < 0)
 			continue;
-		tail = C->gofs[s + 1] - 1;
-		if (gap_start(C, tail) >= b || D->st[tail] != GAP_KEEP)
+		tail = rm_tail(M, s);
+		if (rm_gap_start(M, tail) >= b || D->st[tail] != GAP_KEEP)
 			continue;
 		undo_g[nu] = tail;
 		undo_s[nu++] = D->st[tail];
@@ -236,14 +232,15 @@ revert(Desc *D, int nu, const int *undo_g, const unsigned char *undo_s)
 static bool
 desc_step(Desc *D, int64_t T)
 {
-	RmCtx *C = D->C;
+	const RmModel *M = D->M;
+	RmScorer *S = D->S;
 	Move m[WIDE];
 	int nm = moves(D, T, m), best = -1, bestv = 0, nu;
 	int ug[64];
 	unsigned char us[64];
 	double bestr = 0;
 
-	for (int i = 0; i < nm && C->evals < D->maxevals; i++) {
+	for (int i = 0; i < nm && S->evals < D->maxevals; i++) {
 		if (i % TOPK == 0 && best >= 0)
 			break;
 		for (int v = 0; v < (m[i].to == GAP_EARLY ? 1 : 2); v++) {
@@ -253,13 +250,13 @@ desc_step(Desc *D, int64_t T)
 				continue;
 			}
 			RmScore sc;
-			bool ok = rm_delta_score(D->X, D->st, ug, nu, &sc);
+			bool ok = rm_delta_gaps(D->X, D->st, ug, nu, &sc);
 			revert(D, nu, ug, us);
 			if (!ok || over_cap(D, sc.cost))
 				continue;
 			int64_t cut = ck_sat_sub(D->exc, sc.exc);
 			int64_t dc = sc.cost - D->cost;
-			double r = (double)cut / (double)ck_sat_add(dc > 0 ? dc : 0, C->c0);
+			double r = (double)cut / (double)ck_sat_add(dc > 0 ? dc : 0, M->c0);
 			if (cut > 0 && r > bestr) {
 				bestr = r;
 				best = i;
@@ -280,22 +277,22 @@ descend(Desc *D, int64_t T)
 	if (!desc_load(D, T))
 		return false;
 	while (D->peak > T) {
-		if (D->C->evals >= D->maxevals || !desc_step(D, T))
+		if (D->S->evals >= D->maxevals || !desc_step(D, T))
 			return false;
 	}
 	return true;
 }
 
-static const RmCtx *sort_ctx;
+static const RmModel *sort_model;
 
 /* Dropped gaps, costliest producer first, then by index. */
 static int
 by_cost(const void *pa, const void *pb)
 {
-	const RmCtx *C = sort_ctx;
+	const RmModel *M = sort_model;
 	int a = *(const int *)pa, b = *(const int *)pb;
-	int64_t ca = C->d->node[C->prod[C->gtensor[a]]].cost;
-	int64_t cb = C->d->node[C->prod[C->gtensor[b]]].cost;
+	int64_t ca = M->d->node[M->prod[M->gtensor[a]]].cost;
+	int64_t cb = M->d->node[M->prod[M->gtensor[b]]].cost;
 
 	if (ca != cb)
 		return ca > cb ? -1 : 1;
@@ -306,20 +303,21 @@ by_cost(const void *pa, const void *pb)
 static void
 undo(Desc *D, int64_t T, int *buf)
 {
-	RmCtx *C = D->C;
+	const RmModel *M = D->M;
+	RmScorer *S = D->S;
 	int nb = 0;
 
-	for (int g = 0; g < C->ngap; g++)
+	for (int g = 0; g < M->ngap; g++)
 		if (D->st[g] != GAP_KEEP &&
-		    C->d->node[C->prod[C->gtensor[g]]].cost > 0)
+		    M->d->node[M->prod[M->gtensor[g]]].cost > 0)
 			buf[nb++] = g;
-	sort_ctx = C;
+	sort_model = M;
 	qsort(buf, (size_t)nb, sizeof *buf, by_cost);
-	for (int i = 0; i < nb && i < UNDO && C->evals < D->maxevals; i++) {
+	for (int i = 0; i < nb && i < UNDO && S->evals < D->maxevals; i++) {
 		unsigned char old = D->st[buf[i]];
 		D->st[buf[i]] = old == GAP_TRANSIENT ? GAP_STICKY : GAP_KEEP;
 		RmScore sc;
-		if (rm_delta_score(D->X, D->st, &buf[i], 1, &sc) && sc.peak <= T &&
+		if (rm_delta_gaps(D->X, D->st, &buf[i], 1, &sc) && sc.peak <= T &&
 		    sc.cost < D->cost) {
 			D->peak = sc.peak;
 			D->cost = sc.cost;
@@ -333,29 +331,32 @@ undo(Desc *D, int64_t T, int *buf)
 /* From start, lowers the threshold by step (the start's peak / div) until
  * stuck, adding each threshold's plan to the pool. */
 static void
-ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
-       long evals, int mode, int div)
+ladder(RmScorer *S, RmRecipe *R, RmPool *pool, const unsigned char *start,
+       double cap, long evals, int mode, int div)
 {
+	const RmModel *M = S->m;
 	Desc D = {0};
 	Arena a = {0};
-	int *buf = ar_alloc(&a, sizeof *buf * ((size_t)C->ngap + 1));
+	int *buf = ar_alloc(&a, sizeof *buf * ((size_t)M->ngap + 1));
 
-	D.C = C;
+	D.M = M;
+	D.S = S;
+	D.R = R;
 	D.mode = mode & EST_CAPPED;
 	D.stretch = mode & EST_STRETCH;
 	D.cap = cap;
-	D.maxevals = C->evals + evals;
-	D.wsum = ar_alloc(&a, sizeof *D.wsum * ((size_t)C->n + 2));
-	D.csum = ar_alloc(&a, sizeof *D.csum * ((size_t)C->n + 2));
-	D.X = rm_delta_new(C, &a);
-	D.st = ar_alloc(&a, (size_t)C->ngap + 1);
-	memcpy(D.st, start, (size_t)C->ngap);
+	D.maxevals = S->evals + evals;
+	D.wsum = ar_alloc(&a, sizeof *D.wsum * ((size_t)M->n + 2));
+	D.csum = ar_alloc(&a, sizeof *D.csum * ((size_t)M->n + 2));
+	D.X = rm_delta_new(S, &a);
+	D.st = ar_alloc(&a, (size_t)M->ngap + 1);
+	memcpy(D.st, start, (size_t)M->ngap);
 	if (desc_load(&D, 0)) {
 		int64_t step = D.peak / div + 1;
 		int64_t T = D.peak - step;
 		while (T > 0 && descend(&D, T)) {
 			undo(&D, T, buf);
-			rm_pool_add(pool, C, D.st, rm_eval(C, D.st));
+			rm_pool_add(pool, M, D.st, rm_eval_state(S, D.st));
 			T = (D.peak < T ? D.peak : T) - step;
 		}
 	}
@@ -367,38 +368,39 @@ ladder(RmCtx *C, RmPool *pool, const unsigned char *start, double cap,
  * order's peak is below the base order's; its plans join the pool as
  * explicit schedules. False when it did not run. */
 static bool
-ladder_reordered(RmCtx *C, RmPool *pool, double cap, long evals, const int *ord,
-                 int modes, int div)
+ladder_reordered(const RmModel *M, RmRecipe *R, RmPool *pool, double cap,
+                 long evals, const int *ord, int modes, int div)
 {
 	bool ran = false;
-
-	Dag d2 = *C->d;
-	RmCtx C2;
+	Dag d2 = *M->d;
+	RmModel M2;
+	RmScorer S2;
 	RmPool p2 = {0};
+	Arena a = {0};
 
 	d2.base_order = (int *)ord;
-	rm_ctx_init(&C2, &d2);
-	C2.lower = C->lower;
-	C2.eff = C->eff;
-	unsigned char *st = ar_alloc(&C2.mem, (size_t)C2.ngap + 1);
-	rm_pool_add(&p2, &C2, st, rm_eval(&C2, st));
+	rm_model_init(&M2, &d2);
+	rm_scorer_init(&S2, &M2);
+	unsigned char *st = rm_state_new(&M2, &a);
+	rm_pool_add(&p2, &M2, st, rm_eval_state(&S2, st));
 	if (p2.n > 0 && p2.c[0].peak < pool->c[0].peak) {
 		ran = true;
 		for (int m = 0; m <= (EST_CAPPED | EST_STRETCH); m++)
 			if (modes >> m & 1)
-				ladder(&C2, &p2, p2.c[0].state, cap, evals, m, div);
+				ladder(&S2, R, &p2, p2.c[0].state, cap, evals, m, div);
 	}
-	/* each plan joined p2 scored by rm_eval; its steps are rebuilt */
+	/* each plan joined p2 scored by rm_eval_state; its steps are rebuilt */
 	for (int i = 0; i < p2.n; i++) {
 		MemEval ev = {0};
 		ev.peak = p2.c[i].peak;
 		ev.recompute_cost = p2.c[i].cost;
-		if (rm_build(&C2, p2.c[i].state))
-			rm_pool_add_sched(pool, C2.b.step, C2.b.nstep, &ev);
+		if (rm_build(&S2, p2.c[i].state))
+			rm_pool_add_sched(pool, S2.b.step, S2.b.nstep, &ev);
 	}
-	C->capmet |= C2.capmet;
 	rm_pool_free(&p2);
-	rm_ctx_free(&C2);
+	rm_scorer_free(&S2);
+	rm_model_free(&M2);
+	ar_free(&a);
 	return ran;
 }
 
@@ -421,23 +423,23 @@ best_within(const RmPool *pool, double cap)
  * the chain DP's plans to start from; general DAGs rely on the descent
  * alone and get more evaluations. */
 static RmEffort
-rm_effort(const RmCtx *C)
+rm_effort(const RmModel *M)
 {
 	RmEffort e = {0};
-	long size = C->n + 1 + (C->has_backward ? C->uofs[C->d->nnode] : 0);
-	long dsize = C->n + C->uofs[C->d->nnode] + 1;
+	long size = M->n + 1 + (M->has_backward ? M->nuses : 0);
+	long dsize = M->n + M->nuses + 1;
 
 	e.size = dsize;
 	e.chain_work = 30000000;
 	e.chain_fine = 12;
 	e.chain_coarse = dsize < 50000 ? 24 : 12;
 	e.desc_size = 20000;
-	e.desc_evals = (C->has_backward ? 10000000L : 6000000L) / size;
+	e.desc_evals = (M->has_backward ? 10000000L : 6000000L) / size;
 	if (e.desc_evals > 20000)
 		e.desc_evals = 20000;
 	e.climb_size = 400;
 	e.climb_evals = size < e.climb_size ? 400000 / size : 0;
-	e.kicks = C->d->nnode <= 24 ? 10000 : 0;
+	e.kicks = M->d->nnode <= 24 ? 10000 : 0;
 	e.dtr_size = 40000;
 	/* about 0.1 s, shared evenly by the simulation's candidates */
 	e.dtr_work = 4000000L;
@@ -448,39 +450,40 @@ rm_effort(const RmCtx *C)
 	e.dtr_tries = 1000000L / dsize < 8 ? 8 : 1000000L / dsize;
 	e.order_work = 40000000L;
 	e.reorder_plans = 4;
-	/* the stage search's branch and bounds, per rung of its ladder */
-	e.stage_work = 1000000L;
+	/* the trim search's branch and bounds, per rung of its ladder */
+	e.trim_work = 1000000L;
 	/* its remove and repair: 5x on small graphs (mobilenet at 0.8 needs
 	 * that for its optimum); none on large ones, where the time goes to
 	 * the descent (random layered n1000 at 0.9 would gain 1690 -> 1677
 	 * for about 0.05 s) */
-	e.stage_repair = dsize < 2000 ? 5000000L : 0;
+	e.trim_repair = dsize < 2000 ? 5000000L : 0;
 	return e;
 }
 
 void
-rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
+rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 {
+	const RmModel *M = S->m;
 	double cap = -1;
-	RmEffort eff = rm_effort(C);
-	long size = C->n + 1 + (C->has_backward ? C->uofs[C->d->nnode] : 0);
+	RmEffort eff = rm_effort(M);
+	long size = M->n + 1 + (M->has_backward ? M->nuses : 0);
 	long evals = eff.desc_evals;
 
-	C->eff = &eff;
+	R->eff = &eff;
 
 	if (goal->budget < 0 && goal->max_recompute >= 0)
-		cap = goal->max_recompute * (double)C->d->forward_cost;
+		cap = goal->max_recompute * (double)M->d->forward_cost;
 	/* Under a budget, after the plain run (rm_plan) whose searches below
 	 * met no cap: the same searches without a cap would make the same
 	 * plans again, which are in the pool already. */
-	bool again = goal->budget >= 0 && C->o2_shared;
-	C->capmet = false;
+	bool again = goal->budget >= 0 && R->o2_shared;
+	R->capmet = false;
 	if (!again) {
-		rm_plan_o1(C, pool);
-		rm_chain_plans(C, pool, cap);
+		rm_plan_o1(S, pool);
+		rm_chain_plans(S, R, pool, cap);
 	}
-	if (C->n > eff.desc_size) {
-		C->eff = NULL;
+	if (M->n > eff.desc_size) {
+		R->eff = NULL;
 		return;
 	}
 	/* On general DAGs the descent gets most evaluations on the orders that
@@ -494,56 +497,56 @@ rm_plan_o2(RmCtx *C, RmPool *pool, const PlanGoal *goal)
 	 * the base order, whose gaps match the forward/backward structure,
 	 * and so does the search for the smallest peak (no budget), where the
 	 * base order's descent goes further. */
-	const int *lb = rm_least_bytes_order(C);
-	bool re = again ? C->o2_reordered :
-	          lb && ladder_reordered(C, pool, cap, C->has_backward ?
+	const int *lb = rm_least_bytes_order(S, R);
+	bool re = again ? R->o2_reordered :
+	          lb && ladder_reordered(M, R, pool, cap, M->has_backward ?
 	                                 evals / 2 : evals / 4, lb,
-	                                 C->has_backward ? 1 << 0 | 1 << EST_CAPPED :
+	                                 M->has_backward ? 1 << 0 | 1 << EST_CAPPED :
 	                                 1 << 0 | 1 << EST_STRETCH |
 	                                 1 << (EST_STRETCH | EST_CAPPED), STEP);
-	if (re && !C->has_backward && goal->budget >= 0) {
+	if (re && !M->has_backward && goal->budget >= 0) {
 		Arena a = {0};
-		int *plain = ar_alloc(&a, sizeof *plain * ((size_t)C->d->nnode + 1));
+		int *plain = ar_alloc(&a, sizeof *plain * ((size_t)M->d->nnode + 1));
 		/* the plain order's descent in finer steps (more plans near any
 		 * budget) takes the base order's share: its plans were never
 		 * the cheapest fitting ones here */
-		if (rm_topo_order(C, 0, plain))
-			ladder_reordered(C, pool, cap, 3 * evals / 5, plain,
+		if (rm_topo_order(M, 0, plain))
+			ladder_reordered(M, R, pool, cap, 3 * evals / 5, plain,
 			                 1 << EST_STRETCH, FINE_STEP);
 		ar_free(&a);
 	} else if (!again) {
-		ladder(C, pool, pool->c[0].state, cap, evals, 0, STEP);
-		ladder(C, pool, pool->c[0].state, cap, evals, EST_CAPPED, STEP);
+		ladder(S, R, pool, pool->c[0].state, cap, evals, 0, STEP);
+		ladder(S, R, pool, pool->c[0].state, cap, evals, EST_CAPPED, STEP);
 	}
 	if (goal->budget < 0) {
-		C->o2_shared = !C->capmet;
-		C->o2_reordered = re;
+		R->o2_shared = !R->capmet;
+		R->o2_reordered = re;
 		int b = best_within(pool, cap);
 		if (b != 0) {
 			Arena a = {0};
-			unsigned char *st = ar_alloc(&a, (size_t)C->ngap + 1);
-			memcpy(st, pool->c[b].state, (size_t)C->ngap);
-			ladder(C, pool, st, cap, evals / 2, 0, STEP);
+			unsigned char *st = ar_alloc(&a, (size_t)M->ngap + 1);
+			memcpy(st, pool->c[b].state, (size_t)M->ngap);
+			ladder(S, R, pool, st, cap, evals / 2, 0, STEP);
 			ar_free(&a);
 		}
 	}
 	/* every plan so far ignores the budget; so do these, on small graphs
 	 * (the smallest peaks, with no cap under a budget) */
 	if (goal->budget < 0 || size < eff.climb_size)
-		rm_plan_dtr(C, pool, -1, cap);
+		rm_plan_dtr(S, R, pool, -1, cap);
 	if (size < eff.climb_size)
-		rm_climb(C, pool, cap, eff.climb_evals, eff.kicks);
+		rm_climb(S, pool, cap, eff.climb_evals, eff.kicks);
 	/* a fixed ladder of bounds up to the budget: each plan is the same
 	 * whatever the budget, so a larger budget sees a superset */
 	if (goal->budget >= 0) {
-		rm_stage_plans(C, pool, goal->budget);
-		rm_plan_dtr(C, pool, goal->budget, -1);
+		rm_trim_plans(S, R, pool, goal->budget);
+		rm_plan_dtr(S, R, pool, goal->budget, -1);
 	}
 	/* the best plans with their steps reordered where the spec allows
 	 * (backward steps too) and what lives across their peak recomputed
 	 * within the cap; not under a budget, so that every budget sees the
 	 * same plans */
 	if (goal->budget < 0)
-		rm_reorder_pool(C, pool, cap, eff.reorder_plans);
-	C->eff = NULL;
+		rm_reorder_pool(S, R, pool, cap, eff.reorder_plans);
+	R->eff = NULL;
 }

@@ -15,19 +15,14 @@
 
 #include "remat_int.h"
 
-static int64_t
-owned(const Dag *d, int t)
-{
-	return d->t[t].view_src >= 0 || d->t[t].persistent_view ? 0 : d->t[t].bytes;
-}
-
 /* Recomputes one move may insert, and all moves together. */
 enum { RCHAIN = 8, RTOTAL = 4 * RCHAIN };
 
 /* A schedule being improved: its steps, a buffer for a changed copy, its
  * key (the peak, then how many steps reach it) and the evaluations left. */
 typedef struct Ord {
-	RmCtx *C;
+	const RmModel *M;
+	RmScorer *S;
 	int *s, *buf, m, capm;  /* capm: room in s and buf */
 	int64_t peak;
 	int npeak;
@@ -41,17 +36,17 @@ typedef struct Ord {
 } Ord;
 
 /* The peak of s[0..m) and how many steps reach it, by lv_eval (scratch
- * in C), or (fast) by rm_score's shortcut of it, which leaves the rest of
- * C->ev stale; false when s is invalid. */
+ * in S), or (fast) by rm_score_state's shortcut of it, which leaves the rest of
+ * S->ev stale; false when s is invalid. */
 static bool
-order_key(RmCtx *C, const int *s, int m, int64_t *peak, int *npeak, bool fast)
+order_key(RmScorer *S, const int *s, int m, int64_t *peak, int *npeak, bool fast)
 {
-	if (!(fast ? rm_score_steps(C, s, m) : rm_eval_steps(C, s, m)))
+	if (!(fast ? rm_score_steps(S, s, m) : rm_eval_steps(S, s, m)))
 		return false;
-	*peak = C->ev.peak;
+	*peak = S->ev.peak;
 	*npeak = 0;
-	for (int i = 0; i < C->ev.nsteps; i++)
-		*npeak += C->ev.live_bytes[i] == C->ev.peak;
+	for (int i = 0; i < S->ev.nsteps; i++)
+		*npeak += S->ev.live_bytes[i] == S->ev.peak;
 	return true;
 }
 
@@ -143,21 +138,21 @@ order_keep(Ord *O, int m)
 	int np;
 
 	O->evals--;
-	if (!order_key(O->C, O->buf, m, &pk, &np, true) ||
+	if (!order_key(O->S, O->buf, m, &pk, &np, true) ||
 	    pk > O->peak || (pk == O->peak && np >= O->npeak) ||
-	    (O->maxcost >= 0 && (double)O->C->ev.recompute_cost > O->maxcost))
+	    (O->maxcost >= 0 && (double)O->S->ev.recompute_cost > O->maxcost))
 		return false;
 	memcpy(O->s, O->buf, sizeof *O->s * (size_t)m);
 	O->m = m;
 	O->peak = pk;
 	O->npeak = np;
-	/* C->ev describes O->s in full again (the moves read its instances),
+	/* S->ev describes O->s in full again (the moves read its instances),
 	 * when the shortcut scored it; not an evaluation of the search's,
-	 * which C->evals counts */
-	if (O->C->simple) {
-		long evals = O->C->evals;
-		order_key(O->C, O->s, m, &pk, &np, false);
-		O->C->evals = evals;
+	 * which S->evals counts */
+	if (O->M->simple) {
+		long evals = O->S->evals;
+		order_key(O->S, O->s, m, &pk, &np, false);
+		O->S->evals = evals;
 	}
 	return true;
 }
@@ -192,7 +187,7 @@ order_end_before(const Ord *O, int t, int x)
 static bool
 order_chain(const Ord *O, int v, int x, int p, int *chain, int *n, int depth)
 {
-	const DagNode *nd = &O->C->d->node[v];
+	const DagNode *nd = &O->M->d->node[v];
 
 	for (int k = 0; k < *n; k++)
 		if (chain[k] == v)
@@ -201,7 +196,7 @@ order_chain(const Ord *O, int v, int x, int p, int *chain, int *n, int depth)
 		return false;
 	for (int j = 0; j < nd->nin; j++) {
 		int t = nd->in[j];
-		if (O->C->d->t[t].from_start || order_end_before(O, t, x) >= p)
+		if (O->M->d->t[t].from_start || order_end_before(O, t, x) >= p)
 			continue;
 		if (O->maker[t] < 0 ||
 		    !order_chain(O, O->maker[t], x, p, chain, n, depth + 1))
@@ -229,11 +224,11 @@ order_try_chain(Ord *O, const Instance *in, int p, int x)
 }
 
 /* Selects in O->sel the owning instances live across step p of the
- * current evaluation (in C->ev, copied to O->inst), largest first. */
+ * current evaluation (in S->ev, copied to O->inst), largest first. */
 static int
 order_select(Ord *O, int p)
 {
-	const MemEval *ev = &O->C->ev;
+	const MemEval *ev = &O->S->ev;
 	int ni = 0;
 
 	memcpy(O->inst, ev->inst, sizeof *O->inst * (size_t)ev->ninst);
@@ -260,8 +255,8 @@ order_select(Ord *O, int p)
 static bool
 order_step(Ord *O)
 {
-	const Dag *d = O->C->d;
-	int p = O->C->ev.peak_step, ni = order_select(O, p);
+	const Dag *d = O->M->d;
+	int p = O->S->ev.peak_step, ni = order_select(O, p);
 
 	for (int c = 0; c < ni && O->evals > 0; c++) {
 		const Instance *in = &O->inst[O->sel[c]];
@@ -298,30 +293,31 @@ order_makers(const Dag *d, Arena *a)
  * and, when maxcost allows (>= 0 or -1: any), by recomputing what lives
  * across the peak before its next use; keeps the first change that lowers
  * (peak, steps at the peak), with at most evals evaluations. The result
- * lives in a (*m updated); NULL when s is invalid. C->ev describes it. */
+ * lives in a (*m updated); NULL when s is invalid. S->ev describes it. */
 static int *
-order_improve(RmCtx *C, const int *s, int *m, long evals, double maxcost,
+order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
               bool remat, Arena *a)
 {
+	const RmModel *M = S->m;
 	Arena step = {0};               /* each move's */
-	Ord O = {C, NULL, NULL, *m, *m + (remat ? RTOTAL : 0), 0, 0, evals,
+	Ord O = {M, S, NULL, NULL, *m, *m + (remat ? RTOTAL : 0), 0, 0, evals,
 	         maxcost, remat, NULL, NULL, 0, NULL};
 
 	O.s = ar_alloc(a, sizeof *O.s * ((size_t)O.capm + 1));
 	O.buf = ar_alloc(a, sizeof *O.buf * ((size_t)O.capm + 1));
-	O.maker = order_makers(C->d, a);
+	O.maker = order_makers(M->d, a);
 	memcpy(O.s, s, sizeof *O.s * (size_t)*m);
-	if (!order_key(C, O.s, O.m, &O.peak, &O.npeak, false))
+	if (!order_key(S, O.s, O.m, &O.peak, &O.npeak, false))
 		return NULL;
 	while (O.evals > 0) {
-		O.inst = ar_alloc(&step, sizeof *O.inst * ((size_t)C->ev.ninst + 1));
-		O.sel = ar_alloc(&step, sizeof *O.sel * ((size_t)C->ev.ninst + 1));
+		O.inst = ar_alloc(&step, sizeof *O.inst * ((size_t)S->ev.ninst + 1));
+		O.sel = ar_alloc(&step, sizeof *O.sel * ((size_t)S->ev.ninst + 1));
 		bool moved = order_step(&O);
 		ar_free(&step);
 		if (!moved)
 			break;
 	}
-	order_key(C, O.s, O.m, &O.peak, &O.npeak, false);      /* C->ev describes it */
+	order_key(S, O.s, O.m, &O.peak, &O.npeak, false);      /* S->ev describes it */
 	*m = O.m;
 	return O.s;
 }
@@ -333,9 +329,9 @@ order_improve(RmCtx *C, const int *s, int *m, long evals, double maxcost,
  * fewest bytes (seed 0; ties by base position), or a random ready node.
  * False on a cycle. */
 bool
-rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
+rm_topo_order(const RmModel *M, uint64_t seed, int *out)
 {
-	const Dag *d = C->d;
+	const Dag *d = M->d;
 	Arena a = {0};          /* the call's scratch */
 	int nn = d->nnode, nt = d->nt, ne = 0, k = 0;
 	int *maker = ar_alloc(&a, ((size_t)nt + 1) * sizeof *maker);
@@ -352,23 +348,24 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 	for (int v = 0; v < nn; v++)
 		for (int j = 0; j < d->node[v].nout; j++)
 			maker[d->node[v].out[j]] = v;
-	for (int v = 0; v < nn; v++)
-		for (int i = C->uofs[v]; i < C->uofs[v + 1]; i++)
-			rd[C->use[i]]++;
+	for (int i = 0; i < M->nuses; i++)
+		rd[M->use[i]]++;
 	/* readers of each tensor, CSR */
 	int *rofs = ar_alloc(&a, ((size_t)nt + 2) * sizeof *rofs);
-	int *reader = ar_alloc(&a, ((size_t)C->uofs[nn] + 1) * sizeof *reader);
+	int *reader = ar_alloc(&a, ((size_t)M->nuses + 1) * sizeof *reader);
 	for (int t = 0; t < nt; t++)
 		rofs[t + 1] = rofs[t] + rd[t];
-	for (int v = 0; v < nn; v++)
-		for (int i = C->uofs[v]; i < C->uofs[v + 1]; i++)
-			reader[rofs[C->use[i] + 1] - rd[C->use[i]]--] = v;
-	for (int v = 0; v < nn; v++)
-		for (int i = C->uofs[v]; i < C->uofs[v + 1]; i++)
-			rd[C->use[i]]++;
 	for (int v = 0; v < nn; v++) {
-		for (int i = C->uofs[v]; i < C->uofs[v + 1]; i++)
-			ne += maker[C->use[i]] >= 0;
+		RmRow uses = rm_uses(M, v);
+		for (int i = uses.lo; i < uses.hi; i++)
+			reader[rofs[M->use[i] + 1] - rd[M->use[i]]--] = v;
+	}
+	for (int i = 0; i < M->nuses; i++)
+		rd[M->use[i]]++;
+	for (int v = 0; v < nn; v++) {
+		RmRow uses = rm_uses(M, v);
+		for (int i = uses.lo; i < uses.hi; i++)
+			ne += maker[M->use[i]] >= 0;
 		for (int j = 0; j < d->node[v].nacc; j++)
 			ne += rd[d->node[v].acc[j].tensor];
 	}
@@ -381,14 +378,15 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 			efrom[ne] = d->node[v].fwd_plus1 - 1;
 			edge[ne++] = v;
 		}
-		for (int i = C->uofs[v]; i < C->uofs[v + 1]; i++)
-			if (maker[C->use[i]] >= 0 && maker[C->use[i]] != v) {
-				efrom[ne] = maker[C->use[i]];
+		RmRow uses = rm_uses(M, v);
+		for (int i = uses.lo; i < uses.hi; i++)
+			if (maker[M->use[i]] >= 0 && maker[M->use[i]] != v) {
+				efrom[ne] = maker[M->use[i]];
 				edge[ne++] = v;
 			}
 		for (int j = 0; j < d->node[v].nacc; j++) {
-			int t = d->node[v].acc[j].tensor;
-			for (int i = rofs[t]; i < rofs[t + 1]; i++)
+			RmRow rs = rm_row(rofs, d->node[v].acc[j].tensor, nt);
+			for (int i = rs.lo; i < rs.hi; i++)
 				if (reader[i] != v) {
 					efrom[ne] = v;
 					edge[ne++] = reader[i];
@@ -420,12 +418,13 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 				const DagNode *n = &d->node[ready[i]];
 				int64_t dl = 0;
 				for (int j = 0; j < n->nout; j++)
-					dl += owned(d, n->out[j]);
-				for (int u = C->uofs[ready[i]]; u < C->uofs[ready[i] + 1]; u++)
-					if (rd[C->use[u]] == 1 && !d->t[C->use[u]].to_end)
-						dl -= owned(d, C->use[u]);
+					dl += dag_owned(d, n->out[j]);
+				RmRow uses = rm_uses(M, ready[i]);
+				for (int u = uses.lo; u < uses.hi; u++)
+					if (rd[M->use[u]] == 1 && !d->t[M->use[u]].to_end)
+						dl -= dag_owned(d, M->use[u]);
 				if (i == 0 || dl < bd || (dl == bd &&
-				    C->pos[ready[i]] < C->pos[ready[bi]])) {
+				    M->pos[ready[i]] < M->pos[ready[bi]])) {
 					bd = dl;
 					bi = i;
 				}
@@ -434,9 +433,11 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 		int v = ready[bi];
 		ready[bi] = ready[--nready];
 		out[k++] = v;
-		for (int u = C->uofs[v]; u < C->uofs[v + 1]; u++)
-			rd[C->use[u]]--;
-		for (int e = eofs[v]; e < eofs[v + 1]; e++)
+		RmRow uses = rm_uses(M, v);
+		for (int u = uses.lo; u < uses.hi; u++)
+			rd[M->use[u]]--;
+		RmRow succ = rm_row(eofs, v, nn);
+		for (int e = succ.lo; e < succ.hi; e++)
 			if (--cnt[sorted[e]] == 0)
 				ready[nready++] = sorted[e];
 	}
@@ -446,26 +447,27 @@ rm_topo_order(const RmCtx *C, uint64_t seed, int *out)
 }
 
 const int *
-rm_least_bytes_order(RmCtx *C)
+rm_least_bytes_order(RmScorer *S, RmRecipe *R)
 {
-	long size = C->eff->size, work = C->eff->order_work;
+	const RmModel *M = S->m;
+	long size = R->eff->size, work = R->eff->order_work;
 
-	if (C->lborder_done)
-		return C->lborder;
-	C->lborder_done = true;
-	C->lborder = ar_alloc(&C->mem, sizeof *C->lborder * ((size_t)C->d->nnode + 1));
-	if (!rm_topo_order(C, 0, C->lborder)) {
-		C->lborder = NULL;
+	if (R->lborder_done)
+		return R->lborder;
+	R->lborder_done = true;
+	R->lborder = ar_alloc(&R->mem, sizeof *R->lborder * ((size_t)M->d->nnode + 1));
+	if (!rm_topo_order(M, 0, R->lborder)) {
+		R->lborder = NULL;
 		return NULL;
 	}
 	Arena a = {0};
-	int m = C->n, *s = order_improve(C, C->lborder, &m, work / size + 1, 0,
+	int m = M->n, *s = order_improve(S, R->lborder, &m, work / size + 1, 0,
 	                                 false, &a);
 
 	if (s)
-		memcpy(C->lborder, s, sizeof *s * (size_t)m);
+		memcpy(R->lborder, s, sizeof *s * (size_t)m);
 	ar_free(&a);
-	return C->lborder;
+	return R->lborder;
 }
 
 /* Whether plan a comes before plan b: smaller peak, then cost. */
@@ -503,7 +505,7 @@ best_plans(const RmPool *pool, double cap, int k, int *pick)
 }
 
 void
-rm_reorder_pool(RmCtx *C, RmPool *pool, double cap, int k)
+rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k)
 {
 	Arena a = {0};
 	int *pick = ar_alloc(&a, sizeof *pick * ((size_t)k + 1));
@@ -511,13 +513,13 @@ rm_reorder_pool(RmCtx *C, RmPool *pool, double cap, int k)
 
 	for (int i = 0; i < np; i++) {
 		int m = 0;
-		const int *st = rm_cand_steps(C, &pool->c[pick[i]], &m);
-		long evals = C->eff->order_work / (k * ((long)m + C->eff->size)) + 1;
+		const int *st = rm_cand_steps(S, &pool->c[pick[i]], &m);
+		long evals = R->eff->order_work / (k * ((long)m + R->eff->size)) + 1;
 		int *s;
-		/* order_improve copies st first, so a build's C->b.step is safe */
-		if (st && (s = order_improve(C, st, &m, evals, cap, true, &a)) &&
-		    C->ev.peak < pool->c[pick[i]].peak)
-			rm_pool_add_sched(pool, s, m, &C->ev);
+		/* order_improve copies st first, so a build's S->b.step is safe */
+		if (st && (s = order_improve(S, st, &m, evals, cap, true, &a)) &&
+		    S->ev.peak < pool->c[pick[i]].peak)
+			rm_pool_add_sched(pool, s, m, &S->ev);
 	}
 	ar_free(&a);
 }

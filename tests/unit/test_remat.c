@@ -67,7 +67,7 @@ lower(const Fwd *f, Dag *d, Arena *a)
 			int u = f->in[i][j];
 			v->in[v->nin++] = u < 0 ? x : 1 + u;
 			if (k >= n && u >= 0)
-				v->acc[v->nacc++] = (DagAcc){1 + n + u, -1};
+				v->acc[v->nacc++] = (DagAcc){1 + n + u, -1, false};
 		}
 		d->base_order[k] = k;
 	}
@@ -452,10 +452,10 @@ plain_dag(Dag *d, uint64_t *seed, int n, Arena *a)
 	dag_finish(d);
 }
 
-/* The gap descent's incremental scorer (remat_delta.c) gives rm_score's
+/* The gap descent's incremental scorer (remat_delta.c) gives rm_score_state's
  * peak, recompute cost and excess over a threshold for every plan that
  * changes one to three gaps of the loaded one (any states, EARLY
- * included), and tells the plans rm_score refuses. */
+ * included), and tells the plans rm_score_state refuses. */
 static void
 test_delta_matches_score(void **state)
 {
@@ -468,7 +468,7 @@ test_delta_matches_score(void **state)
 		Dag d;
 		RmCtx C;
 		ar_init(&a);
-		/* every fourth a training graph with views, which rm_score
+		/* every fourth a training graph with views, which rm_score_state
 		 * (and so the scorer) hands to lv_eval */
 		RdOptions o = {3, 12, true, true, true, true, false};
 		if (iter % 4 == 3)
@@ -476,30 +476,30 @@ test_delta_matches_score(void **state)
 		else
 			plain_dag(&d, &seed, 5 + iter % 60, &a);
 		rm_ctx_init(&C, &d);
-		RmDelta *X = rm_delta_new(&C, &a);
-		unsigned char *st = rm_state_new(&C, &a);
-		for (int g = 0; g < C.ngap; g++)
+		RmDelta *X = rm_delta_new(&C.s, &a);
+		unsigned char *st = rm_state_new(&C.m, &a);
+		for (int g = 0; g < C.m.ngap; g++)
 			st[g] = rd_next(&seed) % 3 ? GAP_KEEP :
 			        (unsigned char)(rd_next(&seed) % 3);
 		const MemEval *ev = rm_delta_load(X, st, 0);
 		assert_non_null(ev);
 		int64_t T = ev->peak - ev->peak / (1 + (int64_t)(rd_next(&seed) % 8));
 		assert_non_null(rm_delta_load(X, st, T));
-		for (int k = 0; k < 30 && C.ngap > 0; k++) {
+		for (int k = 0; k < 30 && C.m.ngap > 0; k++) {
 			int gap[3], ng = 1 + (int)(rd_next(&seed) % 3);
 			unsigned char old[3];
 			RmScore sc;
 			for (int i = 0; i < ng; i++) {
-				gap[i] = (int)(rd_next(&seed) % (uint64_t)C.ngap);
+				gap[i] = (int)(rd_next(&seed) % (uint64_t)C.m.ngap);
 				old[i] = st[gap[i]];
 			}
 			for (int i = 0; i < ng; i++) {
 				st[gap[i]] = (unsigned char)(rd_next(&seed) % 3);
-				if (C.gearly[gap[i]] >= 0 && rd_next(&seed) % 2)
+				if (C.m.gearly[gap[i]] >= 0 && rd_next(&seed) % 2)
 					st[gap[i]] = GAP_EARLY;
 			}
-			bool ok = rm_delta_score(X, st, gap, ng, &sc);
-			const MemEval *full = rm_score(&C, st);
+			bool ok = rm_delta_gaps(X, st, gap, ng, &sc);
+			const MemEval *full = rm_score_state(&C.s, st);
 			assert_int_equal(ok, full != NULL);
 			if (full) {
 				int64_t e = 0;
@@ -541,13 +541,13 @@ test_score_steps_matches_eval(void **state)
 		ar_init(&a);
 		plain_dag(&d, &seed, 5 + iter % 40, &a);
 		rm_ctx_init(&C, &d);
-		unsigned char *st = rm_state_new(&C, &a);
-		for (int g = 0; g < C.ngap; g++)
+		unsigned char *st = rm_state_new(&C.m, &a);
+		for (int g = 0; g < C.m.ngap; g++)
 			st[g] = (unsigned char)(rd_next(&seed) % 3);
-		assert_true(rm_build(&C, st));
-		int n = C.b.nstep;
+		assert_true(rm_build(&C.s, st));
+		int n = C.s.b.nstep;
 		int *s = ar_alloc(&a, sizeof *s * (size_t)(n + 1));
-		memcpy(s, C.b.step, sizeof *s * (size_t)n);
+		memcpy(s, C.s.b.step, sizeof *s * (size_t)n);
 		/* a random move of one step, valid or not */
 		int i = (int)(rd_next(&seed) % (uint64_t)n), j = (int)(rd_next(&seed) % (uint64_t)n);
 		int v = s[i];
@@ -555,10 +555,10 @@ test_score_steps_matches_eval(void **state)
 		memmove(s + j + 1, s + j, sizeof *s * (size_t)(n - 1 - j));
 		s[j] = v;
 		int m = iter % 7 == 0 ? n - 1 : n;      /* drops the last step */
-		const MemEval *fast = rm_score_steps(&C, s, m);
+		const MemEval *fast = rm_score_steps(&C.s, s, m);
 		bool fok = fast != NULL;
 		int64_t peak = fok ? fast->peak : 0, cost = fok ? fast->recompute_cost : 0;
-		const MemEval *ev = rm_eval_steps(&C, s, m);
+		const MemEval *ev = rm_eval_steps(&C.s, s, m);
 		assert_int_equal(fok, ev != NULL);
 		if (ev) {
 			assert_int_equal(ev->peak, peak);
@@ -569,7 +569,7 @@ test_score_steps_matches_eval(void **state)
 	}
 }
 
-/* rm_score, the searches' shortcut, scores every plan -- any mix of gap
+/* rm_score_state, the searches' shortcut, scores every plan -- any mix of gap
  * states, EARLY recomputes included -- exactly as lv_eval does. */
 static void
 test_score_matches_eval(void **state)
@@ -585,23 +585,23 @@ test_score_matches_eval(void **state)
 		ar_init(&a);
 		plain_dag(&d, &seed, 5 + iter % 40, &a);
 		rm_ctx_init(&C, &d);
-		assert_true(C.simple);
-		unsigned char *st = rm_state_new(&C, &a);
+		assert_true(C.m.simple);
+		unsigned char *st = rm_state_new(&C.m, &a);
 		for (int round = 0; round < 5; round++) {
-			for (int g = 0; g < C.ngap; g++) {
+			for (int g = 0; g < C.m.ngap; g++) {
 				st[g] = (unsigned char)(rd_next(&seed) % 3);
-				if (C.gearly[g] >= 0 && rd_next(&seed) % 2) {
+				if (C.m.gearly[g] >= 0 && rd_next(&seed) % 2) {
 					st[g] = GAP_EARLY;
 					early++;
 				}
 			}
-			const MemEval *fast = rm_score(&C, st);
+			const MemEval *fast = rm_score_state(&C.s, st);
 			assert_non_null(fast);
 			int64_t peak = fast->peak, cost = fast->recompute_cost;
 			int n = fast->nsteps;
 			int64_t *live = malloc(sizeof *live * (size_t)n);
 			memcpy(live, fast->live_bytes, sizeof *live * (size_t)n);
-			const MemEval *ev = rm_eval(&C, st);
+			const MemEval *ev = rm_eval_state(&C.s, st);
 			assert_non_null(ev);
 			assert_int_equal(ev->peak, peak);
 			assert_int_equal(ev->recompute_cost, cost);
@@ -660,20 +660,20 @@ test_early_recompute(void **state)
 	}
 	dag_finish(&d);
 	rm_ctx_init(&C, &d);
-	unsigned char *st = rm_state_new(&C, &a);
-	int g = C.gofs[2] + 1;          /* t's gap from step 3 to step 8 */
-	assert_int_equal(C.gend[g], 8);
-	assert_int_equal(C.gearly[g], 6);
-	assert_int_equal(rm_eval(&C, st)->peak, 551);
+	unsigned char *st = rm_state_new(&C.m, &a);
+	int g = C.m.gofs[2] + 1;          /* t's gap from step 3 to step 8 */
+	assert_int_equal(C.m.gend[g], 8);
+	assert_int_equal(C.m.gearly[g], 6);
+	assert_int_equal(rm_eval_state(&C.s, st)->peak, 551);
 	st[g] = GAP_STICKY;
-	assert_int_equal(rm_eval(&C, st)->peak, 700);
+	assert_int_equal(rm_eval_state(&C.s, st)->peak, 700);
 	st[g] = GAP_EARLY;
-	const MemEval *ev = rm_eval(&C, st);
+	const MemEval *ev = rm_eval_state(&C.s, st);
 	assert_int_equal(ev->peak, 501);
 	assert_int_equal(ev->recompute_cost, 12);
-	assert_int_equal(C.b.nstep, 10);
-	assert_int_equal(C.b.step[6], 2);         /* t, right before n6 */
-	assert_int_equal(C.b.step[7], 6);
+	assert_int_equal(C.s.b.nstep, 10);
+	assert_int_equal(C.s.b.step[6], 2);         /* t, right before n6 */
+	assert_int_equal(C.s.b.step[7], 6);
 	rm_ctx_free(&C);
 	ar_free(&a);
 }
@@ -715,8 +715,8 @@ test_baselines_apply(void **state)
 			if (!d.node[v].once && rd_next(&seed) % 3)
 				d.node[v].block_plus1 = 1 + (int)(rd_next(&seed) % 3);
 		rm_ctx_init(&C, &d);
-		bool sq = rm_sqrtn_state(&C, rm_state_new(&C, &a));
-		bool pb = rm_perblock_state(&C, rm_state_new(&C, &a));
+		bool sq = rm_sqrtn_state(&C.m, rm_state_new(&C.m, &a));
+		bool pb = rm_perblock_state(&C.m, rm_state_new(&C.m, &a));
 		assert_int_equal(rm_sqrtn_applies(&d), sq);
 		assert_int_equal(rm_perblock_applies(&d), pb);
 		(sq ? yes : no)[0]++;

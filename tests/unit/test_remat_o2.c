@@ -163,7 +163,7 @@ net_lower(const Net *f, Dag *d, Arena *a)
 			if ((f->saves[i] & 1) || i == n - 1)
 				v->in[v->nin++] = u < 0 ? x : h[u];
 			if (u >= 0)
-				v->acc[v->nacc++] = (DagAcc){g[u], -1};
+				v->acc[v->nacc++] = (DagAcc){g[u], -1, false};
 		}
 		if (f->param[i] > 0) {
 			pg = tensor(d, ar_printf(a, "grad(w%d)", i), f->param[i],
@@ -264,14 +264,14 @@ test_chains_and_stacks(void **state)
 }
 
 static void
-chain_nocap(RmCtx *C, RmPool *pool)
+chain_nocap(RmScorer *S, RmRecipe *R, RmPool *pool)
 {
-	rm_chain_plans(C, pool, -1);
+	rm_chain_plans(S, R, pool, -1);
 }
 
 /* The smallest peak among the plans gen adds to a fresh pool on d. */
 static int64_t
-best_of(const Dag *d, void (*gen)(RmCtx *, RmPool *))
+best_of(const Dag *d, void (*gen)(RmScorer *, RmRecipe *, RmPool *))
 {
 	RmEffort eff = {.chain_work = 100000000, .chain_fine = 12,
 	                .chain_coarse = 24};
@@ -280,8 +280,8 @@ best_of(const Dag *d, void (*gen)(RmCtx *, RmPool *))
 	int64_t best = INT64_MAX;
 
 	rm_ctx_init(&C, d);
-	C.eff = &eff;
-	gen(&C, &pool);
+	C.r.eff = &eff;
+	gen(&C.s, &C.r, &pool);
 	for (int i = 0; i < pool.n; i++)
 		if (pool.c[i].peak < best)
 			best = pool.c[i].peak;
