@@ -30,19 +30,13 @@ static void
 jr_fail(Jr *p, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
 	if (p->failed)
 		return;
 	p->failed = true;
-	if (!p->errn)
-		return;
-	n = snprintf(p->err, p->errn, "%d:%d: ", p->line,
-	             (int)(p->pos - p->line_start) + 1);
-	if (n < 0 || (size_t)n >= p->errn)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(p->err + n, p->errn - (size_t)n, fmt, ap);
+	err_vformat(p->err, p->errn, NULL, p->line, (int)(p->pos - p->line_start) + 1,
+	            fmt, ap);
 	va_end(ap);
 }
 

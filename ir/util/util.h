@@ -6,6 +6,7 @@
 #ifndef REMAT_UTIL_H
 #define REMAT_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -127,6 +128,15 @@ bool diag_full(const Diag *d);          /* the error cap was reached */
  * "fail with the first violation". */
 bool why_fail(char *why, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The one-message error of a reader or an evaluator that stops at its
+ * first error and hands it back as a string (the JSON reader, the
+ * Checkmate importer, the liveness evaluator and its verifier): writes
+ * "file:line:col: message" into buf[n], leaving out "file:" when file is
+ * NULL and "line:col:" when line is 0; truncated to fit, nothing written
+ * when n is 0. */
+void err_vformat(char *buf, size_t n, const char *file, int line, int col,
+                 const char *fmt, va_list ap)
+	__attribute__((format(printf, 6, 0)));
 _Noreturn void diag_usage(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));  /* "remat: msg", exit 2 */
 
@@ -187,6 +197,20 @@ JrValue *jr_parse(const char *text, size_t len, Arena *a, char *err, size_t errn
 /* The value of key in an object (the last one if repeated), or NULL. */
 const JrValue *jr_get(const JrValue *obj, const char *key);
 const char *jr_type_name(JrType t);
+
+/* ---------------------------------------------------------------- int lists (inline) */
+
+/* Appends x to list[*n] unless it is already there. For the short lists of
+ * a node's inputs, an op's saves, a node's peers: a handful long, so the
+ * linear check keeps the whole build linear. */
+static inline void
+push_unique(int *list, int *n, int x)
+{
+	for (int i = 0; i < *n; i++)
+		if (list[i] == x)
+			return;
+	list[(*n)++] = x;
+}
 
 /* ---------------------------------------------------------------- checked arithmetic (inline) */
 /* Checked 64-bit arithmetic (checked.h, inline), the one helper family

@@ -12,6 +12,10 @@
 /* ---------------------------------------------------------------- passes/eval/liveness.c */
 /* Evaluates a schedule in O(steps + uses). Fills *ev (arrays in a). */
 void lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
+/* Marks ev invalid with the message, unless it is invalid already: the
+ * first error wins (lv_eval's and vf_eval's). */
+void ev_fail(MemEval *ev, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* ---------------------------------------------------------------- passes/eval/verify.c */
 /* An independent, simple (linear) evaluator for --verify. Returns true

@@ -63,17 +63,6 @@ add_node(Lowering *L, int o, bool backward)
 	return n;
 }
 
-/* Appends Dag tensor x to list[*n] unless it is already there. The lists
- * are a handful long, so a linear check stays linear overall. */
-static void
-push_unique(int *list, int *n, int x)
-{
-	for (int i = 0; i < *n; i++)
-		if (list[i] == x)
-			return;
-	list[(*n)++] = x;
-}
-
 /* Appends one persistent buffer and counts it in persistent[]. */
 static void
 add_persistent(Lowering *L, int ir, MemCat cat, int64_t bytes)

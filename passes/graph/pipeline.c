@@ -242,16 +242,6 @@ tensor_of(Pipe *P, int c, int t)
 	return *slot;
 }
 
-
-static void
-push(int *list, int *n, int x)
-{
-	for (int i = 0; i < *n; i++)
-		if (list[i] == x)
-			return;
-	list[(*n)++] = x;
-}
-
 /* A boundary node of kind k and its peers: the producer's stage of full
  * tensor t (receiving an activation, sending its gradient back) or every
  * later stage whose forward reads t (sending it, receiving the gradients). */
@@ -277,7 +267,7 @@ add_boundary(Pipe *P, DagPipe k, const char *name, int t, bool backward)
 		for (int i = 0; !fn->is_backward && i < fn->nin; i++)
 			reads |= fn->in[i] == t;
 		if (reads && P->stage_of[v] > P->stage)
-			push(n->peer, &n->npeer, P->stage_of[v]);
+			push_unique(n->peer, &n->npeer, P->stage_of[v]);
 	}
 	return x;
 }
@@ -322,7 +312,7 @@ forward_copy(Pipe *P, int c, int *order, int *n, const bool *sent_later)
 		nn->ir_op = fn->ir_op;
 		nn->block_plus1 = fn->block_plus1 ? c * P->st->nblocks + fn->block_plus1 : 0;
 		for (int i = 0; i < fn->nin; i++)
-			push(nn->in, &nn->nin, tensor_of(P, c, fn->in[i]));
+			push_unique(nn->in, &nn->nin, tensor_of(P, c, fn->in[i]));
 		for (int i = 0; i < fn->nout; i++)
 			nn->out[nn->nout++] = tensor_of(P, c, fn->out[i]);
 		order[(*n)++] = x;
@@ -373,7 +363,7 @@ backward_copy(Pipe *P, int c, int *order, int *n, const int *grad_of_t,
 		nn->fwd_plus1 = fn->fwd_plus1
 		              ? P->copy_n[(size_t)c * (size_t)f->nnode + (size_t)(fn->fwd_plus1 - 1)] + 1 : 0;
 		for (int k = 0; k < fn->nin; k++)
-			push(nn->in, &nn->nin, tensor_of(P, c, fn->in[k]));
+			push_unique(nn->in, &nn->nin, tensor_of(P, c, fn->in[k]));
 		for (int k = 0; k < fn->nacc; k++) {
 			int vs = fn->acc[k].view_src;
 			nn->acc[nn->nacc].tensor = tensor_of(P, c, fn->acc[k].tensor);
