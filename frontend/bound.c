@@ -33,12 +33,8 @@ def_index(Bound *b, const Expr *e)
 static void
 note_call(Bound *b, int k)
 {
-	if (b->ncalls == b->capcalls) {
-		int cap = b->capcalls ? b->capcalls * 2 : 16;
-		b->calls = ar_grow(&b->in->tmp, b->calls, sizeof(int) * (size_t)b->capcalls,
-		                   sizeof(int) * (size_t)cap);
-		b->capcalls = cap;
-	}
+	b->calls = ar_fit(&b->in->tmp, b->calls, b->ncalls, &b->capcalls,
+	                  sizeof *b->calls, 16);
 	b->calls[b->ncalls++] = k;
 }
 

@@ -232,12 +232,7 @@ typedef struct Edges {
 static void
 add_edge(Inst *in, Edges *es, int to, Loc loc)
 {
-	if (es->n == es->cap) {
-		int cap = es->cap ? es->cap * 2 : 4;
-		es->v = ar_grow(&in->tmp, es->v, sizeof *es->v * (size_t)es->cap,
-		                sizeof *es->v * (size_t)cap);
-		es->cap = cap;
-	}
+	es->v = ar_fit(&in->tmp, es->v, es->n, &es->cap, sizeof *es->v, 4);
 	es->v[es->n++] = (Edge){to, loc};
 }
 

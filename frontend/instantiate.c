@@ -103,12 +103,7 @@ put_bind(Inst *in, const Scope *sc, const char *name)
 
 	if (*k < 0) {
 		Binds *bs = &in->binds;
-		if (bs->n == bs->cap) {
-			int cap = bs->cap ? bs->cap * 2 : 1024;
-			bs->v = ar_grow(&in->tmp, bs->v, sizeof *bs->v * (size_t)bs->cap,
-			                sizeof *bs->v * (size_t)cap);
-			bs->cap = cap;
-		}
+		bs->v = ar_fit(&in->tmp, bs->v, bs->n, &bs->cap, sizeof *bs->v, 1024);
 		*k = bs->n++;
 		bs->v[*k] = (Bind){poison, 0, ST_ASSIGN};
 	}
@@ -139,12 +134,7 @@ local_dim(Inst *in, const void *scope, const char *name, int64_t *out)
 static void
 bind_local_dim(Inst *in, const Scope *sc, const char *name, int64_t v)
 {
-	if (in->nld == in->capld) {
-		int cap = in->capld ? in->capld * 2 : 64;
-		in->ldval = ar_grow(&in->tmp, in->ldval, sizeof *in->ldval * (size_t)in->capld,
-		                    sizeof *in->ldval * (size_t)cap);
-		in->capld = cap;
-	}
+	in->ldval = ar_fit(&in->tmp, in->ldval, in->nld, &in->capld, sizeof *in->ldval, 64);
 	in->ldval[in->nld] = v;
 	*map_put(&in->localdims, &in->tmp, name, sc->id) = in->nld++;
 }

@@ -200,12 +200,7 @@ ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc)
 {
 	Tensor *t;
 
-	if (g->nt == g->capt) {
-		int cap = g->capt ? 2 * g->capt : 256;
-		g->t = ar_grow(g->arena, g->t, sizeof *g->t * (size_t)g->capt,
-		               sizeof *g->t * (size_t)cap);
-		g->capt = cap;
-	}
+	g->t = ar_fit(g->arena, g->t, g->nt, &g->capt, sizeof *g->t, 256);
 	t = &g->t[g->nt];
 	memset(t, 0, sizeof *t);
 	t->id = id;
@@ -226,12 +221,7 @@ ir_add_op(Graph *g, OpKind kind, const int *in, int nin)
 {
 	Op *op;
 
-	if (g->nop == g->capop) {
-		int cap = g->capop ? 2 * g->capop : 256;
-		g->op = ar_grow(g->arena, g->op, sizeof *g->op * (size_t)g->capop,
-		                sizeof *g->op * (size_t)cap);
-		g->capop = cap;
-	}
+	g->op = ar_fit(g->arena, g->op, g->nop, &g->capop, sizeof *g->op, 256);
 	op = &g->op[g->nop];
 	memset(op, 0, sizeof *op);
 	op->kind = kind;

@@ -1,5 +1,6 @@
 /* ir/util/arena.c -- bump allocation with one lifetime per arena, and the
  * allocation wrappers that die on out-of-memory. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -188,6 +189,20 @@ ar_grow(Arena *a, void *old, size_t oldn, size_t newn)
 	if (old && oldn)
 		memcpy(p, old, oldn < newn ? oldn : newn);
 	return p;
+}
+
+void *
+ar_fit(Arena *a, void *v, int n, int *cap, size_t size, int min)
+{
+	int k;
+
+	if (n < *cap)
+		return v;
+	ir_assert(*cap <= INT_MAX / 2);
+	k = 2 * *cap > min ? 2 * *cap : min;
+	v = ar_grow(a, v, size * (size_t)*cap, size * (size_t)k);
+	*cap = k;
+	return v;
 }
 
 void

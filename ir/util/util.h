@@ -50,6 +50,11 @@ void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; 
  * anything else stays until ar_free. For tables rebuilt in a new array
  * rather than grown in place. */
 void ar_release(Arena *a, void *p);
+/* The appending idiom: returns v (an array of *cap elements of size bytes,
+ * from ar_grow or NULL) grown with ar_grow so that element n fits. When n
+ * has reached *cap, the capacity doubles, to at least min (the first
+ * size), and *cap says so. */
+void *ar_fit(Arena *a, void *v, int n, int *cap, size_t size, int min);
 char *ar_strdup(Arena *a, const char *s);
 char *ar_strndup(Arena *a, const char *s, size_t n);
 /* s1 s2 s3 joined: ar_printf("%s%s%s") without the formatting, for the

@@ -122,12 +122,7 @@ tr_insert(Treap *T, int64_t k1, int64_t k2)
 		x = T->free;
 		T->free = T->n[x].l;
 	} else {
-		if (T->nn == T->cap) {
-			int cap = T->cap ? 2 * T->cap : 1024;
-			T->n = ar_grow(T->a, T->n, sizeof *T->n * (size_t)T->cap,
-			               sizeof *T->n * (size_t)cap);
-			T->cap = cap;
-		}
+		T->n = ar_fit(T->a, T->n, T->nn, &T->cap, sizeof *T->n, 1024);
 		x = T->nn++;
 	}
 
@@ -400,11 +395,7 @@ live_push(Live *L, int end, int block)
 {
 	int i = L->n++;
 
-	if (i == L->cap) {
-		int cap = L->cap ? 2 * L->cap : 1024;
-		L->h = ar_grow(L->a, L->h, sizeof *L->h * (size_t)L->cap, sizeof *L->h * (size_t)cap);
-		L->cap = cap;
-	}
+	L->h = ar_fit(L->a, L->h, i, &L->cap, sizeof *L->h, 1024);
 	for (; i > 0 && L->h[(i - 1) / 2].end > end; i = (i - 1) / 2)
 		L->h[i] = L->h[(i - 1) / 2];
 	L->h[i] = (struct Ending){end, block};
