@@ -8,17 +8,17 @@
 
 #include "util.h"
 
-struct ArenaBlock {
-	ArenaBlock *next;
+struct ArenaChunk {
+	ArenaChunk *next;
 	size_t used, cap;
 	_Alignas(16) unsigned char data[];
 };
 
-enum { BLOCK_MIN = 64 * 1024 };
+enum { CHUNK_MIN = 64 * 1024 };
 
 /* Large growing arrays (the graph's tensors and ops) live on the heap,
  * tracked by the arena, so that doubling them frees the old copy instead of
- * leaving it in a block: a million-op graph would otherwise keep every
+ * leaving it in a chunk: a million-op graph would otherwise keep every
  * generation. Small ones are copied within the arena. */
 enum { GROW_HEAP_MIN = 256 * 1024 };
 
@@ -86,9 +86,9 @@ ar_child(Arena *a)
 void
 ar_free(Arena *a)
 {
-	ArenaBlock *b, *next;
+	ArenaChunk *b, *next;
 
-	/* the children's records live in this arena's blocks: them first */
+	/* the children's records live in this arena's chunks: them first */
 	for (Arena *k = a->kids; k; k = k->next_kid)
 		ar_free(k);
 	a->kids = NULL;
@@ -110,12 +110,12 @@ ar_free(Arena *a)
 static void *
 bump(Arena *a, size_t n, size_t align)
 {
-	ArenaBlock *b = a->head;
+	ArenaChunk *b = a->head;
 	size_t cap, at = b ? (b->used + align - 1) & ~(align - 1) : 0;
 	void *p;
 
 	if (!b || at > b->cap || b->cap - at < n) {
-		cap = n > BLOCK_MIN ? n : BLOCK_MIN;
+		cap = n > CHUNK_MIN ? n : CHUNK_MIN;
 		if (b && cap < b->cap * 2 && b->cap < (64u << 20))
 			cap = b->cap * 2 > n ? b->cap * 2 : n;
 		b = xmalloc(sizeof *b + cap);
@@ -212,7 +212,7 @@ ar_release(Arena *a, void *p)
 
 	if (h) {
 		free(p);
-		*h = (*h)->next;        /* its record stays in a block until ar_free */
+		*h = (*h)->next;        /* its record stays in a chunk until ar_free */
 	}
 }
 

@@ -14,13 +14,14 @@
 
 /* ---------------------------------------------------------------- ir/util/arena.c */
 
-/* A bump allocator. Everything made for one compilation lives in one arena
- * and dies with it; passes use a scratch arena of their own. */
-typedef struct ArenaBlock ArenaBlock;
+/* A bump allocator over chunks taken from malloc. Everything made for one
+ * compilation lives in one arena and dies with it; passes use a scratch
+ * arena of their own. */
+typedef struct ArenaChunk ArenaChunk;
 typedef struct ArenaHeap ArenaHeap;
 typedef struct Arena Arena;
 struct Arena {
-	ArenaBlock *head;
+	ArenaChunk *head;
 	ArenaHeap *heap;        /* large arrays grown by ar_grow, freed with it */
 	size_t total;           /* bytes handed out, for the benchmarks */
 	Arena *kids;            /* ar_child's arenas, freed with this one */
@@ -31,7 +32,7 @@ void *xmalloc(size_t n);                 /* dies with a message on OOM */
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 void ar_init(Arena *a);
-void ar_free(Arena *a);                  /* frees every block (and child);
+void ar_free(Arena *a);                  /* frees every chunk (and child);
                                             again is harmless */
 /* A new arena that can be freed on its own, early, and that dies with a
  * anyway: pieces of a tree that go while the rest stays. */
