@@ -107,7 +107,7 @@ typedef struct Em {
 	                           step's op, or -1 (emit_backward) */
 	Arena refs;             /* this step's reference strings: any number
 	                           of them, freed when the step is emitted */
-	/* one rank of a data-parallel step (g->settings.dist) */
+	/* one rank of a data-parallel training step (g->settings.dist) */
 	int ranks;
 	bool dist, zero2, zero3;
 	int *gnode;             /* Dag tensor -> the gather making it + 1, or 0 */
@@ -769,7 +769,7 @@ emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
 		e->qhead[o->in[q]] = -1;
 }
 
-/* ---- one rank of a data-parallel step (layouts: codegen/runtime_dist.h) */
+/* ---- one rank of a data-parallel training step (codegen/runtime_dist.h) */
 
 /* A gather: each param of the unit into the gathered buffer (instance k). */
 static void
@@ -1119,8 +1119,8 @@ persistent_offsets(Em *e)
 		ir_assert(e->held[p] || e->nstages > 1);
 }
 
-/* One rank of a data-parallel step: its settings, and the gather making
- * each gathered buffer (ZeRO-3). */
+/* One rank of a data-parallel training step: its settings, and the
+ * gather making each gathered buffer (ZeRO-3). */
 static void
 dist_setup(Em *e)
 {

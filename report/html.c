@@ -210,7 +210,7 @@ peak_tensors(const Analysis *an, FILE *f)
 }
 
 /* Blocks, as the human report groups them: runs of tensors in program
- * order with the same outermost def instance ("enc.1.conv.0." -> "enc.1.";
+ * order with the same block prefix ("enc.1.conv.0." -> "enc.1.";
  * top-level tensors form "(top level)" runs). */
 typedef struct Block {
 	const char *name;

@@ -14,7 +14,7 @@
 char *
 report_size(int64_t bytes, char *buf)
 {
-	static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+	static const char *suffix[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
 	double v = (double)bytes;
 	int u = -1;
 
@@ -26,7 +26,7 @@ report_size(int64_t bytes, char *buf)
 		v /= 1024;
 		u++;
 	}
-	snprintf(buf, 32, "%.2f %s", v, units[u]);
+	snprintf(buf, 32, "%.2f %s", v, suffix[u]);
 	return buf;
 }
 
@@ -44,7 +44,7 @@ put_size(FILE *out, const ReportOptions *ro, int64_t bytes, bool exact)
 static void
 put_flops(FILE *out, int64_t f)
 {
-	static const char *units[] = {"", "K", "M", "G", "T", "P", "E"};
+	static const char *prefix[] = {"", "K", "M", "G", "T", "P", "E"};
 	double v = (double)f;
 	int u = 0;
 
@@ -52,7 +52,7 @@ put_flops(FILE *out, int64_t f)
 		v /= 1000;
 		u++;
 	}
-	fprintf(out, u ? "%.2f %sFLOP" : "%.0f %sFLOP", v, units[u]);
+	fprintf(out, u ? "%.2f %sFLOP" : "%.0f %sFLOP", v, prefix[u]);
 }
 
 static void

@@ -37,8 +37,8 @@ int vf_evaluate(const Dag *d, const Schedule *s, MemEval *ev, bool verify,
 /* Assigns 256-byte-aligned offsets to every persistent buffer (first, for
  * the whole training step; d may be NULL for none), every owning instance
  * and every step's temporary extent, so that two extents overlap only when
- * never live at the same step. Returns arena bytes (largest end offset), which is at least
- * the peak of ev. O(n log n) in the number of extents. */
+ * never live at the same step. Returns arena bytes (largest end offset),
+ * which is at least the peak of ev. O(n log n) in the number of extents. */
 int64_t mp_plan(const Dag *d, MemEval *ev, Arena *a);
 /* passes/eval/memplan.c: the layout of step s's temporary extent, which holds
  * ev->temp_bytes[s] bytes exactly: the accumulation temporaries by element

@@ -71,7 +71,7 @@ typedef struct PipeStats {
 	int first_block, last_block;    /* its blocks (outermost calls) */
 	int nblocks;                    /* in the whole model */
 	int in_flight;                  /* micro-batches whose activations it holds */
-	int micro_batches;              /* M: the step runs each once */
+	int micro_batches;              /* M: a training step runs each once */
 	int64_t send_bytes, recv_bytes; /* activations crossing its boundaries
 	                                   over the step's M micro-batches */
 } PipeStats;
