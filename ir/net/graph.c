@@ -198,21 +198,11 @@ ir_share_shape(Tensor *t, const Tensor *from)
 int
 ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc)
 {
-	Tensor *t;
-
 	g->t = ar_fit(g->arena, g->t, g->nt, &g->capt, sizeof *g->t, 256);
-	t = &g->t[g->nt];
-	memset(t, 0, sizeof *t);
-	t->id = id;
-	t->kind = kind;
-	t->dtype = DT_NONE;
-	t->ndim = -1;
-	t->producer = -1;
-	t->view_of = -1;
-	t->grad = -1;
-	t->grad_of = -1;
-	t->scope = "";
-	t->loc = loc;
+	g->t[g->nt] = (Tensor){
+		.id = id, .kind = kind, .dtype = DT_NONE, .ndim = -1, .scope = "",
+		.loc = loc, .producer = -1, .view_of = -1, .grad = -1, .grad_of = -1,
+	};
 	return g->nt++;
 }
 
