@@ -4,7 +4,7 @@
  * MemEval (instances, step_prod, live_bytes, temp_bytes, offsets from
  * mp_plan); writes one self-contained file: the runtime prelude
  * (codegen/runtime.h, embedded verbatim), an instance table, then the
- * schedule as a straight sequence of calls, one block per step.
+ * schedule as a straight sequence of calls, one { } group per step.
  *
  * Choices, documented for users of the output:
  * - Two memory modes, picked at run time: --tracked (default) allocates each
@@ -14,7 +14,7 @@
  *   step, freed after its last live step (views widen it). --arena makes one
  *   allocation of exactly arena_bytes (mp_plan's result, which is at least
  *   the predicted peak) and puts every persistent buffer, every instance and
- *   every step's temporary block at the offset mp_plan gave it (layout:
+ *   every step's temporary extent at the offset mp_plan gave it (layout:
  *   passes/eval/memplan.c); any buffer without an offset or ending past the
  *   arena stops the program. Both count persistent bytes, live instances
  *   and the step's temporaries exactly as the MemEval does, compare every
@@ -40,7 +40,7 @@
  *   recomputed mask is bit-identical to the original.
  * - Accumulation: a contribution to a gradient that already has an instance
  *   is computed into a temporary of the gradient's size (in the step's
- *   block) and added; the loss op's backward reads a constant 1 (RT_DT_ONE),
+ *   temporary extent) and added; the loss op's backward reads a constant 1 (RT_DT_ONE),
  *   held in no buffer. No optimizer update is applied: master and optimizer
  *   state are allocated and counted only; the program prints checksums of
  *   every param gradient (infer mode: every output) and the loss.
@@ -52,7 +52,7 @@
  *   attention, gelu, silu, sigmoid, tanh, exp, log, cross_entropy).
  * - Custom ops run a placeholder: out = 0.5 * sum over floating arguments
  *   a of a[i mod n(a)], whose backward is its exact gradient; declared
- *   workspace is allocated in the step's block and written (0x5a bytes).
+ *   workspace is allocated in the step's extent and written (0x5a bytes).
  * - Data parallelism (g->settings.dist, the Dag distribute.c made): the
  *   program is one rank. Persistent buffers are shards (offloaded ones on
  *   the host, Dag.persistent_host); a DagXfer.comm step runs its
@@ -107,7 +107,7 @@ typedef struct Em {
 	                           step's op, or -1 (emit_backward) */
 	Arena refs;             /* this step's reference strings: any number
 	                           of them, freed when the step is emitted */
-	/* one rank of a data-parallel step (g->settings.dist) */
+	/* one rank of a data-parallel training step (g->settings.dist) */
 	int ranks;
 	bool dist, zero2, zero3;
 	int *gnode;             /* Dag tensor -> the gather making it + 1, or 0 */
@@ -769,7 +769,7 @@ emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
 		e->qhead[o->in[q]] = -1;
 }
 
-/* ---- one rank of a data-parallel step (layouts: codegen/runtime_dist.h) */
+/* ---- one rank of a data-parallel training step (codegen/runtime_dist.h) */
 
 /* A gather: each param of the unit into the gathered buffer (instance k). */
 static void
@@ -841,7 +841,7 @@ emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
 }
 
 /* A gradient bucket: its dtypes' regions, 8-byte dtypes first (each part
- * stays aligned), in the step's temporary block. */
+ * stays aligned), in the step's temporary extent. */
 static void
 emit_bucket(Em *e, const DagNode *nd)
 {
@@ -1114,13 +1114,13 @@ persistent_offsets(Em *e)
 	}
 	for (int c = 0; c < CAT_COUNT; c++)
 		ir_assert(sum[c] == d->persistent[c]);
-	/* a pipeline stage holds the params its ops read; a whole step, all */
+	/* a pipeline stage holds the params its ops read; without stages, all */
 	for (int p = 0; p < e->nparam; p++)
 		ir_assert(e->held[p] || e->nstages > 1);
 }
 
-/* One rank of a data-parallel step: its settings, and the gather making
- * each gathered buffer (ZeRO-3). */
+/* One rank of a data-parallel training step: its settings, and the
+ * gather making each gathered buffer (ZeRO-3). */
 static void
 dist_setup(Em *e)
 {

@@ -24,22 +24,6 @@ ast_loc(const Ast *ast, int line, int col)
 	return loc_at(ast->fid, line, col);
 }
 
-/* Grows a list of elements of size elsz so that one more fits. Lists
- * start at one element: most name and argument lists hold one, and room
- * for four cost a 300k-statement file 52 of its 394 MB. */
-static void *
-grow(Ast *ast, void *v, int n, int *cap, size_t elsz)
-{
-	int ncap;
-
-	if (n < *cap)
-		return v;
-	ncap = *cap ? *cap * 2 : 1;
-	v = ar_grow(ast->a, v, elsz * (size_t)*cap, elsz * (size_t)ncap);
-	*cap = ncap;
-	return v;
-}
-
 static Expr *
 node(Ast *ast, ExprKind kind, Loc loc)
 {
@@ -182,7 +166,7 @@ ast_exprs(Ast *ast, ExprList *l, Expr *e)
 {
 	if (!l)
 		l = ar_alloc(ast->a, sizeof *l);
-	l->v = grow(ast, l->v, l->n, &l->cap, sizeof *l->v);
+	l->v = ar_fit(ast->a, l->v, l->n, &l->cap, sizeof *l->v, 1);
 	l->v[l->n++] = e;
 	return l;
 }
@@ -192,7 +176,7 @@ ast_args(Ast *ast, ArgList *l, const char *key, Loc keyloc, Expr *e)
 {
 	if (!l)
 		l = ar_alloc(ast->a, sizeof *l);
-	l->v = grow(ast, l->v, l->n, &l->cap, sizeof *l->v);
+	l->v = ar_fit(ast->a, l->v, l->n, &l->cap, sizeof *l->v, 1);
 	l->v[l->n++] = (Arg){key, keyloc, e};
 	return l;
 }
@@ -202,7 +186,7 @@ ast_names(Ast *ast, NameList *l, const char *s, Loc loc)
 {
 	if (!l)
 		l = ar_alloc(ast->a, sizeof *l);
-	l->v = grow(ast, l->v, l->n, &l->cap, sizeof *l->v);
+	l->v = ar_fit(ast->a, l->v, l->n, &l->cap, sizeof *l->v, 1);
 	l->v[l->n++] = (Name){s, loc, false};
 	return l;
 }
@@ -220,7 +204,7 @@ ast_kvs(Ast *ast, KvList *l, const char *key, Loc keyloc, Expr *e)
 {
 	if (!l)
 		l = ar_alloc(ast->a, sizeof *l);
-	l->v = grow(ast, l->v, l->n, &l->cap, sizeof *l->v);
+	l->v = ar_fit(ast->a, l->v, l->n, &l->cap, sizeof *l->v, 1);
 	l->v[l->n++] = (Kv){{key, keyloc, false}, e};
 	return l;
 }
@@ -232,7 +216,7 @@ ast_stmts(Ast *ast, StmtList *l, Stmt *s)
 		l = ar_alloc(ast->a, sizeof *l);
 	if (!s)
 		return l;
-	l->v = grow(ast, l->v, l->n, &l->cap, sizeof *l->v);
+	l->v = ar_fit(ast->a, l->v, l->n, &l->cap, sizeof *l->v, 1);
 	l->v[l->n++] = s;
 	return l;
 }
@@ -244,13 +228,8 @@ new_piece(Ast *ast)
 {
 	int last = ast->npieces ? ast->pieces[ast->npieces - 1].last : -1;
 
-	if (ast->npieces == ast->cappieces) {
-		int cap = ast->cappieces ? ast->cappieces * 2 : 16;
-		ast->pieces = ar_grow(ast->pin, ast->pieces,
-		                      sizeof *ast->pieces * (size_t)ast->cappieces,
-		                      sizeof *ast->pieces * (size_t)cap);
-		ast->cappieces = cap;
-	}
+	ast->pieces = ar_fit(ast->pin, ast->pieces, ast->npieces, &ast->cappieces,
+	                     sizeof *ast->pieces, 16);
 	ast->a = ar_child(ast->pin);
 	ast->pieces[ast->npieces++] = (TreePiece){ast->a, last, false};
 }

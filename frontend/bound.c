@@ -1,9 +1,9 @@
 /* frontend/bound.c -- inst_bound: decides, before anything is expanded,
  * whether unrolling the program stays within the expansion limit
  * (docs/limits.md). It counts, with saturating arithmetic, the work that
- * instantiation would do: one unit per statement run, per op created, per
- * declared tensor and per repeat iteration (so an empty body counts), with
- * every def call costing its body. Def costs are computed once each, in
+ * instantiation would do: one piece per statement run, per op created,
+ * per declared tensor and per repeat iteration (so an empty body counts),
+ * with every def call costing its body. Def costs are computed once each, in
  * post-order of the (acyclic, checked by inst_defs) call graph, without
  * recursion over defs, so the time is proportional to the source whatever
  * the expansion would be. Reads dims (for repeat counts); writes nothing
@@ -14,7 +14,7 @@
 
 typedef struct Bound {
 	Inst *in;
-	int64_t *cost;          /* per def: units of one call; -1 not yet known */
+	int64_t *cost;          /* per def: one call's work, -1: unknown */
 	int *calls;             /* collect mode: callees found, or NULL */
 	int ncalls, capcalls;
 } Bound;
@@ -33,16 +33,12 @@ def_index(Bound *b, const Expr *e)
 static void
 note_call(Bound *b, int k)
 {
-	if (b->ncalls == b->capcalls) {
-		int cap = b->capcalls ? b->capcalls * 2 : 16;
-		b->calls = ar_grow(&b->in->tmp, b->calls, sizeof(int) * (size_t)b->capcalls,
-		                   sizeof(int) * (size_t)cap);
-		b->capcalls = cap;
-	}
+	b->calls = ar_fit(&b->in->tmp, b->calls, b->ncalls, &b->capcalls,
+	                  sizeof *b->calls, 16);
 	b->calls[b->ncalls++] = k;
 }
 
-/* Units to evaluate e: one per op it makes, plus its def calls' bodies. */
+/* Work to evaluate e: one per op it makes, plus its def calls' bodies. */
 static int64_t
 expr_cost(Bound *b, const Expr *e)
 {
@@ -180,7 +176,8 @@ def_costs(Bound *b)
 	}
 }
 
-/* The expansion limit: a quarter of the tensor cap, 2^22 units by default
+/* The expansion limit: a quarter of the tensor cap, 2^22 pieces of work
+ * by default
  * (a 1M-op network takes about 2.4M; docs/limits.md). */
 static int64_t
 limit(const Inst *in)

@@ -232,12 +232,7 @@ typedef struct Edges {
 static void
 add_edge(Inst *in, Edges *es, int to, Loc loc)
 {
-	if (es->n == es->cap) {
-		int cap = es->cap ? es->cap * 2 : 4;
-		es->v = ar_grow(&in->tmp, es->v, sizeof *es->v * (size_t)es->cap,
-		                sizeof *es->v * (size_t)cap);
-		es->cap = cap;
-	}
+	es->v = ar_fit(&in->tmp, es->v, es->n, &es->cap, sizeof *es->v, 4);
 	es->v[es->n++] = (Edge){to, loc};
 }
 
@@ -367,6 +362,19 @@ check_def(Inst *in, DefInfo *df)
 	}
 }
 
+/* How many of the top-level statements are of kind k: the def and op
+ * tables get room for those only (one record per top-level statement was
+ * 4.8 MB of zeroes for a 300k-statement file). */
+static int
+count_stmts(const StmtList *top, StmtKind k)
+{
+	int n = 0;
+
+	for (int i = 0; i < top->n; i++)
+		n += top->v[i]->kind == k;
+	return n;
+}
+
 /* Collects every top-level def (a def may be called before it appears),
  * checks names and arguments, and refuses recursion. */
 void
@@ -374,13 +382,9 @@ inst_defs(Inst *in)
 {
 	const StmtList *top = in->p->stmts;
 	Edges *es;
-	int n = 0;
 
-	/* room for the defs only: one record per top-level statement was
-	 * 4.8 MB of zeroes for a 300k-statement file */
-	for (int i = 0; i < top->n; i++)
-		n += top->v[i]->kind == ST_DEF;
-	in->def = ar_alloc(&in->tmp, sizeof *in->def * ((size_t)n + 1));
+	in->def = ar_alloc(&in->tmp,
+	                   sizeof *in->def * ((size_t)count_stmts(top, ST_DEF) + 1));
 	for (int i = 0; i < top->n; i++) {
 		const Stmt *s = top->v[i];
 		if (s->kind != ST_DEF)
@@ -785,12 +789,9 @@ void
 inst_customs(Inst *in)
 {
 	const StmtList *top = in->p->stmts;
-	int n = 0;
 
-	/* room for the op declarations only, as inst_defs */
-	for (int i = 0; i < top->n; i++)
-		n += top->v[i]->kind == ST_OP;
-	in->custom = ar_alloc(&in->tmp, sizeof *in->custom * ((size_t)n + 1));
+	in->custom = ar_alloc(&in->tmp,
+	                      sizeof *in->custom * ((size_t)count_stmts(top, ST_OP) + 1));
 	for (int i = 0; i < top->n; i++) {
 		const Stmt *s = top->v[i];
 		if (s->kind != ST_OP)

@@ -6,7 +6,7 @@
 
 #include "inst.h"
 
-/* Every name of map m bound in scope instance `scope` (any when < 0). */
+/* Every name of map m bound in scope `scope` (any when < 0). */
 static void
 hint_map(const Map *m, int scope, Suggest *sg)
 {

@@ -36,7 +36,7 @@ typedef struct Val {
 
 enum { DIM_PENDING, DIM_OK, DIM_BAD };
 
-/* A name's binding in one scope instance. */
+/* A name's binding in one scope. */
 typedef struct Bind {
 	Val v;
 	int count;              /* binding statements of this name so far */
@@ -59,7 +59,7 @@ typedef struct CustomInfo {
 } CustomInfo;
 
 typedef struct Inst Inst;
-/* A def's `dim` argument of this name in the scope instance, into *out. */
+/* A def's `dim` argument of this name in the scope, into *out. */
 typedef bool (*LocalDimFn)(Inst *in, const void *scope, const char *name,
                            int64_t *out);
 
@@ -70,9 +70,9 @@ struct Inst {
 	Diag *d;
 	Arena tmp;              /* tables and scratch; dies with the call */
 	Map dims, defs, customs;
-	Map names;              /* (scope instance, name) -> binding */
+	Map names;              /* (scope, name) -> binding */
 	Map topdecl;            /* top-level params and inputs, seen by defs */
-	Map calls;              /* (scope instance, def) -> calls made so far */
+	Map calls;              /* (scope, def) -> calls made so far */
 	Binds binds;
 	unsigned char *dimstate;
 	const Expr **dimexpr;   /* NULL when -D gave the value */
@@ -86,7 +86,7 @@ struct Inst {
 	bool too_big;           /* the tensor cap was hit: stop everything */
 	Loc at;                 /* the statement being run, for the cap's error */
 	int outcap;             /* capacity of Graph.outputs */
-	/* parameterised defs: (scope instance, name) -> index in ldval */
+	/* parameterised defs: (scope, name) -> index in ldval */
 	Map localdims;
 	int64_t *ldval;
 	int nld, capld;
@@ -111,7 +111,7 @@ void inst_dims_and_settings(Inst *in);
 void inst_customs(Inst *in);
 
 /* frontend/hints.c: " (did you mean 'X'?)" into buf, or "" when no known
- * word is close: a tensor name visible in scope instance `scope`, an op
+ * word is close: a tensor name visible in scope `scope`, an op
  * (built-in, def or custom), a dim, or one of a fixed list of words. */
 #define INST_HINTLEN 96
 const char *inst_hint_name(Inst *in, int scope, bool top, const char *word,

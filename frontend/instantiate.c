@@ -44,8 +44,8 @@
  *   whole expansion is counted before it starts (frontend/bound.c,
  *   docs/limits.md).
  * - A def argument written `dim n` takes a dimension expression of the
- *   caller, evaluated at the call; it is seen by dim_eval in that def
- *   instance only (Inst.localdims), may not take a top-level dim's name,
+ *   caller, evaluated at the call; it is seen by dim_eval in that call
+ *   only (Inst.localdims), may not take a top-level dim's name,
  *   and no binding in the body may take its name.
  * - `param w : T frozen;` marks Tensor.frozen; shape inference then gives
  *   w no needs_grad, and the lowering no master copy or optimizer state.
@@ -56,7 +56,7 @@
 
 #include "inst.h"
 
-/* One def instance (or the top level): its bindings are keyed by id. */
+/* One call's scope (or the top level): its bindings are keyed by id. */
 typedef struct Scope {
 	int id;
 	const char *prefix;     /* "" or "enc.1.conv.0." */
@@ -103,12 +103,7 @@ put_bind(Inst *in, const Scope *sc, const char *name)
 
 	if (*k < 0) {
 		Binds *bs = &in->binds;
-		if (bs->n == bs->cap) {
-			int cap = bs->cap ? bs->cap * 2 : 1024;
-			bs->v = ar_grow(&in->tmp, bs->v, sizeof *bs->v * (size_t)bs->cap,
-			                sizeof *bs->v * (size_t)cap);
-			bs->cap = cap;
-		}
+		bs->v = ar_fit(&in->tmp, bs->v, bs->n, &bs->cap, sizeof *bs->v, 1024);
 		*k = bs->n++;
 		bs->v[*k] = (Bind){poison, 0, ST_ASSIGN};
 	}
@@ -123,7 +118,7 @@ is_tensor_name(Inst *in, const void *scope, const char *name)
 	return find_bind(in, sc, name) || (!sc->top && map_find(&in->topdecl, name, 0));
 }
 
-/* LocalDimFn: a `dim` argument of the def instance `scope`. */
+/* LocalDimFn: a `dim` argument of the call whose scope is `scope`. */
 static bool
 local_dim(Inst *in, const void *scope, const char *name, int64_t *out)
 {
@@ -135,16 +130,11 @@ local_dim(Inst *in, const void *scope, const char *name, int64_t *out)
 	return k != NULL;
 }
 
-/* Binds the `dim` argument name to v in the def instance sc. */
+/* Binds the `dim` argument name to v in the call's scope sc. */
 static void
 bind_local_dim(Inst *in, const Scope *sc, const char *name, int64_t v)
 {
-	if (in->nld == in->capld) {
-		int cap = in->capld ? in->capld * 2 : 64;
-		in->ldval = ar_grow(&in->tmp, in->ldval, sizeof *in->ldval * (size_t)in->capld,
-		                    sizeof *in->ldval * (size_t)cap);
-		in->capld = cap;
-	}
+	in->ldval = ar_fit(&in->tmp, in->ldval, in->nld, &in->capld, sizeof *in->ldval, 64);
 	in->ldval[in->nld] = v;
 	*map_put(&in->localdims, &in->tmp, name, sc->id) = in->nld++;
 }
@@ -488,7 +478,7 @@ call_custom(Inst *in, Scope *sc, const Expr *e, const CustomInfo *ci, Namer *nm,
 	return v;
 }
 
-/* The call's number among the calls of def from the scope instance sc. */
+/* The call's number among the calls of def from the scope sc. */
 static int
 call_number(Inst *in, const Scope *sc, const char *def)
 {

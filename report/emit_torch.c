@@ -1,18 +1,20 @@
 /* report/emit_torch.c -- a plan in PyTorch terms (issue 16): which
- * def calls (modules) to wrap in torch.utils.checkpoint, the per-op
- * selective-checkpoint policy inside them, and the peak PyTorch will reach
- * with exactly that wrapping. `--emit-torch FILE.py` writes it as a small
- * Python helper (docs/runtime-pytorch.md, "Plans in PyTorch terms").
+ * blocks (outermost def calls: modules) to wrap in
+ * torch.utils.checkpoint, the per-op selective-checkpoint policy inside
+ * them, and the peak PyTorch will reach with exactly that wrapping.
+ * `--emit-torch FILE.py` writes it as a small Python helper
+ * (docs/runtime-pytorch.md, "Plans in PyTorch terms"), whose text says
+ * "call" for a block.
  *
- * remat's own schedule recomputes single ops, which whole-call wrapping
+ * remat's own schedule recomputes single ops, which whole-block wrapping
  * cannot express; so the wrapping is searched for directly (search()),
- * starting from the calls remat's schedule recomputes in, with the plan's
+ * starting from the blocks remat's schedule recomputes in, with the plan's
  * goal (recompute cap, or budget). Each candidate is scored by the
  * liveness of the schedule torch.utils.checkpoint (reentrant, PyTorch 1.13)
- * runs: every op forward once (a wrapped call keeps only its inputs and
+ * runs: every op forward once (a wrapped block keeps only its inputs and
  * outputs), then the -O0 backward order, where the first backward node of a
- * wrapped call is preceded by a recomputation of the whole call, whose
- * outputs and their gradients stay held until the call's backward is done.
+ * wrapped block is preceded by a recomputation of the whole block, whose
+ * outputs and their gradients stay held until the block's backward is done.
  *
  * Reads: Graph op scopes, the Dag, the plan. Writes: FILE.py, and one line
  * of the human report. */
@@ -20,32 +22,21 @@
 
 #include "report.h"
 
-/* The def call an op belongs to: the first "name.N." of its scope. */
-static size_t
-call_len(const char *scope)
-{
-	const char *p = strchr(scope, '.');
-
-	if (!p || !(p = strchr(p + 1, '.')))
-		return 0;
-	return (size_t)(p - scope) + 1;
-}
-
-/* Region of each op: index of its def call among calls, or -1. Fills
- * lo/hi (op ranges) and returns the number of calls. */
+/* Region of each op: index of its block among blocks, or -1. Fills
+ * lo/hi (op ranges) and returns the number of blocks. */
 static int
-calls(const Graph *g, int *region, int *lo, int *hi)
+find_blocks(const Graph *g, int *region, int *lo, int *hi)
 {
 	int n = 0;
 
 	for (int o = 0; o < g->nop; o++) {
 		const char *sc = ir_op_scope(g, &g->op[o]);
-		size_t len = call_len(sc);
+		size_t len = ir_outer_scope_len(sc);
 		region[o] = -1;
 		if (!len)
 			continue;
 		if (n > 0 && !strncmp(ir_op_scope(g, &g->op[lo[n - 1]]), sc, len) &&
-		    call_len(ir_op_scope(g, &g->op[lo[n - 1]])) == len) {
+		    ir_outer_scope_len(ir_op_scope(g, &g->op[lo[n - 1]])) == len) {
 			region[o] = n - 1;
 			hi[n - 1] = o;
 			continue;
@@ -56,7 +47,7 @@ calls(const Graph *g, int *region, int *lo, int *hi)
 	return n;
 }
 
-/* Which calls the plan recomputes in. */
+/* Which blocks the plan recomputes in. */
 static void
 wrapped_by_plan(const Analysis *an, const int *region, bool *wrap)
 {
@@ -69,7 +60,7 @@ wrapped_by_plan(const Analysis *an, const int *region, bool *wrap)
 	}
 }
 
-/* The schedule torch.utils.checkpoint runs for the wrapped calls. */
+/* The schedule torch.utils.checkpoint runs for the wrapped blocks. */
 static Schedule
 checkpoint_schedule(const Analysis *an, const int *region, const int *lo,
                     const int *hi, const bool *wrap, Arena *a)
@@ -96,16 +87,16 @@ typedef struct TorchPlan TorchPlan;
 static bool escapes(const Graph *g, const TorchPlan *tp, int r, int t);
 
 struct TorchPlan {
-	int ncalls, nwrapped;
+	int nblocks, nwrapped;
 	int *region, *lo, *hi;
 	bool *wrap;
-	int64_t peak;           /* PyTorch's peak with these calls wrapped */
-	int64_t all_peak;       /* ... with every call wrapped (per-block) */
+	int64_t peak;           /* PyTorch's peak with these blocks wrapped */
+	int64_t all_peak;       /* ... with every block wrapped (per-block) */
 	int64_t recompute;      /* FLOPs recomputed by the wrapping */
 	int *last_use;          /* [nt] last forward op using each tensor */
 };
 
-/* Is tensor t, made in call r, used after it (or the loss)? */
+/* Is tensor t, made in block r, used after it (or the loss)? */
 static bool
 escapes(const Graph *g, const TorchPlan *tp, int r, int t)
 {
@@ -113,8 +104,8 @@ escapes(const Graph *g, const TorchPlan *tp, int r, int t)
 }
 
 /* The Dag torch.utils.checkpoint (reentrant, PyTorch 1.13) runs: a wrapped
- * call's backward holds the recomputed outputs and their gradients until
- * the whole call's backward is done, so the call's last backward node
+ * block's backward holds the recomputed outputs and their gradients until
+ * the whole block's backward is done, so the block's last backward node
  * (that of its first op) also uses them. */
 static Dag
 checkpoint_dag(const Analysis *an, const TorchPlan *tp, const bool *wrap, Arena *a)
@@ -122,7 +113,7 @@ checkpoint_dag(const Analysis *an, const TorchPlan *tp, const bool *wrap, Arena 
 	const Graph *g = &an->g;
 	Dag d = an->d;
 	int *dag_of = ar_alloc(a, sizeof(int) * (size_t)(g->nt + 1));
-	int *last = ar_alloc(a, sizeof(int) * (size_t)(tp->ncalls + 1));
+	int *last = ar_alloc(a, sizeof(int) * (size_t)(tp->nblocks + 1));
 
 	d.node = ar_alloc(a, sizeof *d.node * (size_t)(d.nnode + 1));
 	memcpy(d.node, an->d.node, sizeof *d.node * (size_t)d.nnode);
@@ -131,14 +122,14 @@ checkpoint_dag(const Analysis *an, const TorchPlan *tp, const bool *wrap, Arena 
 	for (int t = 0; t < d.nt; t++)
 		if (d.t[t].ir_tensor >= 0)
 			dag_of[d.t[t].ir_tensor] = t;
-	for (int r = 0; r < tp->ncalls; r++)
+	for (int r = 0; r < tp->nblocks; r++)
 		last[r] = -1;
 	for (int i = 0; i < d.nbase; i++) {
 		int v = d.base_order[i], o = d.node[v].ir_op;
 		if (d.node[v].is_backward && o >= 0 && tp->region[o] >= 0)
 			last[tp->region[o]] = v;
 	}
-	for (int r = 0; r < tp->ncalls; r++) {
+	for (int r = 0; r < tp->nblocks; r++) {
 		DagNode *n;
 		int *in, cap;
 		if (!wrap[r] || last[r] < 0)
@@ -164,7 +155,7 @@ checkpoint_dag(const Analysis *an, const TorchPlan *tp, const bool *wrap, Arena 
 	return d;
 }
 
-/* PyTorch's peak with the calls in wrap checkpointed, and the FLOPs the
+/* PyTorch's peak with the blocks in wrap checkpointed, and the FLOPs the
  * wrapping recomputes (in *recompute); -1 if the schedule is invalid. */
 static int64_t
 peak_of(const Analysis *an, const TorchPlan *tp, const bool *wrap,
@@ -211,15 +202,15 @@ better(const Analysis *an, int64_t peak, int64_t rec, int64_t bpeak, int64_t bre
 	return bpeak < 0 || peak < bpeak || (peak == bpeak && rec < brec);
 }
 
-/* Local search over which calls to wrap: from the best of wrapping none,
- * the calls the plan recomputes in, and every call, flip the one call
+/* Local search over which blocks to wrap: from the best of wrapping none,
+ * the blocks the plan recomputes in, and every block, flip the one block
  * that helps most until none helps (at most TP_MAX_EVALS evaluations). */
 enum { TP_MAX_EVALS = 4000 };
 
 static void
 search(const Analysis *an, TorchPlan *tp, bool *plan_set, Arena *a)
 {
-	int n = tp->ncalls, evals = 0;
+	int n = tp->nblocks, evals = 0;
 	bool *cand = ar_alloc(a, (size_t)n + 1);
 	int64_t peak, rec;
 
@@ -275,30 +266,30 @@ torch_plan(const Analysis *an, TorchPlan *tp, Arena *a)
 	tp->region = ar_alloc(a, sizeof(int) * (size_t)(g->nop + 1));
 	tp->lo = ar_alloc(a, sizeof(int) * (size_t)(g->nop + 1));
 	tp->hi = ar_alloc(a, sizeof(int) * (size_t)(g->nop + 1));
-	tp->ncalls = calls(g, tp->region, tp->lo, tp->hi);
+	tp->nblocks = find_blocks(g, tp->region, tp->lo, tp->hi);
 	tp->last_use = ar_alloc(a, sizeof(int) * (size_t)(g->nt + 1));
 	for (int i = 0; i < g->nt; i++)
 		tp->last_use[i] = -1;
 	for (int o = 0; o < g->nop; o++)
 		for (int k = 0; k < g->op[o].nin; k++)
 			tp->last_use[g->op[o].in[k]] = o;
-	tp->wrap = ar_alloc(a, (size_t)tp->ncalls + 1);
-	plan_set = ar_alloc(a, (size_t)tp->ncalls + 1);
+	tp->wrap = ar_alloc(a, (size_t)tp->nblocks + 1);
+	plan_set = ar_alloc(a, (size_t)tp->nblocks + 1);
 	wrapped_by_plan(an, tp->region, plan_set);
 	search(an, tp, plan_set, a);
-	for (int r = 0; r < tp->ncalls; r++)
+	for (int r = 0; r < tp->nblocks; r++)
 		tp->nwrapped += tp->wrap[r];
 }
 
 static void
-put_call(FILE *f, const Graph *g, const TorchPlan *tp, int r)
+put_block(FILE *f, const Graph *g, const TorchPlan *tp, int r)
 {
 	const char *sc = ir_op_scope(g, &g->op[tp->lo[r]]);
 
-	fprintf(f, "%.*s", (int)call_len(sc), sc);
+	fprintf(f, "%.*s", (int)ir_outer_scope_len(sc), sc);
 }
 
-/* The per-op policy of wrapped call r: MUST_SAVE for the ops the plan did
+/* The per-op policy of wrapped block r: MUST_SAVE for the ops the plan did
  * not recompute, PREFER_RECOMPUTE for those it did. */
 static void
 put_policy(FILE *f, const Analysis *an, const TorchPlan *tp, int r, const bool *redo)
@@ -307,7 +298,7 @@ put_policy(FILE *f, const Analysis *an, const TorchPlan *tp, int r, const bool *
 	const char *sep = "";
 
 	fputs("    \"", f);
-	put_call(f, g, tp, r);
+	put_block(f, g, tp, r);
 	fputs("\": {", f);
 	for (int o = tp->lo[r]; o <= tp->hi[r]; o++) {
 		fprintf(f, "%s\"%s\": %s", sep, g->t[g->op[o].out[0]].id,
@@ -367,14 +358,14 @@ write_py(FILE *f, const Analysis *an, const TorchPlan *tp, Arena *a)
 	        (long long)tp->peak, (long long)tp->all_peak, (long long)an->ev.peak);
 	fprintf(f, "SELECTIVE = %s\n", "False");
 	fputs("CHECKPOINT = [", f);
-	for (int r = 0, k = 0; r < tp->ncalls; r++)
+	for (int r = 0, k = 0; r < tp->nblocks; r++)
 		if (tp->wrap[r]) {
 			fputs(k++ ? ", \"" : "\"", f);
-			put_call(f, g, tp, r);
+			put_block(f, g, tp, r);
 			fputc('"', f);
 		}
 	fputs("]\nPOLICY = {\n", f);
-	for (int r = 0; r < tp->ncalls; r++)
+	for (int r = 0; r < tp->nblocks; r++)
 		if (tp->wrap[r])
 			put_policy(f, an, tp, r, redo);
 	fputs("}\nOP_NAMES = {call: list(ops) for call, ops in POLICY.items()}\n", f);
@@ -392,7 +383,7 @@ emit_torch(const Analysis *an, FILE *py, FILE *report, Arena *a)
 		write_py(py, an, &tp, a);
 	if (report)
 		fprintf(report, "\npytorch: wrap %d of %d def calls in torch.utils.checkpoint: "
-		        "peak %s (remat's schedule %s, every call wrapped %s)\n", tp.nwrapped, tp.ncalls,
+		        "peak %s (remat's schedule %s, every call wrapped %s)\n", tp.nwrapped, tp.nblocks,
 		        report_size(tp.peak, b1), report_size(an->ev.peak, b2),
 		        report_size(tp.all_peak, b3));
 }

@@ -1,9 +1,9 @@
 /* report/html.c -- --html: one self-contained page (inline SVG, CSS
  * and a short script; nothing is fetched) with the summary, the timeline
  * (hover shows a point's step, op, source line and largest live tensors),
- * the tensors at the peak, a per-layer table, the plan (kept and
- * recomputed activations per layer) and the baselines (-O0 against the
- * plan). The page is well-formed XML as well as HTML, so xmllint checks
+ * the tensors at the peak, a per-block table ("per layer" on the page),
+ * the plan (kept and recomputed activations per block) and the baselines
+ * (-O0 against the plan). The page is well-formed XML as well as HTML, so xmllint checks
  * it; the script sits in a CDATA section and its data escapes '<' and '>'.
  * Reads an Analysis; writes text. */
 #include <inttypes.h>
@@ -209,19 +209,19 @@ peak_tensors(const Analysis *an, FILE *f)
 	free(live);
 }
 
-/* Layers, as the human report groups them: runs of tensors in program
- * order with the same outermost def instance ("enc.1.conv.0." -> "enc.1.";
+/* Blocks, as the human report groups them: runs of tensors in program
+ * order with the same block prefix ("enc.1.conv.0." -> "enc.1.";
  * top-level tensors form "(top level)" runs). */
-typedef struct Layer {
+typedef struct Block {
 	const char *name;
 	size_t len;
 	int64_t saved, at_peak, kept, recomputed;
 	int nkept, nrec;
-} Layer;
+} Block;
 
 
 static int
-find_layers(const Analysis *an, Layer *l, int *layer_of)
+find_blocks(const Analysis *an, Block *l, int *block_of)
 {
 	const Graph *g = &an->g;
 	int nl = 0;
@@ -229,7 +229,7 @@ find_layers(const Analysis *an, Layer *l, int *layer_of)
 	for (int i = 0; i < g->nt; i++) {
 		const Tensor *t = &g->t[i];
 		size_t len = ir_outer_scope_len(t->scope);
-		layer_of[i] = -1;
+		block_of[i] = -1;
 		if (t->kind != TK_ACT && t->kind != TK_EXTRA)
 			continue;
 		if (!nl || l[nl - 1].len != len || strncmp(l[nl - 1].name, t->scope, len)) {
@@ -237,7 +237,7 @@ find_layers(const Analysis *an, Layer *l, int *layer_of)
 			l[nl++].len = len;
 		}
 		int j = nl - 1;
-		layer_of[i] = j;
+		block_of[i] = j;
 		if (t->saved && t->view_of < 0)
 			l[j].saved += t->bytes;
 	}
@@ -245,7 +245,7 @@ find_layers(const Analysis *an, Layer *l, int *layer_of)
 }
 
 static void
-layer_name(FILE *f, const Layer *l)
+block_name(FILE *f, const Block *l)
 {
 	if (!l->len)
 		fputs("(top level)", f);
@@ -254,9 +254,9 @@ layer_name(FILE *f, const Layer *l)
 }
 
 /* Bytes live at the peak, and the activations kept and recomputed, per
- * layer; head/next list each layer's Dag tensors in order. */
+ * block; head/next list each block's Dag tensors in order. */
 static void
-layer_stats(const Analysis *an, Layer *l, int nl, const int *layer_of,
+block_stats(const Analysis *an, Block *l, int nl, const int *block_of,
             const unsigned char *st, int *head, int *next)
 {
 	const MemEval *ev = &an->ev;
@@ -264,18 +264,18 @@ layer_stats(const Analysis *an, Layer *l, int nl, const int *layer_of,
 	for (int k = 0; k < ev->ninst; k++) {
 		const Instance *in = &ev->inst[k];
 		int ir = an->d.t[in->tensor].ir_tensor;
-		if (ir >= 0 && layer_of[ir] >= 0 && in->start <= ev->peak_step && ev->peak_step <= in->end)
-			l[layer_of[ir]].at_peak += in->owned;
+		if (ir >= 0 && block_of[ir] >= 0 && in->start <= ev->peak_step && ev->peak_step <= in->end)
+			l[block_of[ir]].at_peak += in->owned;
 	}
 	for (int i = 0; i < nl; i++)
 		head[i] = -1;
 	for (int t = an->d.nt - 1; t >= 0; t--) {
 		int ir = an->d.t[t].ir_tensor;
-		if (ir < 0 || layer_of[ir] < 0)
+		if (ir < 0 || block_of[ir] < 0)
 			continue;
-		Layer *y = &l[layer_of[ir]];
-		next[t] = head[layer_of[ir]];
-		head[layer_of[ir]] = t;
+		Block *y = &l[block_of[ir]];
+		next[t] = head[block_of[ir]];
+		head[block_of[ir]] = t;
 		if (st[t] & VIZ_KEPT)
 			y->kept += an->d.t[t].bytes, y->nkept++;
 		if (st[t] & VIZ_RECOMPUTED)
@@ -293,14 +293,14 @@ count_td(FILE *f, int n, int64_t bytes)
 }
 
 static void
-layer_table(const Layer *l, int nl, FILE *f)
+block_table(const Block *l, int nl, FILE *f)
 {
 	fputs("<section id=\"layers\"><h2>Activations per layer</h2><table><tr><th>layer</th>"
 	      "<th class=\"n\">saved for backward</th><th class=\"n\">live at the peak</th>"
 	      "<th class=\"n\">kept</th><th class=\"n\">recomputed</th></tr>\n", f);
 	for (int i = 0; i < nl; i++) {
 		fputs("<tr><td>", f);
-		layer_name(f, &l[i]);
+		block_name(f, &l[i]);
 		fputs("</td>", f);
 		size_td(f, l[i].saved);
 		size_td(f, l[i].at_peak);
@@ -311,7 +311,7 @@ layer_table(const Layer *l, int nl, FILE *f)
 	fputs("</table></section>\n", f);
 }
 
-/* The names in one layer's list with status want, up to LIST_MAX. */
+/* The names in one block's list with status want, up to LIST_MAX. */
 static void
 names(const Analysis *an, int t, const int *next, const unsigned char *st, int want, FILE *f)
 {
@@ -328,7 +328,7 @@ names(const Analysis *an, int t, const int *next, const unsigned char *st, int w
 }
 
 static void
-plan_table(const Analysis *an, const Layer *l, int nl, const int *head, const int *next,
+plan_table(const Analysis *an, const Block *l, int nl, const int *head, const int *next,
            const unsigned char *st, FILE *f)
 {
 	fputs("<section id=\"plan\"><h2>Plan</h2>", f);
@@ -341,7 +341,7 @@ plan_table(const Analysis *an, const Layer *l, int nl, const int *head, const in
 	      "</th></tr>\n", f);
 	for (int i = 0; i < nl; i++) {
 		fputs("<tr><td>", f);
-		layer_name(f, &l[i]);
+		block_name(f, &l[i]);
 		fputs("</td><td class=\"names\">", f);
 		names(an, head[i], next, st, VIZ_KEPT, f);
 		fputs("</td><td class=\"names\">", f);
@@ -352,17 +352,17 @@ plan_table(const Analysis *an, const Layer *l, int nl, const int *head, const in
 }
 
 static void
-layers(const Analysis *an, FILE *f, Arena *a)
+block_section(const Analysis *an, FILE *f, Arena *a)
 {
-	Layer *l = ar_alloc(a, sizeof *l * (size_t)(an->g.nt + 1));
-	int *layer_of = ar_alloc(a, sizeof *layer_of * (size_t)(an->g.nt + 1));
+	Block *l = ar_alloc(a, sizeof *l * (size_t)(an->g.nt + 1));
+	int *block_of = ar_alloc(a, sizeof *block_of * (size_t)(an->g.nt + 1));
 	int *next = ar_alloc(a, sizeof *next * (size_t)(an->d.nt + 1));
 	unsigned char *st = viz_tensor_status(an, a);
-	int nl = find_layers(an, l, layer_of);
+	int nl = find_blocks(an, l, block_of);
 	int *head = ar_alloc(a, sizeof *head * (size_t)(nl + 1));
 
-	layer_stats(an, l, nl, layer_of, st, head, next);
-	layer_table(l, nl, f);
+	block_stats(an, l, nl, block_of, st, head, next);
+	block_table(l, nl, f);
 	plan_table(an, l, nl, head, next, st, f);
 }
 
@@ -420,7 +420,7 @@ viz_write_html(FILE *f, const void *ctx)
 	summary(an, f);
 	timeline(an, f, &a);
 	peak_tensors(an, f);
-	layers(an, f, &a);
+	block_section(an, f, &a);
 	baselines(an, f);
 	fputs("<p class=\"muted\">Made by remat " PACKAGE_VERSION ".</p></body></html>\n", f);
 	ar_free(&a);

@@ -3,7 +3,7 @@
  *   {"segments": [one segment: the arena at the peak step, its blocks
  *                 active_allocated or inactive, tiling it exactly],
  *    "device_traces": [[one "alloc" and one "free_completed" per owning
- *                 instance and per step's temporary block, in schedule
+ *                 instance and per step's temporary extent, in schedule
  *                 order; the persistent buffers are allocated first and
  *                 never freed]]}
  * Addresses are VIZ_BASE plus the memory planner's offsets; each block and

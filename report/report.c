@@ -1,6 +1,6 @@
 /* report/report.c -- the human report: settings, bytes per parameter,
  * FLOPs, the peak with its breakdown, the tensors live at the peak, the
- * activation memory of each layer (def instance), and what -O1/-O2 chose
+ * activation memory of each block (outermost call), and what -O1/-O2 chose
  * to keep and to recompute.
  *
  * Reads an Analysis (graph, Dag, chosen and baseline evaluations); writes
@@ -14,7 +14,7 @@
 char *
 report_size(int64_t bytes, char *buf)
 {
-	static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+	static const char *suffix[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
 	double v = (double)bytes;
 	int u = -1;
 
@@ -26,7 +26,7 @@ report_size(int64_t bytes, char *buf)
 		v /= 1024;
 		u++;
 	}
-	snprintf(buf, 32, "%.2f %s", v, units[u]);
+	snprintf(buf, 32, "%.2f %s", v, suffix[u]);
 	return buf;
 }
 
@@ -44,7 +44,7 @@ put_size(FILE *out, const ReportOptions *ro, int64_t bytes, bool exact)
 static void
 put_flops(FILE *out, int64_t f)
 {
-	static const char *units[] = {"", "K", "M", "G", "T", "P", "E"};
+	static const char *prefix[] = {"", "K", "M", "G", "T", "P", "E"};
 	double v = (double)f;
 	int u = 0;
 
@@ -52,7 +52,7 @@ put_flops(FILE *out, int64_t f)
 		v /= 1000;
 		u++;
 	}
-	fprintf(out, u ? "%.2f %sFLOP" : "%.0f %sFLOP", v, units[u]);
+	fprintf(out, u ? "%.2f %sFLOP" : "%.0f %sFLOP", v, prefix[u]);
 }
 
 static void
@@ -448,27 +448,27 @@ top_tensors(const Analysis *an, const ReportOptions *ro, FILE *out)
 }
 
 
-typedef struct Layer {
+typedef struct Block {
 	const char *name;
 	size_t len;
 	int first;              /* its first tensor */
 	int64_t saved, at_peak;
-} Layer;
+} Block;
 
-/* The tensor's outer scope length when it is a layer's activation, else 0. */
+/* The tensor's outer scope length when it is a block's activation, else 0. */
 static size_t
-layer_scope(const Tensor *t)
+block_scope(const Tensor *t)
 {
 	if (t->kind != TK_ACT && t->kind != TK_EXTRA)
 		return 0;
 	return ir_outer_scope_len(t->scope);
 }
 
-/* The layers (outermost def call instances) in program order; returns
- * how many: a layer starts at each activation whose outer scope differs
- * from the layer before it. Fills l when it is not NULL. */
+/* The blocks (outermost calls) in program order; returns
+ * how many: a block starts at each activation whose outer scope differs
+ * from the block before it. Fills l when it is not NULL. */
 static int
-find_layers(const Graph *g, Layer *l)
+find_blocks(const Graph *g, Block *l)
 {
 	int nl = 0;
 	const char *name = NULL;
@@ -476,26 +476,26 @@ find_layers(const Graph *g, Layer *l)
 
 	for (int i = 0; i < g->nt; i++) {
 		const Tensor *t = &g->t[i];
-		size_t k = layer_scope(t);
+		size_t k = block_scope(t);
 		if (!k || (name && len == k && !strncmp(name, t->scope, k)))
 			continue;
 		name = t->scope;
 		len = k;
 		if (l)
-			l[nl] = (Layer){name, len, i, 0, 0};
+			l[nl] = (Block){name, len, i, 0, 0};
 		nl++;
 	}
 	return nl;
 }
 
-/* The layer of IR tensor i, or -1: the last layer that starts at or
- * before it, since a layer runs until the next one starts. */
+/* The block of IR tensor i, or -1: the last block that starts at or
+ * before it, since a block runs until the next one starts. */
 static int
-layer_of(const Graph *g, const Layer *l, int nl, int i)
+block_of(const Graph *g, const Block *l, int nl, int i)
 {
 	int lo = 0, hi = nl;
 
-	if (!layer_scope(&g->t[i]))
+	if (!block_scope(&g->t[i]))
 		return -1;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
@@ -507,23 +507,24 @@ layer_of(const Graph *g, const Layer *l, int nl, int i)
 	return lo - 1;
 }
 
-/* Activation memory per layer: the storage that backward's saved tensors
- * hold (per ops.md; a saved view holds its base), and what this schedule
- * holds at its peak. Layers in program order. Memory in the layers, not
+/* Activation memory per block ("per layer" in the report's words): the
+ * storage that backward's saved tensors hold (per ops.md; a saved view
+ * holds its base), and what this schedule holds at its peak. Blocks in
+ * program order. Memory in the blocks, not
  * in the tensors: a 300k-op graph without a def has none. */
 static void
-layers(const Analysis *an, const ReportOptions *ro, FILE *out)
+block_memory(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
 	const Graph *g = &an->g;
 	const MemEval *ev = &an->ev;
-	int nl = find_layers(g, NULL);
-	Layer *l;
+	int nl = find_blocks(g, NULL);
+	Block *l;
 	uint8_t *held;
 
 	if (!nl)
 		return;
 	l = xcalloc((size_t)nl, sizeof *l);
-	find_layers(g, l);
+	find_blocks(g, l);
 	/* A saved view holds its base's storage: count roots, once each. */
 	held = xcalloc((size_t)g->nt / 8 + 1, 1);
 	for (int i = 0; i < g->nt; i++)
@@ -532,7 +533,7 @@ layers(const Analysis *an, const ReportOptions *ro, FILE *out)
 			held[r / 8] |= (uint8_t)(1u << (r % 8));
 		}
 	for (int i = 0; i < g->nt; i++) {
-		int k = held[i / 8] >> (i % 8) & 1 ? layer_of(g, l, nl, i) : -1;
+		int k = held[i / 8] >> (i % 8) & 1 ? block_of(g, l, nl, i) : -1;
 		if (k >= 0)
 			l[k].saved += g->t[i].bytes;
 	}
@@ -540,7 +541,7 @@ layers(const Analysis *an, const ReportOptions *ro, FILE *out)
 	for (int i = 0; i < ev->ninst; i++) {
 		const Instance *in = &ev->inst[i];
 		int ir = an->d.t[in->tensor].ir_tensor, k;
-		if (ir >= 0 && is_live_at(in, ev->peak_step) && (k = layer_of(g, l, nl, ir)) >= 0)
+		if (ir >= 0 && is_live_at(in, ev->peak_step) && (k = block_of(g, l, nl, ir)) >= 0)
 			l[k].at_peak += in->owned;
 	}
 	fputs("\nactivations per layer (def instance):  saved for backward  /  live at the peak\n", out);
@@ -629,6 +630,6 @@ report_human(const Analysis *an, const ReportOptions *ro, FILE *out)
 	flops(an, out);
 	peak(an, ro, out);
 	top_tensors(an, ro, out);
-	layers(an, ro, out);
+	block_memory(an, ro, out);
 	remat_summary(an, out);
 }

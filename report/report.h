@@ -56,8 +56,8 @@ typedef struct ReportOptions {
 
 void report_human(const Analysis *an, const ReportOptions *ro, FILE *out);
 
-/* Parameter elements, param-gradient bytes and FLOPs of one step, as both
- * reports print them. */
+/* Parameter elements, param-gradient bytes and FLOPs of one training
+ * step, as both reports print them. */
 typedef struct ReportTotals {
 	int64_t params, grad_bytes, forward, backward;
 	int64_t frozen;         /* elements of `frozen` params (part of params) */

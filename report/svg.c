@@ -50,9 +50,9 @@ viz_map(const VizAxis *ax, double v)
 	return ax->px0 + (v - ax->lo) / (ax->hi - ax->lo) * (ax->px1 - ax->px0);
 }
 
-/* 1, 2 or 5 times a power of ten, at least raw. */
+/* A tick spacing: 1, 2 or 5 times a power of ten, at least raw. */
 static double
-nice_step(double raw)
+nice_spacing(double raw)
 {
 	double p = pow(10, floor(log10(raw))), m = raw / p;
 
@@ -73,39 +73,41 @@ viz_svg_begin(FILE *f, int w, int h, const char *title, bool prolog)
 	fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
 }
 
-/* Byte ticks in the largest binary unit below the top of the axis. */
+/* Byte ticks in the largest binary suffix below the top of the axis. */
 void
 viz_svg_yaxis(FILE *f, const VizAxis *y, double x0, double x1)
 {
-	static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-	double unit = 1, top = y->hi > 0 ? y->hi : 1, step;
+	static const char *suffix[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	double scale = 1, top = y->hi > 0 ? y->hi : 1, spacing;
 	int u = 0;
 
-	while (top / unit >= 1024 && u < 5) {
-		unit *= 1024;
+	while (top / scale >= 1024 && u < 5) {
+		scale *= 1024;
 		u++;
 	}
-	step = nice_step(top / unit / 6) * unit;
-	for (double v = 0; v <= top * 1.0000001; v += step) {
+	spacing = nice_spacing(top / scale / 6) * scale;
+	for (double v = 0; v <= top * 1.0000001; v += spacing) {
 		double py = viz_map(y, v);
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 		        "stroke=\"#000\" stroke-opacity=\"0.12\"/>\n", x0, py, x1, py);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
 		        "dominant-baseline=\"middle\">%g %s</text>\n", x0 - 6, py,
-		        round(v / unit * 1000) / 1000, units[u]);
+		        round(v / scale * 1000) / 1000, suffix[u]);
 	}
 }
 
 void
 viz_svg_xaxis(FILE *f, const VizAxis *x, double y0, const char *label)
 {
-	double span = x->hi - x->lo, step = nice_step(span > 1 ? span / 8 : 1);
+	double span = x->hi - x->lo;
+	double spacing = nice_spacing(span > 1 ? span / 8 : 1);
 
-	if (step < 1)
-		step = 1;
+	if (spacing < 1)
+		spacing = 1;
 	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
 	        x->px0, y0, x->px1, y0);
-	for (double v = ceil(x->lo / step) * step; v <= x->hi; v += step) {
+	for (double v = ceil(x->lo / spacing) * spacing; v <= x->hi;
+	     v += spacing) {
 		double px = viz_map(x, v);
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
 		        px, y0, px, y0 + 4);

@@ -179,10 +179,10 @@ else
 fi
 
 # --emit-net writes a def per repeated block (named by the exporter's
-# node scopes) and calls it per instance; analyzing the file gives the
+# node scopes) and calls it per occurrence; analyzing the file gives the
 # import's bytes at -O0 and -O2 (JSON), which are the flat translation's
 # (the -O0 peaks docs/onnx.md gives for ResNet-18 and GPT-2).
-# defs_case NAME DEF INSTANCES PEAK
+# defs_case NAME DEF OCCURRENCES PEAK
 defs_case() {
 	f=$1 def=$2 n=$3 want=$4 o="$out/defs-$1" same=1
 	for lv in 0 2; do

@@ -39,19 +39,11 @@ static int
 cm_fail(Cm *c, const char *fmt, ...)
 {
 	va_list ap;
-	int k;
 
-	if (!c->errn)
-		return -1;
-	if (c->at)
-		k = snprintf(c->err, c->errn, "%s:%d:%d: ", c->path, c->at->line, c->at->col);
-	else
-		k = snprintf(c->err, c->errn, "%s: ", c->path);
-	if (k >= 0 && (size_t)k < c->errn) {
-		va_start(ap, fmt);
-		vsnprintf(c->err + k, c->errn - (size_t)k, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	err_vformat(c->err, c->errn, c->path, c->at ? c->at->line : 0,
+	            c->at ? c->at->col : 0, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 

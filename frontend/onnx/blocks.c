@@ -3,16 +3,16 @@
  * PyTorch's exporter names each node after the module that ran it:
  * "/layer1/layer1.0/conv1/Conv", "/blocks.3/attn/MatMul",
  * "/encoder/layers/encoder_layer_7/mlp/Add". The outermost part of that
- * path that ends in ".N" or "_N" names an instance of a repeated block
+ * path that ends in ".N" or "_N" names an occurrence of a repeated block
  * (layer1.0, blocks.3, encoder_layer_7). After the whole model has been
  * written as flat statements, ox_blocks cuts the body into runs of
- * consecutive statements of one instance, and writes each run as a def
+ * consecutive statements of one occurrence, and writes each run as a def
  * body: the values it reads from outside become its arguments, the params
  * only it uses are declared inside, and its one value used after it is
- * returned. Names lose their instance prefix (layer1_layer1_0_conv1_Conv
+ * returned. Names lose their occurrence prefix (layer1_layer1_0_conv1_Conv
  * becomes conv1_Conv, layer1_0_conv1_weight becomes conv1_weight). Runs
  * whose def text is the same, to the character (shapes included), share
- * one def; where a def has two or more instances, each run is replaced by
+ * one def; where a def has two or more occurrences, each run is replaced by
  * a call that binds the run's result to its old name, so the rest of the
  * program is unchanged. A run that reads or leaves anything else (two
  * results, say) stays flat. The analysis is the same: a def call is its
@@ -38,7 +38,7 @@ enum { R_NONE, R_LOCAL, R_PARAM, R_ARG };
 
 typedef struct Run {
 	size_t beg, end;        /* body text */
-	const char *key;        /* instance: "layer1.0" */
+	const char *key;        /* occurrence: "layer1.0" */
 	int nstmt;
 	bool ok;
 	const char *sig;        /* the def text after its name */
@@ -49,7 +49,7 @@ typedef struct Run {
 	int nparams;
 	int def;                /* index of the first run with the same sig */
 	const char *def_name;
-	int ninst;
+	int nocc;
 } Run;
 
 typedef struct Blk {
@@ -133,10 +133,10 @@ next_ref(Blk *B, const char *s, size_t n, size_t *i, size_t *at)
 	return NULL;
 }
 
-/* The repeated-block instance a node belongs to: the outermost part of
+/* The occurrence of a repeated block a node belongs to: the outermost part of
  * its scope path ending in ".N" or "_N", or NULL. */
 static const char *
-instance_key(Imp *I, const Node *n)
+occurrence_key(Imp *I, const Node *n)
 {
 	const char *s = n->name, *last;
 
@@ -168,7 +168,7 @@ ox_blocks_note(Imp *I, int i, size_t beg, size_t end)
 	I->node_order[I->nnoted++] = i;
 }
 
-/* The name in the def of flat name net: what follows the instance key
+/* The name in the def of flat name net: what follows the occurrence key
  * (as a .net name: "layer1_0") in it, as in layer1_layer1_0_conv1_Conv and
  * layer1_0_conv1_weight; "v1", "v2"... where the key is not in it. From
  * the flat name, not the ONNX one: values that alias one tensor (an
@@ -305,7 +305,7 @@ analyze_run(Blk *B, int ri)
 			nout++;
 		}
 	}
-	/* the instance's buffers (BatchNorm running statistics), which no
+	/* the occurrence's buffers (BatchNorm running statistics), which no
 	 * statement reads, move into the def too */
 	r->params = xrealloc_params(I, r->params, r->nparams, r->nparams + B->nbuf);
 	for (int k = 0; k < B->nbuf; k++) {
@@ -471,13 +471,13 @@ ox_blocks(Imp *I)
 		i = e + 1;
 	}
 
-	/* runs: consecutive nodes with text, of one instance */
+	/* runs: consecutive nodes with text, of one occurrence */
 	B.run = ar_alloc(I->a, sizeof *B.run * (size_t)(I->nnoted + 1));
 	for (int k = 0; k < I->nnoted; k++) {
 		int n = I->node_order[k];
 		if (I->node_beg[n] == I->node_end[n])
 			continue;
-		const char *key = instance_key(I, I->g->node[n]);
+		const char *key = occurrence_key(I, I->g->node[n]);
 		Run *last = B.nrun ? &B.run[B.nrun - 1] : NULL;
 		if (key && last && last->key && last->end == I->node_beg[n] &&
 		    !strcmp(last->key, key)) {
@@ -508,19 +508,20 @@ ox_blocks(Imp *I)
 			else
 				first[h] = r;
 		}
-		B.run[B.run[r].def].ninst++;
+		B.run[B.run[r].def].nocc++;
 	}
-	/* the defs, named after their first instance's key without its number */
+	/* the defs, named after their first occurrence's key without its
+	 * number; the comment line above each says "instances" */
 	for (int r = 0; r < B.nrun; r++) {
 		Run *d = &B.run[B.run[r].def];
-		if (!B.run[r].ok || d->ninst < 2)
+		if (!B.run[r].ok || d->nocc < 2)
 			continue;
 		if (!d->def_name) {
 			size_t n = strlen(d->key);
 			while (n && d->key[n - 1] >= '0' && d->key[n - 1] <= '9')
 				n--;
 			d->def_name = ox_netname(I, ar_printf(I->a, "%.*sblock", (int)n, d->key));
-			ox_printf(&I->defs, "# %d instances:", d->ninst);
+			ox_printf(&I->defs, "# %d instances:", d->nocc);
 			for (int q = r; q < B.nrun; q++)
 				if (B.run[q].def == B.run[r].def)
 					ox_printf(&I->defs, " %s", B.run[q].key);
@@ -534,7 +535,7 @@ ox_blocks(Imp *I)
 		return;
 	for (int r = 0; r < B.nrun; r++) {
 		Run *x = &B.run[r], *d = &B.run[x->def];
-		if (!x->ok || d->ninst < 2)
+		if (!x->ok || d->nocc < 2)
 			continue;
 		ox_printf(&body, "%.*s", (int)(x->beg - pos), I->body.s + pos);
 		ox_printf(&body, "%s = %s(", x->out, d->def_name);

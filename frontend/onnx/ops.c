@@ -1254,17 +1254,24 @@ op_constant(Imp *I, const Node *n)
 		ox_fail(I, "Constant with attribute '%s' is not supported", at->name);
 }
 
-/* The consumer of v when it has exactly one; NULL otherwise. */
+/* The first node from `from` on that reads v and has op type op (any
+ * type when op is NULL), or -1. */
+static int
+find_user(Imp *I, const Val *v, int from, const char *op)
+{
+	for (size_t i = (size_t)from; i < I->g->n_node; i++)
+		if (!op || !strcmp(I->g->node[i]->op_type, op))
+			for (size_t k = 0; k < I->g->node[i]->n_input; k++)
+				if (!strcmp(I->g->node[i]->input[k], v->name))
+					return (int)i;
+	return -1;
+}
+
+/* The consumer of v when it has exactly one; -1 otherwise. */
 static int
 only_user(Imp *I, const Val *v, int from)
 {
-	if (v->nuse != 1)
-		return -1;
-	for (size_t i = (size_t)from; i < I->g->n_node; i++)
-		for (size_t k = 0; k < I->g->node[i]->n_input; k++)
-			if (!strcmp(I->g->node[i]->input[k], v->name))
-				return (int)i;
-	return -1;
+	return v->nuse == 1 ? find_user(I, v, from, NULL) : -1;
 }
 
 static bool
@@ -1315,18 +1322,6 @@ match_gelu(Imp *I, int i)
 	ox_printf(&I->body, "gelu(%s);\n", r);
 	I->skip[ie] = I->skip[ia] = I->skip[im] = I->skip[im2] = true;
 	return true;
-}
-
-/* The first node from `from` on that reads v and has op type op, or -1. */
-static int
-find_user(Imp *I, const Val *v, int from, const char *op)
-{
-	for (size_t i = (size_t)from; i < I->g->n_node; i++)
-		if (!strcmp(I->g->node[i]->op_type, op))
-			for (size_t k = 0; k < I->g->node[i]->n_input; k++)
-				if (!strcmp(I->g->node[i]->input[k], v->name))
-					return (int)i;
-	return -1;
 }
 
 /* Is node i a ReduceMean of its input 0 over the last axis, keeping it? */

@@ -112,17 +112,13 @@ dag_step_kind(const Dag *d, const Schedule *s, int i, const bool *seen)
 }
 
 /* Both pushes grow their array by doubling (never below 64 entries) in the
- * arena; *cap is the array's capacity, kept by the caller. */
+ * arena, with ar_fit; *cap is the array's capacity, kept by the caller. */
 DagTensor *
 dag_push_tensor(Dag *d, int *cap, Arena *a)
 {
 	DagTensor *t;
 
-	if (d->nt == *cap) {
-		int n = *cap < 32 ? 64 : 2 * *cap;
-		d->t = ar_grow(a, d->t, sizeof *d->t * (size_t)*cap, sizeof *d->t * (size_t)n);
-		*cap = n;
-	}
+	d->t = ar_fit(a, d->t, d->nt, cap, sizeof *d->t, 64);
 	t = &d->t[d->nt++];
 	memset(t, 0, sizeof *t);
 	t->view_src = -1;
@@ -135,11 +131,7 @@ dag_push_node(Dag *d, int *cap, Arena *a)
 {
 	DagNode *n;
 
-	if (d->nnode == *cap) {
-		int k = *cap < 32 ? 64 : 2 * *cap;
-		d->node = ar_grow(a, d->node, sizeof *d->node * (size_t)*cap, sizeof *d->node * (size_t)k);
-		*cap = k;
-	}
+	d->node = ar_fit(a, d->node, d->nnode, cap, sizeof *d->node, 64);
 	if (d->nnode < d->nxfer)        /* the side arrays: a new node has none */
 		memset(&d->xfer[d->nnode], 0, sizeof *d->xfer);
 	if (d->nnode < d->nworkspace)

@@ -110,7 +110,7 @@ typedef struct DagAcc {
  * the generated program runs it as a collective). */
 typedef enum DagComm {
 	COMM_NONE,
-	COMM_ALLGATHER,         /* stage 3: out[0] = the full weights of
+	COMM_ALLGATHER,         /* ZeRO-3: out[0] = the full weights of
 	                           comm_params, concatenated in that order */
 	COMM_ALLREDUCE,         /* a gradient bucket (in[]), summed in place */
 	COMM_REDUCE_SCATTER     /* a gradient bucket (in[]), summed into each
@@ -147,9 +147,9 @@ typedef struct DagNode {
 	int fwd_plus1;          /* a backward node: its forward node + 1, which
 	                           must run before it (memory-model.md); 0 when
 	                           there is none (zeroed nodes stay valid) */
-	int block_plus1 : 30;   /* issue 9: the outermost def call instance the
+	int block_plus1 : 30;   /* issue 9: the block (outermost call) the
 	                           node belongs to + 1 (a backward node: its
-	                           forward node's), for per-def checkpointing;
+	                           forward node's), for per-block checkpointing;
 	                           0 outside every def (zeroed nodes: none) */
 	bool once : 1;          /* runs exactly once, never recomputed (backward) */
 	bool is_backward : 1;   /* labelled "backward" in schedules */
@@ -182,14 +182,14 @@ typedef struct Dag {
 	int *base_order;        /* the -O0 / reference schedule: every node once */
 	int nbase;
 	int64_t persistent[CAT_COUNT]; /* params, master, optimizer */
-	/* The persistent buffers one by one, live for the whole step, as
-	 * passes/graph/lower.c lists them: for each param in IR order, its weight
-	 * (CAT_PARAMS); then, in train mode, its f32 master copy (CAT_MASTER;
-	 * mixed precision and a param not declared f32) and one buffer per
-	 * optimizer state value (CAT_OPTIMIZER; none for sgd). Per category
-	 * they sum to persistent[]. A Dag built elsewhere may list none
-	 * (npersistent 0); the memory planner then places persistent[] as one
-	 * block. */
+	/* The persistent buffers one by one, live for the whole training
+	 * step, as passes/graph/lower.c lists them: for each param in IR
+	 * order, its weight (CAT_PARAMS); then, in train mode, its f32 master
+	 * copy (CAT_MASTER; mixed precision and a param not declared f32) and
+	 * one buffer per optimizer state value (CAT_OPTIMIZER; none for sgd).
+	 * Per category they sum to persistent[]. A Dag built elsewhere may
+	 * list none (npersistent 0); the memory planner then places
+	 * persistent[] as one extent. */
 	int npersistent;
 	int64_t *persistent_buf;        /* [npersistent] bytes */
 	MemCat *persistent_cat;         /* [npersistent] */
@@ -265,7 +265,7 @@ typedef struct MemEval {
 	                           addresses it through its base); NULL until
 	                           the planner runs: read it through ev_offset */
 	int64_t *temp_offset;   /* memory planner: [nsteps] arena offset of the
-	                           step's temporary block (mp_temp_layout), or
+	                           step's temporary extent (mp_temp_layout), or
 	                           -1 when the step has no temporaries; NULL
 	                           when no step has any */
 	int64_t *persistent_offset; /* memory planner: [Dag.npersistent] arena

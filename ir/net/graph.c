@@ -198,26 +198,11 @@ ir_share_shape(Tensor *t, const Tensor *from)
 int
 ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc)
 {
-	Tensor *t;
-
-	if (g->nt == g->capt) {
-		int cap = g->capt ? 2 * g->capt : 256;
-		g->t = ar_grow(g->arena, g->t, sizeof *g->t * (size_t)g->capt,
-		               sizeof *g->t * (size_t)cap);
-		g->capt = cap;
-	}
-	t = &g->t[g->nt];
-	memset(t, 0, sizeof *t);
-	t->id = id;
-	t->kind = kind;
-	t->dtype = DT_NONE;
-	t->ndim = -1;
-	t->producer = -1;
-	t->view_of = -1;
-	t->grad = -1;
-	t->grad_of = -1;
-	t->scope = "";
-	t->loc = loc;
+	g->t = ar_fit(g->arena, g->t, g->nt, &g->capt, sizeof *g->t, 256);
+	g->t[g->nt] = (Tensor){
+		.id = id, .kind = kind, .dtype = DT_NONE, .ndim = -1, .scope = "",
+		.loc = loc, .producer = -1, .view_of = -1, .grad = -1, .grad_of = -1,
+	};
 	return g->nt++;
 }
 
@@ -226,12 +211,7 @@ ir_add_op(Graph *g, OpKind kind, const int *in, int nin)
 {
 	Op *op;
 
-	if (g->nop == g->capop) {
-		int cap = g->capop ? 2 * g->capop : 256;
-		g->op = ar_grow(g->arena, g->op, sizeof *g->op * (size_t)g->capop,
-		                sizeof *g->op * (size_t)cap);
-		g->capop = cap;
-	}
+	g->op = ar_fit(g->arena, g->op, g->nop, &g->capop, sizeof *g->op, 256);
 	op = &g->op[g->nop];
 	memset(op, 0, sizeof *op);
 	op->kind = kind;

@@ -1,6 +1,6 @@
 /* ir/net/net.h -- the network graph: tensors, ops, the op table.
  *
- * The pipeline is one function, analyze() in driver/analyze.c; each
+ * The passes run from one function, analyze() in driver/analyze.c; each
  * module has one header that is its table of contents, bottom up:
  *
  *   ir/util/util.h             arenas, diagnostics, clock, JSON
@@ -56,7 +56,7 @@ typedef enum TensorKind {
 
 /* A million-op graph has millions of these, so every byte counts (16 B
  * is 4.8 MB at 300k tensors): 64 bytes, no padding. The small fields are
- * bit fields in one 32-bit unit (nothing takes their address); the element
+ * bit fields in one 32-bit word (nothing takes their address); the element
  * count is not kept but read from bytes (ir_numel: every dtype is a whole
  * number of bytes), an extra's role is an index into its op's row of the
  * op table (ir_role). The shape lives out of line, ndim elements in the
@@ -70,7 +70,7 @@ typedef struct Tensor {
 	                           write through it: set a new shape instead */
 	int64_t bytes;          /* numel * dtype_size: its logical size, also for
 	                           views; 0 until shape inference sized it */
-	const char *scope;      /* def instance prefix, "" at top level: "block.3." */
+	const char *scope;      /* call prefix, "" at top level: "block.3." */
 	Loc loc;                /* where the expression or declaration starts */
 	int producer;           /* op index for TK_ACT/TK_EXTRA, else -1 */
 	int view_of;            /* views: the tensor whose storage it aliases, else -1 */
@@ -85,7 +85,8 @@ typedef struct Tensor {
 	bool needs_grad : 1;    /* shape pass: floating and (a param or from one) */
 	bool saved : 1;         /* autodiff: some backward op saves it (per ops.md) */
 	bool frozen : 1;        /* a `frozen` param: no grad, master or optimizer
-	                           state; its weight lives for the whole step */
+	                           state; its weight lives for the whole
+	                           training step */
 	bool buffer : 1;        /* a `buffer` param (also frozen): persistent state
 	                           that is not a parameter (BatchNorm's running
 	                           statistics); not in the parameter count */
@@ -178,7 +179,7 @@ typedef struct CustomOp {
  * the op's source location is its outputs' (ir_op_loc);
  * a custom op's declaration hangs off its OpParams (ops other than
  * OP_CUSTOM share ir_no_params, whose custom is NULL); its scratch bytes
- * are read from there (ir_op_workspace) and an op's def instance prefix
+ * are read from there (ir_op_workspace) and an op's call prefix
  * from its first output (ir_op_scope), rather than kept in every op. */
 typedef struct Op {
 	OpKind kind : 8;
@@ -229,13 +230,13 @@ typedef struct DistOptions {
 	                           master copy, 2 also gradients, 3 also weights) */
 	int64_t bucket;         /* gradient bucket bytes (default 25 MB, DDP's) */
 	bool offload_optimizer; /* master copy and optimizer state on the host */
-	bool offload_params;    /* weight shards on the host (stage 3) */
-	int prefetch;           /* stage 3: units gathered ahead of the one
+	bool offload_params;    /* weight shards on the host (ZeRO-3) */
+	int prefetch;           /* ZeRO-3: units gathered ahead of the one
 	                           running (--prefetch), default 0 */
 } DistOptions;
 
 /* Pipeline parallelism (docs/distributed.md): K stages of contiguous
- * outermost def call instances, M micro-batches, 1F1B or GPipe. */
+ * blocks, M micro-batches, 1F1B or GPipe order. */
 enum { PIPE_MAXSTAGES = 256 };
 typedef struct PipeOptions {
 	int stages;             /* K; 0 or 1: no pipeline */
@@ -292,13 +293,13 @@ int ir_add_tensor(Graph *g, const char *id, TensorKind kind, Loc loc);
 int ir_add_op(Graph *g, OpKind kind, const int *in, int nin);
 /* Creates op `o`'s nout >= 1 outputs (ids given) and its extras (ids
  * "<out0>:<role>", roles from the op table), setting producer, kind, scope
- * (the def instance prefix, "" at top level) and loc, where the op's
+ * (the call prefix, "" at top level) and loc, where the op's
  * expression starts: the op keeps none of its own (ir_op_loc). */
 void ir_set_outputs(Graph *g, int o, const char *const *ids, int nout, const char *scope,
                     Loc loc);
 /* Where op o's expression starts: its outputs' location. */
 Loc ir_op_loc(const Graph *g, const Op *o);
-/* The def instance prefix op o was made in ("" at top level): its
+/* The call prefix op o was made in ("" at top level): its
  * outputs'. */
 const char *ir_op_scope(const Graph *g, const Op *o);
 /* Gives t (a tensor of g) ndim axes of the given sizes (copied into g's
@@ -324,9 +325,10 @@ const char *ir_role(const Graph *g, const Tensor *t);
 int ir_storage_root(const Graph *g, int t);
 /* Shape as "[8, 1024, 768]" into buf; returns buf. */
 char *ir_shape_str(const Tensor *t, char *buf, size_t n);
-/* Length of the outermost def call instance in a scope: "block.3.attn.0."
- * -> 8 ("block.3."); 0 at top level. Layers, pipeline and FSDP units and
- * per-def checkpointing all group by it. */
+/* Length of the block's prefix in a scope (its outermost call):
+ * "block.3.attn.0." -> 8 ("block.3."); 0 at top level. The report's
+ * per-layer table, pipeline stages, ZeRO-3 units and per-block
+ * checkpointing all group by it. */
 size_t ir_outer_scope_len(const char *scope);
 
 /* Appends an optional extra output (role from the op table's extra_role[k],

@@ -249,36 +249,33 @@ slot_of(const char *name)
 	ir_die(__FILE__, __LINE__, "an op table attribute without a slot");
 }
 
-/* Stores v into the slot, if it is of the slot's kind. */
+/* Stores v into the slot, if it is of the slot's kind (an int is accepted
+ * where a real is expected). */
 static bool
 store(OpParams *p, int s, const AttrValue *v)
 {
 	char *at = (char *)p + slots[s].off;
+	AttrKind want = slots[s].kind;
+	double r;
 
-	switch (slots[s].kind) {
+	if (v->kind != want && !(want == AV_REAL && v->kind == AV_INT))
+		return false;
+	switch (want) {
 	case AV_INT:
-		if (v->kind != AV_INT)
-			return false;
 		memcpy(at, &v->i, sizeof v->i);
 		return true;
 	case AV_REAL:
-		if (v->kind != AV_REAL && v->kind != AV_INT)
-			return false;
-		double r = v->kind == AV_INT ? (double)v->i : v->r;
+		r = v->kind == AV_INT ? (double)v->i : v->r;
 		memcpy(at, &r, sizeof r);
 		return true;
 	case AV_BOOL:
-		if (v->kind != AV_BOOL)
-			return false;
 		memcpy(at, &v->b, sizeof v->b);
 		return true;
 	case AV_DTYPE:
-		if (v->kind != AV_DTYPE)
-			return false;
 		memcpy(at, &v->dt, sizeof v->dt);
 		return true;
 	case AV_LIST:
-		if (v->kind != AV_LIST || v->n < 0 || v->n > IR_MAXDIM)
+		if (v->n < 0 || v->n > IR_MAXDIM)
 			return false;
 		p->nlist = v->n;
 		memcpy(p->list, v->list, sizeof(int64_t) * (size_t)v->n);

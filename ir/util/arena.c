@@ -1,5 +1,6 @@
 /* ir/util/arena.c -- bump allocation with one lifetime per arena, and the
  * allocation wrappers that die on out-of-memory. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -7,17 +8,17 @@
 
 #include "util.h"
 
-struct ArenaBlock {
-	ArenaBlock *next;
+struct ArenaChunk {
+	ArenaChunk *next;
 	size_t used, cap;
 	_Alignas(16) unsigned char data[];
 };
 
-enum { BLOCK_MIN = 64 * 1024 };
+enum { CHUNK_MIN = 64 * 1024 };
 
 /* Large growing arrays (the graph's tensors and ops) live on the heap,
  * tracked by the arena, so that doubling them frees the old copy instead of
- * leaving it in a block: a million-op graph would otherwise keep every
+ * leaving it in a chunk: a million-op graph would otherwise keep every
  * generation. Small ones are copied within the arena. */
 enum { GROW_HEAP_MIN = 256 * 1024 };
 
@@ -85,9 +86,9 @@ ar_child(Arena *a)
 void
 ar_free(Arena *a)
 {
-	ArenaBlock *b, *next;
+	ArenaChunk *b, *next;
 
-	/* the children's records live in this arena's blocks: them first */
+	/* the children's records live in this arena's chunks: them first */
 	for (Arena *k = a->kids; k; k = k->next_kid)
 		ar_free(k);
 	a->kids = NULL;
@@ -109,12 +110,12 @@ ar_free(Arena *a)
 static void *
 bump(Arena *a, size_t n, size_t align)
 {
-	ArenaBlock *b = a->head;
+	ArenaChunk *b = a->head;
 	size_t cap, at = b ? (b->used + align - 1) & ~(align - 1) : 0;
 	void *p;
 
 	if (!b || at > b->cap || b->cap - at < n) {
-		cap = n > BLOCK_MIN ? n : BLOCK_MIN;
+		cap = n > CHUNK_MIN ? n : CHUNK_MIN;
 		if (b && cap < b->cap * 2 && b->cap < (64u << 20))
 			cap = b->cap * 2 > n ? b->cap * 2 : n;
 		b = xmalloc(sizeof *b + cap);
@@ -190,6 +191,20 @@ ar_grow(Arena *a, void *old, size_t oldn, size_t newn)
 	return p;
 }
 
+void *
+ar_fit(Arena *a, void *v, int n, int *cap, size_t size, int min)
+{
+	int k;
+
+	if (n < *cap)
+		return v;
+	ir_assert(*cap <= INT_MAX / 2);
+	k = 2 * *cap > min ? 2 * *cap : min;
+	v = ar_grow(a, v, size * (size_t)*cap, size * (size_t)k);
+	*cap = k;
+	return v;
+}
+
 void
 ar_release(Arena *a, void *p)
 {
@@ -197,7 +212,7 @@ ar_release(Arena *a, void *p)
 
 	if (h) {
 		free(p);
-		*h = (*h)->next;        /* its record stays in a block until ar_free */
+		*h = (*h)->next;        /* its record stays in a chunk until ar_free */
 	}
 }
 

@@ -298,7 +298,27 @@ why_fail(char *why, size_t n, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(why, n, fmt, ap);
+	err_vformat(why, n, NULL, 0, 0, fmt, ap);
 	va_end(ap);
 	return false;
+}
+
+void
+err_vformat(char *buf, size_t n, const char *file, int line, int col,
+            const char *fmt, va_list ap)
+{
+	int k;
+
+	if (!n)
+		return;
+	if (file && line > 0)
+		k = snprintf(buf, n, "%s:%d:%d: ", file, line, col);
+	else if (file)
+		k = snprintf(buf, n, "%s: ", file);
+	else if (line > 0)
+		k = snprintf(buf, n, "%d:%d: ", line, col);
+	else
+		k = 0;
+	if (k >= 0 && (size_t)k < n)
+		vsnprintf(buf + k, n - (size_t)k, fmt, ap);
 }

@@ -30,19 +30,13 @@ static void
 jr_fail(Jr *p, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
 	if (p->failed)
 		return;
 	p->failed = true;
-	if (!p->errn)
-		return;
-	n = snprintf(p->err, p->errn, "%d:%d: ", p->line,
-	             (int)(p->pos - p->line_start) + 1);
-	if (n < 0 || (size_t)n >= p->errn)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(p->err + n, p->errn - (size_t)n, fmt, ap);
+	err_vformat(p->err, p->errn, NULL, p->line, (int)(p->pos - p->line_start) + 1,
+	            fmt, ap);
 	va_end(ap);
 }
 
@@ -369,67 +363,53 @@ more(Jr *p, int closer, bool *ok)
 	return false;
 }
 
-/* array -> '[' ( value ( ',' value )* )? ']' */
-static JrValue *
-array(Jr *p, int depth)
+/* member -> string ':' value: the key and its ':', or NULL on an error. */
+static const char *
+member_key(Jr *p)
 {
-	JrValue *v = new_value(p, JR_ARR), *e;
-	Kids k = {0};
-	bool ok = true;
+	JrValue *key;
 
-	advance(p);
+	if (peek(p) != '"') {
+		jr_fail(p, "object key (a string) expected");
+		return NULL;
+	}
+	if (!(key = string(p)))
+		return NULL;
 	skip_ws(p);
-	if (peek(p) == ']')
-		advance(p);
-	else
-		do {
-			if (!(e = value(p, depth + 1))) {
-				ok = false;
-				break;
-			}
-			kids_push(&k, NULL, e);
-		} while (more(p, ']', &ok));
-	kids_move(p, &k, v, false);
-	return ok ? v : NULL;
+	if (peek(p) != ':') {
+		jr_fail(p, "expected ':' after object key");
+		return NULL;
+	}
+	advance(p);
+	return key->str;
 }
 
-/* object -> '{' ( string ':' value ( ',' string ':' value )* )? '}' */
+/* array  -> '[' ( value ( ',' value )* )? ']'
+ * object -> '{' ( member ( ',' member )* )? '}'
+ * One loop for both: an object's elements are members. */
 static JrValue *
-object(Jr *p, int depth)
+list(Jr *p, int depth, JrType type)
 {
-	JrValue *v = new_value(p, JR_OBJ), *key, *e;
+	JrValue *v = new_value(p, type), *e;
+	int closer = type == JR_OBJ ? '}' : ']';
+	const char *key = NULL;
 	Kids k = {0};
 	bool ok = true;
 
 	advance(p);
 	skip_ws(p);
-	if (peek(p) == '}')
+	if (peek(p) == closer)
 		advance(p);
 	else
 		do {
-			if (peek(p) != '"') {
-				jr_fail(p, "object key (a string) expected");
+			if ((type == JR_OBJ && !(key = member_key(p))) ||
+			    !(e = value(p, depth + 1))) {
 				ok = false;
 				break;
 			}
-			if (!(key = string(p))) {
-				ok = false;
-				break;
-			}
-			skip_ws(p);
-			if (peek(p) != ':') {
-				jr_fail(p, "expected ':' after object key");
-				ok = false;
-				break;
-			}
-			advance(p);
-			if (!(e = value(p, depth + 1))) {
-				ok = false;
-				break;
-			}
-			kids_push(&k, key->str, e);
-		} while (more(p, '}', &ok));
-	kids_move(p, &k, v, true);
+			kids_push(&k, key, e);
+		} while (more(p, closer, &ok));
+	kids_move(p, &k, v, type == JR_OBJ);
 	return ok ? v : NULL;
 }
 
@@ -447,9 +427,9 @@ value(Jr *p, int depth)
 	c = peek(p);
 	switch (c) {
 	case '{':
-		return object(p, depth);
+		return list(p, depth, JR_OBJ);
 	case '[':
-		return array(p, depth);
+		return list(p, depth, JR_ARR);
 	case '"':
 		return string(p);
 	case 't':

@@ -6,6 +6,7 @@
 #ifndef REMAT_UTIL_H
 #define REMAT_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,13 +14,14 @@
 
 /* ---------------------------------------------------------------- ir/util/arena.c */
 
-/* A bump allocator. Everything made for one compilation lives in one arena
- * and dies with it; passes use a scratch arena of their own. */
-typedef struct ArenaBlock ArenaBlock;
+/* A bump allocator over chunks taken from malloc. Everything made for one
+ * compilation lives in one arena and dies with it; passes use a scratch
+ * arena of their own. */
+typedef struct ArenaChunk ArenaChunk;
 typedef struct ArenaHeap ArenaHeap;
 typedef struct Arena Arena;
 struct Arena {
-	ArenaBlock *head;
+	ArenaChunk *head;
 	ArenaHeap *heap;        /* large arrays grown by ar_grow, freed with it */
 	size_t total;           /* bytes handed out, for the benchmarks */
 	Arena *kids;            /* ar_child's arenas, freed with this one */
@@ -30,7 +32,7 @@ void *xmalloc(size_t n);                 /* dies with a message on OOM */
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 void ar_init(Arena *a);
-void ar_free(Arena *a);                  /* frees every block (and child);
+void ar_free(Arena *a);                  /* frees every chunk (and child);
                                             again is harmless */
 /* A new arena that can be freed on its own, early, and that dies with a
  * anyway: pieces of a tree that go while the rest stays. */
@@ -49,6 +51,11 @@ void *ar_grow(Arena *a, void *old, size_t oldn, size_t newn); /* grow an array; 
  * anything else stays until ar_free. For tables rebuilt in a new array
  * rather than grown in place. */
 void ar_release(Arena *a, void *p);
+/* The appending idiom: returns v (an array of *cap elements of size bytes,
+ * from ar_grow or NULL) grown with ar_grow so that element n fits. When n
+ * has reached *cap, the capacity doubles, to at least min (the first
+ * size), and *cap says so. */
+void *ar_fit(Arena *a, void *v, int n, int *cap, size_t size, int min);
 char *ar_strdup(Arena *a, const char *s);
 char *ar_strndup(Arena *a, const char *s, size_t n);
 /* s1 s2 s3 joined: ar_printf("%s%s%s") without the formatting, for the
@@ -127,6 +134,15 @@ bool diag_full(const Diag *d);          /* the error cap was reached */
  * "fail with the first violation". */
 bool why_fail(char *why, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The one-message error of a reader or an evaluator that stops at its
+ * first error and hands it back as a string (the JSON reader, the
+ * Checkmate importer, the liveness evaluator and its verifier): writes
+ * "file:line:col: message" into buf[n], leaving out "file:" when file is
+ * NULL and "line:col:" when line is 0; truncated to fit, nothing written
+ * when n is 0. */
+void err_vformat(char *buf, size_t n, const char *file, int line, int col,
+                 const char *fmt, va_list ap)
+	__attribute__((format(printf, 6, 0)));
 _Noreturn void diag_usage(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));  /* "remat: msg", exit 2 */
 
@@ -197,6 +213,20 @@ JrValue *jr_parse(const char *text, size_t len, Arena *a, char *err, size_t errn
 /* The value of key in an object (the last one if repeated), or NULL. */
 const JrValue *jr_get(const JrValue *obj, const char *key);
 const char *jr_type_name(JrType t);
+
+/* ---------------------------------------------------------------- int lists (inline) */
+
+/* Appends x to list[*n] unless it is already there. For the short lists of
+ * a node's inputs, an op's saves, a node's peers: a handful long, so the
+ * linear check keeps the whole build linear. */
+static inline void
+push_unique(int *list, int *n, int x)
+{
+	for (int i = 0; i < *n; i++)
+		if (list[i] == x)
+			return;
+	list[(*n)++] = x;
+}
 
 /* ---------------------------------------------------------------- checked arithmetic (inline) */
 /* Checked 64-bit arithmetic (checked.h, inline), the one helper family

@@ -31,20 +31,16 @@ typedef struct Lv {
 	Arena *a;               /* the caller's: MemEval's arrays */
 } Lv;
 
-static void
-lv_fail(Lv *L, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
-lv_fail(Lv *L, const char *fmt, ...)
+void
+ev_fail(MemEval *ev, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!L->ev->valid)
+	if (!ev->valid)
 		return;
-	L->ev->valid = false;
+	ev->valid = false;
 	va_start(ap, fmt);
-	vsnprintf(L->ev->error, sizeof L->ev->error, fmt, ap);
+	err_vformat(ev->error, sizeof ev->error, NULL, 0, 0, fmt, ap);
 	va_end(ap);
 }
 
@@ -79,7 +75,7 @@ lv_use(Lv *L, int i, int t)
 	int k = L->cur[t];
 
 	if (k < 0) {
-		lv_fail(L, "step %d ('%s') uses '%s' before any step produces it",
+		ev_fail(L->ev, "step %d ('%s') uses '%s' before any step produces it",
 		        i, L->d->node[L->s->step[i]].name, L->d->t[t].name);
 		return -1;
 	}
@@ -129,7 +125,7 @@ lv_step(Lv *L, int i, int v)
 			continue;
 		}
 		if (L->readat[t] >= 0 && L->readat[t] < i)
-			lv_fail(L, "step %d ('%s') contributes to '%s' after step %d read it",
+			ev_fail(L->ev, "step %d ('%s') contributes to '%s' after step %d read it",
 			        i, n->name, L->d->t[t].name, L->readat[t]);
 		ev->inst[L->cur[t]].end = i;
 		if (!ac->out_of_place || ac->view_src < 0)
@@ -141,7 +137,7 @@ lv_step(Lv *L, int i, int v)
 	}
 	for (int j = 0; j < np; j++)
 		if (L->pend[j] == -2)
-			lv_fail(L, "step %d ('%s') makes a view with no base", i, n->name);
+			ev_fail(L->ev, "step %d ('%s') makes a view with no base", i, n->name);
 	if (!ev->valid)
 		return;
 	np = 0;
@@ -174,16 +170,16 @@ lv_check_step(Lv *L, int i)
 	int v = L->s->step[i];
 
 	if (v < 0 || v >= d->nnode) {
-		lv_fail(L, "step %d names node %d, which does not exist", i, v);
+		ev_fail(L->ev, "step %d names node %d, which does not exist", i, v);
 		return false;
 	}
 	if (d->node[v].once && L->seen[v]) {
-		lv_fail(L, "step %d runs '%s' again, but it runs once", i,
+		ev_fail(L->ev, "step %d runs '%s' again, but it runs once", i,
 		        d->node[v].name);
 		return false;
 	}
 	if (d->node[v].fwd_plus1 > 0 && !L->seen[d->node[v].fwd_plus1 - 1]) {
-		lv_fail(L, "step %d runs the backward of '%s' before its forward", i,
+		ev_fail(L->ev, "step %d runs the backward of '%s' before its forward", i,
 		        d->node[v].name);
 		return false;
 	}
@@ -295,7 +291,7 @@ lv_sum(Lv *L)
 	diff[n] = 0;
 	if (!ok) {
 		memset(ev->live_bytes, 0, sizeof *ev->live_bytes * (size_t)(n + 1));
-		lv_fail(L, "memory or recompute cost passes 2^63 (see docs/limits.md)");
+		ev_fail(L->ev, "memory or recompute cost passes 2^63 (see docs/limits.md)");
 		ev->peak = 0;
 		ev->peak_step = 0;
 		return;
@@ -374,7 +370,7 @@ lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 
 	lv_init(&L, d, s, ev, a);
 	if (d->nt > INST_TENSOR_MAX)    /* Instance.tensor would not hold it */
-		lv_fail(&L, "%d tensors: more than %d (see docs/limits.md)", d->nt,
+		ev_fail(L.ev, "%d tensors: more than %d (see docs/limits.md)", d->nt,
 		        INST_TENSOR_MAX);
 	for (int t = 0; t < d->nt && ev->valid; t++)
 		if (d->t[t].from_start)
@@ -390,7 +386,7 @@ lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 		L.roots_at[s->n] = L.nroots;
 	for (int v = 0; v < d->nnode && ev->valid; v++)
 		if (!L.seen[v])
-			lv_fail(&L, "node '%s' never runs", d->node[v].name);
+			ev_fail(L.ev, "node '%s' never runs", d->node[v].name);
 	if (!ev->valid) {
 		ev->peak = 0;
 		ev->peak_step = 0;

@@ -7,38 +7,39 @@
  * that has temporaries. Returns arena bytes.
  *
  * Arena layout, every offset a multiple of MP_ALIGN (256):
- *   [0, P)        the persistent buffers, live for the whole step, one after
- *                 the other in Dag order (per param: weight, master copy,
- *                 optimizer states), each rounded up to 256 bytes; bytes of
- *                 persistent[] that the Dag does not list buffer by buffer
- *                 (Dags not made by passes/graph/lower.c) follow as one block.
- *   [P, arena)    the instances and the per-step temporary blocks, each live
+ *   [0, P)        the persistent buffers, live for the whole training
+ *                 step, one after the other in Dag order (per param:
+ *                 weight, master copy, optimizer states), each rounded up
+ *                 to 256 bytes; bytes of persistent[] that the Dag does
+ *                 not list buffer by buffer (Dags not made by
+ *                 passes/graph/lower.c) follow as one extent.
+ *   [P, arena)    the instances and the per-step temporary extents, each live
  *                 over an interval of steps (an instance: from its producing
  *                 step through its last live step, widened over the views of
  *                 it; a step's temporaries -- workspace and accumulation
- *                 temporaries -- one block live during that step only).
+ *                 temporaries -- one extent live during that step only).
  * So the arena holds every byte the MemEval counts, and arena bytes >= peak:
  * fragmentation (arena - peak) is the alignment padding plus the gaps the
  * placement leaves.
  *
  * Placement, above P, is the better of two plans:
- * - A linear scan over time with best fit, always: blocks in order of
+ * - A linear scan over time with best fit, always: extents in order of
  *   their first step (larger first within a step); before placing the
- *   blocks that start at step s, every block whose last step is before s is
- *   freed and its range merged with free neighbours; a block takes the
+ *   extents that start at step s, every extent whose last step is before s is
+ *   freed and its range merged with free neighbours; an extent takes the
  *   smallest free range that holds it (lowest offset on ties), else extends
  *   a free range that ends at the top, else goes on top. Free ranges are
  *   kept in two treaps, by (size, offset) for best fit and by offset for
- *   merging: O(n log n) in the number of blocks (a 100k-op graph, 300k
- *   blocks, plans in a fraction of a second).
+ *   merging: O(n log n) in the number of extents (a 100k-op graph, 300k
+ *   extents, plans in a fraction of a second).
  * - Greedy by size with best fit (Pisarchyk & Lee 2020), when there are at
- *   most MP_GREEDY_MAX blocks: usually tighter on schedules with
+ *   most MP_GREEDY_MAX extents: usually tighter on schedules with
  *   recomputation (GPT-2 -O2: 252 B of fragmentation against 60 MB), but
  *   O(n^2), so bounded to ~10^8 simple steps (GPT-2 small at -O2 has ~1,100
- *   blocks and takes milliseconds).
+ *   extents and takes milliseconds).
  * The smaller arena wins (the greedy one on ties). Both are deterministic.
- * Scratch is 4 bytes a block (its instance or step), 4 a step while the
- * blocks are sorted, and 8 a block live at once during the scan: sizes,
+ * Scratch is 4 bytes an extent (its instance or step), 4 a step while the
+ * extents are sorted, and 8 an extent live at once during the scan: sizes,
  * starts and ends are read from the MemEval and placements are made in
  * place in MemEval.offset and temp_offset, so on a 300k-op graph the
  * planner is not the peak.
@@ -50,7 +51,7 @@
 
 enum { MP_ALIGN = 256 };
 
-enum { MP_GREEDY_MAX = 16384 }; /* most blocks greedy_by_size is tried on */
+enum { MP_GREEDY_MAX = 16384 }; /* most extents greedy_by_size is tried on */
 
 static int64_t
 align_up(int64_t n)
@@ -122,12 +123,7 @@ tr_insert(Treap *T, int64_t k1, int64_t k2)
 		x = T->free;
 		T->free = T->n[x].l;
 	} else {
-		if (T->nn == T->cap) {
-			int cap = T->cap ? 2 * T->cap : 1024;
-			T->n = ar_grow(T->a, T->n, sizeof *T->n * (size_t)T->cap,
-			               sizeof *T->n * (size_t)cap);
-			T->cap = cap;
-		}
+		T->n = ar_fit(T->a, T->n, T->nn, &T->cap, sizeof *T->n, 1024);
 		x = T->nn++;
 	}
 
@@ -286,74 +282,74 @@ sp_free(Space *sp, int64_t off, int64_t size)
 
 /* ------------------------------------------------------------ the plan */
 
-/* The blocks to place, 4 bytes each on a big graph: block i is an owning
+/* The extents to place, 4 bytes each on a big graph: extent i is an owning
  * instance (id[i] = its index) or a step's temporaries (id[i] = -1 -
  * step). Size and start are read from the MemEval, and so is the end while
  * it is parked in MemEval.offset (see widen_bases); the placement made is
- * then kept in the block's own destination (MemEval.offset,
- * temp_offset[s]), base added at the end. The blocks are in the order the
- * linear scan takes them: by start, larger first within a start, then by
- * rank. */
-typedef struct Blocks {
+ * then kept in the extent's own destination (MemEval.offset,
+ * temp_offset[s]), base added at the end. The extents are in the order the
+ * linear scan takes them: by start, larger first within a start, then in
+ * tie-break order (b_order). */
+typedef struct Extents {
 	MemEval *ev;
 	int *id;                /* [n] */
-	int lo, hi;             /* the steps blocks start and end at */
+	int lo, hi;             /* the steps extents start and end at */
 	int n;
-} Blocks;
+} Extents;
 
 static int64_t
-b_size(const Blocks *B, int i)
+b_size(const Extents *B, int i)
 {
 	int id = B->id[i];
 	return align_up(id >= 0 ? B->ev->inst[id].owned : B->ev->temp_bytes[-1 - id]);
 }
 
 static int
-b_start(const Blocks *B, int i)
+b_start(const Extents *B, int i)
 {
 	return B->id[i] >= 0 ? B->ev->inst[B->id[i]].start : -1 - B->id[i];
 }
 
-/* Block i's last live step, widened over its views: only while the ends
+/* Extent i's last live step, widened over its views: only while the ends
  * are parked in MemEval.offset, before any placement. */
 static int
-b_parked_end(const Blocks *B, int i)
+b_parked_end(const Extents *B, int i)
 {
 	return B->id[i] >= 0 ? (int)B->ev->offset[B->id[i]] : -1 - B->id[i];
 }
 
 static int64_t *
-b_off(const Blocks *B, int i)
+b_off(const Extents *B, int i)
 {
 	int id = B->id[i];
 	return id >= 0 ? &B->ev->offset[id] : &B->ev->temp_offset[-1 - id];
 }
 
-/* The tie-break of blocks of one size and start: the instances in index
+/* The tie-break of extents of one size and start: the instances in index
  * order, then the temporaries in step order. */
 static int64_t
-b_rank(const Blocks *B, int i)
+b_order(const Extents *B, int i)
 {
 	return B->id[i] >= 0 ? B->id[i] : (int64_t)B->ev->ninst - 1 - B->id[i];
 }
 
-/* A block for greedy_by_size, which runs on at most MP_GREEDY_MAX. */
-typedef struct Block {
+/* An extent for greedy_by_size, which runs on at most MP_GREEDY_MAX. */
+typedef struct Extent {
 	int64_t size;           /* rounded up to MP_ALIGN */
 	int64_t off;            /* the placement being made */
 	int start, end;         /* live steps, inclusive */
-	int64_t rank;           /* b_rank */
-} Block;
+	int64_t order;          /* b_order */
+} Extent;
 
 static int
 by_size(const void *pa, const void *pb)
 {
-	const Block *a = *(const Block *const *)pa, *b = *(const Block *const *)pb;
+	const Extent *a = *(const Extent *const *)pa, *b = *(const Extent *const *)pb;
 	if (a->size != b->size)
 		return a->size > b->size ? -1 : 1;
 	if (a->start != b->start)
 		return a->start < b->start ? -1 : 1;
-	return (a->rank > b->rank) - (a->rank < b->rank);
+	return (a->order > b->order) - (a->order < b->order);
 }
 
 /* Counting-sort buckets for steps lo..hi: pos[k - lo] is where key k's
@@ -365,18 +361,18 @@ bucket_starts(int *pos, int lo, int hi)
 		pos[k - lo + 1] += pos[k - lo];
 }
 
-/* Insertion sort of a few blocks of one start, larger first, then rank. */
+/* Insertion sort of a few extents of one start, larger first, then order. */
 static void
-sort_run(Blocks *B, int lo, int hi)
+sort_run(Extents *B, int lo, int hi)
 {
 	for (int i = lo + 1; i < hi; i++) {
 		int x = B->id[i], j = i;
 		int64_t sx, rx;
 		sx = b_size(B, i);
-		rx = b_rank(B, i);
+		rx = b_order(B, i);
 		for (; j > lo; j--) {
 			int64_t sp = b_size(B, j - 1);
-			if (sp > sx || (sp == sx && b_rank(B, j - 1) < rx))
+			if (sp > sx || (sp == sx && b_order(B, j - 1) < rx))
 				break;
 			B->id[j] = B->id[j - 1];
 		}
@@ -384,37 +380,33 @@ sort_run(Blocks *B, int lo, int hi)
 	}
 }
 
-/* ------------------------------------------------------------ live blocks */
+/* ------------------------------------------------------------ live extents */
 
-/* The blocks placed and not yet freed, a binary heap by last step: as
- * large as the most blocks live at once, not as the graph (a chain keeps a
+/* The extents placed and not yet freed, a binary heap by last step: as
+ * large as the most extents live at once, not as the graph (a chain keeps a
  * few). */
 typedef struct Live {
-	struct Ending { int end, block; } *h;
+	struct Ending { int end, extent; } *h;
 	int n, cap;
 	Arena *a;
 } Live;
 
 static void
-live_push(Live *L, int end, int block)
+live_push(Live *L, int end, int extent)
 {
 	int i = L->n++;
 
-	if (i == L->cap) {
-		int cap = L->cap ? 2 * L->cap : 1024;
-		L->h = ar_grow(L->a, L->h, sizeof *L->h * (size_t)L->cap, sizeof *L->h * (size_t)cap);
-		L->cap = cap;
-	}
+	L->h = ar_fit(L->a, L->h, i, &L->cap, sizeof *L->h, 1024);
 	for (; i > 0 && L->h[(i - 1) / 2].end > end; i = (i - 1) / 2)
 		L->h[i] = L->h[(i - 1) / 2];
-	L->h[i] = (struct Ending){end, block};
+	L->h[i] = (struct Ending){end, extent};
 }
 
-/* Removes the block that ends first; returns its index. */
+/* Removes the extent that ends first; returns its index. */
 static int
 live_pop(Live *L)
 {
-	int top = L->h[0].block, i = 0;
+	int top = L->h[0].extent, i = 0;
 	struct Ending last = L->h[--L->n];
 
 	for (int c; (c = 2 * i + 1) < L->n; i = c) {
@@ -428,14 +420,14 @@ live_pop(Live *L)
 	return top;
 }
 
-/* Linear scan over time with best fit: sets every block's placement;
- * returns the top. Before the blocks of a start are placed, every block
+/* Linear scan over time with best fit: sets every extent's placement;
+ * returns the top. Before the extents of a start are placed, every extent
  * that ended earlier is freed; the order of those frees does not matter,
- * freed ranges merge with their neighbours whatever it is. Each block's
+ * freed ranges merge with their neighbours whatever it is. Each extent's
  * end is read where widen_bases parked it, just before its placement
  * replaces it. */
 static int64_t
-linear_scan(const Blocks *B, Arena *a)
+linear_scan(const Extents *B, Arena *a)
 {
 	Space sp = {{NULL, 0, -1, 1, 0, -1, a}, {NULL, 0, -1, 2, 0, -1, a}, 0};
 	Live live = {NULL, 0, 0, a};
@@ -453,27 +445,27 @@ linear_scan(const Blocks *B, Arena *a)
 }
 
 /* Greedy by size with best fit (Pisarchyk & Lee, "Efficient memory
- * management for deep neural net inference", 2020): blocks in order of
- * decreasing size; each goes into the smallest gap, among the placed blocks
+ * management for deep neural net inference", 2020): extents in order of
+ * decreasing size; each goes into the smallest gap, among the placed extents
  * live at some common step, that holds it, else above them all. Placed
- * blocks are kept sorted by offset, so it is O(n^2) simple steps: mp_plan
- * runs it only up to MP_GREEDY_MAX blocks. Sets every off; returns the top. */
+ * extents are kept sorted by offset, so it is O(n^2) simple steps: mp_plan
+ * runs it only up to MP_GREEDY_MAX extents. Sets every off; returns the top. */
 static int64_t
-greedy_by_size(Block *bl, int n, Arena *a)
+greedy_by_size(Extent *bl, int n, Arena *a)
 {
-	Block **ord = ar_alloc(a, sizeof *ord * (size_t)(n + 1));
-	Block **placed = ar_alloc(a, sizeof *placed * (size_t)(n + 1));
+	Extent **ord = ar_alloc(a, sizeof *ord * (size_t)(n + 1));
+	Extent **placed = ar_alloc(a, sizeof *placed * (size_t)(n + 1));
 	int64_t arena = 0;
 
 	for (int i = 0; i < n; i++)
 		ord[i] = &bl[i];
 	qsort(ord, (size_t)n, sizeof *ord, by_size);
 	for (int i = 0; i < n; i++) {
-		Block *b = ord[i];
+		Extent *b = ord[i];
 		int64_t best = -1, bestgap = INT64_MAX, top = 0;
 		int lo = 0, hi = i;
 		for (int j = 0; j < i; j++) {
-			const Block *p = placed[j];
+			const Extent *p = placed[j];
 			if (p->start > b->end || b->start > p->end)
 				continue;
 			if (p->off - top >= b->size && p->off - top < bestgap) {
@@ -501,7 +493,7 @@ greedy_by_size(Block *bl, int n, Arena *a)
 
 /* Views keep their base alive: each owning instance's last step widened
  * over its views, parked in MemEval.offset (the placement is made only
- * after the blocks have copied it). */
+ * after the extents have copied it). */
 static void
 widen_bases(MemEval *ev)
 {
@@ -539,7 +531,7 @@ has_temp(const MemEval *ev, int s)
 	return ev->temp_bytes && ev->temp_bytes[s] > 0;
 }
 
-/* The step range [lo, hi] of the blocks' starts and ends. */
+/* The step range [lo, hi] of the extents' starts and ends. */
 static void
 step_range(const MemEval *ev, int *lo, int *hi)
 {
@@ -564,10 +556,10 @@ step_range(const MemEval *ev, int *lo, int *hi)
 		}
 }
 
-/* Fills B->id in linear-scan order: a counting sort by start, the blocks
+/* Fills B->id in linear-scan order: a counting sort by start, the extents
  * of a start sorted by size. pos is zeroed scratch for steps lo..hi. */
 static void
-order_blocks(Blocks *B, int *pos)
+order_extents(Extents *B, int *pos)
 {
 	MemEval *ev = B->ev;
 	int lo = B->lo, hi = B->hi;
@@ -592,21 +584,21 @@ order_blocks(Blocks *B, int *pos)
 	}
 }
 
-/* The blocks as greedy_by_size takes them, while their ends are parked. */
-static Block *
-greedy_blocks(const Blocks *B, Arena *a)
+/* The extents as greedy_by_size takes them, while their ends are parked. */
+static Extent *
+greedy_extents(const Extents *B, Arena *a)
 {
-	Block *bl = ar_alloc(a, sizeof *bl * (size_t)(B->n + 1));
+	Extent *bl = ar_alloc(a, sizeof *bl * (size_t)(B->n + 1));
 
 	for (int i = 0; i < B->n; i++)
-		bl[i] = (Block){b_size(B, i), 0, b_start(B, i), b_parked_end(B, i), b_rank(B, i)};
+		bl[i] = (Extent){b_size(B, i), 0, b_start(B, i), b_parked_end(B, i), b_order(B, i)};
 	return bl;
 }
 
-/* Greedy by size on the blocks' copy bl; when it is no worse than the
+/* Greedy by size on the extents' copy bl; when it is no worse than the
  * linear scan's top, its placements replace the scan's. Returns the top. */
 static int64_t
-try_greedy(const Blocks *B, Block *bl, int64_t top, Arena *a)
+try_greedy(const Extents *B, Extent *bl, int64_t top, Arena *a)
 {
 	int64_t gtop = greedy_by_size(bl, B->n, a);
 
@@ -620,9 +612,9 @@ try_greedy(const Blocks *B, Block *bl, int64_t top, Arena *a)
 int64_t
 mp_plan(const Dag *d, MemEval *ev, Arena *a)
 {
-	Arena scratch, buckets; /* block lists, sort orders, treaps: gone on return */
-	Blocks B = {ev, NULL, 0, 0, 0};
-	Block *bl = NULL;
+	Arena scratch, buckets; /* extent lists, sort orders, treaps: gone on return */
+	Extents B = {ev, NULL, 0, 0, 0};
+	Extent *bl = NULL;
 	int ntemp = 0;
 	int64_t base = place_persistent(d, ev, a), top;
 
@@ -642,10 +634,10 @@ mp_plan(const Dag *d, MemEval *ev, Arena *a)
 	step_range(ev, &B.lo, &B.hi);
 	B.id = ar_array(&scratch, (size_t)B.n + 1, sizeof *B.id);
 	ar_init(&buckets);      /* a step's worth each: freed for the scan to reuse */
-	order_blocks(&B, ar_array(&buckets, (size_t)B.hi - (size_t)B.lo + 2, sizeof(int)));
+	order_extents(&B, ar_array(&buckets, (size_t)B.hi - (size_t)B.lo + 2, sizeof(int)));
 	ar_free(&buckets);
 	if (B.n <= MP_GREEDY_MAX)
-		bl = greedy_blocks(&B, &scratch);
+		bl = greedy_extents(&B, &scratch);
 	for (int k = 0; k < ev->ninst; k++)     /* views: no placement */
 		if (ev->inst[k].owned <= 0)
 			ev->offset[k] = -1;

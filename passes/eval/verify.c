@@ -14,7 +14,6 @@
  * peak, the peak step and the recompute cost. Reads the Dag and the
  * schedule only. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,23 +40,6 @@ typedef struct Vf {
 	int *first_read;        /* [nt] first step reading it, or -1 */
 } Vf;
 
-static void
-vf_fail(Vf *V, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
-vf_fail(Vf *V, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!V->ev->valid)
-		return;
-	V->ev->valid = false;
-	va_start(ap, fmt);
-	vsnprintf(V->ev->error, sizeof V->ev->error, fmt, ap);
-	va_end(ap);
-}
-
 /* The most recent instance of t produced before step i, or -1. Instances
  * are appended in step order, so the first one back along t's chain made
  * before i wins. */
@@ -79,7 +61,7 @@ use(Vf *V, int i, int t, const char *what)
 	int k = latest(V, t, i);
 
 	if (k < 0) {
-		vf_fail(V, "step %d uses %s '%s', which no earlier step produced",
+		ev_fail(V->ev, "step %d uses %s '%s', which no earlier step produced",
 		        i, what ? what : "gradient", V->d->t[t].name);
 		return -1;
 	}
@@ -161,7 +143,7 @@ run_step(Vf *V, int i, Prod *prod)
 			continue;
 		}
 		if (read_before(V, t, i))
-			vf_fail(V, "step %d adds to '%s' after an earlier step read it",
+			ev_fail(V->ev, "step %d adds to '%s' after an earlier step read it",
 			        i, V->d->t[t].name);
 		use(V, i, t, NULL);
 		if (!n->acc[j].out_of_place || n->acc[j].view_src < 0)
@@ -184,16 +166,16 @@ check_node(Vf *V, int i)
 	int v = V->s->step[i];
 
 	if (v < 0 || v >= d->nnode) {
-		vf_fail(V, "step %d runs node %d, which does not exist", i, v);
+		ev_fail(V->ev, "step %d runs node %d, which does not exist", i, v);
 		return false;
 	}
 	if (d->node[v].once && V->runs[v] > 0) {
-		vf_fail(V, "step %d runs once-only node '%s' a second time", i,
+		ev_fail(V->ev, "step %d runs once-only node '%s' a second time", i,
 		        d->node[v].name);
 		return false;
 	}
 	if (d->node[v].fwd_plus1 > 0 && V->runs[d->node[v].fwd_plus1 - 1] == 0) {
-		vf_fail(V, "step %d runs backward '%s' before its forward step", i,
+		ev_fail(V->ev, "step %d runs backward '%s' before its forward step", i,
 		        d->node[v].name);
 		return false;
 	}
@@ -365,7 +347,7 @@ vf_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 			run_step(&V, i, prod);
 	for (int v = 0; v < d->nnode && ev->valid; v++)
 		if (!V.runs[v])
-			vf_fail(&V, "node '%s' is never run", d->node[v].name);
+			ev_fail(V.ev, "node '%s' is never run", d->node[v].name);
 	/* A from_start instance that serves nothing and is not to_end owns
 	 * nothing (an input no step uses). */
 	for (int k = 0; k < V.ninst && V.inst[k].step < 0; k++)
@@ -379,23 +361,6 @@ vf_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	}
 }
 
-static bool
-differ(char *why, size_t n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static bool
-differ(char *why, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (n) {
-		va_start(ap, fmt);
-		vsnprintf(why, n, fmt, ap);
-		va_end(ap);
-	}
-	return false;
-}
-
 bool
 vf_check(const Dag *d, const Schedule *s, const MemEval *ev, char *why, size_t n)
 {
@@ -406,28 +371,28 @@ vf_check(const Dag *d, const Schedule *s, const MemEval *ev, char *why, size_t n
 	ar_init(&a);
 	vf_eval(d, s, &mine, &a);
 	if (mine.valid != ev->valid)
-		ok = differ(why, n, "validity: verifier says %s (%s), evaluator says %s (%s)",
-		            mine.valid ? "valid" : "invalid", mine.error,
-		            ev->valid ? "valid" : "invalid", ev->error);
+		ok = why_fail(why, n, "validity: verifier says %s (%s), evaluator says %s (%s)",
+		              mine.valid ? "valid" : "invalid", mine.error,
+		              ev->valid ? "valid" : "invalid", ev->error);
 	else if (!mine.valid)
 		ok = true;
 	else if (mine.nsteps != ev->nsteps)
-		ok = differ(why, n, "steps: verifier %d, evaluator %d", mine.nsteps, ev->nsteps);
+		ok = why_fail(why, n, "steps: verifier %d, evaluator %d", mine.nsteps, ev->nsteps);
 	else {
 		for (int i = 0; ok && i < mine.nsteps; i++)
 			if (mine.live_bytes[i] != ev->live_bytes[i])
-				ok = differ(why, n, "live_bytes at step %d ('%s'): verifier %" PRId64
-				            ", evaluator %" PRId64, i, d->node[s->step[i]].name,
-				            mine.live_bytes[i], ev->live_bytes[i]);
+				ok = why_fail(why, n, "live_bytes at step %d ('%s'): verifier %" PRId64
+				              ", evaluator %" PRId64, i, d->node[s->step[i]].name,
+				              mine.live_bytes[i], ev->live_bytes[i]);
 		if (ok && mine.peak != ev->peak)
-			ok = differ(why, n, "peak: verifier %" PRId64 ", evaluator %" PRId64,
-			            mine.peak, ev->peak);
+			ok = why_fail(why, n, "peak: verifier %" PRId64 ", evaluator %" PRId64,
+			              mine.peak, ev->peak);
 		if (ok && mine.peak_step != ev->peak_step)
-			ok = differ(why, n, "peak_step: verifier %d, evaluator %d",
-			            mine.peak_step, ev->peak_step);
+			ok = why_fail(why, n, "peak_step: verifier %d, evaluator %d",
+			              mine.peak_step, ev->peak_step);
 		if (ok && mine.recompute_cost != ev->recompute_cost)
-			ok = differ(why, n, "recompute cost: verifier %" PRId64 ", evaluator %" PRId64,
-			            mine.recompute_cost, ev->recompute_cost);
+			ok = why_fail(why, n, "recompute cost: verifier %" PRId64 ", evaluator %" PRId64,
+			              mine.recompute_cost, ev->recompute_cost);
 	}
 	ar_free(&a);
 	return ok;

@@ -95,16 +95,6 @@ mark_reach(Graph *g)
 	}
 }
 
-/* Appends tensor t to the saves list unless it is already there. */
-static void
-add_save(int *saves, int *n, int t)
-{
-	for (int i = 0; i < *n; i++)
-		if (saves[i] == t)
-			return;
-	saves[(*n)++] = t;
-}
-
 /* Op.saves per the saves column (or a custom op's declaration). */
 static void
 find_saves(Graph *g, Op *op)
@@ -116,9 +106,9 @@ find_saves(Graph *g, Op *op)
 	if (op->kind == OP_CUSTOM) {
 		for (int i = 0; i < op->nin; i++)
 			if (op->p->custom->saves_arg && op->p->custom->saves_arg[i])
-				add_save(s, &n, op->in[i]);
+				push_unique(s, &n, op->in[i]);
 		if (op->p->custom->saves_out)
-			add_save(s, &n, op->out[0]);
+			push_unique(s, &n, op->out[0]);
 	}
 	for (int k = 0; op->kind != OP_CUSTOM && k < IR_MAXSAVE; k++) {
 		const SaveRule *r = &info->saves[k];
@@ -129,13 +119,13 @@ find_saves(Graph *g, Op *op)
 		    (r->kind == SV_EXTRA && r->i >= op->nextra))
 			continue;
 		if (r->kind == SV_ARG)
-			add_save(s, &n, op->in[r->i]);
+			push_unique(s, &n, op->in[r->i]);
 		else if (r->kind == SV_ARG_IF && g->t[op->in[r->cond]].needs_grad)
-			add_save(s, &n, op->in[r->i]);
+			push_unique(s, &n, op->in[r->i]);
 		else if (r->kind == SV_OUT)
-			add_save(s, &n, op->out[r->i]);
+			push_unique(s, &n, op->out[r->i]);
 		else if (r->kind == SV_EXTRA)
-			add_save(s, &n, ir_extra(op, r->i));
+			push_unique(s, &n, ir_extra(op, r->i));
 	}
 	op->saves = s;
 	op->nsaves = n;

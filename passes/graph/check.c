@@ -52,8 +52,8 @@ check_structure(const Graph *g, char *why, size_t n)
 	return true;
 }
 
-/* Shapes: every tensor has a dtype, a rank and exactly numel * size bytes
- * (poisoned ones cannot reach here: shape errors stop the pipeline). */
+/* Shapes: every tensor has a dtype, an ndim and exactly numel * size bytes
+ * (poisoned ones cannot reach here: shape errors stop the passes). */
 static bool
 check_shapes(const Graph *g, char *why, size_t n)
 {

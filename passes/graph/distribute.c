@@ -7,16 +7,16 @@
  * verifier and the memory planner need no new rule:
  *
  * - shards are persistent buffers of ceil(elements / ranks) elements:
- *   master copy and optimizer state from stage 1, a gradient shard from
- *   stage 2, the weights themselves at stage 3;
+ *   master copy and optimizer state from ZeRO-1, a gradient shard from
+ *   ZeRO-2, the weights themselves at ZeRO-3;
  * - gradient buckets are backward nodes: one per bucket of --bucket bytes,
  *   filled in the order the gradients are completed, placed right after the
  *   step that completes the bucket. The node reads the bucket's gradients
- *   (stage 2 and 3: they die there, reduce-scattered into the shard;
- *   stages 0 and 1: all-reduced in place, they live to the end) and its
+ *   (ZeRO-2 and 3: they die there, reduce-scattered into the shard;
+ *   ZeRO-0 and 1: all-reduced in place, they live to the end) and its
  *   workspace is the flat communication buffer of the bucket's bytes;
- * - stage 3 all-gathers: each unit (an outermost def call instance, the
- *   node's block; the ops outside every def form one more unit) gets a
+ * - ZeRO-3 all-gathers: each unit (the params of a block, the node's
+ *   block; the ops outside every def form one more unit) gets a
  *   gather node before its forward, whose output (the unit's full weights)
  *   its forward nodes read, and a second gather before its backward, read
  *   by its backward nodes. Liveness frees each when its last reader ran.
@@ -26,9 +26,9 @@
  *   running unit's first operation;
  * - a pipeline stage's DAG (pipeline.c) is rewritten the same way, per
  *   in-flight copy (DagNode.micro_batch): each copy gathers its own units,
- *   and under ZeRO 2/3 reduces its own full gradients;
- * - offload moves the master copy and optimizer state, from stage 2 the
- *   gradient shard (ZeRO-Offload), and with "params" at stage 3 the weight
+ *   and under ZeRO-2/3 reduces its own full gradients;
+ * - offload moves the master copy and optimizer state, from ZeRO-2 the
+ *   gradient shard (ZeRO-Offload), and with "params" at ZeRO-3 the weight
  *   shards to host memory: they leave the device's persistent bytes and are
  *   reported as host bytes. The full gradients of a bucket stay on the
  *   device until it is reduced.
@@ -93,7 +93,8 @@ shard_buffer(Dist *D, int i)
 	d->persistent_buf[i] = bytes;
 }
 
-/* Stage 2 and 3 keep a gradient shard of every param for the whole step:
+/* ZeRO-2 and 3 keep a gradient shard of every param for the whole
+ * training step:
  * appended as persistent buffers (in the param's gradient dtype), one per
  * param however many pipeline copies have a full gradient of it. */
 static void
@@ -183,7 +184,7 @@ add_input(Dist *D, int v, int t)
 	n->nin++;
 }
 
-/* ---------------------------------------------------------------- stage 3 */
+/* ---------------------------------------------------------------- ZeRO-3 */
 
 /* The unit node v belongs to: its block, or its copy's root. A pipeline
  * stage's copies already have blocks of their own (pipeline.c numbers

@@ -1,5 +1,5 @@
 /* passes/graph/graph.h -- the passes over the network graph, in
- * pipeline order: shape and dtype inference (shape.c), autodiff (autodiff.c),
+ * pass order: shape and dtype inference (shape.c), autodiff (autodiff.c),
  * the invariant check run between them (check.c), and the lowering of the
  * training graph to the plain DAG (lower.c). This is the only module that
  * knows both net.h and dag.h: below it nothing knows .net.
@@ -53,14 +53,14 @@ typedef struct DistStats {
 	int64_t host[CAT_COUNT];        /* bytes offloaded to the host, by category */
 	int nbuckets;                   /* gradient buckets */
 	int64_t max_bucket;             /* the largest bucket's bytes */
-	int nunits;                     /* stage 3: units with weights to gather
+	int nunits;                     /* ZeRO-3: units with weights to gather
 	                                   (0 otherwise) */
-	int64_t max_gather;             /* stage 3: the largest unit's full weights */
+	int64_t max_gather;             /* ZeRO-3: the largest unit's weights */
 } DistStats;
 /* Whether the options ask for anything beyond one plain rank. */
 bool dist_active(const DistOptions *o);
 /* Rewrites the lowered Dag of g into the Dag of one data-parallel rank:
- * shards, gradient buckets, stage-3 gathers, offload. Nothing when
+ * shards, gradient buckets, ZeRO-3 gathers, offload. Nothing when
  * !dist_active(o). */
 void distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a);
 
@@ -68,14 +68,14 @@ void distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Are
 /* What one pipeline stage holds, for the reports. */
 typedef struct PipeStats {
 	int stage;                      /* 0..K-1 */
-	int first_block, last_block;    /* its outermost def call instances */
+	int first_block, last_block;    /* its blocks (outermost calls) */
 	int nblocks;                    /* in the whole model */
 	int in_flight;                  /* micro-batches whose activations it holds */
-	int micro_batches;              /* M: the step runs each once */
+	int micro_batches;              /* M: a training step runs each once */
 	int64_t send_bytes, recv_bytes; /* activations crossing its boundaries
 	                                   over the step's M micro-batches */
 } PipeStats;
-/* Outermost def call instances in the lowered Dag (its largest block). */
+/* Blocks (outermost calls) in the lowered Dag (its largest block). */
 int pipeline_blocks(const Dag *d);
 /* Replaces the lowered Dag of g by the Dag of pipeline stage `stage`:
  * its nodes, in-flight copies, boundary send/recv nodes and its params. */

@@ -17,9 +17,9 @@ typedef struct Lowering {
 	Arena *a;
 	int *dag_of;            /* IR tensor -> Dag tensor, -1 (params: none) */
 	int cap_t, cap_n;
-	const char *call;       /* the latest forward op's outermost def call */
-	size_t ncall;           /* prefix ("block.3."), and its length */
-	int nblock;             /* outermost def call instances so far */
+	const char *block;      /* the latest forward op's block: its call */
+	size_t nblock_prefix;   /* prefix ("block.3."), and its length */
+	int nblock;             /* blocks so far */
 } Lowering;
 
 static bool
@@ -61,17 +61,6 @@ add_node(Lowering *L, int o, bool backward)
 	n->is_backward = backward;
 	n->ir_op = o;
 	return n;
-}
-
-/* Appends Dag tensor x to list[*n] unless it is already there. The lists
- * are a handful long, so a linear check stays linear overall. */
-static void
-push_unique(int *list, int *n, int x)
-{
-	for (int i = 0; i < *n; i++)
-		if (list[i] == x)
-			return;
-	list[(*n)++] = x;
 }
 
 /* Appends one persistent buffer and counts it in persistent[]. */
@@ -158,9 +147,9 @@ grad_tensors(Lowering *L)
 }
 
 
-/* The node's outermost def call instance + 1, or 0. A call's ops are
+/* The node's block (outermost call) + 1, or 0. A call's ops are
  * instantiated together, so they are consecutive in program order: a new
- * prefix is a new instance. */
+ * prefix is a new block. */
 static int
 block_of(Lowering *L, const Op *op)
 {
@@ -169,9 +158,9 @@ block_of(Lowering *L, const Op *op)
 
 	if (k == 0)
 		return 0;
-	if (!L->call || k != L->ncall || strncmp(scope, L->call, k)) {
-		L->call = scope;
-		L->ncall = k;
+	if (!L->block || k != L->nblock_prefix || strncmp(scope, L->block, k)) {
+		L->block = scope;
+		L->nblock_prefix = k;
 		L->nblock++;
 	}
 	return L->nblock;

@@ -274,7 +274,8 @@ lower_torch(const Graph *g, Dag *d, Arena *a)
 	extras(&T);
 	if (g->train)
 		backward_rules(&T);
-	/* the caller holds its inputs and the loss through the whole step */
+	/* the caller holds its inputs and the loss through the whole training
+	 * step */
 	for (int t = 0; t < d->nt; t++)
 		if (d->t[t].cat == CAT_INPUTS ||
 		    (g->loss >= 0 && d->t[t].ir_tensor == g->loss))

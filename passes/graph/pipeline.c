@@ -1,12 +1,12 @@
 /* passes/graph/pipeline.c -- pipeline parallelism: the DAG of one stage
- * (docs/distributed.md, "Pipeline stages"). The outermost def call
- * instances (the nodes' blocks) are split into K contiguous stages; the
+ * (docs/distributed.md, "Pipeline stages"). The blocks (outermost calls,
+ * DagNode.block_plus1) are split into K contiguous stages; the
  * operations before the first block belong to stage 0, the ones after a
  * block to that block's stage (so the head and the loss to the last).
  *
  * Stage s keeps `w` micro-batches in flight: min(K - s, M) under 1F1B, M
- * under GPipe. Its DAG is the stage's whole step: M copies of the stage's
- * forward and backward nodes, in the order its schedule runs them. GPipe:
+ * under GPipe. Its DAG is the stage's whole training step: M copies of
+ * the stage's forward and backward nodes, in its pipeline order. GPipe:
  * the M forwards, then the M backwards. 1F1B: K - s - 1 forwards (at most
  * M) to warm up, then a forward and the oldest backward in turn, then the
  * remaining backwards; so at most w micro-batches are ever in flight, and
@@ -242,16 +242,6 @@ tensor_of(Pipe *P, int c, int t)
 	return *slot;
 }
 
-
-static void
-push(int *list, int *n, int x)
-{
-	for (int i = 0; i < *n; i++)
-		if (list[i] == x)
-			return;
-	list[(*n)++] = x;
-}
-
 /* A boundary node of kind k and its peers: the producer's stage of full
  * tensor t (receiving an activation, sending its gradient back) or every
  * later stage whose forward reads t (sending it, receiving the gradients). */
@@ -277,7 +267,7 @@ add_boundary(Pipe *P, DagPipe k, const char *name, int t, bool backward)
 		for (int i = 0; !fn->is_backward && i < fn->nin; i++)
 			reads |= fn->in[i] == t;
 		if (reads && P->stage_of[v] > P->stage)
-			push(n->peer, &n->npeer, P->stage_of[v]);
+			push_unique(n->peer, &n->npeer, P->stage_of[v]);
 	}
 	return x;
 }
@@ -322,7 +312,7 @@ forward_copy(Pipe *P, int c, int *order, int *n, const bool *sent_later)
 		nn->ir_op = fn->ir_op;
 		nn->block_plus1 = fn->block_plus1 ? c * P->st->nblocks + fn->block_plus1 : 0;
 		for (int i = 0; i < fn->nin; i++)
-			push(nn->in, &nn->nin, tensor_of(P, c, fn->in[i]));
+			push_unique(nn->in, &nn->nin, tensor_of(P, c, fn->in[i]));
 		for (int i = 0; i < fn->nout; i++)
 			nn->out[nn->nout++] = tensor_of(P, c, fn->out[i]);
 		order[(*n)++] = x;
@@ -373,7 +363,7 @@ backward_copy(Pipe *P, int c, int *order, int *n, const int *grad_of_t,
 		nn->fwd_plus1 = fn->fwd_plus1
 		              ? P->copy_n[(size_t)c * (size_t)f->nnode + (size_t)(fn->fwd_plus1 - 1)] + 1 : 0;
 		for (int k = 0; k < fn->nin; k++)
-			push(nn->in, &nn->nin, tensor_of(P, c, fn->in[k]));
+			push_unique(nn->in, &nn->nin, tensor_of(P, c, fn->in[k]));
 		for (int k = 0; k < fn->nacc; k++) {
 			int vs = fn->acc[k].view_src;
 			nn->acc[nn->nacc].tensor = tensor_of(P, c, fn->acc[k].tensor);
@@ -450,15 +440,16 @@ stage_persistent(Pipe *P)
 	}
 }
 
-/* The stage's step in its schedule's order: GPipe runs every forward, then
- * every backward; 1F1B warms up with K - s - 1 forwards, then runs the
- * next forward and the oldest backward in turn, and cools down with the
- * backwards left. Each micro-batch's backward follows its forward, and
- * stage s + 1 runs micro-batch m's forward (backward) only after stage s
- * sent it (before it needs it back): with buffered sends, no rank of the
- * pipeline waits on another forever. */
+/* The stage's training step in its pipeline order: GPipe runs every
+ * forward, then every backward; 1F1B warms up with K - s - 1 forwards,
+ * then runs the next forward and the oldest backward in turn, and cools
+ * down with the backwards left. Each micro-batch's backward follows its
+ * forward, and stage s + 1 runs micro-batch m's forward (backward) only
+ * after stage s sent it (before it needs it back): with buffered sends,
+ * no rank of the pipeline waits on another forever. */
 static void
-schedule(Pipe *P, int *order, int *n, const int *grad, const bool *sent_later)
+pipeline_order(Pipe *P, int *order, int *n, const int *grad,
+               const bool *sent_later)
 {
 	int warm = P->gpipe || !P->g->train ? P->M : P->w - 1, b = 0;
 
@@ -474,7 +465,7 @@ schedule(Pipe *P, int *order, int *n, const int *grad, const bool *sent_later)
 		backward_copy(P, P->cur, order, n, grad, sent_later);
 }
 
-/* The stage's sends and receives keep the schedule's order: each runs after
+/* The stage's sends and receives keep the pipeline order: each runs after
  * the one before it (DagNode.fwd_plus1, which every planner honours). A
  * plan is free to move a receive, which reads nothing, to the start; then
  * stage 0 would wait for micro-batch 0's gradient before sending its
@@ -546,7 +537,7 @@ pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage, PipeStat
 	grad = grads_by_tensor(&P);
 	stage_persistent(&P);
 	order = ar_alloc(a, sizeof(int) * ((size_t)P.M * (size_t)(full.nnode + 2 * full.nt) + 1));
-	schedule(&P, order, &n, grad, sent_later);
+	pipeline_order(&P, order, &n, grad, sent_later);
 	ir_assert(n == d->nnode);
 	d->base_order = order;
 	d->nbase = n;

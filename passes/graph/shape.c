@@ -37,7 +37,7 @@
  * - A split must bind exactly n outputs.
  * - Odd FLOP counts never arise from halving: causal attention's 4BHSTDh is
  *   even.
- * - Added ops (docs/ops-added.md): gather's index has x's rank and x's
+ * - Added ops (docs/ops-added.md): gather's index has x's ndim and x's
  *   sizes off the axis (no smaller index as in PyTorch); scatter_add's src
  *   likewise, its index src's shape or 1 on any axis (broadcast);
  *   index_select's index is 1-D; indices are any integer dtype but bool.
@@ -824,7 +824,7 @@ need_index(Ctx *c, const Tensor *t, const char *what)
 	return 0;
 }
 
-/* idx has x's rank and, off the axis, x's sizes (or 1 where bcast). */
+/* idx has x's ndim and, off the axis, x's sizes (or 1 where bcast). */
 static int
 index_fits(Ctx *c, const Tensor *idx, const Tensor *x, int64_t a, bool bcast,
            const char *what)

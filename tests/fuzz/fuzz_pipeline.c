@@ -1,5 +1,5 @@
-/* tests/fuzz/fuzz_pipeline.c -- libFuzzer target: any bytes through the
- * whole pipeline, as `remat -O2 -o` runs it: parse, instantiate, shapes,
+/* tests/fuzz/fuzz_pipeline.c -- libFuzzer target: any bytes through all
+ * the passes, as `remat -O2 -o` runs it: parse, instantiate, shapes,
  * autodiff, lower, -O2 planning, liveness, memory plan, reports and the
  * generated program, with small resource limits (a 20000-tensor cap, so
  * at most 5000 expansion units; -O2 on Dags of at most 100 nodes) so that

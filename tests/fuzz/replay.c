@@ -1,6 +1,6 @@
 /* tests/fuzz/replay.c -- a check test: replays every kept input through a
  * fuzz target, printing TAP. Linked once per target: with fuzz_frontend.c
- * (parse, instantiate, shapes) and fuzz_pipeline.c (the whole pipeline)
+ * (parse, instantiate, shapes) and fuzz_pipeline.c (all the passes)
  * over tests/fuzz/regress/, tests/bad/, the corpus and the examples; with
  * fuzz_checkmate.c over tests/fuzz/regress-checkmate/ and its corpus. A
  * crash, a sanitizer report or a leak fails the run. */

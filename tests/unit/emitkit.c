@@ -1,5 +1,5 @@
 /* tests/unit/emitkit.c -- the harness of the generated-program tests
- * (test_emit.c, test_emit_ops.c): build a network through the pipeline,
+ * (test_emit.c, test_emit_ops.c): build a network through the passes,
  * emit and compile it in host mode, run it, and compare its outputs
  * across memory modes, recomputation and finite differences. */
 #include <stdarg.h>

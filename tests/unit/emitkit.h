@@ -1,12 +1,12 @@
 /* tests/unit/emitkit.h -- the harness of the generated-program tests:
- * one network through the pipeline, its program emitted, compiled in host
+ * one network through the passes, its program emitted, compiled in host
  * mode into tmpdir and run. */
 #ifndef REMAT_EMITKIT_H
 #define REMAT_EMITKIT_H
 
 #include "driver.h"
 
-/* Everything the pipeline makes for one network. */
+/* Everything the passes make for one network. */
 typedef struct Net {
 	Arena a;
 	Graph g;

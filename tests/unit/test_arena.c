@@ -150,6 +150,69 @@ test_loc_interning(void **state)
 	assert_string_equal(loc_file(loc_make("f0.net", 1, 1)), "f0.net");
 }
 
+/* ar_fit doubles from its minimum only when the next element would not
+ * fit, and keeps what the array held. */
+static void
+test_fit(void **state)
+{
+	Arena a;
+	int *v = NULL, cap = 0;
+	(void)state;
+	ar_init(&a);
+	for (int n = 0; n < 100; n++) {
+		int before = cap;
+		v = ar_fit(&a, v, n, &cap, sizeof *v, 4);
+		assert_true(n < cap);
+		assert_int_equal(cap, n < before ? before : before ? 2 * before : 4);
+		v[n] = 3 * n;
+	}
+	assert_int_equal(cap, 128);
+	for (int n = 0; n < 100; n++)
+		assert_int_equal(v[n], 3 * n);
+	cap = 10;           /* a capacity below the minimum goes to the minimum */
+	v = ar_fit(&a, v, 10, &cap, sizeof *v, 64);
+	assert_int_equal(cap, 64);
+	ar_free(&a);
+}
+
+static void
+fmt(char *buf, size_t n, const char *file, int line, int col, const char *f, ...)
+	__attribute__((format(printf, 6, 7)));
+
+static void
+fmt(char *buf, size_t n, const char *file, int line, int col, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	err_vformat(buf, n, file, line, col, f, ap);
+	va_end(ap);
+}
+
+/* err_vformat's four prefixes, and truncation inside the prefix and the
+ * message. */
+static void
+test_err_vformat(void **state)
+{
+	char b[32];
+	(void)state;
+	fmt(b, sizeof b, "f.json", 3, 7, "bad %s", "key");
+	assert_string_equal(b, "f.json:3:7: bad key");
+	fmt(b, sizeof b, "f.json", 0, 0, "bad %d", 1);
+	assert_string_equal(b, "f.json: bad 1");
+	fmt(b, sizeof b, NULL, 12, 1, "x");
+	assert_string_equal(b, "12:1: x");
+	fmt(b, sizeof b, NULL, 0, 0, "plain");
+	assert_string_equal(b, "plain");
+	fmt(b, 10, "a-long-file-name", 1, 1, "m");
+	assert_string_equal(b, "a-long-fi");
+	fmt(b, 12, "f", 1, 1, "message");
+	assert_string_equal(b, "f:1:1: mess");
+	b[0] = 'z';
+	fmt(b, 0, "f", 1, 1, "m");     /* n 0: nothing written */
+	assert_int_equal(b[0], 'z');
+}
+
 int
 main(void)
 {
@@ -161,6 +224,8 @@ main(void)
 		cmocka_unit_test(test_dtypes),
 		cmocka_unit_test(test_diag_caret),
 		cmocka_unit_test(test_loc_interning),
+		cmocka_unit_test(test_fit),
+		cmocka_unit_test(test_err_vformat),
 	};
 	return cmocka_run_group_tests_name("arena", tests, NULL, NULL);
 }

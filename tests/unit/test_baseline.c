@@ -4,7 +4,7 @@
  * (random DAGs, chains, the exact optimum on small ones), --budget at the
  * -O2 peak fits and a larger budget never costs more, -O2 never above the
  * baselines, the lowering's def-call blocks (nested calls), and the same
- * on examples at reduced dims through the whole pipeline. Every plan
+ * on examples at reduced dims through all the passes. Every plan
  * replays through vf_check. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -333,7 +333,7 @@ test_budget_agrees(void **state)
 	ar_free(&a);
 }
 
-/* ---------------------------------------------------------- the pipeline */
+/* ---------------------------------------------------------- all the passes */
 
 /* Analyzes text (named name) with -D flags ("-DB=2 -DL=3") for goal. */
 static Status

@@ -1,6 +1,6 @@
 /* tests/unit/test_distribute.c -- data parallelism (passes/graph/
  * distribute.c): per-rank model states against DeepSpeed's estimator
- * formulas, alone and per pipeline stage, buckets, stage-3 gathers, their
+ * formulas, alone and per pipeline stage, buckets, ZeRO-3 gathers, their
  * lifetimes and prefetching, offload. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -167,7 +167,7 @@ find_node(const Dag *d, const char *prefix)
 }
 
 /* A 1-byte bucket closes after every gradient: one reduce per param. At
- * stage 2 the full gradients die at their reduce; at stage 0 they live to
+ * ZeRO-2 the full gradients die at their reduce; at ZeRO-0 they live to
  * the end and the reduce is an all-reduce. Its workspace is the bucket. */
 static void
 test_buckets(void **state)
@@ -196,9 +196,9 @@ test_buckets(void **state)
 	ar_free(&r.a);
 }
 
-/* Stage 3: one gather before each layer's forward and one before its
- * backward; the forward gather is freed when the layer's forward is done,
- * before the next layer's gather, so at most one unit is gathered at a time
+/* ZeRO-3: one gather before each block's forward and one before its
+ * backward; the forward gather is freed when the block's forward is done,
+ * before the next block's gather, so at most one unit is gathered at a time
  * in the forward pass. */
 static void
 test_gathers(void **state)
@@ -288,7 +288,7 @@ test_stage_units(void **state)
 	ar_free(&r.a);
 }
 
-/* Stage 3 with --prefetch N: N more units' gathered weights are live with
+/* ZeRO-3 with --prefetch N: N more units' gathered weights are live with
  * the running one's, and the peak grows by exactly one unit's weights per
  * prefetched unit (the peak step has a next unit to prefetch). */
 static void

@@ -1,6 +1,6 @@
 /* tests/unit/test_memory.c -- the -O0 memory analysis against numbers
  * computed by hand, step by step, from memory-model.md; plus properties
- * that must hold for any network. Each case runs the whole pipeline
+ * that must hold for any network. Each case runs all the passes
  * (parse, instantiate, shapes, autodiff, lower, liveness) on a source
  * string. */
 #include <stdarg.h>

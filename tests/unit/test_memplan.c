@@ -245,7 +245,7 @@ test_persistent(void **state)
 	ar_free(&a);
 }
 
-/* The whole pipeline on one example: the arena holds the peak, persistent
+/* All the passes on one example: the arena holds the peak, persistent
  * buffers sit below every other block, and the plan is sound. */
 static void
 check_example(const char *name, const char *flags, int level)

@@ -1,5 +1,5 @@
 /* tests/unit/test_ops_added.c -- the forms and ops added by issue 13
- * through the front half of the pipeline (parse, instantiate, shapes,
+ * through the front half of the passes (parse, instantiate, shapes,
  * autodiff): the parse tree of `dim` def arguments and `frozen` params,
  * dim arguments in shapes, attributes and repeat counts, and for every new
  * op its output shape and dtype, FLOPs, saves, backward FLOPs and which

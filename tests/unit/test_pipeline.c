@@ -1,7 +1,7 @@
 /* tests/unit/test_pipeline.c -- pipeline stages (passes/graph/pipeline.c):
  * the split, micro-batches in flight under 1F1B and GPipe, the boundary
  * nodes, the params each stage holds, and that the stages together do the
- * work of the whole step once per micro-batch. */
+ * work of the whole training step once per micro-batch. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,7 +77,8 @@ test_split_and_in_flight(void **state)
 		assert_int_equal(an.pipe.in_flight, 2 - s);
 		pers += an.d.persistent[CAT_PARAMS];
 		fwd += an.d.forward_cost / 4;
-		/* the whole step: one send (stage 0) or receive (stage 1) per micro-batch */
+		/* the whole training step: one send (stage 0) or receive
+		 * (stage 1) per micro-batch */
 		assert_int_equal(count_nodes(&an.d, s ? "recv(" : "send("), 4);
 		assert_int_equal(count_nodes(&an.d, s ? "send_grad(" : "recv_grad("), 4);
 		ar_free(&a);
