@@ -514,6 +514,8 @@ check_parallel(const Options *o)
 static void
 check_pytorch(Options *o)
 {
+	char why[160];
+
 	if (o->checkmate && (o->net.pytorch || o->gpu.preset || o->emit_torch || o->graph_json))
 		diag_usage("--runtime, --gpu, --emit-torch and --graph-json need a .net file, not --import");
 	if (o->gpu.reserve >= 0 && !o->gpu.preset)
@@ -523,6 +525,9 @@ check_pytorch(Options *o)
 	if (o->gpu.preset && o->gpu.reserve >= o->gpu.preset->bytes)
 		diag_usage("--reserve: %lld bytes leave nothing of %s", (long long)o->gpu.reserve,
 		           o->gpu.preset->name);
+	if (o->gpu.preset && !gpu_alloc_conf(getenv("PYTORCH_CUDA_ALLOC_CONF"), &o->gpu.alloc,
+	                                     why, sizeof why))
+		diag_usage("PYTORCH_CUDA_ALLOC_CONF: %s", why);
 	if (o->net.pytorch && o->out)
 		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
 }

@@ -98,4 +98,29 @@ bool ca_add_segment(CudaAlloc *c, int64_t addr, int64_t size, bool small);
 int ca_claim(CudaAlloc *c, int64_t addr, int64_t size);
 void ca_next_address(CudaAlloc *c, int64_t addr);
 
+/* ---------------------------------------------------------------- passes/eval/cuda_replay.c */
+/* A buffer a library makes the first time a step runs and keeps (cuBLAS's
+ * workspace of a handle and stream). */
+typedef struct CaLazy {
+	int step;
+	int64_t bytes;
+} CaLazy;
+/* What the allocator holds over the measured step of a training loop. */
+typedef struct CaReplay {
+	int64_t true_peak;      /* most bytes in allocated blocks
+	                           (max_memory_allocated) */
+	int64_t reserved;       /* most bytes in segments (max_memory_reserved) */
+	int64_t warmup_reserved; /* the same over the warm-up step */
+	int64_t base;           /* allocated when the measured step starts */
+	int64_t segments;       /* segments at the end */
+	int64_t retries, ooms;  /* cudaMallocs retried after freeing the cache;
+	                           requests that failed (CaOptions.capacity) */
+	int oom_step;           /* the first step a request failed at, or -1 */
+} CaReplay;
+/* Replays schedule ev of d through a fresh allocator (options o, NULL for
+ * the defaults): persistent buffers, a warm-up step (which also makes the
+ * lazy buffers at their steps), then the measured step; fills *r. */
+void ca_replay(const Dag *d, const MemEval *ev, const CaOptions *o, const CaLazy *lazy,
+               int nlazy, CaReplay *r);
+
 #endif
