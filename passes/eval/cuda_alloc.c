@@ -58,7 +58,8 @@ typedef struct Blk {
 typedef struct Seg {
 	int64_t addr, size;     /* an expandable segment: its address space */
 	int64_t page;           /* expandable: the mapping unit; else 0 */
-	int head;               /* its first block (expandable segments) */
+	int head, tail;         /* its first and last blocks */
+	int nunmapped;          /* expandable: its unmapped blocks */
 	bool small;
 	bool live;              /* not yet given back */
 } Seg;
@@ -72,6 +73,8 @@ struct CudaAlloc {
 	Seg *s;
 	int ns, caps;
 	int root[2];            /* free treaps: [0] large pool, [1] small */
+	int64_t nwhole;         /* free blocks that are whole segments: what
+	                           release_cached could give back */
 	int64_t next_addr;      /* where the next own segment goes */
 	int64_t fixed_addr;     /* ca_next_address's, or -1 */
 	CaStats st;
@@ -125,12 +128,14 @@ blk_new(CudaAlloc *c, int64_t addr, int64_t size, int seg, int state)
 	b->prio = (uint32_t)x * 2654435761u ^ 0x5bd1e995u;
 	b->seg = seg;
 	b->state = (uint8_t)state;
+	c->s[seg].nunmapped += state == B_UNMAPPED;
 	return x;
 }
 
 static void
 blk_kill(CudaAlloc *c, int x)
 {
+	c->s[c->b[x].seg].nunmapped -= c->b[x].state == B_UNMAPPED;
 	c->b[x].state = B_DEAD;
 	c->b[x].next = c->dead;
 	c->dead = x;
@@ -199,6 +204,9 @@ tr_insert(CudaAlloc *c, int x)
 	c->b[x].kid[0] = c->b[x].kid[1] = -1;
 	tr_split(c, *root, c->b[x].size, c->b[x].addr, &lo, &hi);
 	*root = tr_join(c, tr_join(c, lo, x), hi);
+	/* a block in a treap keeps its neighbours (both merge and split take
+	 * it out first), so being whole is settled here and at tr_erase */
+	c->nwhole += c->b[x].prev < 0 && c->b[x].next < 0;
 }
 
 static void
@@ -211,6 +219,7 @@ tr_erase(CudaAlloc *c, int x)
 	tr_split(c, mid, c->b[x].size, c->b[x].addr + 1, &mid, &hi);
 	ir_assert(mid == x);
 	*root = tr_join(c, lo, hi);
+	c->nwhole -= c->b[x].prev < 0 && c->b[x].next < 0;
 }
 
 /* The first free block of the pool at or after (size, addr), or -1. */
@@ -285,7 +294,8 @@ seg_new(CudaAlloc *c, int64_t addr, int64_t size, bool small, int64_t page)
 	s->page = page;
 	s->small = small;
 	s->live = true;
-	s->head = -1;
+	s->head = s->tail = -1;
+	s->nunmapped = 0;
 	return c->ns++;
 }
 
@@ -325,7 +335,7 @@ seg_malloc(CudaAlloc *c, int64_t size, bool small)
 	st_reserve(c, bytes);
 	c->st.nsegments++;
 	c->st.device_allocs++;
-	c->s[seg].head = blk_new(c, c->s[seg].addr, bytes, seg, B_USED);
+	c->s[seg].head = c->s[seg].tail = blk_new(c, c->s[seg].addr, bytes, seg, B_USED);
 	return c->s[seg].head;
 }
 
@@ -363,6 +373,8 @@ merge_into(CudaAlloc *c, int dst, int src)
 		if (d->prev >= 0)
 			c->b[d->prev].next = dst;
 	} else {
+		if (c->s[d->seg].tail == src)
+			c->s[d->seg].tail = dst;
 		d->next = s->next;
 		if (d->next >= 0)
 			c->b[d->next].prev = dst;
@@ -383,6 +395,8 @@ split_front(CudaAlloc *c, int x, int64_t size, int rest_state)
 	c->b[r].next = c->b[x].next;
 	if (c->b[r].next >= 0)
 		c->b[c->b[r].next].prev = r;
+	else
+		c->s[c->b[x].seg].tail = r;
 	c->b[x].next = r;
 	c->b[x].size = size;
 	return r;
@@ -402,7 +416,7 @@ es_new(CudaAlloc *c, bool small)
 
 	space = (space + page - 1) / page * page;
 	seg = seg_new(c, seg_address(c, space), space, small, page);
-	c->s[seg].head = blk_new(c, c->s[seg].addr, space, seg, B_UNMAPPED);
+	c->s[seg].head = c->s[seg].tail = blk_new(c, c->s[seg].addr, space, seg, B_UNMAPPED);
 	c->st.nsegments++;
 	return c->s[seg].head;
 }
@@ -424,6 +438,7 @@ es_map(CudaAlloc *c, int u, int64_t want)
 	if (bytes < c->b[u].size)
 		split_front(c, u, bytes, B_UNMAPPED);
 	c->b[u].state = B_FREE;
+	c->s[c->b[u].seg].nunmapped--;
 	p = c->b[u].prev;
 	n = c->b[u].next;
 	merge_into(c, u, p);
@@ -455,9 +470,14 @@ static int
 es_find(CudaAlloc *c, bool small, int64_t size)
 {
 	for (int s = 0; s < c->ns; s++) {
+		int x0;
 		if (!c->s[s].live || !c->s[s].page || c->s[s].small != small)
 			continue;
-		for (int x = c->s[s].head; x >= 0; x = c->b[x].next) {
+		/* usually the segment's only unmapped block is its tail: start
+		 * there rather than walk every block */
+		x0 = c->s[s].nunmapped == 1 && c->b[c->s[s].tail].state == B_UNMAPPED
+		         ? c->s[s].tail : c->s[s].head;
+		for (int x = x0; x >= 0; x = c->b[x].next) {
 			int from = x;
 			if (c->b[x].state != B_UNMAPPED)
 				continue;
@@ -517,6 +537,7 @@ es_unmap(CudaAlloc *c, int x)
 	if (last < hi)
 		tr_insert(c, split_front(c, x, last - first, B_FREE));
 	c->b[x].state = B_UNMAPPED;
+	c->s[c->b[x].seg].nunmapped++;
 	p = c->b[x].prev;
 	n = c->b[x].next;
 	merge_into(c, x, p);
@@ -532,6 +553,8 @@ es_unmap(CudaAlloc *c, int x)
 static void
 release_cached(CudaAlloc *c)
 {
+	if (!c->o.expandable_segments && c->nwhole == 0)
+		return;         /* nothing to give back: skip the scan */
 	for (int small = 0; small < 2; small++) {
 		int x;
 		/* in ascending order; each release changes the treap, so look
@@ -546,7 +569,7 @@ release_cached(CudaAlloc *c)
 				seg_release(c, x);
 		}
 	}
-	for (int s = 0; s < c->ns; s++) {
+	for (int s = 0; c->o.expandable_segments && s < c->ns; s++) {
 		/* an expandable segment with nothing mapped goes too */
 		int h = c->s[s].head;
 		if (c->s[s].live && c->s[s].page && c->b[h].state == B_UNMAPPED &&
@@ -776,7 +799,7 @@ ca_add_segment(CudaAlloc *c, int64_t addr, int64_t size, bool small)
 	seg = seg_new(c, addr, size, small, 0);
 	st_reserve(c, size);
 	c->st.nsegments++;
-	c->s[seg].head = blk_new(c, addr, size, seg, B_FREE);
+	c->s[seg].head = c->s[seg].tail = blk_new(c, addr, size, seg, B_FREE);
 	tr_insert(c, c->s[seg].head);
 	return true;
 }

@@ -13,7 +13,8 @@
  * Persistent buffers come first, once; instances from before step 0 are
  * made before each step that lacks them and held between steps (the
  * caller's inputs); what else is live at a step's end (param gradients,
- * the loss) is freed there (zero_grad(set_to_none=True)). */
+ * the loss) is freed there (zero_grad(set_to_none=True)). The first
+ * request that fails (CaOptions.capacity) ends the replay. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,7 +109,8 @@ rp_run(Rp *p, const CaLazy *lazy, int nlazy, bool warm)
 	for (int k = ev->step_prod[0]; k < ev->step_prod[1]; k++)
 		if (rp_lives(ev, k))
 			rp_alloc(p, k, 0);
-	for (int s = 0; s < ev->nsteps; s++)
+	/* a failed request ends the run, as PyTorch's OutOfMemoryError would */
+	for (int s = 0; s < ev->nsteps && p->r->oom_step < 0; s++)
 		rp_step(p, s, lazy, nlazy, warm);
 	for (int k = ev->step_prod[1]; k < ev->ninst; k++)
 		rp_free(p, k);
@@ -171,11 +173,13 @@ ca_replay(const Dag *d, const MemEval *ev, const CaOptions *o, const CaLazy *laz
 			if (d->persistent[c] > 0 && ca_malloc(p.c, d->persistent[c]) < 0)
 				r->oom_step = 0;
 	}
-	rp_run(&p, lazy, nlazy, true);
+	if (r->oom_step < 0)
+		rp_run(&p, lazy, nlazy, true);
 	r->warmup_reserved = ca_stats(p.c)->peak_reserved;
 	ca_reset_peak(p.c);
 	r->base = ca_stats(p.c)->allocated;
-	rp_run(&p, lazy, nlazy, false);
+	if (r->oom_step < 0)
+		rp_run(&p, lazy, nlazy, false);
 	r->true_peak = ca_stats(p.c)->peak_allocated;
 	r->reserved = ca_stats(p.c)->peak_reserved;
 	r->segments = ca_stats(p.c)->nsegments;

@@ -119,7 +119,8 @@ typedef struct CaReplay {
 } CaReplay;
 /* Replays schedule ev of d through a fresh allocator (options o, NULL for
  * the defaults): persistent buffers, a warm-up step (which also makes the
- * lazy buffers at their steps), then the measured step; fills *r. */
+ * lazy buffers at their steps), then the measured step; fills *r. The
+ * first request that fails ends the replay. */
 void ca_replay(const Dag *d, const MemEval *ev, const CaOptions *o, const CaLazy *lazy,
                int nlazy, CaReplay *r);
 
