@@ -142,8 +142,9 @@ usage(FILE *f)
 	      "  --params REGEX         ONNX: graph inputs that are parameters (docs/onnx.md)\n"
 	      "  --emit-net FILE.net    ONNX: also write the imported model as .net\n"
 	      "  -o FILE.cu             emit a CUDA C program that runs the schedule\n"
-	      "  --runtime R            remat | pytorch: whose allocations to count\n"
-	      "                         (default remat; docs/runtime-pytorch.md)\n"
+	      "  --runtime R            remat | pytorch | pytorch-cpu: whose allocations\n"
+	      "                         to count (default remat; pytorch: >= 2.4 on CUDA,\n"
+	      "                         pytorch-cpu: 1.13 on the CPU; docs/runtime-pytorch.md)\n"
 	      "  --graph-json           print the graph's ops and tensors as JSON\n"
 	      "  --gpu NAME             say whether the step fits on a card: A100-40GB\n"
 	      "                         A100-80GB H100-80GB H200 RTX4090 RTX3090 L4 T4\n"
@@ -388,9 +389,10 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_STATS: o->stats = true; break;
 	case OPT_RUNTIME:
-		if (strcmp(arg, "remat") && strcmp(arg, "pytorch"))
-			diag_usage("--runtime must be 'remat' or 'pytorch', not '%s'", arg);
-		o->net.pytorch = !strcmp(arg, "pytorch");
+		if (strcmp(arg, "remat") && strcmp(arg, "pytorch") && strcmp(arg, "pytorch-cpu"))
+			diag_usage("--runtime must be 'remat', 'pytorch' or 'pytorch-cpu', not '%s'", arg);
+		o->net.pytorch = strcmp(arg, "remat") != 0;
+		o->net.pytorch_cpu = !strcmp(arg, "pytorch-cpu");
 		break;
 	case OPT_GRAPH_JSON: o->graph_json = true; break;
 	case OPT_GPU:

@@ -121,7 +121,8 @@ gpu_simulate(const Analysis *an, GpuSim *sim)
 	const GpuCheck *g = an->gpu;
 	CaOptions o = g->alloc;
 	CaLazy lazy[2];
-	int nlazy = an->g.settings.pytorch ? gemm_steps(an, g->preset->sm, lazy) : 0;
+	const Settings *st = &an->g.settings;
+	int nlazy = st->pytorch && !st->pytorch_cpu ? gemm_steps(an, g->preset->sm, lazy) : 0;
 	int64_t usable = g->preset->bytes - g->reserve;
 
 	memset(sim, 0, sizeof *sim);

@@ -26,7 +26,7 @@ usage_case() {
 		bad "$* -> exit $rc, stderr: $(head -1 "$out/stderr")"
 	fi
 }
-usage_case "--runtime must be 'remat' or 'pytorch'" --runtime jax examples/tiny.net
+usage_case "--runtime must be 'remat', 'pytorch' or 'pytorch-cpu'" --runtime jax examples/tiny.net
 usage_case "unknown card 'B200'" --gpu B200 examples/tiny.net
 usage_case "--reserve needs --gpu" --reserve 1GiB examples/tiny.net
 usage_case "cannot read size" --gpu T4 --reserve lots examples/tiny.net
