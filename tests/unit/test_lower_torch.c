@@ -58,17 +58,9 @@ build(bool cpu)
 	g.op[ob].p->dropout = 0.1;
 	ir_add_extra(&g, ob, 1);
 	g.op[od].p->p = 0.1;
-	g.outputs = ar_alloc(&arena, sizeof(int));
-	g.output_loc = ar_alloc(&arena, sizeof(Loc));
-	g.outputs[0] = loss;
-	g.output_loc[0] = loc_make("t.net", 9, 1);
-	g.noutputs = 1;
-	g.loss = loss;
-	g.train = true;
 	g.settings.pytorch = true;
 	g.settings.pytorch_cpu = cpu;
-	assert_int_equal(shape_infer(&g, &diag), 0);
-	assert_int_equal(autodiff(&g, &diag), 0);
+	assert_int_equal(train(loss), 0);
 	n.r = out(orr);
 	n.lse = ir_extra(&g.op[oa], 0);
 	n.lse2 = ir_extra(&g.op[ob], 0);
@@ -89,6 +81,21 @@ dag_t(const Dag *d, int t)
 	return NULL;
 }
 
+/* Lowers the graph under one runtime; checks whether the reshape views
+ * and the bytes of lse, lse2, dmask2, mean and mask, in that order. */
+static void
+check(bool cpu, bool view, const int64_t want[5])
+{
+	Net n = build(cpu);
+	int t[5] = {n.lse, n.lse2, n.dmask2, n.mean, n.mask};
+	Dag d;
+
+	lower_graph(&g, &d, &arena);
+	assert_int_equal(dag_t(&d, n.r)->view_src >= 0, view);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(dag_t(&d, t[i])->bytes, want[i]);
+}
+
 /* CUDA: lse 2*4*40 f32 = 1280 B + seed and offset 16 = 1296; with a mask
  * the memory-efficient kernel pads S to 64: 2*4*64*4 + 16 = 2064; no
  * dropout mask (regenerated); f32 statistics 6*4 = 24; bool mask 6*32 =
@@ -96,16 +103,9 @@ dag_t(const Dag *d, int t)
 static void
 test_cuda(void **state)
 {
-	Net n = build(false);
-	Dag d;
+	static const int64_t want[5] = {1296, 2064, 0, 24, 192};
 	(void)state;
-	lower_graph(&g, &d, &arena);
-	assert_true(dag_t(&d, n.r)->view_src >= 0);
-	assert_int_equal(dag_t(&d, n.lse)->bytes, 1296);
-	assert_int_equal(dag_t(&d, n.lse2)->bytes, 2064);
-	assert_int_equal(dag_t(&d, n.dmask2)->bytes, 0);
-	assert_int_equal(dag_t(&d, n.mean)->bytes, 24);
-	assert_int_equal(dag_t(&d, n.mask)->bytes, 192);
+	check(false, true, want);
 }
 
 /* CPU 1.13: ops.md's attention Function (lse 1280 B, the u8 dropout mask
@@ -114,16 +114,9 @@ test_cuda(void **state)
 static void
 test_cpu(void **state)
 {
-	Net n = build(true);
-	Dag d;
+	static const int64_t want[5] = {1280, 1280, 12800, 12, 384};
 	(void)state;
-	lower_graph(&g, &d, &arena);
-	assert_int_equal(dag_t(&d, n.r)->view_src, -1);
-	assert_int_equal(dag_t(&d, n.lse)->bytes, 1280);
-	assert_int_equal(dag_t(&d, n.lse2)->bytes, 1280);
-	assert_int_equal(dag_t(&d, n.dmask2)->bytes, 12800);
-	assert_int_equal(dag_t(&d, n.mean)->bytes, 12);
-	assert_int_equal(dag_t(&d, n.mask)->bytes, 384);
+	check(true, false, want);
 }
 
 int
