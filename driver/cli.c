@@ -122,8 +122,9 @@ usage(FILE *f)
 	      "  --params REGEX         ONNX: graph inputs that are parameters (docs/onnx.md)\n"
 	      "  --emit-net FILE.net    ONNX: also write the imported model as .net\n"
 	      "  -o FILE.cu             emit a CUDA C program that runs the schedule\n"
-	      "  --runtime R            remat | pytorch: whose allocations to count\n"
-	      "                         (default remat; docs/runtime-pytorch.md)\n"
+	      "  --runtime R            remat | pytorch | pytorch-cpu: whose allocations\n"
+	      "                         to count (default remat; pytorch: >= 2.4 on CUDA,\n"
+	      "                         pytorch-cpu: 1.13 on the CPU; docs/runtime-pytorch.md)\n"
 	      "  --graph-json           print the graph's ops and tensors as JSON\n"
 	      "  --gpu NAME             say whether the step fits on a card: A100-40GB\n"
 	      "                         A100-80GB H100-80GB H200 RTX4090 RTX3090 L4 T4\n"
@@ -377,9 +378,10 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_STATS: o->stats = true; break;
 	case OPT_RUNTIME:
-		if (strcmp(arg, "remat") && strcmp(arg, "pytorch"))
-			diag_usage("--runtime must be 'remat' or 'pytorch', not '%s'", arg);
-		o->job.net.pytorch = !strcmp(arg, "pytorch");
+		if (strcmp(arg, "remat") && strcmp(arg, "pytorch") && strcmp(arg, "pytorch-cpu"))
+			diag_usage("--runtime must be 'remat', 'pytorch' or 'pytorch-cpu', not '%s'", arg);
+		o->job.net.pytorch = strcmp(arg, "remat") != 0;
+		o->job.net.pytorch_cpu = !strcmp(arg, "pytorch-cpu");
 		break;
 	case OPT_GRAPH_JSON: o->graph_json = true; break;
 	case OPT_GPU:
@@ -509,6 +511,8 @@ check_parallel(const Options *o)
 static void
 check_pytorch(Options *o)
 {
+	char why[160];
+
 	if (o->checkmate && (o->job.net.pytorch || o->gpu.preset || o->emit_torch || o->graph_json))
 		diag_usage("--runtime, --gpu, --emit-torch and --graph-json need a .net file, not --import");
 	if (o->gpu.reserve >= 0 && !o->gpu.preset)
@@ -518,6 +522,9 @@ check_pytorch(Options *o)
 	if (o->gpu.preset && o->gpu.reserve >= o->gpu.preset->bytes)
 		diag_usage("--reserve: %lld bytes leave nothing of %s", (long long)o->gpu.reserve,
 		           o->gpu.preset->name);
+	if (o->gpu.preset && !gpu_alloc_conf(getenv("PYTORCH_CUDA_ALLOC_CONF"), &o->gpu.alloc,
+	                                     why, sizeof why))
+		diag_usage("PYTORCH_CUDA_ALLOC_CONF: %s", why);
 	if (o->job.net.pytorch && o->out)
 		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
 }

@@ -642,6 +642,7 @@ inst_dims_and_settings(Inst *in)
 	if (o->precision_set)
 		st->mixed = o->mixed;
 	st->pytorch = o->pytorch;
+	st->pytorch_cpu = o->pytorch_cpu;
 	if (o->accumulate_set) {
 		accloc = loc_make(in->p->file, 0, 0);
 		if (o->accumulate < 1)

@@ -30,7 +30,8 @@ typedef struct NetOptions {
 	int64_t accumulate;
 	DistOptions dist;       /* --ranks, --zero, --bucket, --offload (ranks 0: 1) */
 	PipeOptions pipe;       /* --stages, --micro-batches, --schedule */
-	bool pytorch;           /* --runtime pytorch */
+	bool pytorch;           /* --runtime pytorch or pytorch-cpu */
+	bool pytorch_cpu;       /* --runtime pytorch-cpu */
 	int max_tensors;        /* cap on the graph's tensors; 0: the default (2^24) */
 } NetOptions;
 

@@ -28,7 +28,7 @@ header(const Analysis *an, FILE *out)
 	fprintf(out, "  \"optimizer\": \"%s\", \"precision\": \"%s\", \"accumulate\": %" PRId64 ",\n",
 	        optimizer_name(s->optimizer), s->mixed ? "mixed" : "declared", s->accumulate);
 	if (s->pytorch)
-		fputs("  \"runtime\": \"pytorch\",\n", out);
+		fprintf(out, "  \"runtime\": \"%s\",\n", s->pytorch_cpu ? "pytorch-cpu" : "pytorch");
 	fputs("  \"dims\": {", out);
 	for (int i = 0; i < g->ndims; i++) {
 		fputs(i ? ", " : "", out);

@@ -66,7 +66,8 @@ settings(const Analysis *an, FILE *out)
 		fprintf(out, ", %s, %s precision, accumulate %" PRId64,
 		        optimizer_name(s->optimizer), s->mixed ? "mixed" : "declared",
 		        s->accumulate);
-	fprintf(out, ", -O%d%s\n", an->goal.level, s->pytorch ? ", runtime pytorch" : "");
+	fprintf(out, ", -O%d%s\n", an->goal.level,
+	        s->pytorch_cpu ? ", runtime pytorch-cpu" : s->pytorch ? ", runtime pytorch" : "");
 	if (dist_active(&s->dist))
 		dist_settings_line(&s->dist, out);
 	if (an->nstage_rows)

@@ -77,21 +77,32 @@ void report_json(const Analysis *an, FILE *out);
 
 
 /* ---------------------------------------------------------------- report/gpu.c */
-/* "Fits on my card": card presets, the caching allocator's rounding
- * estimate, and the verdict line (docs/runtime-pytorch.md). */
+/* "Fits on my card": card presets, the schedule through the caching
+ * allocator's model, and the verdict line (docs/runtime-pytorch.md). */
 typedef struct GpuPreset {
 	const char *name;       /* "H100-80GB" */
 	int64_t bytes;          /* total memory, vendor's figure */
+	int sm;                 /* compute capability, major * 10 + minor */
 } GpuPreset;
 typedef struct GpuCheck {
 	const GpuPreset *preset;
 	int64_t reserve;        /* CUDA context and library workspaces */
+	CaOptions alloc;        /* PYTORCH_CUDA_ALLOC_CONF (gpu_alloc_conf) */
 } GpuCheck;
 #define GPU_DEFAULT_RESERVE ((int64_t)1 << 30)  /* 1 GiB */
 const GpuPreset *gpu_preset(const char *name);  /* NULL if unknown */
 const char *gpu_preset_names(void);
-int64_t gpu_round(int64_t bytes);       /* one caching-allocator block */
-int64_t gpu_reserved(const Dag *d, const MemEval *ev);
+/* Parses PYTORCH_CUDA_ALLOC_CONF's text into o; false + why when PyTorch
+ * would refuse it. */
+bool gpu_alloc_conf(const char *conf, CaOptions *o, char *why, size_t n);
+typedef struct GpuSim {
+	CaReplay run;           /* with the device unlimited */
+	bool fits;              /* run.reserved within the card less reserve */
+	bool fits_by_freeing;   /* not, but with the card's memory as the
+	                           limit no request fails (PyTorch frees its
+	                           cached segments and retries) */
+} GpuSim;
+void gpu_simulate(const Analysis *an, GpuSim *sim);     /* an->gpu set */
 void gpu_report_human(const Analysis *an, FILE *out);
 void gpu_report_json(const Analysis *an, FILE *out);
 

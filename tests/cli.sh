@@ -31,7 +31,7 @@ check() {   # check RC STDERR ARGS...
 	fi
 }
 try='Try '\''remat --help'\'' for more information.'
-echo "1..17"
+echo "1..20"
 check 2 "remat: unknown option '--bugdet' (did you mean '--budget'?)
 $try" --bugdet 1GiB
 check 2 "remat: unknown option '--max-recompte' (did you mean '--max-recompute'?)
@@ -59,3 +59,14 @@ check 0 "remat: warning: --top has no effect with --json (it shapes the human re
 check 0 "" -O2 --max-recompute 2
 check 2 "remat: unknown optimizer 'lino' (did you mean 'lion'?) (sgd momentum adagrad rmsprop lion adam adamw)
 $try" --optimizer lino
+# --gpu reads PYTORCH_CUDA_ALLOC_CONF, as PyTorch does
+PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:64,expandable_segments:True
+export PYTORCH_CUDA_ALLOC_CONF
+check 0 "" --gpu T4
+PYTORCH_CUDA_ALLOC_CONF=expandable:True
+check 2 "remat: PYTORCH_CUDA_ALLOC_CONF: unknown option 'expandable'
+$try" --gpu T4
+PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:8
+check 2 "remat: PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb '8': a number of MiB above 20
+$try" --gpu T4
+unset PYTORCH_CUDA_ALLOC_CONF

@@ -256,6 +256,9 @@ typedef struct Settings {
 	PipeOptions pipe;       /* --stages, --micro-batches, --schedule */
 	bool pytorch;           /* --runtime pytorch: lower with PyTorch eager
 	                           autograd's allocations (docs/runtime-pytorch.md) */
+	bool pytorch_cpu;       /* --runtime pytorch-cpu: those of the CPU kernels
+	                           of PyTorch 1.13 (pytorch is set too); else
+	                           CUDA's, PyTorch >= 2.4 */
 } Settings;
 
 /* A `dim` or `batch` constant. */

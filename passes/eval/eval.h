@@ -1,7 +1,9 @@
 /* passes/eval/eval.h -- the evaluators of a schedule on the plain DAG:
  * the linear liveness evaluator every level uses (liveness.c), the
- * independent verifier behind --verify (verify.c), and the memory planner
- * that gives every instance an arena offset (memplan.c). DAG only: nothing
+ * independent verifier behind --verify (verify.c), the memory planner
+ * that gives every instance an arena offset (memplan.c), and a model of
+ * PyTorch's CUDA caching allocator (cuda_alloc.c) that a schedule's
+ * allocations can be replayed through (cuda_replay.c). DAG only: nothing
  * here knows .net.
  */
 #ifndef REMAT_EVAL_H
@@ -50,5 +52,80 @@ int64_t mp_plan(const Dag *d, MemEval *ev, Arena *a);
 int64_t mp_temp_layout(const Dag *d, const MemEval *ev, const Schedule *s,
                        int step, int64_t *off);
 
+/* ---------------------------------------------------------------- passes/eval/cuda_alloc.c */
+/* c10's CUDA caching allocator (PyTorch's CUDACachingAllocator.cpp), one
+ * device and one stream: the pools, rounding, segment sizes, best fit,
+ * splitting and merging, and the PYTORCH_CUDA_ALLOC_CONF options below
+ * (docs/runtime-pytorch.md, "The caching allocator, simulated"). */
+#define CA_MIN_BLOCK 512        /* every request rounds up to a multiple */
+typedef struct CaOptions {
+	int64_t max_split_size; /* max_split_size_mb, in bytes; 0: none */
+	bool expandable_segments;
+	int64_t capacity;       /* bytes of segments the device can hold; 0:
+	                           unlimited. Past it a cudaMalloc fails, and
+	                           the allocator frees cached segments and
+	                           tries again before it gives up. */
+} CaOptions;
+typedef struct CaStats {
+	int64_t allocated;      /* bytes of allocated blocks (memory_allocated) */
+	int64_t reserved;       /* bytes of segments (memory_reserved) */
+	int64_t requested;      /* bytes the callers asked for */
+	int64_t peak_allocated, peak_reserved, peak_requested; /* since
+	                           ca_new or ca_reset_peak */
+	int64_t nsegments;      /* segments now (expandable: one each) */
+	int64_t device_allocs;  /* cudaMalloc calls (expandable: mappings) */
+	int64_t device_frees;
+	int64_t retries;        /* cudaMallocs retried after freeing the cache */
+	int64_t ooms;           /* requests that failed */
+} CaStats;
+typedef struct CudaAlloc CudaAlloc;
+CudaAlloc *ca_new(const CaOptions *o);          /* o NULL: the defaults */
+void ca_delete(CudaAlloc *c);
+/* Serves a request of bytes (> 0): a handle >= 0 that stays valid until
+ * ca_release, or -1 when the device is full (CaOptions.capacity). */
+int ca_malloc(CudaAlloc *c, int64_t bytes);
+void ca_release(CudaAlloc *c, int h);
+int64_t ca_addr(const CudaAlloc *c, int h);     /* the block's address */
+int64_t ca_size(const CudaAlloc *c, int h);     /* and its bytes */
+const CaStats *ca_stats(const CudaAlloc *c);
+void ca_reset_peak(CudaAlloc *c);       /* reset_peak_memory_stats */
+void ca_empty_cache(CudaAlloc *c);      /* torch.cuda.empty_cache */
+int64_t ca_round(int64_t bytes);        /* the block size of a request */
+/* The segment a request of rounded bytes gets when no free block fits. */
+int64_t ca_segment_size(int64_t rounded);
+/* Rebuilding a recorded state (tests/unit/test_cuda_alloc.c): a free
+ * segment at addr (false if it overlaps one, or with expandable
+ * segments); a block allocated at [addr, addr + size) inside one free
+ * block (its handle, or -1 when no free block holds it); the address the
+ * next new segment gets (a recorded cudaMalloc). */
+bool ca_add_segment(CudaAlloc *c, int64_t addr, int64_t size, bool small);
+int ca_claim(CudaAlloc *c, int64_t addr, int64_t size);
+void ca_next_address(CudaAlloc *c, int64_t addr);
+
+/* ---------------------------------------------------------------- passes/eval/cuda_replay.c */
+/* A buffer a library makes the first time a step runs and keeps (cuBLAS's
+ * workspace of a handle and stream). */
+typedef struct CaLazy {
+	int step;
+	int64_t bytes;
+} CaLazy;
+/* What the allocator holds over the measured step of a training loop. */
+typedef struct CaReplay {
+	int64_t true_peak;      /* most bytes in allocated blocks
+	                           (max_memory_allocated) */
+	int64_t reserved;       /* most bytes in segments (max_memory_reserved) */
+	int64_t warmup_reserved; /* the same over the warm-up step */
+	int64_t base;           /* allocated when the measured step starts */
+	int64_t segments;       /* segments at the end */
+	int64_t retries, ooms;  /* cudaMallocs retried after freeing the cache;
+	                           requests that failed (CaOptions.capacity) */
+	int oom_step;           /* the first step a request failed at, or -1 */
+} CaReplay;
+/* Replays schedule ev of d through a fresh allocator (options o, NULL for
+ * the defaults): persistent buffers, a warm-up step (which also makes the
+ * lazy buffers at their steps), then the measured step; fills *r. The
+ * first request that fails ends the replay. */
+void ca_replay(const Dag *d, const MemEval *ev, const CaOptions *o, const CaLazy *lazy,
+               int nlazy, CaReplay *r);
 
 #endif

@@ -1,12 +1,14 @@
-/* passes/graph/lower_torch.c -- --runtime pytorch: rewrites the Dag that
- * lower_graph built so that it counts what PyTorch eager autograd (1.13, the
- * CPU allocator) allocates, read at operator boundaries. Every difference
- * from the remat runtime is one rule below; docs/runtime-pytorch.md lists
- * them op by op.
+/* passes/graph/lower_torch.c -- --runtime pytorch and pytorch-cpu:
+ * rewrites the Dag that lower_graph built so that it counts what PyTorch
+ * eager autograd allocates, read at operator boundaries: PyTorch >= 2.4 on
+ * CUDA (pytorch), or PyTorch 1.13 with the CPU allocator (pytorch-cpu,
+ * what tests/pytorch measures). Every difference from the remat runtime is
+ * one rule below; docs/runtime-pytorch.md lists them op by op.
  *
  * Reads: Graph ops (kind, in, out, extra), tensors (shape, dtype, view_of,
- * grad, kind), g->loss. Writes: DagTensor bytes / view_src / to_end,
- * DagNode in / workspace, DagAcc view_src / out_of_place.
+ * grad, kind), g->loss, g->settings.pytorch_cpu. Writes: DagTensor bytes /
+ * view_src / to_end, DagNode in / workspace, DagAcc view_src /
+ * out_of_place.
  *
  * Strides are simulated (forward tensors and gradients) only to decide
  * where `reshape`/`flatten` copies instead of viewing: PyTorch views when
@@ -24,6 +26,7 @@ typedef struct Torch {
 	int *dag_of;            /* IR tensor -> Dag tensor, or -1 */
 	int64_t (*st)[IR_MAXDIM]; /* strides of each IR tensor (and grad) */
 	bool *made;             /* gradient buffer made (backward order) */
+	bool cuda;              /* --runtime pytorch, not pytorch-cpu */
 } Torch;
 
 static void
@@ -110,7 +113,15 @@ forward_layouts(Torch *T)
 		const Tensor *x = &g->t[op->in[0]], *y = &g->t[op->out[0]];
 		int out = op->out[0];
 
-		if (op->kind == OP_TRANSPOSE || op->kind == OP_PERMUTE) {
+		if (op->kind == OP_ATTENTION && T->cuda && y->ndim == 4) {
+			/* SDPA's fused kernels write [B, S, H, Dh] and return it
+			 * transposed to [B, H, S, Dh]: out.transpose(1, 2) is
+			 * contiguous, and the usual reshape to [B, S, D] views */
+			T->st[out][3] = 1;
+			T->st[out][1] = y->shape[3];
+			T->st[out][2] = y->shape[1] * y->shape[3];
+			T->st[out][0] = y->shape[2] * T->st[out][2];
+		} else if (op->kind == OP_TRANSPOSE || op->kind == OP_PERMUTE) {
 			permute_strides(op, T->st[op->in[0]], x->ndim, T->st[out]);
 		} else if (op->kind == OP_SLICE || op->kind == OP_SPLIT) {
 			for (int k = 0; k < op->nout; k++)
@@ -125,10 +136,34 @@ forward_layouts(Torch *T)
 	}
 }
 
-/* Bytes that PyTorch's CPU kernels allocate differently: layer_norm keeps
- * mean/rstd in the input dtype; dropout's mask is a tensor of x's dtype
- * (the CPU path multiplies by a scaled noise tensor); mse_loss returns its
- * mean as a 0-dim view of the unreduced [n(a)] loss, which it keeps. */
+/* What SDPA's fused CUDA kernels save (PyTorch >= 2.4): the output, the
+ * f32 logsumexp and the Philox RNG seed and offset (two int64 tensors,
+ * counted with the logsumexp), not the dropout mask, which the backward
+ * regenerates from them. The flash and cuDNN kernels (half inputs, no
+ * mask) keep lse [B, H, S]; the memory-efficient one (a mask, or f32
+ * inputs) pads S to a multiple of 32. */
+static void
+sdpa_saves(Torch *T, const Op *op)
+{
+	const Graph *g = T->g;
+	const Tensor *q = &g->t[op->in[0]];
+	bool efficient = op->nin > 3 || q->dtype == DT_F32;
+	int lse = T->dag_of[ir_extra(op, 0)];
+
+	if (lse >= 0 && q->ndim == 4) {
+		int64_t s = efficient ? (q->shape[2] + 31) / 32 * 32 : q->shape[2];
+		T->d->t[lse].bytes = q->shape[0] * q->shape[1] * s * 4 + 2 * 8;
+	}
+	if (op->nextra > 1 && T->dag_of[ir_extra(op, 1)] >= 0)
+		T->d->t[T->dag_of[ir_extra(op, 1)]].bytes = 0;
+}
+
+/* Bytes that PyTorch's CPU kernels (1.13) allocate differently:
+ * layer_norm keeps mean/rstd in the input dtype; dropout's mask is a
+ * tensor of x's dtype (the CPU path multiplies by a scaled noise tensor).
+ * On CUDA, layer_norm keeps f32 statistics and dropout a bool mask, as the
+ * remat runtime does. Both: mse_loss returns its mean as a 0-dim view of
+ * the unreduced [n(a)] loss, which it keeps. */
 static void
 extras(Torch *T)
 {
@@ -141,7 +176,9 @@ extras(Torch *T)
 		if (op->kind == OP_MSE_LOSS && T->dag_of[op->out[0]] >= 0)
 			/* the mean is a 0-dim view of the unreduced loss */
 			T->d->t[T->dag_of[op->out[0]]].bytes = ir_numel(&g->t[op->in[0]]) * esz;
-		if (op->kind != OP_LAYERNORM && op->kind != OP_DROPOUT)
+		if (op->kind == OP_ATTENTION && T->cuda)
+			sdpa_saves(T, op);
+		if (T->cuda || (op->kind != OP_LAYERNORM && op->kind != OP_DROPOUT))
 			continue;
 		for (int k = 0; k < op->nextra; k++) {
 			int dt = T->dag_of[ir_extra(op, k)];
@@ -259,7 +296,7 @@ void
 lower_torch(const Graph *g, Dag *d, Arena *a)
 {
 	Arena scratch;
-	Torch T = {g, d, a, NULL, NULL, NULL};
+	Torch T = {g, d, a, NULL, NULL, NULL, !g->settings.pytorch_cpu};
 
 	ar_init(&scratch);
 	T.dag_of = ar_alloc(&scratch, sizeof *T.dag_of * (size_t)(g->nt + 1));

@@ -12,7 +12,7 @@ cd "$SRCDIR" || exit 99
 i=0
 ok() { i=$((i + 1)); echo "ok $i - $1"; }
 bad() { i=$((i + 1)); echo "not ok $i - $1"; }
-echo "1..15"
+echo "1..17"
 
 # usage: remat ARGS must exit 2 with MSG on stderr and print nothing
 usage_case() {
@@ -26,7 +26,7 @@ usage_case() {
 		bad "$* -> exit $rc, stderr: $(head -1 "$out/stderr")"
 	fi
 }
-usage_case "--runtime must be 'remat' or 'pytorch'" --runtime jax examples/tiny.net
+usage_case "--runtime must be 'remat', 'pytorch' or 'pytorch-cpu'" --runtime jax examples/tiny.net
 usage_case "unknown card 'B200'" --gpu B200 examples/tiny.net
 usage_case "--reserve needs --gpu" --reserve 1GiB examples/tiny.net
 usage_case "cannot read size" --gpu T4 --reserve lots examples/tiny.net
@@ -41,6 +41,16 @@ if grep -q "fits\|runtime pytorch\|reserved" "$out/plain"; then bad "plain repor
 # verdicts both ways
 "$REMAT" --gpu T4 examples/llama.net >"$out/llama-t4"
 if grep -q "^  does not fit on T4: [0-9.]* GiB over$" "$out/llama-t4"; then ok "llama does not fit on a T4"; else bad "llama verdict on T4"; fi
+# between the true peak (2.81 GiB) and reserved (3.28 GiB): PyTorch frees
+# cached segments and goes on; under the true peak it runs out
+"$REMAT" --runtime pytorch --gpu T4 --reserve 12.9GiB examples/resnet50.net >"$out/resnet50-t4"
+if grep -q "^  fits on T4 only by freeing cached segments (0.2 GiB short of caching it all)$" \
+	"$out/resnet50-t4"; then ok "resnet50 fits a 3.1 GiB T4 by freeing cached segments"
+else bad "resnet50 verdict on a 3.1 GiB T4"; fi
+"$REMAT" --runtime pytorch --gpu T4 --reserve 13.3GiB examples/resnet50.net >"$out/resnet50-t4b"
+if grep -q "^  does not fit on T4: 0.6 GiB over$" "$out/resnet50-t4b"; then
+	ok "resnet50 does not fit a 2.7 GiB T4"
+else bad "resnet50 verdict on a 2.7 GiB T4"; fi
 "$REMAT" --gpu "a100 80" --json examples/tiny.net >"$out/tiny-a100.json"
 if grep -q '"fits": true, "verdict": "fits on A100-80GB with' "$out/tiny-a100.json"; then ok "tiny fits on an A100-80GB (JSON)"; else bad "tiny verdict JSON"; fi
 

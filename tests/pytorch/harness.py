@@ -4,7 +4,7 @@ Rebuilds a .net network in PyTorch op by op from `remat --graph-json` (no
 hand-copied models), runs one training step on the CPU, and measures the
 bytes of live tensor storage after every aten op (operator boundaries),
 counted by allocshim.so (LD_PRELOAD) and sampled from a TorchDispatchMode.
-It compares that peak with `remat --runtime pytorch --json`.
+It compares that peak with `remat --runtime pytorch-cpu --json`.
 
 Run by tests/pytorch/check.sh, which builds the shim and sets LD_PRELOAD:
   harness.py REMAT FILE.net [-D NAME=V ...] [--emit-torch] [--tol R]
@@ -352,7 +352,7 @@ def run_remat(args):
 
 
 def remat_json(remat, net, defs, extra):
-    cmd = [remat, "--json", "--runtime", "pytorch", "--optimizer", "sgd",
+    cmd = [remat, "--json", "--runtime", "pytorch-cpu", "--optimizer", "sgd",
            "--precision", "declared"] + defs + extra + [net]
     return json.loads(run_remat(cmd))
 
@@ -399,7 +399,7 @@ def main():
     METER = None
     diff = (want - got) / got
     name = os.path.basename(net)
-    print("%-14s %-24s pytorch %12d  remat --runtime pytorch%s %12d  diff %+.4f%%"
+    print("%-14s %-24s pytorch %12d  remat --runtime pytorch-cpu%s %12d  diff %+.4f%%"
           % (name, " ".join(defs)[:24], got, " -O2 --emit-torch" if emit else "",
              want, 100 * diff))
     return 0 if abs(diff) <= tol else 1

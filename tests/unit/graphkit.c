@@ -98,3 +98,20 @@ set_list(int o, int n, ...)
 		g.op[o].p->list[i] = va_arg(ap, int);
 	va_end(ap);
 }
+
+int
+train(int t)
+{
+	g.outputs = ar_alloc(&arena, sizeof(int));
+	g.output_loc = ar_alloc(&arena, sizeof(Loc));
+	g.outputs[0] = t;
+	g.output_loc[0] = loc_make("t.net", 9, 1);
+	g.noutputs = 1;
+	g.loss = t;
+	g.train = true;
+	if (shape_infer(&g, &diag) != 0) {
+		fprintf(stderr, "train: shape inference failed: %s\n", said());
+		abort();
+	}
+	return autodiff(&g, &diag);
+}

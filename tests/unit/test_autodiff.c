@@ -14,21 +14,6 @@
 
 
 
-/* Makes t the training output (declared at line 9) and runs both passes. */
-static int
-train(int t)
-{
-	g.outputs = ar_alloc(&arena, sizeof(int));
-	g.output_loc = ar_alloc(&arena, sizeof(Loc));
-	g.outputs[0] = t;
-	g.output_loc[0] = loc_make("t.net", 9, 1);
-	g.noutputs = 1;
-	g.loss = t;
-	g.train = true;
-	assert_int_equal(shape_infer(&g, &diag), 0);
-	return autodiff(&g, &diag);
-}
-
 /* Checks op o's saves, in order. */
 static void
 check_saves(int o, int n, ...)

@@ -1,6 +1,7 @@
 /* tests/unit/test_torch.c -- issue 16 units: the DagAcc.out_of_place rule
  * in lv_eval, the verifier and the memory planner (figures worked out in
- * the comments), and the --gpu helpers (rounding, preset names). */
+ * the comments), and the --gpu helpers (preset names,
+ * PYTORCH_CUDA_ALLOC_CONF). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -109,18 +110,29 @@ test_in_place(void **state)
 	check_all(w, want);
 }
 
+/* PYTORCH_CUDA_ALLOC_CONF as PyTorch reads it: the modelled options set,
+ * the others accepted, anything else refused. */
 static void
-test_gpu_round(void **state)
+test_gpu_alloc_conf(void **state)
 {
+	CaOptions o;
+	char why[160];
 	(void)state;
-	assert_int_equal(gpu_round(0), 0);
-	assert_int_equal(gpu_round(1), 512);
-	assert_int_equal(gpu_round(512), 512);
-	assert_int_equal(gpu_round(513), 1024);
-	assert_int_equal(gpu_round(1 << 20), 1 << 20);
-	assert_int_equal(gpu_round((1 << 20) + 1), 2 << 20);
-	assert_int_equal(gpu_round(3 << 20), 4 << 20);
-	assert_int_equal(gpu_round((int64_t)5 << 30), (int64_t)5 << 30);
+	assert_true(gpu_alloc_conf(NULL, &o, why, sizeof why));
+	assert_int_equal(o.max_split_size, 0);
+	assert_false(o.expandable_segments);
+	assert_true(gpu_alloc_conf("max_split_size_mb:128,expandable_segments:True", &o, why,
+	                           sizeof why));
+	assert_int_equal(o.max_split_size, (int64_t)128 << 20);
+	assert_true(o.expandable_segments);
+	assert_true(gpu_alloc_conf("garbage_collection_threshold:0.6", &o, why, sizeof why));
+	assert_false(gpu_alloc_conf("max_split_size_mb:20", &o, why, sizeof why));
+	assert_non_null(strstr(why, "above 20"));
+	assert_false(gpu_alloc_conf("max_split_size_mb:x", &o, why, sizeof why));
+	assert_false(gpu_alloc_conf("expandable_segments:yes", &o, why, sizeof why));
+	assert_false(gpu_alloc_conf("expandable:True", &o, why, sizeof why));
+	assert_non_null(strstr(why, "unknown option 'expandable'"));
+	assert_false(gpu_alloc_conf("expandable_segments", &o, why, sizeof why));
 }
 
 static void
@@ -133,6 +145,8 @@ test_gpu_presets(void **state)
 	assert_string_equal(gpu_preset("a100-40gb")->name, "A100-40GB");
 	assert_int_equal(gpu_preset("V100-32")->bytes, (int64_t)32 << 30);
 	assert_int_equal(gpu_preset("h200")->bytes, (int64_t)141 << 30);
+	assert_int_equal(gpu_preset("h200")->sm, 90);
+	assert_int_equal(gpu_preset("t4")->sm, 75);
 	assert_null(gpu_preset("H2000"));
 	assert_null(gpu_preset("A100"));
 	assert_null(gpu_preset(""));
@@ -145,7 +159,7 @@ main(void)
 		cmocka_unit_test(test_out_of_place_fresh),
 		cmocka_unit_test(test_out_of_place_alias),
 		cmocka_unit_test(test_in_place),
-		cmocka_unit_test(test_gpu_round),
+		cmocka_unit_test(test_gpu_alloc_conf),
 		cmocka_unit_test(test_gpu_presets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
