@@ -1,4 +1,4 @@
-/* driver/analyze.c -- the pipeline, as a straight list of calls:
+/* driver/analyze.c -- the passes, as a straight list of calls:
  * instantiate -> infer shapes -> autodiff -> lower (analyze_graph), then
  * plan -> liveness -> baselines -> memory plan (analyze_dag, which the
  * Checkmate import enters with its DAG). Reading analyze() tells the whole
@@ -135,7 +135,7 @@ same_steps(const Schedule *x, const Schedule *y)
 	       (x->n == 0 || !memcmp(x->step, y->step, sizeof *x->step * (size_t)x->n));
 }
 
-/* While the syntax tree lives, arena blocks (64 KiB and up) are mapped, so
+/* While the syntax tree lives, arena chunks (64 KiB and up) are mapped, so
  * that freeing one gives it back: glibc raises its mapping threshold with
  * each mapped block freed, after which the tree's pieces, freed during
  * instantiation, would stay in the heap unused (100 MB of a 300k-statement
@@ -171,7 +171,7 @@ heap_return(void)
 #endif
 }
 
-/* --stages needs as many outermost def calls as stages, and --stage-blocks
+/* --stages needs as many blocks (outermost def calls) as stages, and --stage-blocks
  * must name every one. */
 static Status
 check_stages(const Graph *g, const Dag *d)

@@ -150,9 +150,9 @@ usage(FILE *f)
 }
 
 /* parse_size: "12GiB", "1.5G", "800MB", "80gb", "4096" -> bytes; -1 if
- * malformed. Units are case-blind; *unit says whether one was written. */
+ * malformed. Units are case-blind; *suffix says whether one was written. */
 static int64_t
-parse_size_unit(const char *s, bool *unit)
+parse_size_suffix(const char *s, bool *suffix)
 {
 	static const struct { const char *suffix; double mult; } units[] = {
 		{"", 1}, {"B", 1},
@@ -171,7 +171,7 @@ parse_size_unit(const char *s, bool *unit)
 	v = strtod(s, &end);
 	if (end != s + digits || errno || !(v >= 0) || isinf(v))
 		return -1;
-	*unit = *end != 0;
+	*suffix = *end != 0;
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
 		if (strcasecmp(end, units[i].suffix))
 			continue;
@@ -186,12 +186,12 @@ parse_size_unit(const char *s, bool *unit)
 static int64_t
 parse_size(const char *opt, const char *s, const char *example)
 {
-	bool unit = false;
-	int64_t v = parse_size_unit(s, &unit);
+	bool suffix = false;
+	int64_t v = parse_size_suffix(s, &suffix);
 
 	if (v < 0)
 		diag_usage("%s: cannot read size '%s' (e.g. %s)", opt, s, example);
-	if (!unit && v < ((int64_t)1 << 20))
+	if (!suffix && v < ((int64_t)1 << 20))
 		diag_usage("%s %s: a size needs a unit (e.g. %sGiB, %sGB, or %sB for "
 		           "bytes)", opt, s, s, s, s);
 	return v;
@@ -232,7 +232,7 @@ parse_define(Options *o, char *arg)
 	o->job.net.ndefs++;
 }
 
-/* --stage-blocks N0,N1,...: outermost def calls per stage. */
+/* --stage-blocks N0,N1,...: blocks per stage. */
 static void
 parse_stage_blocks(Options *o, char *arg)
 {

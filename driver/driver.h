@@ -1,4 +1,4 @@
-/* driver/driver.h -- the command line and the pipeline. One compilation
+/* driver/driver.h -- the command line and the passes. One compilation
  * is a Job. analyze.c runs every pass on it in order: analyze_graph (the
  * network to its DAG), then analyze_dag (the DAG to a plan, its
  * evaluation, the baselines and the memory plan). The re-drivers analyze
@@ -19,7 +19,7 @@
 #include "report.h"
 
 /* ---------------------------------------------------------------- driver/analyze.c */
-/* The passes, in pipeline order, as -d names them. */
+/* The passes, in pass order, as -d names them. */
 typedef enum Pass {
 	PASS_INSTANTIATE, PASS_SHAPE, PASS_AUTODIFF, PASS_LOWER, PASS_PLAN,
 	PASS_LIVENESS, PASS_MEMPLAN, PASS_COUNT
@@ -53,7 +53,7 @@ typedef struct Job {
 	PassOptions passes;     /* -d, --check */
 } Job;
 
-/* main: arena blocks mapped while the syntax tree lives */
+/* main: arena chunks mapped while the syntax tree lives */
 void heap_for_tree(void);
 
 /* instantiate -> shape_infer -> autodiff -> lower (with the pipeline

@@ -6,7 +6,7 @@
  * VALUES is a comma-separated list of items, each a number or a range:
  *   A..B*K   A, A*K, A*K^2, ... up to B (K >= 2)
  *   A..B+K   A, A+K, A+2K, ... up to B  (K >= 1)
- *   A:B:K    the same as A..B+K; A:B steps by 1
+ *   A:B:K    the same as A..B+K; A:B has stride 1
  * so "B=8..128*2", "S=128:1024:128" and "B=1,2,4..64*2" all work; at most
  * SWEEP_MAX values. Reads the Job; writes the table and the SVG. */
 #include <errno.h>

@@ -9,7 +9,7 @@
 
 #include "driver.h"
 
-/* The per-rank peak for ranks and stage, or -1 when the analysis failed. */
+/* The per-rank peak for ranks and ZeRO stage, or -1 when the analysis failed. */
 static int64_t
 cell(const Job *job, int ranks, int zero)
 {
