@@ -4,9 +4,9 @@
  *
  * - sqrt(n) checkpointing (Chen et al.), which is -O1: remat_o1.c's
  *   rm_sqrtn_state.
- * - per-def checkpointing: torch.utils.checkpoint around every outermost
- *   def call instance (DagNode.block_plus1, set by the lowering). Each
- *   call's inputs and outputs are kept; what it makes and only it reads is
+ * - per-def checkpointing: torch.utils.checkpoint around every block (an
+ *   outermost def call, DagNode.block_plus1, set by the lowering). Each
+ *   block's inputs and outputs are kept; what it makes and only it reads is
  *   dropped after the forward and recomputed when its backward needs it.
  * - the lower bound: what coexists at some step under every schedule.
  *
@@ -291,7 +291,7 @@ bound_tables(Bound *B)
 	}
 }
 
-/* Owning tensors alive through the whole step: from_start and to_end. */
+/* Owning tensors alive through the whole training step: from_start and to_end. */
 static int64_t
 always_live(Bound *B)
 {

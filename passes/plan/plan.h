@@ -47,8 +47,8 @@ int64_t rm_lower_bound(const Dag *d);
  * its checkpoint right before its backward. sched.n is 0 (and peak the
  * -O0 peak) on a graph with no backward or no cut. */
 PlanResult rm_plan_sqrtn(const Dag *d, Arena *a);
-/* torch.utils.checkpoint around every outermost def call instance
- * (DagNode.block_plus1): each call's inputs and outputs kept, its inside
+/* torch.utils.checkpoint around every block (outermost def call,
+ * DagNode.block_plus1): each block's inputs and outputs kept, its inside
  * recomputed during its backward. sched.n is 0 when no node is in a def. */
 PlanResult rm_plan_perblock(const Dag *d, Arena *a);
 /* Whether each baseline has a plan to make (sched.n > 0), decided from the

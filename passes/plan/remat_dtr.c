@@ -598,7 +598,7 @@ search(RmScorer *S, const RmRecipe *R, RmPool *pool, int64_t budget, double cap,
 				T = pool->c[i].peak;
 		int64_t step = (T - lb) / 4 + 1;
 		/* down to 2^-16 of the base peak: the same rungs whatever the
-		 * unit of the bytes (halving to 0 took 57 failed rungs per order
+		 * scale of the bytes (halving to 0 took 57 failed rungs per order
 		 * on a graph with bytes near 2^57, 0.2 s on 40 nodes) */
 		int64_t least = K->base >> 16;
 		for (int k = 0; k < 2 * K->ladder && step > least && T - step >= lb; k++) {

@@ -107,7 +107,7 @@ typedef struct RmModel {
 	bool has_backward;      /* some node is a backward node */
 	bool simple;            /* no views, accumulations, from_start or
 	                           to_end tensors: rm_score_state's fast path */
-	int64_t c0;             /* cost unit for benefit / cost ratios */
+	int64_t c0;             /* cost floor for benefit / cost ratios */
 	unsigned char *tinit;   /* [nt] tst at the start: TS_RECOMP or 0 */
 	int64_t *ncost, *nws;   /* [nnode] each node's cost and workspace */
 	Arena mem;              /* everything above: freed by rm_model_free */
