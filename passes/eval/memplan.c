@@ -45,7 +45,7 @@
  *   stops at the first plan that reaches the floor.
  * The smallest top wins (the earlier method on ties). On every example
  * (default dims and B=8, -O0 and -O2) it is within 0.4% of the peak, and
- * on the Checkmate graphs at the floor but for ResNet-50 at -O2 (+6%) and
+ * on the Checkmate graphs at the floor but for ResNet-50 at -O2 (+4.8%) and
  * the random ones, whose bytes are so few that 256-byte rounding puts the
  * floor itself 6-9% over the peak (make bench-arena). Scratch is 4 bytes a
  * block (its instance or step), 4 a step while the blocks are sorted, 8 a
