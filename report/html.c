@@ -56,6 +56,7 @@ summary(const Analysis *an, FILE *f)
 	const MemEval *ev = &an->ev;
 	ReportTotals rt = report_totals(an);
 	double fwd = (double)an->d.forward_cost;
+	char b[32];
 
 	fputs("<section id=\"summary\"><h2>Summary</h2><table>", f);
 	fputs("<tr><th>peak</th>", f);
@@ -71,7 +72,8 @@ summary(const Analysis *an, FILE *f)
 	size_td(f, an->plan.lower_bound);
 	fputs("<td>no schedule can do better</td></tr><tr><th>arena</th>", f);
 	size_td(f, an->arena_bytes);
-	fputs("<td>memory plan, with fragmentation</td></tr>", f);
+	fprintf(f, "<td>memory plan: %+.2f%% over the peak (aligned lower bound %s)</td></tr>",
+	        report_over_peak(an->arena_bytes, ev->peak), report_size(ev->arena_floor, b));
 	if (an->goal.budget >= 0) {
 		fputs("<tr><th>budget</th>", f);
 		size_td(f, an->goal.budget);

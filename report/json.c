@@ -1,6 +1,7 @@
 /* report/json.c -- the JSON report of memory-model.md: one object on
  * stdout with every required field, plus a few extra ones (lower bound,
- * fragmentation, per-step kinds of the chosen plan). Byte figures are
+ * fragmentation, the arena's aligned lower bound and overhead, per-step
+ * kinds of the chosen plan). Byte figures are
  * integers. Reads an Analysis; writes text only. */
 #include <inttypes.h>
 #include <string.h>
@@ -115,6 +116,8 @@ peaks(const Analysis *an, FILE *out)
 	        ev->peak, an->base.peak, an->arena_bytes, ev->peak_step);
 	fprintf(out, "  \"lower_bound_bytes\": %" PRId64 ", \"fragmentation_bytes\": %" PRId64 ",\n",
 	        an->plan.lower_bound, an->arena_bytes - ev->peak);
+	fprintf(out, "  \"arena_lower_bound_bytes\": %" PRId64 ", \"arena_over_peak_percent\": %.4f,\n",
+	        ev->arena_floor, report_over_peak(an->arena_bytes, ev->peak));
 	baselines(an, out);
 	fputs("  \"breakdown_at_peak\": {", out);
 	for (int c = 0; c < CAT_COUNT; c++)

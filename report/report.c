@@ -11,6 +11,12 @@
 
 #include "report.h"
 
+double
+report_over_peak(int64_t arena, int64_t peak)
+{
+	return peak > 0 ? 100.0 * (double)(arena - peak) / (double)peak : 0.0;
+}
+
 char *
 report_size(int64_t bytes, char *buf)
 {
@@ -378,8 +384,13 @@ peak(const Analysis *an, const ReportOptions *ro, FILE *out)
 	lower_bound_lines(an, ro, out);
 	fputs("  arena: ", out);
 	put_size(out, ro, an->arena_bytes, true);
-	fputs(", fragmentation ", out);
+	fprintf(out, ", %+.2f%% over the peak, fragmentation ",
+	        report_over_peak(an->arena_bytes, ev->peak));
 	put_size(out, ro, an->arena_bytes - ev->peak, false);
+	/* the peak with each block rounded up to 256 bytes: no placement of
+	 * these blocks does better */
+	fputs("\n    aligned lower bound: ", out);
+	put_size(out, ro, ev->arena_floor, true);
 	if (an->gpu)
 		gpu_report_human(an, out);      /* --gpu: report/gpu.c */
 	fputs("\n\nbreakdown at the peak:\n", out);

@@ -68,6 +68,8 @@ typedef struct ReportTotals {
 ReportTotals report_totals(const Analysis *an);
 /* Human size: "1.50 GiB", "512 B". buf needs 32 bytes. */
 char *report_size(int64_t bytes, char *buf);
+/* How far the arena is above the peak, in percent (0 for a zero peak). */
+double report_over_peak(int64_t arena, int64_t peak);
 /* "data parallel: 8 ranks, ZeRO stage 3, ...": the settings line. */
 void dist_settings_line(const DistOptions *o, FILE *out);
 

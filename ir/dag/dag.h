@@ -270,6 +270,10 @@ typedef struct MemEval {
 	                           when no step has any */
 	int64_t *persistent_offset; /* memory planner: [Dag.npersistent] arena
 	                           offset of each persistent buffer */
+	int64_t arena_floor;    /* memory planner: the least arena its blocks
+	                           allow -- the persistent buffers and the most
+	                           bytes live at one step, every block rounded
+	                           up to 256 -- so peak <= floor <= arena */
 } MemEval;
 
 /* Instance k's arena offset, -1 for a view or before the memory planner. */

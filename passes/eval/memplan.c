@@ -7,12 +7,11 @@
  * that has temporaries. Returns arena bytes.
  *
  * Arena layout, every offset a multiple of MP_ALIGN (256):
- *   [0, P)        the persistent buffers, live for the whole training
- *                 step, one after the other in Dag order (per param:
- *                 weight, master copy, optimizer states), each rounded up
- *                 to 256 bytes; bytes of persistent[] that the Dag does
- *                 not list buffer by buffer (Dags not made by
- *                 passes/graph/lower.c) follow as one extent.
+ *   [0, P)        the persistent buffers, live for the whole training step, one after
+ *                 the other in Dag order (per param: weight, master copy,
+ *                 optimizer states), each rounded up to 256 bytes; bytes of
+ *                 persistent[] that the Dag does not list buffer by buffer
+ *                 (Dags not made by passes/graph/lower.c) follow as one extent.
  *   [P, arena)    the instances and the per-step temporary extents, each live
  *                 over an interval of steps (an instance: from its producing
  *                 step through its last live step, widened over the views of
@@ -22,7 +21,7 @@
  * fragmentation (arena - peak) is the alignment padding plus the gaps the
  * placement leaves.
  *
- * Placement, above P, is the better of two plans:
+ * Placement, above P, is the smallest of several plans:
  * - A linear scan over time with best fit, always: extents in order of
  *   their first step (larger first within a step); before placing the
  *   extents that start at step s, every extent whose last step is before s is
@@ -31,27 +30,44 @@
  *   a free range that ends at the top, else goes on top. Free ranges are
  *   kept in two treaps, by (size, offset) for best fit and by offset for
  *   merging: O(n log n) in the number of extents (a 100k-op graph, 300k
- *   extents, plans in a fraction of a second).
- * - Greedy by size with best fit (Pisarchyk & Lee 2020), when there are at
- *   most MP_GREEDY_MAX extents: usually tighter on schedules with
- *   recomputation (GPT-2 -O2: 252 B of fragmentation against 60 MB), but
- *   O(n^2), so bounded to ~10^8 simple steps (GPT-2 small at -O2 has ~1,100
- *   extents and takes milliseconds).
- * The smaller arena wins (the greedy one on ties). Both are deterministic.
- * Scratch is 4 bytes an extent (its instance or step), 4 a step while the
- * extents are sorted, and 8 an extent live at once during the scan: sizes,
- * starts and ends are read from the MemEval and placements are made in
- * place in MemEval.offset and temp_offset, so on a 300k-op graph the
- * planner is not the peak.
+ *   extents, plans in a fraction of a second). The scan also sums the
+ *   extents live at each step: the most, with P, is the floor
+ *   (MemEval.arena_floor), below which no placement can go.
+ * - When the scan is above the floor and there are at most MP_SEARCH_MAX
+ *   extents, the placements of placement.c on a copy of the extents, in
+ *   turn: the skyline by area, size and length; greedy by size and by
+ *   breadth (Pisarchyk & Lee 2020), best and first fit; then perturbed
+ *   skylines, MP_RESTARTS at most. Each costs O(n^2) at worst, so they
+ *   share a count of work linear in the extents (counted, not timed: the
+ *   plan is the same on every machine), except greedy by size with best
+ *   fit, which on up to MP_GREEDY_MAX extents always runs, as it did alone
+ *   before the search: no arena is larger than that plan's. The search
+ *   stops at the first plan that reaches the floor.
+ * The smallest top wins (the earlier method on ties). On every example
+ * (default dims and B=8, -O0 and -O2) it is within 0.4% of the peak, and
+ * on the Checkmate graphs at the floor but for ResNet-50 at -O2 (+4.8%) and
+ * the random ones, whose bytes are so few that 256-byte rounding puts the
+ * floor itself 6-9% over the peak (make bench-arena). Scratch is 4 bytes a
+ * extent (its instance or step), 4 a step while the extents are sorted, 8 a
+ * extent live at once during the scan, and for the search about 300 bytes
+ * an extent: sizes, starts and ends are read from the MemEval and
+ * placements are made in place in MemEval.offset and temp_offset, so on a
+ * 300k-op graph (no search) the planner is not the peak.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "eval.h"
 
-enum { MP_ALIGN = 256 };
-
-enum { MP_GREEDY_MAX = 16384 }; /* most extents greedy_by_size is tried on */
+/* The units of work the search may spend (placement.c: about 2 ns each):
+ * MP_WORK, plus MP_WORK_EXTENT an extent, so that a skyline or two fit on a
+ * large graph too -- about 20 ms on the examples, at most about 0.2 s on
+ * MP_SEARCH_MAX extents, linear in the extents. */
+enum {
+	MP_WORK = 1 << 24,
+	MP_WORK_EXTENT = 512,
+	MP_RESTARTS = 64,       /* perturbed skylines at most */
+};
 
 static int64_t
 align_up(int64_t n)
@@ -288,8 +304,8 @@ sp_free(Space *sp, int64_t off, int64_t size)
  * it is parked in MemEval.offset (see widen_bases); the placement made is
  * then kept in the extent's own destination (MemEval.offset,
  * temp_offset[s]), base added at the end. The extents are in the order the
- * linear scan takes them: by start, larger first within a start, then in
- * tie-break order (b_order). */
+ * linear scan takes them: by start, larger first within a start, then by
+ * rank. */
 typedef struct Extents {
 	MemEval *ev;
 	int *id;                /* [n] */
@@ -328,28 +344,9 @@ b_off(const Extents *B, int i)
 /* The tie-break of extents of one size and start: the instances in index
  * order, then the temporaries in step order. */
 static int64_t
-b_order(const Extents *B, int i)
+b_rank(const Extents *B, int i)
 {
 	return B->id[i] >= 0 ? B->id[i] : (int64_t)B->ev->ninst - 1 - B->id[i];
-}
-
-/* An extent for greedy_by_size, which runs on at most MP_GREEDY_MAX. */
-typedef struct Extent {
-	int64_t size;           /* rounded up to MP_ALIGN */
-	int64_t off;            /* the placement being made */
-	int start, end;         /* live steps, inclusive */
-	int64_t order;          /* b_order */
-} Extent;
-
-static int
-by_size(const void *pa, const void *pb)
-{
-	const Extent *a = *(const Extent *const *)pa, *b = *(const Extent *const *)pb;
-	if (a->size != b->size)
-		return a->size > b->size ? -1 : 1;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	return (a->order > b->order) - (a->order < b->order);
 }
 
 /* Counting-sort buckets for steps lo..hi: pos[k - lo] is where key k's
@@ -361,7 +358,7 @@ bucket_starts(int *pos, int lo, int hi)
 		pos[k - lo + 1] += pos[k - lo];
 }
 
-/* Insertion sort of a few extents of one start, larger first, then order. */
+/* Insertion sort of a few extents of one start, larger first, then rank. */
 static void
 sort_run(Extents *B, int lo, int hi)
 {
@@ -369,10 +366,10 @@ sort_run(Extents *B, int lo, int hi)
 		int x = B->id[i], j = i;
 		int64_t sx, rx;
 		sx = b_size(B, i);
-		rx = b_order(B, i);
+		rx = b_rank(B, i);
 		for (; j > lo; j--) {
 			int64_t sp = b_size(B, j - 1);
-			if (sp > sx || (sp == sx && b_order(B, j - 1) < rx))
+			if (sp > sx || (sp == sx && b_rank(B, j - 1) < rx))
 				break;
 			B->id[j] = B->id[j - 1];
 		}
@@ -421,74 +418,34 @@ live_pop(Live *L)
 }
 
 /* Linear scan over time with best fit: sets every extent's placement;
- * returns the top. Before the extents of a start are placed, every extent
- * that ended earlier is freed; the order of those frees does not matter,
- * freed ranges merge with their neighbours whatever it is. Each extent's
- * end is read where widen_bases parked it, just before its placement
- * replaces it. */
+ * returns the top, and in *most the most bytes live at one step (extents
+ * rounded up). Before the extents of a start are placed, every extent that
+ * ended earlier is freed; the order of those frees does not matter, freed
+ * ranges merge with their neighbours whatever it is. Each extent's end is
+ * read where widen_bases parked it, just before its placement replaces
+ * it. */
 static int64_t
-linear_scan(const Extents *B, Arena *a)
+linear_scan(const Extents *B, int64_t *most, Arena *a)
 {
 	Space sp = {{NULL, 0, -1, 1, 0, -1, a}, {NULL, 0, -1, 2, 0, -1, a}, 0};
 	Live live = {NULL, 0, 0, a};
+	int64_t bytes = 0;      /* live now: after the frees and placements
+	                           of a start, what is live at that step */
 
+	*most = 0;
 	for (int i = 0; i < B->n; i++) {
 		int st = b_start(B, i), end = b_parked_end(B, i);
 		while (live.n > 0 && live.h[0].end < st) {
 			int f = live_pop(&live);
 			sp_free(&sp, *b_off(B, f), b_size(B, f));
+			bytes -= b_size(B, f);
 		}
 		*b_off(B, i) = sp_alloc(&sp, b_size(B, i));
 		live_push(&live, end, i);
+		bytes += b_size(B, i);
+		*most = bytes > *most ? bytes : *most;
 	}
 	return sp.top;
-}
-
-/* Greedy by size with best fit (Pisarchyk & Lee, "Efficient memory
- * management for deep neural net inference", 2020): extents in order of
- * decreasing size; each goes into the smallest gap, among the placed extents
- * live at some common step, that holds it, else above them all. Placed
- * extents are kept sorted by offset, so it is O(n^2) simple steps: mp_plan
- * runs it only up to MP_GREEDY_MAX extents. Sets every off; returns the top. */
-static int64_t
-greedy_by_size(Extent *bl, int n, Arena *a)
-{
-	Extent **ord = ar_alloc(a, sizeof *ord * (size_t)(n + 1));
-	Extent **placed = ar_alloc(a, sizeof *placed * (size_t)(n + 1));
-	int64_t arena = 0;
-
-	for (int i = 0; i < n; i++)
-		ord[i] = &bl[i];
-	qsort(ord, (size_t)n, sizeof *ord, by_size);
-	for (int i = 0; i < n; i++) {
-		Extent *b = ord[i];
-		int64_t best = -1, bestgap = INT64_MAX, top = 0;
-		int lo = 0, hi = i;
-		for (int j = 0; j < i; j++) {
-			const Extent *p = placed[j];
-			if (p->start > b->end || b->start > p->end)
-				continue;
-			if (p->off - top >= b->size && p->off - top < bestgap) {
-				best = top;
-				bestgap = p->off - top;
-			}
-			if (p->off + p->size > top)
-				top = p->off + p->size;
-		}
-		b->off = best >= 0 ? best : top;
-		while (lo < hi) {       /* keep placed[] sorted by offset */
-			int mid = lo + (hi - lo) / 2;
-			if (placed[mid]->off <= b->off)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		memmove(placed + lo + 1, placed + lo, sizeof *placed * (size_t)(i - lo));
-		placed[lo] = b;
-		if (b->off + b->size > arena)
-			arena = b->off + b->size;
-	}
-	return arena;
 }
 
 /* Views keep their base alive: each owning instance's last step widened
@@ -584,40 +541,101 @@ order_extents(Extents *B, int *pos)
 	}
 }
 
-/* The extents as greedy_by_size takes them, while their ends are parked. */
-static Extent *
-greedy_extents(const Extents *B, Arena *a)
+/* The extents as placement.c takes them, while their ends are parked. */
+static MpExtent *
+search_extents(const Extents *B, Arena *a)
 {
-	Extent *bl = ar_alloc(a, sizeof *bl * (size_t)(B->n + 1));
+	MpExtent *bl = ar_array(a, (size_t)B->n + 1, sizeof *bl);
 
 	for (int i = 0; i < B->n; i++)
-		bl[i] = (Extent){b_size(B, i), 0, b_start(B, i), b_parked_end(B, i), b_order(B, i)};
+		bl[i] = (MpExtent){b_size(B, i), 0, b_start(B, i), b_parked_end(B, i)};
 	return bl;
 }
 
-/* Greedy by size on the extents' copy bl; when it is no worse than the
- * linear scan's top, its placements replace the scan's. Returns the top. */
+/* The search after the scan (or method `only` alone): each placement of
+ * placement.c in turn on bl, and whenever one beats the best top so far,
+ * its offsets replace the extents' placements. Stops at the floor (`most`,
+ * the most bytes live at once). Greedy by size with best fit runs on up to
+ * MP_GREEDY_MAX extents whatever the work left (granted its n(n+1)/2 units
+ * on top); the others share MP_WORK, greedy not begun when it cannot end,
+ * and once a placement runs out, only that granted one still runs.
+ * Returns the top kept. */
 static int64_t
-try_greedy(const Extents *B, Extent *bl, int64_t top, Arena *a)
+search(const Extents *B, MpExtent *bl, int64_t top, int64_t most, MpMethod only, MpStats *st,
+       Arena *a)
 {
-	int64_t gtop = greedy_by_size(bl, B->n, a);
+	static const MpMethod order[] = {
+		MP_SKYLINE_AREA, MP_SKYLINE_SIZE, MP_SKYLINE_LENGTH, MP_SIZE_BEST_FIT,
+		MP_SIZE_FIRST_FIT, MP_BREADTH_BEST_FIT, MP_BREADTH_FIRST_FIT, MP_SKYLINE_PERTURBED,
+	};
+	int64_t work = MP_WORK + (int64_t)MP_WORK_EXTENT * B->n;
+	MpPlacer *P = mp_placer(bl, B->n, work, a);
+	int64_t best = only == MP_ALL ? top : INT64_MAX;
+	int64_t greedy_cost = (int64_t)B->n * (B->n + 1) / 2;
 
-	if (gtop > top)
-		return top;
-	for (int i = 0; i < B->n; i++)
-		*b_off(B, i) = bl[i].off;
-	return gtop;
+	for (size_t j = 0; j < sizeof order / sizeof order[0] && best > most; j++) {
+		MpMethod m = order[j];
+		bool granted = m == MP_SIZE_BEST_FIT && B->n <= MP_GREEDY_MAX;
+		int64_t left = mp_work_left(P);
+		if ((only != MP_ALL && only != m) || (!granted && left <= 0) ||
+		    (!granted && m < MP_SKYLINE_AREA && greedy_cost > left))
+			continue;
+		if (granted)
+			mp_work_set(P, (left > 0 ? left : 0) + greedy_cost);
+		for (int r = 1; r <= (m == MP_SKYLINE_PERTURBED ? MP_RESTARTS : 1) && best > most; r++) {
+			int64_t before = mp_work_left(P);
+			int64_t t = mp_place(P, m, (uint64_t)r);
+			st->work += before - mp_work_left(P);
+			if (t < 0) {
+				mp_work_set(P, 0);      /* out: only the granted greedy now */
+				break;
+			}
+			st->runs++;
+			if (st->arena[m] < 0 || t < st->arena[m])
+				st->arena[m] = t;
+			if (t < best) {
+				best = t;
+				st->chosen = m;
+				for (int i = 0; i < B->n; i++)
+					*b_off(B, i) = bl[i].off;
+			}
+		}
+	}
+	return best == INT64_MAX ? top : best;
+}
+
+const char *
+mp_method_name(MpMethod m)
+{
+	static const char *const name[MP_METHOD_COUNT] = {
+		"linear scan", "greedy by size (best fit)", "greedy by size (first fit)",
+		"greedy by breadth (best fit)", "greedy by breadth (first fit)",
+		"skyline by area", "skyline by size", "skyline by length",
+		"skyline, perturbed",
+	};
+	return (unsigned)m < MP_METHOD_COUNT ? name[m] : "?";
 }
 
 int64_t
 mp_plan(const Dag *d, MemEval *ev, Arena *a)
 {
+	return mp_plan_with(d, ev, a, MP_ALL, NULL);
+}
+
+int64_t
+mp_plan_with(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st)
+{
 	Arena scratch, buckets; /* extent lists, sort orders, treaps: gone on return */
 	Extents B = {ev, NULL, 0, 0, 0};
-	Extent *bl = NULL;
+	MpExtent *bl = NULL;
+	MpStats mine;
 	int ntemp = 0;
-	int64_t base = place_persistent(d, ev, a), top;
+	int64_t base = place_persistent(d, ev, a), top, most;
 
+	st = st ? st : &mine;
+	memset(st, 0, sizeof *st);
+	for (int m = 0; m < MP_METHOD_COUNT; m++)
+		st->arena[m] = -1;
 	ar_init(&scratch);
 	for (int k = 0; k < ev->ninst; k++)   /* size the lists exactly: they are large */
 		B.n += ev->inst[k].owned > 0;
@@ -636,17 +654,22 @@ mp_plan(const Dag *d, MemEval *ev, Arena *a)
 	ar_init(&buckets);      /* a step's worth each: freed for the scan to reuse */
 	order_extents(&B, ar_array(&buckets, (size_t)B.hi - (size_t)B.lo + 2, sizeof(int)));
 	ar_free(&buckets);
-	if (B.n <= MP_GREEDY_MAX)
-		bl = greedy_extents(&B, &scratch);
+	if (B.n <= MP_SEARCH_MAX && only != MP_LINEAR_SCAN)
+		bl = search_extents(&B, &scratch);
 	for (int k = 0; k < ev->ninst; k++)     /* views: no placement */
 		if (ev->inst[k].owned <= 0)
 			ev->offset[k] = -1;
-	top = linear_scan(&B, &scratch);
-	if (bl)
-		top = try_greedy(&B, bl, top, &scratch);
+	top = linear_scan(&B, &most, &scratch);
+	st->arena[MP_LINEAR_SCAN] = top;
+	if (bl && (only != MP_ALL || top > most))
+		top = search(&B, bl, top, most, only, st, &scratch);
 	for (int i = 0; i < B.n; i++)
 		*b_off(&B, i) += base;
 	ar_free(&scratch);
+	st->nextents = B.n;
+	st->floor = ev->arena_floor = base + most;
+	for (int m = 0; m < MP_METHOD_COUNT; m++)
+		st->arena[m] += st->arena[m] >= 0 ? base : 0;
 	return base + top;
 }
 
