@@ -203,8 +203,8 @@ test_saves_norm_pool_loss(void **state)
 	int o10 = mk(OP_GLOBAL_AVGPOOL, "gp", 1, out(o5));
 	int s = out(o6);
 	(void)state;
-	g.op[o4].p->k = 2;
-	g.op[o5].p->k = 2;
+	g.op[o4].p->k[0] = g.op[o4].p->k[1] = 2;
+	g.op[o5].p->k[0] = g.op[o5].p->k[1] = 2;
 	g.op[o9].p->scale = 2;
 	s = out(mk(OP_ADD, "s1", 2, s, out(o8)));
 	s = out(mk(OP_ADD, "s2", 2, s, sum_of(out(o9))));
