@@ -31,7 +31,7 @@ tiny_flags() {
 	resnet50) echo "-DB=2 -DHW=32 -DW=4 -DK=10" ;;
 	gpt2) echo "-DB=2 -DS=16 -DD=32 -DH=2 -DL=2 -DV=64" ;;
 	unet) echo "-DB=2 -DHW=32 -DW=4" ;;
-	llama) echo "-DB=1 -DS=16 -DD=32 -DH=2 -DL=2 -DF=64 -DV=64" ;;
+	llama) echo "-DB=1 -DS=16 -DD=32 -DH=2 -DKV=1 -DL=2 -DF=64 -DV=64" ;;
 	mobilenetv2) echo "-DB=2 -DHW=32 -DK=10" ;;
 	moe) echo "-DB=2 -DS=16 -DD=32 -DH=2 -DL=2 -DV=64 -DE=4" ;;
 	lora) echo "-DB=2 -DS=16 -DD=32 -DH=2 -DL=2 -DV=64 -DR=4" ;;
