@@ -17,6 +17,9 @@ llama2-70b    68976648192 -DD=8192 -DH=64 -DKV=8 -DL=80 -DF=28672 examples/llama
 lora          124734720   examples/lora.net                              PEFT, gpt2 c_attn r=8
 vit           86567656    examples/vit.net                               torchvision vit_b_16
 densenet      7978856     examples/densenet.net                          torchvision densenet121
+whisper       241734912   examples/whisper.net                           openai/whisper-small (WhisperForConditionalGeneration, head tied)
+whisper-base  72593920    -DD=512 -DH=8 -DLE=6 -DLD=6 -DF=2048 examples/whisper.net   openai/whisper-base
+sd_unet       859520964   examples/sd_unet.net                           diffusers UNet2DConditionModel, stable-diffusion-v1-5
 '
 n=$(echo "$cases" | grep -c .)
 echo "1..$((n + 3))"
