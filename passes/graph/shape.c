@@ -21,8 +21,10 @@
  *   + 1 rounded down (up under a pool's ceil_mode, dropping a last window
  *   that would start past H + pb, as PyTorch does) must be at least 1; pb
  *   and pe are the axis's begin and end pads. maxpool2d takes a dilation,
- *   avgpool2d none (as in PyTorch). Convolutions also need the output
- *   channels O to divide by groups.
+ *   avgpool2d none (as in PyTorch). A pool's pads are at most half its
+ *   (dilated) window, PyTorch's rule, so that no window holds padding
+ *   only. Convolutions also need the output channels O to divide by
+ *   groups.
  * - Elementwise math, matmul, conv2d, attention, norms, softmax, pools,
  *   reductions and mse_loss take floating-point tensors only; add, sub,
  *   mul and div take any dtype (both the same); cast, embedding's table and
@@ -549,6 +551,13 @@ rule_pool(Ctx *c)
 	    at_least(c, "k", p->k[0], 1) || at_least(c, "k", p->k[1], 1) ||
 	    window_params(c, 2, st))
 		return 1;
+	for (int a = 0; a < 4; a++) {
+		int64_t span = p->dilation[a / 2] * (p->k[a / 2] - 1) + 1;
+		if (p->pad[a] > span / 2)
+			return err(c, "padding %s is more than half of window %s (PyTorch's "
+			           "rule: every window must hold some of x)", vals_str(p->pad, 4),
+			           vals_str(p->k, 2));
+	}
 	s[0] = x->shape[0];
 	s[1] = x->shape[1];
 	for (int a = 0; a < 2; a++) {
