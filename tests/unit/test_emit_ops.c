@@ -183,16 +183,21 @@ test_dropout_drops(void **st)
 	ar_free(&b.a);
 }
 
-/* The general attention kernel compiles as CUDA too (compile only). */
+/* The general attention kernel, and the calls that conv1d, expand and
+ * axis lists make (views built on the host), compile as CUDA too
+ * (compile only). */
 static void
 test_nvcc(void **st)
 {
+	static const char *const progs[] = {"gqa", "conv", "expand"};
 	char cmd[2048];
 	const char *nvcc = getenv("NVCC");
 	(void)st;
-	snprintf(cmd, sizeof cmd, "%s -fmad=false -x cu -c %s/gqa_o0.c -o %s/gqa.o",
-	         nvcc, tmpdir, tmpdir);
-	assert_int_equal(system(cmd), 0);
+	for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
+		snprintf(cmd, sizeof cmd, "%s -fmad=false -x cu -c %s/%s_o0.c -o %s/%s.o",
+		         nvcc, tmpdir, progs[i], tmpdir, progs[i]);
+		assert_int_equal(system(cmd), 0);
+	}
 }
 
 int
