@@ -45,7 +45,9 @@
  *   state are allocated and counted only; the program prints checksums of
  *   every param gradient (infer mode: every output) and the loss.
  * - Math: gelu is the tanh approximation; norms use eps 1e-5; avgpool
- *   divides by k*k (padding counts as zero); causal attention lets query i
+ *   divides by its window's size clipped to the padded input (padding
+ *   counts as zero; PyTorch's count_include_pad, so KH*KW except for a
+ *   ceil_mode window past the end pad); causal attention lets query i
  *   see keys j <= i; compute is in float (double when the graph has f64).
  *   Host and GPU results match bit for bit with nvcc -fmad=false except
  *   where libm and CUDA's exp/log/tanh differ in the last ulp (softmax,
@@ -309,6 +311,9 @@ emit_view(Em *e, const Op *o, int j, int k, const char *src)
 		out(e, "\tD[%d] = rt_narrow(%s, %d, %lld, %lld);\n", k, src, ax,
 		    (long long)(j * y->shape[ax]), (long long)y->shape[ax]);
 		break;
+	case OP_EXPAND:
+		out(e, "\tD[%d] = rt_expand_k(%s, &rt_inst[%d]);\n", k, src, k);
+		break;
 	default:                /* reshape, flatten: same row-major order */
 		out(e, "\tD[%d] = rt_reshape_k(%s, &rt_inst[%d]);\n", k, src, k);
 		break;
@@ -345,6 +350,10 @@ view_ref(Em *e, int t)
 		snprintf(b, CG_REFLEN, "rt_narrow(%s, %d, %lld, %lld)", src, ax,
 		         (long long)(j * y->shape[ax]), (long long)y->shape[ax]);
 		break;
+	case OP_EXPAND:
+		snprintf(b, CG_REFLEN, "rt_expand_k(%s, &rt_inst[%d])", src,
+		         e->cur[e->dag_of[t]]);
+		break;
 	default:
 		snprintf(b, CG_REFLEN, "rt_reshape_k(%s, &rt_inst[%d])", src,
 		         e->cur[e->dag_of[t]]);
@@ -371,10 +380,98 @@ binary_name(OpKind k)
 	return k == OP_ADD ? "RT_ADD" : k == OP_SUB ? "RT_SUB" : k == OP_MUL ? "RT_MUL" : "RT_DIV";
 }
 
-static int64_t
-pool_stride(const Op *o)
+/* The per-axis settings of a convolution after its tensors: conv1d runs
+ * the 2-D kernels with its one spatial axis as W (H is 1 long, unstrided,
+ * unpadded; rt_unsq2 gives its tensors that axis). Only the begin pads
+ * reach the kernels: the end pads are in the output's shape. */
+static const char *
+conv_args(Em *e, const Op *o)
 {
-	return ir_attr_given(o->kind, o->p, "stride") ? o->p->stride : o->p->k;
+	const OpParams *p = o->p;
+	char *b = nextbuf(e);
+
+	if (o->kind == OP_CONV1D)
+		snprintf(b, CG_REFLEN, "1, %lld, 0, %lld, 1, %lld, %lld", (long long)p->stride[0],
+		         (long long)p->pad[0], (long long)p->dilation[0], (long long)p->groups);
+	else
+		snprintf(b, CG_REFLEN, "%lld, %lld, %lld, %lld, %lld, %lld, %lld",
+		         (long long)p->stride[0], (long long)p->stride[1], (long long)p->pad[0],
+		         (long long)p->pad[2], (long long)p->dilation[0], (long long)p->dilation[1],
+		         (long long)p->groups);
+	return b;
+}
+
+/* A conv1d tensor seen as 2-D (an axis of size 1 before its last). */
+static const char *
+conv_ref(Em *e, const Op *o, const char *r)
+{
+	char *b;
+
+	if (o->kind != OP_CONV1D)
+		return r;
+	b = nextbuf(e);
+	snprintf(b, CG_REFLEN, "rt_unsq2(%s)", r);
+	return b;
+}
+
+/* A pool's window, strides, begin and end pads and dilations, per axis. */
+static const char *
+pool_args(Em *e, const Op *o)
+{
+	const OpParams *p = o->p;
+	char *b = nextbuf(e);
+
+	snprintf(b, CG_REFLEN, "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld",
+	         (long long)p->k[0], (long long)p->k[1], (long long)ir_pool_stride(o, 0),
+	         (long long)ir_pool_stride(o, 1), (long long)p->pad[0], (long long)p->pad[2],
+	         (long long)p->pad[1], (long long)p->pad[3], (long long)p->dilation[0],
+	         (long long)p->dilation[1]);
+	return b;
+}
+
+/* sum and mean over an axis list of two or more axes that leave some
+ * axis: the kernels of one axis over a view of t (x, or the gradient's
+ * destination) with the kept axes first, folded to [kept, reduced]. NULL
+ * when one axis, or every axis, is reduced. */
+static const char *
+fold_ref(Em *e, const Op *o, const char *t)
+{
+	const Tensor *x = ten(e, o->in[0]);
+	const OpParams *p = o->p;
+	bool cut[IR_MAXDIM] = {false};
+	int perm[IR_MAXDIM] = {0}, n = 0, ncut = 0;
+	int64_t kept = 1;
+	char *b;
+
+	for (int i = 0; i < p->nlist; i++, ncut++)
+		cut[axis_of(x, p->list[i])] = true;
+	for (int d = 0; d < x->ndim; d++)
+		if (!cut[d]) {
+			perm[n++] = d;
+			kept *= x->shape[d];
+		}
+	if (ncut < 2 || n == 0)
+		return NULL;
+	for (int d = 0; d < x->ndim; d++)
+		if (cut[d])
+			perm[n++] = d;
+	b = nextbuf(e);
+	snprintf(b, CG_REFLEN, "rt_rows2(rt_permute8(%s, %d, %d, %d, %d, %d, %d, %d, %d), %lld)",
+	         t, perm[0], perm[1], perm[2], perm[3], perm[4], perm[5], perm[6], perm[7],
+	         (long long)kept);
+	return b;
+}
+
+/* The axis of a sum or mean for the kernels (ax, or 1 of a folded view);
+ * -1 for every axis. */
+static int
+reduce_axis(Em *e, const Op *o, int ax)
+{
+	if (!o->p->has_axis)
+		return -1;
+	if (o->p->nlist < 2)
+		return ax;
+	return fold_ref(e, o, "") ? 1 : -1;
 }
 
 /* Where input q of a concat starts along the axis: prefix sums made once
@@ -457,9 +554,9 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 	case OP_MATMUL:
 		out(e, "\trt_f_matmul(%s, %s, %s);\n", x, x1, y);
 		break;
-	case OP_CONV2D:
-		out(e, "\trt_f_conv2d(%s, %s, %s, %lld, %lld, %lld, %lld);\n", x, x1, y,
-		    (long long)p->stride, (long long)p->padding, (long long)p->dilation, (long long)p->groups);
+	case OP_CONV2D: case OP_CONV1D:
+		out(e, "\trt_f_conv2d(%s, %s, %s, %s);\n", conv_ref(e, o, x), conv_ref(e, o, x1),
+		    conv_ref(e, o, y), conv_args(e, o));
 		break;
 	case OP_ATTENTION:
 		if (attn_general(e, o))
@@ -483,7 +580,7 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 		out(e, "\trt_f_scatter_add(%s, %s, %s, %s, %d);\n", x, x1, x2, y, ax);
 		break;
 	case OP_TOPK:
-		out(e, "\trt_f_topk(%s, %s, %s, %d, %lld);\n", x, y, ref(e, o->out[1]), ax, (long long)p->k);
+		out(e, "\trt_f_topk(%s, %s, %s, %d, %lld);\n", x, y, ref(e, o->out[1]), ax, (long long)p->k[0]);
 		break;
 	case OP_LAYERNORM:
 		out(e, "\trt_f_layernorm(%s, %s, %s, %s, %s, %s);\n", x, x1, x2, y, e0, e1);
@@ -498,9 +595,9 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 		out(e, "\trt_f_softmax(%s, %s, %d, %d);\n", x, y, ax, o->kind == OP_LOG_SOFTMAX);
 		break;
 	case OP_MAXPOOL2D: case OP_AVGPOOL2D:
-		out(e, "\trt_f_pool(%s, %s, %s, %d, %lld, %lld, %lld);\n", x, y,
+		out(e, "\trt_f_pool(%s, %s, %s, %d, %s);\n", x, y,
 		    o->kind == OP_MAXPOOL2D ? e0 : "rt_none()", o->kind == OP_AVGPOOL2D,
-		    (long long)p->k, (long long)pool_stride(o), (long long)p->padding);
+		    pool_args(e, o));
 		break;
 	case OP_GLOBAL_AVGPOOL:
 		out(e, "\trt_f_gap(%s, %s);\n", x, y);
@@ -508,8 +605,14 @@ emit_forward(Em *e, const Op *o, int64_t wsoff)
 	case OP_UPSAMPLE2D:
 		out(e, "\trt_upsample(%s, %s, %lld, 0, 0);\n", x, y, (long long)p->scale);
 		break;
-	case OP_SUM: case OP_MEAN:
-		out(e, "\trt_f_sum(%s, %s, %d, %d);\n", x, y, p->has_axis ? ax : -1, o->kind == OP_MEAN);
+	case OP_SUM: case OP_MEAN: {
+		const char *fx = fold_ref(e, o, x);
+		out(e, "\trt_f_sum(%s, %s, %d, %d);\n", fx ? fx : x, y, reduce_axis(e, o, ax),
+		    o->kind == OP_MEAN);
+		break;
+	}
+	case OP_GROUPNORM:
+		out(e, "\trt_f_groupnorm(%s, %s, %s, %s, %s, %s);\n", x, x1, x2, y, e0, e1);
 		break;
 	case OP_CROSS_ENTROPY:
 		if (xent_ignores(o))
@@ -579,9 +682,9 @@ emit_contrib(Em *e, const Op *o, int q, const char *const *g, const char *dst, i
 	case OP_MATMUL:
 		out(e, "\trt_b_matmul(%d, %s, %s, %s, %s, %d);\n", q, a, b, g[0], dst, add);
 		break;
-	case OP_CONV2D:
-		out(e, "\trt_b_conv2d(%d, %s, %s, %s, %s, %d, %lld, %lld, %lld, %lld);\n", q, a, b, g[0], dst, add,
-		    (long long)p->stride, (long long)p->padding, (long long)p->dilation, (long long)p->groups);
+	case OP_CONV2D: case OP_CONV1D:
+		out(e, "\trt_b_conv2d(%d, %s, %s, %s, %s, %d, %s);\n", q, conv_ref(e, o, a),
+		    conv_ref(e, o, b), conv_ref(e, o, g[0]), conv_ref(e, o, dst), add, conv_args(e, o));
 		break;
 	case OP_ATTENTION:
 		if (attn_general(e, o))
@@ -614,7 +717,7 @@ emit_contrib(Em *e, const Op *o, int q, const char *const *g, const char *dst, i
 		break;
 	case OP_TOPK:
 		out(e, "\trt_b_topk(%s, %s, %s, %d, %d, %lld);\n", ref(e, o->out[1]), g[0], dst, add, ax,
-		    (long long)p->k);
+		    (long long)p->k[0]);
 		break;
 	case OP_LAYERNORM:
 		out(e, "\trt_b_norm(0, %d, %s, %s, %s, %s, %s, %s, %d);\n", q, a, b, e0, e1, g[0], dst, add);
@@ -630,9 +733,9 @@ emit_contrib(Em *e, const Op *o, int q, const char *const *g, const char *dst, i
 		    o->kind == OP_LOG_SOFTMAX);
 		break;
 	case OP_MAXPOOL2D: case OP_AVGPOOL2D:
-		out(e, "\trt_b_pool(%s, %s, %s, %d, %d, %lld, %lld, %lld);\n",
+		out(e, "\trt_b_pool(%s, %s, %s, %d, %d, %s);\n",
 		    o->kind == OP_MAXPOOL2D ? e0 : "rt_none()", g[0], dst, add, o->kind == OP_AVGPOOL2D,
-		    (long long)p->k, (long long)pool_stride(o), (long long)p->padding);
+		    pool_args(e, o));
 		break;
 	case OP_GLOBAL_AVGPOOL:
 		out(e, "\trt_b_gap(%s, %s, %d);\n", g[0], dst, add);
@@ -640,9 +743,18 @@ emit_contrib(Em *e, const Op *o, int q, const char *const *g, const char *dst, i
 	case OP_UPSAMPLE2D:
 		out(e, "\trt_upsample(%s, %s, %lld, 1, %d);\n", g[0], dst, (long long)p->scale, add);
 		break;
-	case OP_SUM: case OP_MEAN:
-		out(e, "\trt_b_sum(%s, %s, %d, %d, %d);\n", g[0], dst, add, p->has_axis ? ax : -1,
-		    o->kind == OP_MEAN);
+	case OP_SUM: case OP_MEAN: {
+		const char *fd = fold_ref(e, o, dst);
+		out(e, "\trt_b_sum(%s, %s, %d, %d, %d);\n", g[0], fd ? fd : dst, add,
+		    reduce_axis(e, o, ax), o->kind == OP_MEAN);
+		break;
+	}
+	case OP_GROUPNORM:
+		out(e, "\trt_b_groupnorm(%d, %s, %s, %s, %s, %s, %s, %d);\n", q, a, b, e0, e1, g[0], dst,
+		    add);
+		break;
+	case OP_EXPAND:
+		out(e, "\trt_b_expand(%s, %s, %d);\n", g[0], dst, add);
 		break;
 	case OP_CROSS_ENTROPY:
 		if (xent_ignores(o))

@@ -1003,7 +1003,9 @@ rt_b_matmul(int slot, RtT x, RtT w, RtT g, RtT dst, int add)
 
 /* ------------------------------------------------------------ conv2d */
 
-typedef struct RtConv { int64_t s, p, d, g; } RtConv;
+/* Per axis (H, W): strides, begin pads, dilations; groups. The end pads
+ * are in the output's shape. conv1d runs these kernels with H of size 1. */
+typedef struct RtConv { int64_t sh, sw, ph, pw, dh, dw, g; } RtConv;
 
 /* T: x [N, C, H, W], w [O, C/g, KH, KW], y [N, O, OH, OW] */
 RT_K
@@ -1020,7 +1022,7 @@ k_conv_f(const RtT *T, int64_t n, RtConv c)
 		for (int64_t ci = 0; ci < Cg; ci++)
 			for (int64_t kh = 0; kh < KH; kh++)
 				for (int64_t kw = 0; kw < KW; kw++) {
-					int64_t h = oh * c.s - c.p + kh * c.d, w = ow * c.s - c.p + kw * c.d;
+					int64_t h = oh * c.sh - c.ph + kh * c.dh, w = ow * c.sw - c.pw + kw * c.dw;
 					if (h < 0 || h >= H || w < 0 || w >= W)
 						continue;
 					s += rt_get(X, ((b * C + grp * Cg + ci) * H + h) * W + w) *
@@ -1038,8 +1040,9 @@ k_conv_f(const RtT *T, int64_t n, RtConv c)
 RT_FN int
 rt_host_conv_ok(const RtT *X, const RtT *Wt, const RtT *Y, RtConv c)
 {
-	return c.p == 0 && (Y->shape[2] - 1) * c.s + (Wt->shape[2] - 1) * c.d < X->shape[2] &&
-	       (Y->shape[3] - 1) * c.s + (Wt->shape[3] - 1) * c.d < X->shape[3];
+	return c.ph == 0 && c.pw == 0 &&
+	       (Y->shape[2] - 1) * c.sh + (Wt->shape[2] - 1) * c.dh < X->shape[2] &&
+	       (Y->shape[3] - 1) * c.sw + (Wt->shape[3] - 1) * c.dw < X->shape[3];
 }
 
 /* rows[(oh, ow) or (b, oh, ow)][(ci, kh, kw)] of x (gathered in xs) for
@@ -1064,8 +1067,8 @@ rt_im2col(const rt_real *xs, const RtT *X, const RtT *Wt, const RtT *Y, RtConv c
 					for (int64_t kh = 0; kh < KH; kh++)
 						for (int64_t kw = 0; kw < KW; kw++) {
 							int64_t t = (ci * KH + kh) * KW + kw;
-							rt_real v = xs[((b * C + grp * Cg + ci) * H + oh * c.s +
-							                kh * c.d) * W + ow * c.s + kw * c.d];
+							rt_real v = xs[((b * C + grp * Cg + ci) * H + oh * c.sh +
+							                kh * c.dh) * W + ow * c.sw + kw * c.dw];
 							if (b_only >= 0)
 								dst[pos * Tk + t] = v;
 							else
@@ -1130,10 +1133,11 @@ rt_host_conv_dw(const RtT *X, const RtT *G, const RtT *D, RtConv c, int add)
 #endif
 
 RT_FN void
-rt_f_conv2d(RtT x, RtT w, RtT y, int64_t s, int64_t p, int64_t d, int64_t g)
+rt_f_conv2d(RtT x, RtT w, RtT y, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+            int64_t dh, int64_t dw, int64_t g)
 {
 	RtT a[3] = {x, w, y};
-	RtConv c = {s, p, d, g};
+	RtConv c = {sh, sw, ph, pw, dh, dw, g};
 #if !defined(RT_GPU) && !defined(RT_NAIVE)
 	if (rt_host_conv_ok(&a[0], &a[1], &a[2], c)) {
 		rt_host_conv_f(&a[0], &a[1], &a[2], c);
@@ -1160,10 +1164,10 @@ k_conv_b(const RtT *T, int64_t n, RtConv c, int slot, int add)
 			for (int64_t o = grp * Og; o < (grp + 1) * Og; o++)
 				for (int64_t kh = 0; kh < KH; kh++)
 					for (int64_t kw = 0; kw < KW; kw++) {
-						int64_t th = h + c.p - kh * c.d, tw = w + c.p - kw * c.d;
-						if (th < 0 || tw < 0 || th % c.s || tw % c.s)
+						int64_t th = h + c.ph - kh * c.dh, tw = w + c.pw - kw * c.dw;
+						if (th < 0 || tw < 0 || th % c.sh || tw % c.sw)
 							continue;
-						int64_t oh = th / c.s, ow = tw / c.s;
+						int64_t oh = th / c.sh, ow = tw / c.sw;
 						if (oh >= OH || ow >= OW)
 							continue;
 						s += rt_get(G, ((b * O + o) * OH + oh) * OW + ow) *
@@ -1175,7 +1179,7 @@ k_conv_b(const RtT *T, int64_t n, RtConv c, int slot, int add)
 			for (int64_t b = 0; b < N; b++)
 				for (int64_t oh = 0; oh < OH; oh++)
 					for (int64_t ow = 0; ow < OW; ow++) {
-						int64_t h = oh * c.s - c.p + kh * c.d, w = ow * c.s - c.p + kw * c.d;
+						int64_t h = oh * c.sh - c.ph + kh * c.dh, w = ow * c.sw - c.pw + kw * c.dw;
 						if (h < 0 || h >= H || w < 0 || w >= W)
 							continue;
 						s += rt_get(G, ((b * O + o) * OH + oh) * OW + ow) *
@@ -1187,11 +1191,11 @@ k_conv_b(const RtT *T, int64_t n, RtConv c, int slot, int add)
 }
 
 RT_FN void
-rt_b_conv2d(int slot, RtT x, RtT w, RtT g, RtT dst, int add,
-            int64_t s, int64_t p, int64_t d, int64_t gr)
+rt_b_conv2d(int slot, RtT x, RtT w, RtT g, RtT dst, int add, int64_t sh, int64_t sw,
+            int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t gr)
 {
 	RtT a[4] = {x, w, g, dst};
-	RtConv c = {s, p, d, gr};
+	RtConv c = {sh, sw, ph, pw, dh, dw, gr};
 #if !defined(RT_GPU) && !defined(RT_NAIVE)
 	if (slot == 1 && rt_host_conv_ok(&a[0], &a[3], &a[2], c)) {
 		rt_host_conv_dw(&a[0], &a[2], &a[3], c, add);
@@ -1557,10 +1561,31 @@ rt_b_softmax(RtT y, RtT g, RtT dst, int add, int axis, int lg)
 
 /* ------------------------------------------------------------ pooling */
 
-typedef struct RtPool { int64_t k, s, p; } RtPool;
+/* Per axis (H, W): window, stride, begin and end pads, dilation (max
+ * only). */
+typedef struct RtPool { int64_t kh, kw, sh, sw, ph, pw, eh, ew, dh, dw; } RtPool;
+
+/* An average's divisor: the window clipped to the padded input (PyTorch's
+ * count_include_pad), KH*KW except for a ceil_mode window past the end
+ * pad. */
+RT_DFN rt_real
+rt_pool_div(RtPool pl, int64_t oh, int64_t ow, int64_t H, int64_t W)
+{
+	int64_t h0 = oh * pl.sh - pl.ph, w0 = ow * pl.sw - pl.pw;
+	int64_t h1 = h0 + pl.kh < H + pl.eh ? h0 + pl.kh : H + pl.eh;
+	int64_t w1 = w0 + pl.kw < W + pl.ew ? w0 + pl.kw : W + pl.ew;
+	return (rt_real)((h1 - h0) * (w1 - w0));
+}
+
+/* Whether position h is tap k of the window that starts at h0, dilation d. */
+RT_DFN int
+rt_pool_tap(int64_t h, int64_t h0, int64_t k, int64_t d)
+{
+	return h >= h0 && (h - h0) % d == 0 && (h - h0) / d < k;
+}
 
 /* T: x, y, indices (max) -- padding never wins a max and counts as zero in
- * an average (divisor k*k). indices: h * W + w within the plane. */
+ * an average. indices: h * W + w within the plane. */
 RT_K
 k_pool_f(const RtT *T, int64_t n, RtPool pl, int avg)
 {
@@ -1570,9 +1595,9 @@ k_pool_f(const RtT *T, int64_t n, RtPool pl, int avg)
 		int64_t ow = i % OW, oh = i / OW % OH, plane = i / (OW * OH);
 		rt_real best = -INFINITY, s = 0;
 		int64_t arg = 0;
-		for (int64_t kh = 0; kh < pl.k; kh++)
-			for (int64_t kw = 0; kw < pl.k; kw++) {
-				int64_t h = oh * pl.s - pl.p + kh, w = ow * pl.s - pl.p + kw;
+		for (int64_t kh = 0; kh < pl.kh; kh++)
+			for (int64_t kw = 0; kw < pl.kw; kw++) {
+				int64_t h = oh * pl.sh - pl.ph + kh * pl.dh, w = ow * pl.sw - pl.pw + kw * pl.dw;
 				if (h < 0 || h >= H || w < 0 || w >= W)
 					continue;
 				rt_real x = rt_get(X, (plane * H + h) * W + w);
@@ -1582,17 +1607,18 @@ k_pool_f(const RtT *T, int64_t n, RtPool pl, int avg)
 					arg = h * W + w;
 				}
 			}
-		rt_put(Y, i, avg ? s / (rt_real)(pl.k * pl.k) : best);
+		rt_put(Y, i, avg ? s / rt_pool_div(pl, oh, ow, H, W) : best);
 		if (!avg)
 			rt_put(&T[2], i, (rt_real)arg);
 	}
 }
 
 RT_FN void
-rt_f_pool(RtT x, RtT y, RtT idx, int avg, int64_t k, int64_t s, int64_t p)
+rt_f_pool(RtT x, RtT y, RtT idx, int avg, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+          int64_t ph, int64_t pw, int64_t eh, int64_t ew, int64_t dh, int64_t dw)
 {
 	RtT a[3] = {x, y, idx};
-	RtPool pl = {k, s, p};
+	RtPool pl = {kh, kw, sh, sw, ph, pw, eh, ew, dh, dw};
 	RT_GO(k_pool_f, y.n)(rt_args(a, 3), y.n, pl, avg);
 	rt_after();
 }
@@ -1607,15 +1633,14 @@ k_pool_b(const RtT *T, int64_t n, RtPool pl, int avg, int add)
 		int64_t w = i % W, h = i / W % H, plane = i / (W * H);
 		rt_real s = 0;
 		for (int64_t oh = 0; oh < OH; oh++) {
-			int64_t h0 = oh * pl.s - pl.p;
-			if (h < h0 || h >= h0 + pl.k)
+			if (!rt_pool_tap(h, oh * pl.sh - pl.ph, pl.kh, pl.dh))
 				continue;
 			for (int64_t ow = 0; ow < OW; ow++) {
-				int64_t w0 = ow * pl.s - pl.p, j = (plane * OH + oh) * OW + ow;
-				if (w < w0 || w >= w0 + pl.k)
+				int64_t j = (plane * OH + oh) * OW + ow;
+				if (!rt_pool_tap(w, ow * pl.sw - pl.pw, pl.kw, pl.dw))
 					continue;
 				if (avg)
-					s += rt_get(G, j) / (rt_real)(pl.k * pl.k);
+					s += rt_get(G, j) / rt_pool_div(pl, oh, ow, H, W);
 				else if (rt_geti(&T[0], j) == h * W + w)
 					s += rt_get(G, j);
 			}
@@ -1625,10 +1650,11 @@ k_pool_b(const RtT *T, int64_t n, RtPool pl, int avg, int add)
 }
 
 RT_FN void
-rt_b_pool(RtT idx, RtT g, RtT dst, int add, int avg, int64_t k, int64_t s, int64_t p)
+rt_b_pool(RtT idx, RtT g, RtT dst, int add, int avg, int64_t kh, int64_t kw, int64_t sh,
+          int64_t sw, int64_t ph, int64_t pw, int64_t eh, int64_t ew, int64_t dh, int64_t dw)
 {
 	RtT a[3] = {idx, g, dst};
-	RtPool pl = {k, s, p};
+	RtPool pl = {kh, kw, sh, sw, ph, pw, eh, ew, dh, dw};
 	RT_GO(k_pool_b, dst.n)(rt_args(a, 3), dst.n, pl, avg, add);
 	rt_after();
 }

@@ -1,5 +1,5 @@
-/* runtime_ops.h -- kernels of the ops added for real networks (issue 13),
- * embedded right after runtime.h in every emitted program (same rules:
+/* runtime_ops.h -- kernels of the ops added for real networks (issues 13
+ * and 28), embedded right after runtime.h in every emitted program (same rules:
  * one thread per output element or row, sums in a fixed order, no
  * atomics, host and GPU alike).
  *
@@ -512,5 +512,183 @@ rt_b_attn2(int slot, RtT q, RtT k, RtT v, RtT mask, RtT y, RtT lse, RtT dmask,
 	RtAttn c = {causal, mkind, pd, 0};
 	int64_t rows = dst.n / dst.shape[3];
 	RT_GO(k_attn2_b, rows)(rt_args(a, 9), rows, c, slot, add);
+	rt_after();
+}
+
+/* ------------------------------------------------------------ issue 28: views for conv1d, axis lists, expand */
+
+/* A conv1d tensor [N, C, L] as [N, C, 1, L], for the 2-D kernels. */
+RT_FN RtT
+rt_unsq2(RtT t)
+{
+	int64_t sh[RT_MAXDIM] = {t.shape[0], t.shape[1], 1, t.shape[2]};
+	return rt_reshape(t, 4, sh);
+}
+
+/* t as [rows, n(t)/rows]: a sum over an axis list reduces axis 1 of a
+ * permuted view folded this way. */
+RT_FN RtT
+rt_rows2(RtT t, int64_t rows)
+{
+	int64_t sh[RT_MAXDIM] = {rows, t.n / rows};
+	return rt_reshape(t, 2, sh);
+}
+
+/* expand: t seen with the instance's shape, aligned at the right; new
+ * leading axes and size-1 axes that grow are read with stride 0. */
+RT_FN RtT
+rt_expand_k(RtT t, const RtInst *in)
+{
+	int ax[RT_MAXDIM] = {0}, lead = in->nd - t.nd;
+	int64_t one[RT_MAXDIM], st[RT_MAXDIM] = {0};
+	RtT v;
+	for (int d = 0; d < in->nd; d++) {
+		one[d] = d < lead ? 1 : t.shape[d - lead];
+		ax[d] = d;
+	}
+	v = rt_strided(rt_reshape(t, in->nd, one), in->nd, ax, in->shape, st);
+	for (int d = 0; d < in->nd; d++)
+		if (one[d] == 1)
+			v.map[0].stride[d] = 0;
+	return v;
+}
+
+/* expand backward, T: g (out's shape), dst (x's shape): each element of
+ * dst sums g over the positions that read it, in row-major order of the
+ * broadcast axes. */
+RT_K
+k_expand_b(const RtT *T, int64_t n, int add)
+{
+	const RtT *G = &T[0], *D = &T[1];
+	int lead = G->nd - D->nd;
+	int64_t m = G->n / n;
+	RT_FOR(i, n) {
+		int64_t dx[RT_MAXDIM], ix[RT_MAXDIM];
+		rt_real s = 0;
+		rt_unravel(D, i, dx);
+		for (int64_t j = 0; j < m; j++) {
+			int64_t r = j;
+			for (int d = G->nd - 1; d >= 0; d--) {
+				if (d >= lead && D->shape[d - lead] == G->shape[d]) {
+					ix[d] = dx[d - lead];
+					continue;
+				}
+				ix[d] = r % G->shape[d];
+				r /= G->shape[d];
+			}
+			s += rt_get(G, G->dt == RT_DT_ONE ? 0 : rt_at(G, ix));
+		}
+		rt_out(D, i, s, add);
+	}
+}
+
+RT_FN void
+rt_b_expand(RtT g, RtT dst, int add)
+{
+	RtT a[2] = {g, dst};
+	RT_GO(k_expand_b, dst.n)(rt_args(a, 2), dst.n, add);
+	rt_after();
+}
+
+/* ------------------------------------------------------------ issue 28: groupnorm */
+
+/* x [N, C, ...] in N * G rows of M = (C/G) * R elements each (R: the
+ * spatial size): row r holds channels (r % G) * cpg .. + cpg - 1 of image
+ * r / G, contiguously. */
+typedef struct RtGn { int64_t rows, M, R, cpg, G; } RtGn;
+
+RT_FN RtGn
+rt_gn(RtT x, RtT mean)
+{
+	RtGn q;
+	q.G = mean.shape[1];
+	q.rows = mean.n;
+	q.M = x.n / q.rows;
+	q.cpg = x.shape[1] / q.G;
+	q.R = q.M / q.cpg;
+	return q;
+}
+
+/* T: x, g, b, y, mean, rstd; one thread per row. */
+RT_K
+k_gn_f(const RtT *T, RtGn q)
+{
+	const RtT *X = &T[0];
+	RT_FOR(r, q.rows) {
+		rt_real mean = 0, var = 0;
+		for (int64_t k = 0; k < q.M; k++)
+			mean += rt_get(X, r * q.M + k);
+		mean /= (rt_real)q.M;
+		for (int64_t k = 0; k < q.M; k++) {
+			rt_real x = rt_get(X, r * q.M + k) - mean;
+			var += x * x;
+		}
+		rt_real rstd = 1 / rt_sqrt(var / (rt_real)q.M + RT_EPS);
+		for (int64_t k = 0; k < q.M; k++) {
+			int64_t c = r % q.G * q.cpg + k / q.R, j = r * q.M + k;
+			rt_put(&T[3], j, (rt_get(X, j) - mean) * rstd * rt_get(&T[1], c) + rt_get(&T[2], c));
+		}
+		rt_put(&T[4], r, mean);
+		rt_put(&T[5], r, rstd);
+	}
+}
+
+RT_FN void
+rt_f_groupnorm(RtT x, RtT g, RtT b, RtT y, RtT mean, RtT rstd)
+{
+	RtT a[6] = {x, g, b, y, mean, rstd};
+	RtGn q = rt_gn(x, mean);
+	RT_GO(k_gn_f, q.rows)(rt_args(a, 6), q);
+	rt_after();
+}
+
+/* T: x, gamma, mean, rstd, g, dst. slot 0 (dx): one thread per row,
+ * dx = rstd (g gamma - mean(g gamma) - xhat mean(g gamma xhat)) over the
+ * row; slots 1 (dgamma: sum of g xhat) and 2 (dbeta: sum of g): one
+ * thread per channel, over the images and the spatial positions. */
+RT_K
+k_gn_b(const RtT *T, int64_t n, RtGn q, int slot, int add)
+{
+	const RtT *X = &T[0], *G = &T[4], *D = &T[5];
+	int64_t C = q.cpg * q.G, N = q.rows / q.G;
+	RT_FOR(i, n) {
+		rt_real m1 = 0, m2 = 0;
+		if (slot) {             /* i: a channel */
+			for (int64_t b = 0; b < N; b++) {
+				int64_t r = b * q.G + i / q.cpg;
+				rt_real mean = rt_get(&T[2], r), rstd = rt_get(&T[3], r);
+				for (int64_t k = 0; k < q.R; k++) {
+					int64_t j = (b * C + i) * q.R + k;
+					m1 += slot == 1 ? rt_get(G, j) * (rt_get(X, j) - mean) * rstd
+					                : rt_get(G, j);
+				}
+			}
+			rt_out(D, i, m1, add);
+			continue;
+		}
+		rt_real mean = rt_get(&T[2], i), rstd = rt_get(&T[3], i);
+		for (int64_t k = 0; k < q.M; k++) {
+			int64_t j = i * q.M + k;
+			rt_real gg = rt_get(G, j) * rt_get(&T[1], i % q.G * q.cpg + k / q.R);
+			m1 += gg;
+			m2 += gg * (rt_get(X, j) - mean) * rstd;
+		}
+		m1 /= (rt_real)q.M;
+		m2 /= (rt_real)q.M;
+		for (int64_t k = 0; k < q.M; k++) {
+			int64_t j = i * q.M + k;
+			rt_real gg = rt_get(G, j) * rt_get(&T[1], i % q.G * q.cpg + k / q.R);
+			rt_out(D, j, rstd * (gg - m1 - (rt_get(X, j) - mean) * rstd * m2), add);
+		}
+	}
+}
+
+RT_FN void
+rt_b_groupnorm(int slot, RtT x, RtT gamma, RtT mean, RtT rstd, RtT g, RtT dst, int add)
+{
+	RtT a[6] = {x, gamma, mean, rstd, g, dst};
+	RtGn q = rt_gn(x, mean);
+	int64_t n = slot ? dst.n : q.rows;
+	RT_GO(k_gn_b, n)(rt_args(a, 6), n, q, slot, add);
 	rt_after();
 }

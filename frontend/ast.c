@@ -358,6 +358,21 @@ ast_repeat(Ast *ast, Loc loc, Expr *count, StmtList *body)
 	return s;
 }
 
+/* repeat NAME in COUNT { ... } -- `in` is a word of this form only, not a
+ * reserved one (a tensor may still be called `in`). */
+Stmt *
+ast_repeat_index(Ast *ast, Loc loc, const char *index, Loc indexloc, const char *word,
+                 Loc wordloc, Expr *count, StmtList *body)
+{
+	Stmt *s = ast_repeat(ast, loc, count, body);
+
+	if (strcmp(word, "in"))
+		diag_error(ast->d, wordloc, "expected 'in' after the loop index '%s', not '%s' "
+		           "(repeat %s in COUNT { ... })", index, word, index);
+	s->name = (Name){index, indexloc, true};
+	return s;
+}
+
 Stmt *
 ast_opdecl(Ast *ast, Loc loc, const char *name, Loc nameloc, NameList *args,
            Type *type, KvList *settings)

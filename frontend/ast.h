@@ -72,7 +72,8 @@ struct Expr {
 typedef struct Name {
 	const char *s;
 	Loc loc;
-	bool is_dim;            /* a def's `dim NAME` argument: an integer */
+	bool is_dim;            /* a def's `dim NAME` argument, a repeat's loop
+	                           index: an integer */
 } Name;
 
 typedef struct NameList {
@@ -114,7 +115,8 @@ typedef enum StmtKind {
  *   assign      names, e
  *   output      name
  *   def         name, names (arguments; Name.is_dim marks `dim` ones), body
- *   repeat      e (the count), body
+ *   repeat      e (the count), body; name: the loop index (name.s NULL
+ *               without one)
  *   op          name, names (arguments), type, kvs
  *   train       kvs
  *   return      exprs
@@ -224,6 +226,10 @@ Stmt *ast_output(Ast *ast, Loc loc, const char *name, Loc nameloc);
 Stmt *ast_def(Ast *ast, Loc loc, const char *name, Loc nameloc, NameList *args,
               StmtList *body);
 Stmt *ast_repeat(Ast *ast, Loc loc, Expr *count, StmtList *body);
+/* repeat NAME in COUNT { ... }: the body sees NAME, the round's number
+ * from 0, as a dimension value. */
+Stmt *ast_repeat_index(Ast *ast, Loc loc, const char *index, Loc indexloc,
+                       const char *word, Loc wordloc, Expr *count, StmtList *body);
 Stmt *ast_opdecl(Ast *ast, Loc loc, const char *name, Loc nameloc,
                  NameList *args, Type *type, KvList *settings);
 Stmt *ast_train(Ast *ast, Loc loc, KvList *settings);

@@ -6,8 +6,11 @@
  * with every def call costing its body. Def costs are computed once each, in
  * post-order of the (acyclic, checked by inst_defs) call graph, without
  * recursion over defs, so the time is proportional to the source whatever
- * the expansion would be. Reads dims (for repeat counts); writes nothing
- * but diagnostics. */
+ * the expansion would be -- except that a repeat with a loop index whose
+ * body holds a repeat counted by that index is costed round by round,
+ * stopping once the cost passes the limit (at most limit rounds, each at
+ * least one unit). Reads dims (for repeat counts); writes nothing but
+ * diagnostics. */
 #include <string.h>
 
 #include "inst.h"
@@ -17,9 +20,20 @@ typedef struct Bound {
 	int64_t *cost;          /* per def: one call's work, -1: unknown */
 	int *calls;             /* collect mode: callees found, or NULL */
 	int ncalls, capcalls;
+	LoopIndex idx[64];      /* the indices of the repeats being costed
+	                           round by round, innermost last */
+	int nidx;
 } Bound;
 
 static int64_t stmts_cost(Bound *b, const StmtList *l);
+
+/* The expansion limit: a quarter of the tensor cap, 2^22 units by default
+ * (a 1M-op network takes about 2.4M; docs/limits.md). */
+static int64_t
+limit(const Inst *in)
+{
+	return in->max_tensors / 4 > 0 ? in->max_tensors / 4 : 1;
+}
 
 /* The def index of a call, or -1 (an op, a custom op or a bad def). */
 static int
@@ -66,21 +80,81 @@ expr_cost(Bound *b, const Expr *e)
 	}
 }
 
+/* LocalDimFn while costing: the loop indices of Bound.idx. */
+static bool
+index_value(Inst *in, const void *scope, const char *name, int64_t *out)
+{
+	const Bound *b = scope;
+
+	(void)in;
+	for (int k = b->nidx - 1; k >= 0; k--)
+		if (!strcmp(b->idx[k].name, name)) {
+			*out = b->idx[k].value;
+			return true;
+		}
+	return false;
+}
+
 /* A repeat's count, evaluated without messages (instantiation reports any
  * error in it); 1 when it cannot be evaluated or is not positive. */
 static int64_t
 repeat_count(Bound *b, const Expr *e)
 {
 	Diag quiet, *d = b->in->d;
+	LocalDimFn local = b->in->local_dim;
 	int64_t n = 1;
 
 	diag_init(&quiet, NULL, NULL);
 	quiet.silent = true;
 	b->in->d = &quiet;
-	if (!dim_eval(b->in, e, &n, NULL, NULL) || n <= 0)
+	b->in->local_dim = index_value;
+	if (!dim_eval(b->in, e, &n, NULL, b) || n <= 0)
 		n = 1;
 	b->in->d = d;
+	b->in->local_dim = local;
 	return n;
+}
+
+static bool
+mentions(const Expr *e, const char *name)
+{
+	switch (e->kind) {
+	case EX_NAME:
+		return !strcmp(e->name, name);
+	case EX_NEG:
+		return mentions(e->l, name);
+	case EX_BIN:
+		return mentions(e->l, name) || mentions(e->r, name);
+	default:
+		return false;
+	}
+}
+
+/* Whether a repeat nested in l (not through a def call) counts by name. */
+static bool
+counts_by(const StmtList *l, const char *name)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->v[i]->kind == ST_REPEAT &&
+		    (mentions(l->v[i]->e, name) || counts_by(l->v[i]->body, name)))
+			return true;
+	return false;
+}
+
+/* n rounds of repeat s's body, the index taking each value in turn:
+ * stops once past the limit. */
+static int64_t
+rounds_cost(Bound *b, const Stmt *s, int64_t n)
+{
+	int64_t c = 0, lim = limit(b->in);
+
+	b->idx[b->nidx++] = (LoopIndex){s->name.s, 0, 0};
+	for (int64_t i = 0; i < n && c <= lim; i++) {
+		b->idx[b->nidx - 1].value = i;
+		c = ck_sat_add(c, ck_sat_add(stmts_cost(b, s->body), 1));
+	}
+	b->nidx--;
+	return c;
 }
 
 static int64_t
@@ -99,6 +173,8 @@ stmt_cost(Bound *b, const Stmt *s)
 			c = ck_sat_add(c, expr_cost(b, s->exprs->v[i]));
 		return c;
 	case ST_REPEAT:
+		if (!b->calls && s->name.s && b->nidx < 64 && counts_by(s->body, s->name.s))
+			return rounds_cost(b, s, repeat_count(b, s->e));
 		c = ck_sat_add(stmts_cost(b, s->body), 1);  /* the iteration itself */
 		return b->calls ? c : ck_sat_mul(repeat_count(b, s->e), c);
 	default:
@@ -176,20 +252,11 @@ def_costs(Bound *b)
 	}
 }
 
-/* The expansion limit: a quarter of the tensor cap, 2^22 pieces of work
- * by default
- * (a 1M-op network takes about 2.4M; docs/limits.md). */
-static int64_t
-limit(const Inst *in)
-{
-	return in->max_tensors / 4 > 0 ? in->max_tensors / 4 : 1;
-}
-
 bool
 inst_bound(Inst *in)
 {
 	const StmtList *top = in->p->stmts;
-	Bound b = {in, NULL, NULL, 0, 0};
+	Bound b = {.in = in};
 	int64_t total = 0, lim = limit(in);
 
 	def_costs(&b);

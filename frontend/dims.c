@@ -154,6 +154,12 @@ dim_name(Inst *in, const Expr *e, int64_t *out, IsTensorFn is_tensor, const void
 		*out = in->value_mode ? in->g->dims[*k].value : in->g->dims[*k].declared;
 		return true;
 	}
+	for (int i = 0; i < in->nloops; i++)
+		if (!strcmp(in->loops[i].name, e->name)) {
+			diag_error(in->d, e->loc, "'%s' is the loop index of a repeat that "
+			           "calls this def; pass it as a `dim` argument", e->name);
+			return false;
+		}
 	if (map_find(&in->defs, e->name, 0))
 		diag_error(in->d, e->loc, "'%s' is a def, not a dimension", e->name);
 	else if (is_tensor && is_tensor(in, scope, e->name))

@@ -58,6 +58,13 @@ typedef struct CustomInfo {
 	CustomOp *op;           /* NULL when its declaration had errors */
 } CustomInfo;
 
+/* The loop index of a repeat that is running, in one scope instance. */
+typedef struct LoopIndex {
+	const char *name;
+	int scope;
+	int64_t value;
+} LoopIndex;
+
 typedef struct Inst Inst;
 /* A def's `dim` argument of this name in the scope, into *out. */
 typedef bool (*LocalDimFn)(Inst *in, const void *scope, const char *name,
@@ -91,6 +98,9 @@ struct Inst {
 	int64_t *ldval;
 	int nld, capld;
 	LocalDimFn local_dim;   /* set by instantiate.c; dim_eval asks it first */
+	LoopIndex *loops;       /* the repeats running now with an index, the
+	                           innermost last */
+	int nloops, caploops;
 };
 
 int *map_find(const Map *m, const char *name, int scope);

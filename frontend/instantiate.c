@@ -47,6 +47,12 @@
  *   caller, evaluated at the call; it is seen by dim_eval in that call
  *   only (Inst.localdims), may not take a top-level dim's name,
  *   and no binding in the body may take its name.
+ * - `repeat i in n { ... }` runs its body with i = 0, 1, ..., n - 1, a
+ *   dimension value seen by dim_eval in the same scope instance only (a
+ *   def called from the body must be passed it, like a `dim` argument).
+ *   The index may not take the name of a dim, a def, a `dim` argument, an
+ *   enclosing repeat's index or a tensor bound in the scope, and no
+ *   binding in the body may take its name; after the repeat it is gone.
  * - `param w : T frozen;` marks Tensor.frozen; shape inference then gives
  *   w no needs_grad, and the lowering no master copy or optimizer state.
  *   `param m : T buffer;` is frozen too, and marks Tensor.buffer: the
@@ -118,16 +124,29 @@ is_tensor_name(Inst *in, const void *scope, const char *name)
 	return find_bind(in, sc, name) || (!sc->top && map_find(&in->topdecl, name, 0));
 }
 
-/* LocalDimFn: a `dim` argument of the call whose scope is `scope`. */
+/* The running repeat of the scope sc whose index is name, or NULL. */
+static LoopIndex *
+loop_of(Inst *in, const Scope *sc, const char *name)
+{
+	for (int k = in->nloops - 1; k >= 0; k--)
+		if (in->loops[k].scope == sc->id && !strcmp(in->loops[k].name, name))
+			return &in->loops[k];
+	return NULL;
+}
+
+/* LocalDimFn: a loop index or a `dim` argument of the call whose scope is `scope`. */
 static bool
 local_dim(Inst *in, const void *scope, const char *name, int64_t *out)
 {
 	const Scope *sc = scope;
-	int *k = map_find(&in->localdims, name, sc->id);
+	const LoopIndex *li = loop_of(in, sc, name);
+	int *k = li ? NULL : map_find(&in->localdims, name, sc->id);
 
-	if (k)
+	if (li)
+		*out = li->value;
+	else if (k)
 		*out = in->ldval[*k];
-	return k != NULL;
+	return li || k;
 }
 
 /* Binds the `dim` argument name to v in the call's scope sc. */
@@ -145,7 +164,8 @@ name_free(Inst *in, const Scope *sc, const Name *n)
 {
 	const char *what = map_find(&in->dims, n->s, 0) ? "dim"
 	                   : map_find(&in->defs, n->s, 0) ? "def"
-	                   : map_find(&in->localdims, n->s, sc->id) ? "dim argument" : NULL;
+	                   : map_find(&in->localdims, n->s, sc->id) ? "dim argument"
+	                   : loop_of(in, sc, n->s) ? "loop index" : NULL;
 
 	if (what)
 		diag_error(in->d, n->loc, "'%s' is a %s; a tensor cannot take its name", n->s, what);
@@ -232,6 +252,8 @@ lookup(Inst *in, Scope *sc, const Expr *e)
 		return one(*t);
 	if (map_find(&in->localdims, e->name, sc->id))
 		diag_error(in->d, e->loc, "'%s' is a dim argument, not a tensor", e->name);
+	else if (loop_of(in, sc, e->name))
+		diag_error(in->d, e->loc, "'%s' is a loop index, not a tensor", e->name);
 	else if (map_find(&in->dims, e->name, 0))
 		diag_error(in->d, e->loc, "'%s' is a dim, not a tensor", e->name);
 	else if (map_find(&in->defs, e->name, 0))
@@ -755,22 +777,55 @@ declare(Inst *in, Scope *sc, const Stmt *s)
 		*map_put(&in->topdecl, &in->tmp, s->name.s, 0) = t;
 }
 
+/* Reports a loop index that takes a name in use in scope sc. */
+static void
+check_index(Inst *in, const Scope *sc, const Name *n)
+{
+	const char *what = map_find(&in->dims, n->s, 0) ? "the name of a dim"
+	                   : map_find(&in->defs, n->s, 0) ? "the name of a def"
+	                   : map_find(&in->localdims, n->s, sc->id) ? "the name of a dim argument"
+	                   : loop_of(in, sc, n->s) ? "the index of an enclosing repeat"
+	                   : is_tensor_name(in, sc, n->s) ? "the name of a tensor" : NULL;
+
+	if (what)
+		diag_error(in->d, n->loc, "loop index '%s' is %s", n->s, what);
+}
+
+/* repeat COUNT { ... } and repeat i in COUNT { ... }: the index is pushed
+ * even when its name clashes (reported), so that the body's uses of it do
+ * not add errors of their own. */
 static void
 repeat(Inst *in, Scope *sc, const Stmt *s)
 {
 	int64_t n = 1;
+	bool idx = s->name.s != NULL;
 
 	if (dims_of(in, sc, s->e, &n) && n <= 0) {
 		diag_error(in->d, s->e->loc, "repeat count must be positive, got %lld",
 		           (long long)n);
 		n = 1;
 	}
+	if (idx) {
+		check_index(in, sc, &s->name);
+		if (in->nloops == in->caploops) {
+			int cap = in->caploops ? in->caploops * 2 : 8;
+			in->loops = ar_grow(&in->tmp, in->loops,
+			                    sizeof *in->loops * (size_t)in->caploops,
+			                    sizeof *in->loops * (size_t)cap);
+			in->caploops = cap;
+		}
+		in->loops[in->nloops++] = (LoopIndex){s->name.s, sc->id, 0};
+	}
 	for (int64_t i = 0; i < n && !in->too_big && !diag_full(in->d); i++) {
 		int before = in->d->nerrors;
+		if (idx)
+			in->loops[in->nloops - 1].value = i;
 		exec_stmts(in, sc, s->body);
 		if (in->d->nerrors > before)
 			break;
 	}
+	if (idx)
+		in->nloops--;
 }
 
 /* output x; the train-mode count is checked at the end. */

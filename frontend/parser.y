@@ -94,6 +94,7 @@ stmt: DIM dimdefs ';'			{ $$ = ast_dims(ast, L(@1), false, $2); }
 	| DEF IDENT '(' defargs_opt ')' block
 					{ $$ = ast_def(ast, L(@1), $2, L(@2), $4, $6); }
 	| REPEAT expr block		{ $$ = ast_repeat(ast, L(@1), $2, $3); }
+	| REPEAT IDENT IDENT expr block	{ $$ = ast_repeat_index(ast, L(@1), $2, L(@2), $3, L(@3), $4, $5); }
 	| OP IDENT '(' names_opt ')' ARROW type '{' items '}'
 					{ $$ = ast_opdecl(ast, L(@1), $2, L(@2), $4, $7, $9); }
 	| TRAIN '{' items '}'		{ $$ = ast_train(ast, L(@1), $3); }

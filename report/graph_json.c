@@ -39,23 +39,39 @@ put_tensor(const Graph *g, int i, FILE *out)
 	        t->needs_grad ? "true" : "false");
 }
 
-/* Every attribute, whether the op uses it or not: readers pick by op. */
+static void
+put_ints(FILE *out, const char *key, const int64_t *v, int n)
+{
+	fprintf(out, ", \"%s\": [", key);
+	for (int k = 0; k < n; k++)
+		fprintf(out, "%s%lld", k ? ", " : "", (long long)v[k]);
+	fputc(']', out);
+}
+
+/* Every attribute, whether the op uses it or not: readers pick by op.
+ * Window settings are per spatial axis (padding: each axis's begin and
+ * end); "list" is reshape's and expand's shape, permute's axes, or the
+ * axes of a sum or mean over an axis list. */
 static void
 put_params(const Op *op, FILE *out)
 {
 	const OpParams *p = op->p;
 
 	fprintf(out, "\"axis\": %lld, \"has_axis\": %s, \"n\": %lld, \"i\": %lld, "
-	        "\"j\": %lld, \"start\": %lld, \"end\": %lld, \"stride\": %lld, "
-	        "\"padding\": %lld, \"dilation\": %lld, \"groups\": %lld, \"k\": %lld, "
-	        "\"scale\": %lld, \"p\": %.17g, \"c\": %.17g, \"causal\": %s, "
-	        "\"dtype\": \"%s\", \"list\": [",
+	        "\"j\": %lld, \"start\": %lld, \"end\": %lld",
 	        (long long)p->axis_norm, p->has_axis ? "true" : "false",
 	        (long long)p->n, (long long)p->i, (long long)p->j,
-	        (long long)p->start, (long long)p->end, (long long)p->stride,
-	        (long long)p->padding, (long long)p->dilation, (long long)p->groups,
-	        (long long)p->k, (long long)p->scale, p->p, p->c,
-	        p->causal ? "true" : "false",
+	        (long long)p->start, (long long)p->end);
+	put_ints(out, "stride", p->stride, 2);
+	put_ints(out, "padding", p->pad, 4);
+	put_ints(out, "dilation", p->dilation, 2);
+	put_ints(out, "window", p->k, 2);
+	fprintf(out, ", \"groups\": %lld, \"k\": %lld, \"scale\": %lld, \"p\": %.17g, "
+	        "\"c\": %.17g, \"causal\": %s, \"ceil_mode\": %s, \"keepdim\": %s, "
+	        "\"dtype\": \"%s\", \"list\": [",
+	        (long long)p->groups, (long long)p->k[0], (long long)p->scale, p->p, p->c,
+	        p->causal ? "true" : "false", p->ceil_mode ? "true" : "false",
+	        p->keepdim ? "true" : "false",
 	        p->dtype == DT_NONE ? "none" : dtype_name(p->dtype));
 	for (int k = 0; k < p->nlist; k++)
 		fprintf(out, "%s%lld", k ? ", " : "", (long long)p->list[k]);
@@ -78,9 +94,10 @@ put_op(const Graph *g, int o, FILE *out)
 	fputs(", \"scope\": ", out);
 	json_put_str(out, ir_op_scope(g, op));
 	/* the defaults that depend on other attributes, resolved */
-	if (op->kind == OP_MAXPOOL2D || op->kind == OP_AVGPOOL2D)
-		fprintf(out, ", \"pool_stride\": %lld", (long long)(
-		        ir_attr_given(op->kind, op->p, "stride") ? op->p->stride : op->p->k));
+	if (op->kind == OP_MAXPOOL2D || op->kind == OP_AVGPOOL2D) {
+		int64_t st[2] = {ir_pool_stride(op, 0), ir_pool_stride(op, 1)};
+		put_ints(out, "pool_stride", st, 2);
+	}
 	if (op->kind == OP_FLATTEN)
 		fprintf(out, ", \"flatten_start\": %lld", (long long)(
 		        ir_attr_given(op->kind, op->p, "start") ? op->p->start : 1));

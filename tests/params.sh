@@ -13,9 +13,13 @@ mobilenetv2   3504872     examples/mobilenetv2.net                       torchvi
 gpt2          124439808   examples/gpt2.net                              Hugging Face gpt2
 bert          110106428   examples/bert.net                              BertForPreTraining, bert-base
 llama2-7b     6738415616  -DD=4096 -DH=32 -DL=32 -DF=11008 examples/llama.net   LLaMA-2-7B
+llama2-70b    68976648192 -DD=8192 -DH=64 -DKV=8 -DL=80 -DF=28672 examples/llama.net   meta-llama/Llama-2-70b-hf (GQA, 8 k/v heads)
 lora          124734720   examples/lora.net                              PEFT, gpt2 c_attn r=8
 vit           86567656    examples/vit.net                               torchvision vit_b_16
 densenet      7978856     examples/densenet.net                          torchvision densenet121
+whisper       241734912   examples/whisper.net                           openai/whisper-small (WhisperForConditionalGeneration, head tied)
+whisper-base  72593920    -DD=512 -DH=8 -DLE=6 -DLD=6 -DF=2048 examples/whisper.net   openai/whisper-base
+sd_unet       859520964   examples/sd_unet.net                           diffusers UNet2DConditionModel, stable-diffusion-v1-5
 '
 n=$(echo "$cases" | grep -c .)
 echo "1..$((n + 3))"

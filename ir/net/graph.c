@@ -107,8 +107,8 @@ ir_params_default(OpParams *p)
 {
 	memset(p, 0, sizeof *p);
 	p->axis = -1;
-	p->stride = 1;
-	p->dilation = 1;
+	p->stride[0] = p->stride[1] = 1;
+	p->dilation[0] = p->dilation[1] = 1;
 	p->groups = 1;
 	p->start = 0;
 	p->dtype = DT_NONE;
@@ -120,7 +120,7 @@ ir_params_default(OpParams *p)
 /* The defaults of ir_params_default, for ops that take no attributes: a
  * million elementwise ops need not carry 200 bytes of parameters each. */
 const OpParams ir_no_params = {
-	.axis = -1, .stride = 1, .dilation = 1, .groups = 1, .dtype = DT_NONE,
+	.axis = -1, .stride = {1, 1}, .dilation = {1, 1}, .groups = 1, .dtype = DT_NONE,
 	.cmin = -INFINITY, .cmax = INFINITY, .ignore_index = -100,
 };
 

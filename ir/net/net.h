@@ -120,6 +120,8 @@ typedef enum OpKind {
 	/* added for real networks (issue 13): activations, indexing, routing */
 	OP_RELU6, OP_CLAMP, OP_HARDSWISH, OP_HARDSIGMOID,
 	OP_GATHER, OP_INDEX_SELECT, OP_TOPK, OP_SCATTER_ADD,
+	/* added for issue 28: 1-D convolution, group norm, broadcast-to */
+	OP_CONV1D, OP_GROUPNORM, OP_EXPAND,
 	OP_CUSTOM,
 	OP_COUNT
 } OpKind;
@@ -133,8 +135,13 @@ typedef struct OpParams {
 	int64_t n;              /* split: number of parts */
 	int64_t i, j;           /* transpose */
 	int64_t start, end;     /* slice; flatten uses start */
-	int64_t stride, padding, dilation, groups; /* conv2d; pools use stride, padding */
-	int64_t k;              /* pools: kernel size */
+	/* Windows (conv1d, conv2d, the pools), per spatial axis in axis order
+	 * (conv1d has one: [0]); a scalar attribute fills every axis. */
+	int64_t stride[2], dilation[2];
+	int64_t pad[4];         /* begin and end of each axis: top, bottom, left,
+	                           right (conv1d: left, right) */
+	int64_t k[2];           /* pools: the window; topk: k[0] */
+	int64_t groups;         /* conv1d, conv2d, groupnorm */
 	int64_t scale;          /* upsample2d */
 	double p;               /* dropout */
 	double c;               /* scale */
@@ -143,7 +150,8 @@ typedef struct OpParams {
 	int64_t ignore_index;   /* cross_entropy: labels equal to it count for
 	                           nothing (default -100) */
 	Dtype dtype;            /* cast */
-	int nlist;              /* reshape shape / permute axes */
+	int nlist;              /* reshape, expand: shape; permute: axes; sum,
+	                           mean: the axes of an axis list */
 	int64_t list[IR_MAXDIM];
 	int64_t axis_norm;      /* shape pass: axis in [0, ndim) */
 	unsigned given;         /* ir_set_attr: bit i = the i-th name of
@@ -151,8 +159,11 @@ typedef struct OpParams {
 	                           the k-th positional parameter; decides the
 	                           defaults that depend on others (pool stride = k,
 	                           flatten start = 1) */
-	bool has_axis;          /* sum/mean: false means "all axes" */
+	bool has_axis;          /* sum/mean: false means "all axes"; with an
+	                           axis list, the axes are in list (nlist) */
 	bool causal;            /* attention */
+	bool ceil_mode;         /* pools: round the output size up */
+	bool keepdim;           /* sum, mean: reduced axes stay, of size 1 */
 	const struct CustomOp *custom; /* OP_CUSTOM only (ir_set_custom): here
 	                           rather than in Op, so only those ops pay */
 } OpParams;
@@ -342,12 +353,13 @@ void ir_add_extra(Graph *g, int o, int k);
 
 /* Shape rules, one per family of ops; passes/graph/shape.c implements each. */
 typedef enum ShapeRule {
-	SR_UNARY, SR_CAST, SR_DROPOUT, SR_BINARY, SR_MATMUL, SR_CONV2D,
+	SR_UNARY, SR_CAST, SR_DROPOUT, SR_BINARY, SR_MATMUL, SR_CONV,
 	SR_ATTENTION, SR_NORM, SR_BATCHNORM, SR_SOFTMAX, SR_POOL, SR_GLOBAL_POOL,
 	SR_UPSAMPLE, SR_REDUCE, SR_CROSS_ENTROPY, SR_MSE, SR_EMBEDDING,
 	SR_RESHAPE, SR_FLATTEN, SR_TRANSPOSE, SR_PERMUTE, SR_SLICE, SR_SPLIT,
 	SR_CONCAT, SR_CUSTOM,
-	SR_CLAMP, SR_GATHER, SR_INDEX_SELECT, SR_TOPK, SR_SCATTER_ADD
+	SR_CLAMP, SR_GATHER, SR_INDEX_SELECT, SR_TOPK, SR_SCATTER_ADD,
+	SR_GROUPNORM, SR_EXPAND
 } ShapeRule;
 
 /* Forward FLOPs, before the row's factor flops_k. */
@@ -356,9 +368,9 @@ typedef enum FlopsRule {
 	FL_IN,          /* n(argument 0) */
 	FL_OUT,         /* n(out) */
 	FL_MATMUL,      /* 2 M N K batch */
-	FL_CONV2D,      /* 2 N O H' W' (C/groups) KH KW */
+	FL_CONV,        /* 2 n(out) (C/groups) (kernel size): conv1d, conv2d */
 	FL_ATTENTION,   /* 4 B H S T Dh, halved when causal */
-	FL_POOL,        /* n(out) k^2 */
+	FL_POOL,        /* n(out) KH KW */
 	FL_CUSTOM,      /* declared */
 	FL_TOPK,        /* n(x) ceil(log2(k + 1)): a heap of k per row */
 	FL_LAST         /* n(last argument): scatter_add's adds */
@@ -403,6 +415,10 @@ typedef struct OpInfo {
 	                           (attention's mask, dropout mask) is skipped */
 	int nout;               /* fixed number of outputs (topk: 2); 0: one,
 	                           or split's n */
+	int nspatial;           /* windows: spatial axes (conv1d 1, conv2d and
+	                           pools 2), the length of a per-axis list */
+	const char *lists;      /* attributes that also take a list: per-axis
+	                           window settings, sum's and mean's axes */
 } OpInfo;
 
 extern const OpInfo ir_optab[OP_COUNT];
@@ -435,6 +451,9 @@ const char *ir_check_attrs(OpKind k, const OpParams *p, unsigned given);
 int ir_op_from_name(const char *name);  /* -1 if not built in */
 /* Whether ir_set_attr stored attribute `name` of op kind k into p. */
 bool ir_attr_given(OpKind k, const OpParams *p, const char *name);
+/* A pool's stride along spatial axis a: the window's size there unless
+ * `stride` was given. */
+int64_t ir_pool_stride(const Op *o, int a);
 
 /* ---------------------------------------------------------------- ir/net/dump.c */
 

@@ -6,8 +6,10 @@
  * FLOPs, passes/graph/autodiff.c applies the saves and backward factors.
  *
  * ir_set_attr() and ir_check_attrs() store an op's non-tensor arguments into
- * OpParams (fields axis .. list, has_axis and given); the frontend calls
- * them. */
+ * OpParams (fields axis .. list, has_axis, ceil_mode, keepdim and given);
+ * the frontend calls them. A window setting (stride, padding, dilation, a
+ * pool's k) may be a list of one value per spatial axis, padding also of
+ * each axis's begin and end; sum's and mean's axis may be a list of axes. */
 #include <stddef.h>
 #include <string.h>
 
@@ -28,6 +30,18 @@
 	.max_args = 1, .npos = npos_, .pos_names = pn, .attrs = at, \
 	.required = req, .is_view = true, .shape = sr, .flops = FL_ZERO, \
 	.bwd_factor = 1}
+
+/* Convolution over nsp spatial axes: x [N, C, ...], w [O, C/groups, ...]. */
+#define CONV(nm, nsp) {.name = nm, .min_args = 2, .max_args = 2, \
+	.attrs = "stride padding dilation groups", \
+	.lists = "stride padding dilation", .nspatial = nsp, .shape = SR_CONV, \
+	.float_in = true, .flops = FL_CONV, .flops_k = 1, \
+	.saves = {SAVE_ARG_IF(1, 0), SAVE_ARG_IF(0, 1)}, .bwd_factor = 1, \
+	.per_grad = true}
+/* sum, mean: over one axis, an axis list, or everything. */
+#define REDUCE(nm) {.name = nm, .min_args = 1, .max_args = 1, \
+	.attrs = "axis keepdim", .lists = "axis", .shape = SR_REDUCE, \
+	.float_in = true, .flops = FL_IN, .flops_k = 1, .bwd_factor = 1}
 
 const OpInfo ir_optab[OP_COUNT] = {
 	[OP_RELU] = UN("relu", 1, SAVE_OUT),
@@ -59,11 +73,7 @@ const OpInfo ir_optab[OP_COUNT] = {
 		.flops = FL_MATMUL, .flops_k = 1,
 		.saves = {SAVE_ARG_IF(1, 0), SAVE_ARG_IF(0, 1)},
 		.bwd_factor = 1, .per_grad = true},
-	[OP_CONV2D] = {.name = "conv2d", .min_args = 2, .max_args = 2,
-		.attrs = "stride padding dilation groups", .shape = SR_CONV2D,
-		.float_in = true, .flops = FL_CONV2D, .flops_k = 1,
-		.saves = {SAVE_ARG_IF(1, 0), SAVE_ARG_IF(0, 1)},
-		.bwd_factor = 1, .per_grad = true},
+	[OP_CONV2D] = CONV("conv2d", 2),
 	[OP_ATTENTION] = {.name = "attention", .min_args = 3, .max_args = 4,
 		.attrs = "causal dropout", .nextra = 1,
 		.extra_role = {"lse", "dmask"},
@@ -93,12 +103,14 @@ const OpInfo ir_optab[OP_COUNT] = {
 		.attrs = "axis", .shape = SR_SOFTMAX, .float_in = true,
 		.flops = FL_IN, .flops_k = 5, .saves = {SAVE_OUT}, .bwd_factor = 1},
 	[OP_MAXPOOL2D] = {.name = "maxpool2d", .min_args = 1, .max_args = 1,
-		.attrs = "k stride padding", .required = "k", .nextra = 1,
+		.attrs = "k stride padding dilation ceil_mode", .required = "k",
+		.lists = "k stride padding dilation", .nspatial = 2, .nextra = 1,
 		.extra_role = {"indices"}, .shape = SR_POOL, .float_in = true,
 		.flops = FL_POOL, .flops_k = 1,
 		.saves = {SAVE_ARG(0), SAVE_EXTRA(0)}, .bwd_factor = 1},
 	[OP_AVGPOOL2D] = {.name = "avgpool2d", .min_args = 1, .max_args = 1,
-		.attrs = "k stride padding", .required = "k", .shape = SR_POOL,
+		.attrs = "k stride padding ceil_mode", .required = "k",
+		.lists = "k stride padding", .nspatial = 2, .shape = SR_POOL,
 		.float_in = true, .flops = FL_POOL, .flops_k = 1, .bwd_factor = 1},
 	[OP_GLOBAL_AVGPOOL] = {.name = "global_avgpool", .min_args = 1,
 		.max_args = 1, .attrs = "", .shape = SR_GLOBAL_POOL,
@@ -106,12 +118,8 @@ const OpInfo ir_optab[OP_COUNT] = {
 	[OP_UPSAMPLE2D] = {.name = "upsample2d", .min_args = 1, .max_args = 1,
 		.attrs = "scale", .required = "scale", .shape = SR_UPSAMPLE,
 		.float_in = true, .flops = FL_OUT, .flops_k = 1, .bwd_factor = 1},
-	[OP_SUM] = {.name = "sum", .min_args = 1, .max_args = 1, .attrs = "axis",
-		.shape = SR_REDUCE, .float_in = true, .flops = FL_IN, .flops_k = 1,
-		.bwd_factor = 1},
-	[OP_MEAN] = {.name = "mean", .min_args = 1, .max_args = 1,
-		.attrs = "axis", .shape = SR_REDUCE, .float_in = true,
-		.flops = FL_IN, .flops_k = 1, .bwd_factor = 1},
+	[OP_SUM] = REDUCE("sum"),
+	[OP_MEAN] = REDUCE("mean"),
 	[OP_CROSS_ENTROPY] = {.name = "cross_entropy", .min_args = 2,
 		.max_args = 2, .attrs = "ignore_index", .nextra = 1, .extra_role = {"lsm"},
 		.shape = SR_CROSS_ENTROPY, .flops = FL_IN, .flops_k = 5,
@@ -156,6 +164,15 @@ const OpInfo ir_optab[OP_COUNT] = {
 		.attrs = "axis", .required = "axis", .shape = SR_SCATTER_ADD,
 		.flops = FL_LAST, .flops_k = 1, .saves = {SAVE_ARG(1)},
 		.bwd_factor = 1},
+	/* added for issue 28 */
+	[OP_CONV1D] = CONV("conv1d", 1),
+	[OP_GROUPNORM] = {.name = "groupnorm", .min_args = 3, .max_args = 3,
+		.attrs = "groups", .required = "groups", .nextra = 2,
+		.extra_role = {"mean", "rstd"}, .shape = SR_GROUPNORM,
+		.float_in = true, .flops = FL_IN, .flops_k = 5,
+		.saves = {SAVE_ARG(0), SAVE_EXTRA(0), SAVE_EXTRA(1)},
+		.bwd_factor = 1},
+	[OP_EXPAND] = VIEW("expand", SR_EXPAND, 1, "shape", "", ""),
 	[OP_CUSTOM] = {.name = "<custom>", .min_args = 0, .max_args = -1,
 		.attrs = "", .shape = SR_CUSTOM, .flops = FL_CUSTOM, .flops_k = 1,
 		.bwd_factor = 1},
@@ -171,34 +188,38 @@ ir_op_from_name(const char *name)
 }
 
 /* Every non-tensor parameter name, the kind of value it takes and where it
- * goes in OpParams. */
+ * goes in OpParams; a window setting (spread > 0) is an array of `spread`
+ * values that a scalar fills, and that a list fills per axis. */
 static const struct {
 	const char *name;
 	AttrKind kind;
 	size_t off;
+	int spread;
 } slots[] = {
-	{"axis", AV_INT, offsetof(OpParams, axis)},
-	{"n", AV_INT, offsetof(OpParams, n)},
-	{"i", AV_INT, offsetof(OpParams, i)},
-	{"j", AV_INT, offsetof(OpParams, j)},
-	{"start", AV_INT, offsetof(OpParams, start)},
-	{"end", AV_INT, offsetof(OpParams, end)},
-	{"stride", AV_INT, offsetof(OpParams, stride)},
-	{"padding", AV_INT, offsetof(OpParams, padding)},
-	{"dilation", AV_INT, offsetof(OpParams, dilation)},
-	{"groups", AV_INT, offsetof(OpParams, groups)},
-	{"k", AV_INT, offsetof(OpParams, k)},
-	{"scale", AV_INT, offsetof(OpParams, scale)},
-	{"p", AV_REAL, offsetof(OpParams, p)},
-	{"c", AV_REAL, offsetof(OpParams, c)},
-	{"causal", AV_BOOL, offsetof(OpParams, causal)},
-	{"dropout", AV_REAL, offsetof(OpParams, dropout)},
-	{"min", AV_REAL, offsetof(OpParams, cmin)},
-	{"max", AV_REAL, offsetof(OpParams, cmax)},
-	{"ignore_index", AV_INT, offsetof(OpParams, ignore_index)},
-	{"dtype", AV_DTYPE, offsetof(OpParams, dtype)},
-	{"shape", AV_LIST, 0},
-	{"axes", AV_LIST, 0},
+	{"axis", AV_INT, offsetof(OpParams, axis), 0},
+	{"n", AV_INT, offsetof(OpParams, n), 0},
+	{"i", AV_INT, offsetof(OpParams, i), 0},
+	{"j", AV_INT, offsetof(OpParams, j), 0},
+	{"start", AV_INT, offsetof(OpParams, start), 0},
+	{"end", AV_INT, offsetof(OpParams, end), 0},
+	{"stride", AV_INT, offsetof(OpParams, stride), 2},
+	{"padding", AV_INT, offsetof(OpParams, pad), 4},
+	{"dilation", AV_INT, offsetof(OpParams, dilation), 2},
+	{"groups", AV_INT, offsetof(OpParams, groups), 0},
+	{"k", AV_INT, offsetof(OpParams, k), 2},
+	{"ceil_mode", AV_BOOL, offsetof(OpParams, ceil_mode), 0},
+	{"keepdim", AV_BOOL, offsetof(OpParams, keepdim), 0},
+	{"scale", AV_INT, offsetof(OpParams, scale), 0},
+	{"p", AV_REAL, offsetof(OpParams, p), 0},
+	{"c", AV_REAL, offsetof(OpParams, c), 0},
+	{"causal", AV_BOOL, offsetof(OpParams, causal), 0},
+	{"dropout", AV_REAL, offsetof(OpParams, dropout), 0},
+	{"min", AV_REAL, offsetof(OpParams, cmin), 0},
+	{"max", AV_REAL, offsetof(OpParams, cmax), 0},
+	{"ignore_index", AV_INT, offsetof(OpParams, ignore_index), 0},
+	{"dtype", AV_DTYPE, offsetof(OpParams, dtype), 0},
+	{"shape", AV_LIST, 0, 0},
+	{"axes", AV_LIST, 0, 0},
 };
 
 static const char *kind_word[] = {
@@ -344,6 +365,48 @@ no_attr(const OpInfo *info, const char *name)
 	return msg;
 }
 
+/* A list where the op's row allows one (OpInfo.lists): sum's and mean's
+ * axes, or a window setting with one value per spatial axis, or for
+ * padding two, each axis's begin and end. */
+static const char *
+store_list(const OpInfo *info, OpParams *p, const char *name, int s,
+           const AttrValue *v)
+{
+	int64_t *at = (int64_t *)(void *)((char *)p + slots[s].off);
+	int nsp = info->nspatial, per = slots[s].spread / 2;
+
+	if (!slots[s].spread) {
+		if (v->n < 1) {
+			snprintf(msg, sizeof msg, "attribute '%s' of '%s' needs at "
+			         "least one axis", name, info->name);
+			return msg;
+		}
+		p->nlist = v->n;
+		memcpy(p->list, v->list, sizeof(int64_t) * (size_t)v->n);
+		return NULL;
+	}
+	if (v->n == nsp)
+		for (int a = 0; a < nsp; a++)
+			for (int r = 0; r < per; r++)
+				at[a * per + r] = v->list[a];
+	else if (per == 2 && v->n == 2 * nsp)
+		memcpy(at, v->list, sizeof(int64_t) * (size_t)v->n);
+	else if (per == 2) {
+		snprintf(msg, sizeof msg, "attribute '%s' of '%s' takes an integer, "
+		         "a list of %d (one per spatial axis) or of %d (%s), not %d "
+		         "value%s", name, info->name, nsp, 2 * nsp,
+		         nsp == 1 ? "left, right" : "top, bottom, left, right",
+		         v->n, v->n == 1 ? "" : "s");
+		return msg;
+	} else {
+		snprintf(msg, sizeof msg, "attribute '%s' of '%s' takes an integer "
+		         "or a list of %d (one per spatial axis), not %d value%s",
+		         name, info->name, nsp, v->n, v->n == 1 ? "" : "s");
+		return msg;
+	}
+	return NULL;
+}
+
 const char *
 ir_set_attr(OpKind k, OpParams *p, const char *name, int pos,
             const AttrValue *v)
@@ -365,10 +428,17 @@ ir_set_attr(OpKind k, OpParams *p, const char *name, int pos,
 		return msg;
 	}
 	s = slot_of(name);
-	if (!store(p, s, v)) {
+	if (v->kind == AV_LIST && info->lists && word_index(info->lists, name) >= 0) {
+		if (store_list(info, p, name, s, v))
+			return msg;
+	} else if (!store(p, s, v)) {
 		snprintf(msg, sizeof msg, "attribute '%s' of '%s' must be %s",
 		         name, info->name, kind_word[slots[s].kind]);
 		return msg;
+	} else {        /* a scalar window setting holds for every axis */
+		int64_t *at = (int64_t *)(void *)((char *)p + slots[s].off);
+		for (int i = 1; i < slots[s].spread; i++)
+			at[i] = at[0];
 	}
 	if (!strcmp(name, "axis"))
 		p->has_axis = true;
@@ -382,6 +452,12 @@ ir_attr_given(OpKind k, const OpParams *p, const char *name)
 	int idx = word_index(ir_optab[k].attrs, attr_alias(&ir_optab[k], name));
 
 	return idx >= 0 && (p->given & (1u << idx));
+}
+
+int64_t
+ir_pool_stride(const Op *o, int a)
+{
+	return ir_attr_given(o->kind, o->p, "stride") ? o->p->stride[a] : o->p->k[a];
 }
 
 const char *

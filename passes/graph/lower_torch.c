@@ -99,6 +99,17 @@ is_reshape(OpKind k)
 	return k == OP_RESHAPE || k == OP_FLATTEN;
 }
 
+/* expand's view: x's strides, 0 for the new leading axes and for the
+ * size-1 axes that grow. */
+static void
+expand_strides(const Tensor *x, const int64_t *xst, const Tensor *y, int64_t *st)
+{
+	int lead = y->ndim - x->ndim;
+
+	for (int i = 0; i < y->ndim; i++)
+		st[i] = i < lead || x->shape[i - lead] != y->shape[i] ? 0 : xst[i - lead];
+}
+
 /* Forward strides in program order; a reshape/flatten that cannot view
  * its input copies it (the output owns its bytes). */
 static void
@@ -126,6 +137,8 @@ forward_layouts(Torch *T)
 		} else if (op->kind == OP_SLICE || op->kind == OP_SPLIT) {
 			for (int k = 0; k < op->nout; k++)
 				memcpy(T->st[op->out[k]], T->st[op->in[0]], sizeof T->st[0]);
+		} else if (op->kind == OP_EXPAND) {
+			expand_strides(x, T->st[op->in[0]], y, T->st[out]);
 		} else if (is_reshape(op->kind) && y->view_of >= 0) {
 			if (!view_strides(x->shape, T->st[op->in[0]], x->ndim, y->shape,
 			                  y->ndim, T->st[out]) && T->dag_of[out] >= 0) {
@@ -162,8 +175,10 @@ sdpa_saves(Torch *T, const Op *op)
  * layer_norm keeps mean/rstd in the input dtype; dropout's mask is a
  * tensor of x's dtype (the CPU path multiplies by a scaled noise tensor).
  * On CUDA, layer_norm keeps f32 statistics and dropout a bool mask, as the
- * remat runtime does. Both: mse_loss returns its mean as a 0-dim view of
- * the unreduced [n(a)] loss, which it keeps. */
+ * remat runtime does. Both: group_norm keeps mean/rstd in the input dtype
+ * (native_group_norm allocates them with the input's type on either
+ * device); mse_loss returns its mean as a 0-dim view of the unreduced
+ * [n(a)] loss, which it keeps. */
 static void
 extras(Torch *T)
 {
@@ -178,7 +193,8 @@ extras(Torch *T)
 			T->d->t[T->dag_of[op->out[0]]].bytes = ir_numel(&g->t[op->in[0]]) * esz;
 		if (op->kind == OP_ATTENTION && T->cuda)
 			sdpa_saves(T, op);
-		if (T->cuda || (op->kind != OP_LAYERNORM && op->kind != OP_DROPOUT))
+		if (op->kind != OP_GROUPNORM &&
+		    (T->cuda || (op->kind != OP_LAYERNORM && op->kind != OP_DROPOUT)))
 			continue;
 		for (int k = 0; k < op->nextra; k++) {
 			int dt = T->dag_of[ir_extra(op, k)];
@@ -230,6 +246,11 @@ aliases_grad_out(Torch *T, const Op *op, int a, int gout, int64_t *st)
 		return true;
 	case OP_RESHAPE: case OP_FLATTEN:
 		return view_strides(y->shape, T->st[gout], y->ndim, x->shape, x->ndim, st);
+	case OP_EXPAND:
+		/* ExpandBackward's sum_to_size returns the gradient itself when
+		 * nothing was broadcast (new axes of size 1 at most) */
+		return ir_numel(x) == ir_numel(y) &&
+		       view_strides(y->shape, T->st[gout], y->ndim, x->shape, x->ndim, st);
 	case OP_ADD: case OP_SUB:
 		/* AddBackward returns grad itself for each same-shaped input
 		 * (SubBackward for the first only); a broadcast input gets a

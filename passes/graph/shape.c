@@ -17,9 +17,14 @@
  *   after that 0 <= start < end <= size must hold, with no clamping, so an
  *   empty or out-of-range slice is an error. axis, start and end have no
  *   default. split's and concat's axis have no default either.
- * - Pools take no dilation; H' = (H + 2p - k)/stride + 1 rounded down, and
- *   must be at least 1 (as for conv2d). conv2d also needs the output
- *   channels O to divide by groups.
+ * - Windows (conv1d, conv2d, pools): H' = (H + pb + pe - d(k - 1) - 1)/stride
+ *   + 1 rounded down (up under a pool's ceil_mode, dropping a last window
+ *   that would start past H + pb, as PyTorch does) must be at least 1; pb
+ *   and pe are the axis's begin and end pads. maxpool2d takes a dilation,
+ *   avgpool2d none (as in PyTorch). A pool's pads are at most half its
+ *   (dilated) window, PyTorch's rule, so that no window holds padding
+ *   only. Convolutions also need the output channels O to divide by
+ *   groups.
  * - Elementwise math, matmul, conv2d, attention, norms, softmax, pools,
  *   reductions and mse_loss take floating-point tensors only; add, sub,
  *   mul and div take any dtype (both the same); cast, embedding's table and
@@ -32,8 +37,12 @@
  *   negative dimension is an error, and no op makes an empty tensor.
  * - reshape's list may hold one -1; every other entry must be >= 1. A
  *   reshape to [] gives a scalar when x has one element.
- * - dropout's p must lie in [0, 1); conv2d/pool strides, kernel, dilation,
+ * - dropout's p must lie in [0, 1); conv/pool strides, kernel, dilation,
  *   groups and upsample's scale must be >= 1, paddings >= 0.
+ * - Issue 28's ops: groupnorm needs C to divide by its groups; expand's
+ *   shape has at least x's rank, new axes in front, -1 only for an axis of
+ *   x, which must be 1 or the new size; an axis list names each axis once
+ *   (at least one).
  * - A split must bind exactly n outputs.
  * - Odd FLOP counts never arise from halving: causal attention's 4BHSTDh is
  *   even.
@@ -318,42 +327,74 @@ rule_matmul(Ctx *c)
 	return set_out(c, 0, a->dtype, n + 2, s);
 }
 
-/* One spatial output size of a convolution or pool; -1 when empty. */
+/* One spatial output size of a convolution or pool: window k with stride
+ * s and dilation d over h plus pads pb before and pe after, rounded down,
+ * or up under ceil mode, where (as in PyTorch) a last window that would
+ * start past the input and the begin pad is dropped; -1 when empty or on
+ * overflow. */
 static int64_t
-conv_size(int64_t h, int64_t k, int64_t s, int64_t p, int64_t d)
+conv_size(int64_t h, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t d,
+          bool ceil)
 {
-	int64_t span, num;
+	int64_t span, num, out;
 
 	if (__builtin_mul_overflow(d, k - 1, &span) ||
 	    __builtin_add_overflow(span, 1, &span) ||
-	    __builtin_mul_overflow(p, 2, &num) ||
-	    __builtin_add_overflow(num, h, &num) ||
+	    __builtin_add_overflow(h, pb, &num) ||
+	    __builtin_add_overflow(num, pe, &num) ||
 	    __builtin_sub_overflow(num, span, &num) || num < 0)
 		return -1;
-	return num / s + 1;
+	out = num / s + (ceil && num % s ? 1 : 0) + 1;
+	if (ceil && (out - 1) * s >= h + pb)
+		out--;
+	return out;
 }
 
+/* A window setting for messages: "2" when every value is 2, else the list. */
+static const char *
+vals_str(const int64_t *v, int n)
+{
+	static char buf[4][24];
+	static int next;
+	char *b = buf[next++ % 4];
+
+	for (int i = 1; i < n; i++)
+		if (v[i] != v[0])
+			return dims_str(v, n);
+	snprintf(b, sizeof buf[0], "%lld", (long long)v[0]);
+	return b;
+}
+
+/* Strides, dilations and pads of a window op over nsp spatial axes. */
 static int
-conv_params(Ctx *c)
+window_params(Ctx *c, int nsp, const int64_t *stride)
 {
 	const OpParams *p = c->op->p;
 
-	return at_least(c, "stride", p->stride, 1) ||
-	       at_least(c, "padding", p->padding, 0) ||
-	       at_least(c, "dilation", p->dilation, 1) ||
-	       at_least(c, "groups", p->groups, 1);
+	for (int a = 0; a < nsp; a++)
+		if (at_least(c, "stride", stride[a], 1) ||
+		    at_least(c, "dilation", p->dilation[a], 1) ||
+		    at_least(c, "padding", p->pad[2 * a], 0) ||
+		    at_least(c, "padding", p->pad[2 * a + 1], 0))
+			return 1;
+	return 0;
 }
 
+/* conv1d, conv2d: x [N, C, *S], w [O, C/groups, *K] -> [N, O, *S']. */
 static int
-rule_conv2d(Ctx *c)
+rule_conv(Ctx *c)
 {
 	Tensor *x = in(c, 0), *w = in(c, 1);
 	const OpParams *p = c->op->p;
+	int nsp = ir_optab[c->op->kind].nspatial, nd = nsp + 2;
 	int64_t s[4], ch, gr = p->groups;
+	bool fits = true;
 
-	if (need_rank(c, x, "x", 4, "[N, C, H, W]") ||
-	    need_rank(c, w, "w", 4, "[O, C/groups, KH, KW]") ||
-	    same_dtype(c, x, w) || conv_params(c))
+	if (need_rank(c, x, "x", nd, nsp == 1 ? "[N, C, L]" : "[N, C, H, W]") ||
+	    need_rank(c, w, "w", nd, nsp == 1 ? "[O, C/groups, K]" :
+	              "[O, C/groups, KH, KW]") ||
+	    same_dtype(c, x, w) || window_params(c, nsp, p->stride) ||
+	    at_least(c, "groups", gr, 1))
 		return 1;
 	ch = x->shape[1];
 	if (ch % gr)
@@ -368,14 +409,18 @@ rule_conv2d(Ctx *c)
 		           (long long)w->shape[1]);
 	s[0] = x->shape[0];
 	s[1] = w->shape[0];
-	s[2] = conv_size(x->shape[2], w->shape[2], p->stride, p->padding, p->dilation);
-	s[3] = conv_size(x->shape[3], w->shape[3], p->stride, p->padding, p->dilation);
-	if (s[2] < 1 || s[3] < 1)
-		return err(c, "kernel of w %s does not fit x %s (stride %lld, "
-		           "padding %lld, dilation %lld)", shp(w), shp(x),
-		           (long long)p->stride, (long long)p->padding,
-		           (long long)p->dilation);
-	return set_out(c, 0, x->dtype, 4, s);
+	for (int a = 0; a < nsp; a++) {
+		s[2 + a] = conv_size(x->shape[2 + a], w->shape[2 + a], p->stride[a],
+		                     p->pad[2 * a], p->pad[2 * a + 1], p->dilation[a],
+		                     false);
+		fits &= s[2 + a] >= 1;
+	}
+	if (!fits)
+		return err(c, "kernel of w %s does not fit x %s (stride %s, "
+		           "padding %s, dilation %s)", shp(w), shp(x),
+		           vals_str(p->stride, nsp), vals_str(p->pad, 2 * nsp),
+		           vals_str(p->dilation, nsp));
+	return set_out(c, 0, x->dtype, nd, s);
 }
 
 /* q [B, H, S, Dh], k and v [B, Hkv, T, Dh] with Hkv dividing H (GQA/MQA);
@@ -493,32 +538,39 @@ rule_softmax(Ctx *c)
 	return set_out(c, 0, x->dtype, x->ndim, x->shape);
 }
 
-/* The stride of a pool: k unless given. */
-static int64_t
-pool_stride(const Op *op)
-{
-	return ir_attr_given(op->kind, op->p, "stride") ? op->p->stride : op->p->k;
-}
-
+/* maxpool2d, avgpool2d: x [N, C, H, W] -> [N, C, H', W']. */
 static int
 rule_pool(Ctx *c)
 {
 	Tensor *x = in(c, 0);
 	const OpParams *p = c->op->p;
-	int64_t s[4], st = pool_stride(c->op);
+	int64_t s[4], st[2] = {ir_pool_stride(c->op, 0), ir_pool_stride(c->op, 1)};
+	bool fits = true;
 
 	if (need_rank(c, x, "x", 4, "[N, C, H, W]") ||
-	    at_least(c, "k", p->k, 1) || at_least(c, "stride", st, 1) ||
-	    at_least(c, "padding", p->padding, 0))
+	    at_least(c, "k", p->k[0], 1) || at_least(c, "k", p->k[1], 1) ||
+	    window_params(c, 2, st))
 		return 1;
+	for (int a = 0; a < 4; a++) {
+		int64_t span = p->dilation[a / 2] * (p->k[a / 2] - 1) + 1;
+		if (p->pad[a] > span / 2)
+			return err(c, "padding %s is more than half of window %s (PyTorch's "
+			           "rule: every window must hold some of x)", vals_str(p->pad, 4),
+			           vals_str(p->k, 2));
+	}
 	s[0] = x->shape[0];
 	s[1] = x->shape[1];
-	s[2] = conv_size(x->shape[2], p->k, st, p->padding, 1);
-	s[3] = conv_size(x->shape[3], p->k, st, p->padding, 1);
-	if (s[2] < 1 || s[3] < 1)
-		return err(c, "window %lld does not fit x %s (stride %lld, padding "
-		           "%lld)", (long long)p->k, shp(x), (long long)st,
-		           (long long)p->padding);
+	for (int a = 0; a < 2; a++) {
+		s[2 + a] = conv_size(x->shape[2 + a], p->k[a], st[a], p->pad[2 * a],
+		                     p->pad[2 * a + 1], p->dilation[a], p->ceil_mode);
+		fits &= s[2 + a] >= 1;
+	}
+	if (!fits)
+		return err(c, "window %s does not fit x %s (stride %s, padding %s%s%s%s)",
+		           vals_str(p->k, 2), shp(x), vals_str(st, 2), vals_str(p->pad, 4),
+		           p->dilation[0] != 1 || p->dilation[1] != 1 ? ", dilation " : "",
+		           p->dilation[0] != 1 || p->dilation[1] != 1 ?
+		           vals_str(p->dilation, 2) : "", p->ceil_mode ? ", ceil_mode" : "");
 	if (set_out(c, 0, x->dtype, 4, s))
 		return 1;
 	return c->op->nextra ? set_extra(c, 0, DT_I64, 4, s) : 0;
@@ -549,23 +601,35 @@ rule_upsample(Ctx *c)
 	return set_out(c, 0, x->dtype, 4, s);
 }
 
-/* sum, mean: remove the axis, or every axis without one. */
+/* sum, mean: remove the axis, the axes of a list, or every axis without
+ * one; keepdim leaves each reduced axis with size 1. */
 static int
 rule_reduce(Ctx *c)
 {
 	Tensor *x = in(c, 0);
+	OpParams *p = c->op->p;
 	int64_t s[IR_MAXDIM], a;
+	bool cut[IR_MAXDIM] = {false};
 	int n = 0;
 
-	if (!c->op->p->has_axis)
-		return set_out(c, 0, x->dtype, 0, x->shape);
-	a = c->op->p->axis;
-	if (axis_of(c, x, &a))
-		return 1;
-	c->op->p->axis_norm = a;
+	if (!p->has_axis) {
+		for (int i = 0; i < x->ndim; i++)
+			s[i] = 1;
+		return set_out(c, 0, x->dtype, p->keepdim ? x->ndim : 0, s);
+	}
+	for (int k = 0; k < (p->nlist ? p->nlist : 1); k++) {
+		a = p->nlist ? p->list[k] : p->axis;
+		if (axis_of(c, x, &a))
+			return 1;
+		if (cut[a])
+			return err(c, "axis %lld appears twice in %s", (long long)a,
+			           dims_str(p->list, p->nlist));
+		cut[a] = true;
+		p->axis_norm = a;
+	}
 	for (int i = 0; i < x->ndim; i++)
-		if (i != a)
-			s[n++] = x->shape[i];
+		if (!cut[i] || p->keepdim)
+			s[n++] = cut[i] ? 1 : x->shape[i];
 	return set_out(c, 0, x->dtype, n, s);
 }
 
@@ -876,7 +940,7 @@ static int
 rule_topk(Ctx *c)
 {
 	Tensor *x = in(c, 0);
-	int64_t s[IR_MAXDIM], a = c->op->p->axis, k = c->op->p->k;
+	int64_t s[IR_MAXDIM], a = c->op->p->axis, k = c->op->p->k[0];
 
 	if (c->op->nout != 2)
 		return err(c, "gives 2 values (values, indices), but %d %s bound",
@@ -913,10 +977,66 @@ rule_scatter_add(Ctx *c)
 	return set_out(c, 0, x->dtype, x->ndim, x->shape);
 }
 
+/* ---- added for issue 28 */
+
+/* groupnorm(x, g, b, groups=G): x [N, C, ...] normalized over each group of
+ * C/G channels (with their spatial axes); g, b [C]; mean, rstd f32 [N, G]. */
+static int
+rule_groupnorm(Ctx *c)
+{
+	Tensor *x = in(c, 0);
+	int64_t gr = c->op->p->groups, st[2];
+
+	if (x->ndim < 2)
+		return err(c, "x must be [N, C, ...], got %s", shp(x));
+	if (at_least(c, "groups", gr, 1))
+		return 1;
+	if (x->shape[1] % gr)
+		return err(c, "%lld channels of x %s do not divide into %lld groups",
+		           (long long)x->shape[1], shp(x), (long long)gr);
+	if (norm_weight(c, 1, x->shape[1]) || norm_weight(c, 2, x->shape[1]))
+		return 1;
+	st[0] = x->shape[0];
+	st[1] = gr;
+	return set_out(c, 0, x->dtype, x->ndim, x->shape) ||
+	       set_extra(c, 0, DT_F32, 2, st) || set_extra(c, 1, DT_F32, 2, st);
+}
+
+/* expand(x, [d...]): a view of x broadcast to the shape, aligned at the
+ * right; new axes go in front; -1 keeps one of x's sizes; an axis of x
+ * must equal its new size or be 1. */
+static int
+rule_expand(Ctx *c)
+{
+	Tensor *x = in(c, 0);
+	const OpParams *p = c->op->p;
+	int64_t s[IR_MAXDIM];
+	int lead = p->nlist - x->ndim;
+
+	if (lead < 0)
+		return err(c, "cannot expand %s to %s: fewer axes than x", shp(x),
+		           dims_str(p->list, p->nlist));
+	for (int i = 0; i < p->nlist; i++) {
+		int64_t d = p->list[i], have = i < lead ? -1 : x->shape[i - lead];
+		if (d == -1 && have < 0)
+			return err(c, "cannot expand %s to %s: -1 for new axis %d", shp(x),
+			           dims_str(p->list, p->nlist), i);
+		s[i] = d == -1 ? have : d;
+		if (s[i] < 1)
+			return err(c, "invalid dimension %lld in %s", (long long)d,
+			           dims_str(p->list, p->nlist));
+		if (have >= 0 && have != 1 && have != s[i])
+			return err(c, "cannot expand %s to %s: axis %d has size %lld, not "
+			           "1 or %lld", shp(x), dims_str(p->list, p->nlist), i,
+			           (long long)have, (long long)s[i]);
+	}
+	return set_out(c, 0, x->dtype, p->nlist, s);
+}
+
 static int (*const rules[])(Ctx *) = {
 	[SR_UNARY] = rule_unary, [SR_CAST] = rule_cast,
 	[SR_DROPOUT] = rule_dropout, [SR_BINARY] = rule_binary,
-	[SR_MATMUL] = rule_matmul, [SR_CONV2D] = rule_conv2d,
+	[SR_MATMUL] = rule_matmul, [SR_CONV] = rule_conv,
 	[SR_ATTENTION] = rule_attention, [SR_NORM] = rule_norm,
 	[SR_BATCHNORM] = rule_batchnorm, [SR_SOFTMAX] = rule_softmax,
 	[SR_POOL] = rule_pool, [SR_GLOBAL_POOL] = rule_global_pool,
@@ -930,6 +1050,7 @@ static int (*const rules[])(Ctx *) = {
 	[SR_CLAMP] = rule_clamp, [SR_GATHER] = rule_gather,
 	[SR_INDEX_SELECT] = rule_index_select, [SR_TOPK] = rule_topk,
 	[SR_SCATTER_ADD] = rule_scatter_add,
+	[SR_GROUPNORM] = rule_groupnorm, [SR_EXPAND] = rule_expand,
 };
 
 /* ---- FLOPs */
@@ -941,7 +1062,7 @@ count_flops(Ctx *c, int64_t *f)
 	const OpInfo *info = &ir_optab[c->op->kind];
 	const Tensor *out = &c->g->t[c->op->out[0]];
 	const Tensor *x = c->op->nin ? in(c, 0) : NULL;
-	int64_t k = c->op->p->k;
+	int64_t k = c->op->p->k[0];
 
 	*f = info->flops_k;
 	switch (info->flops) {
@@ -955,10 +1076,14 @@ count_flops(Ctx *c, int64_t *f)
 	case FL_MATMUL:         /* 2 M N K batch = 2 n(out) K */
 		return mul64(f, 2) && mul64(f, ir_numel(out)) &&
 		       mul64(f, x->shape[x->ndim - 1]);
-	case FL_CONV2D: {       /* 2 N O H' W' (C/groups) KH KW = 2 n(out) n(w)/O */
+	case FL_CONV: {         /* 2 N O *S' (C/groups) *K = 2 n(out) n(w)/O */
 		const Tensor *w = in(c, 1);
-		return mul64(f, 2) && mul64(f, ir_numel(out)) && mul64(f, w->shape[1]) &&
-		       mul64(f, w->shape[2]) && mul64(f, w->shape[3]);
+		if (!mul64(f, 2) || !mul64(f, ir_numel(out)))
+			return false;
+		for (int i = 1; i < w->ndim; i++)
+			if (!mul64(f, w->shape[i]))
+				return false;
+		return true;
 	}
 	case FL_ATTENTION:      /* 4 B H S T Dh = 4 n(q) T */
 		if (!(mul64(f, 4) && mul64(f, ir_numel(x)) && mul64(f, in(c, 1)->shape[2])))
@@ -972,7 +1097,8 @@ count_flops(Ctx *c, int64_t *f)
 			return !m || (mul64(&sc, m) && !__builtin_add_overflow(*f, sc, f));
 		}
 	case FL_POOL:
-		return mul64(f, ir_numel(out)) && mul64(f, k) && mul64(f, k);
+		return mul64(f, ir_numel(out)) && mul64(f, c->op->p->k[0]) &&
+		       mul64(f, c->op->p->k[1]);
 	case FL_CUSTOM:
 		*f = c->op->p->custom->flops;
 		return true;

@@ -159,6 +159,15 @@ class RMSNorm(torch.autograd.Function):
         return dx, dg
 
 
+def uneven_pad(x, pad, value):
+    """A conv's or pool's pads [top, bottom, left, right]: torch's own
+    (symmetric) padding per axis when each axis's two ends agree, else an
+    explicit F.pad (last axis first) and none in the op."""
+    if pad[0] == pad[1] and pad[2] == pad[3]:
+        return x, (pad[0], pad[2])
+    return F.pad(x, (pad[2], pad[3], pad[0], pad[1]), value=value), (0, 0)
+
+
 def run_op(op, args, outs):
     """The torch translation of one .net op. outs: output tensor records."""
     k = op["op"]
@@ -181,8 +190,15 @@ def run_op(op, args, outs):
         return [x.to(DT[op["dtype"]])]
     if k == "dropout":
         return [F.dropout(x, op["p"], training=True)]
+    if k == "conv1d":
+        pad = op["padding"]
+        if pad[0] != pad[1]:
+            x, pad = F.pad(x, (pad[0], pad[1])), [0, 0]
+        return [F.conv1d(x, args[1], None, op["stride"][0], pad[0],
+                         op["dilation"][0], op["groups"])]
     if k == "conv2d":
-        return [F.conv2d(x, args[1], None, op["stride"], op["padding"],
+        x, pad = uneven_pad(x, op["padding"], 0.0)
+        return [F.conv2d(x, args[1], None, op["stride"], pad,
                          op["dilation"], op["groups"])]
     if k == "attention":
         return [Attention.apply(args[0], args[1], args[2], op["causal"])]
@@ -196,17 +212,27 @@ def run_op(op, args, outs):
         return [F.softmax(x, ax)]
     if k == "log_softmax":
         return [F.log_softmax(x, ax)]
+    if k == "groupnorm":
+        return [F.group_norm(x, op["groups"], args[1], args[2])]
     if k == "maxpool2d":
-        return [F.max_pool2d(x, op["k"], op["pool_stride"], op["padding"])]
+        x, pad = uneven_pad(x, op["padding"], float("-inf"))
+        return [F.max_pool2d(x, op["window"], op["pool_stride"], pad,
+                             op["dilation"], ceil_mode=op["ceil_mode"])]
     if k == "avgpool2d":
-        return [F.avg_pool2d(x, op["k"], op["pool_stride"], op["padding"])]
+        x, pad = uneven_pad(x, op["padding"], 0.0)
+        return [F.avg_pool2d(x, op["window"], op["pool_stride"], pad,
+                             ceil_mode=op["ceil_mode"])]
     if k == "global_avgpool":
         return [x.mean((2, 3))]
     if k == "upsample2d":
         return [F.interpolate(x, scale_factor=op["scale"], mode="nearest")]
     if k in ("sum", "mean"):
         f = torch.sum if k == "sum" else torch.mean
-        return [f(x, ax) if op["has_axis"] else f(x)]
+        if not op["has_axis"]:
+            y = f(x)
+            return [y.reshape([1] * x.dim()) if op["keepdim"] else y]
+        axes = [a % x.dim() for a in op["list"]] if op["list"] else [ax]
+        return [f(x, axes, keepdim=op["keepdim"])]
     if k == "cross_entropy":
         c = x.shape[-1]
         return [F.cross_entropy(x.reshape(-1, c), args[1].reshape(-1))]
@@ -216,6 +242,8 @@ def run_op(op, args, outs):
         return [F.embedding(args[0], args[1])]
     if k == "reshape":
         return [x.reshape(outs[0]["shape"])]
+    if k == "expand":
+        return [x.expand(outs[0]["shape"])]
     if k == "flatten":
         return [x.flatten(op["flatten_start"])]
     if k == "transpose":

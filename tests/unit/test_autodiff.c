@@ -188,8 +188,8 @@ test_saves_norm_pool_loss(void **state)
 	int o10 = mk(OP_GLOBAL_AVGPOOL, "gp", 1, out(o5));
 	int s = out(o6);
 	(void)state;
-	g.op[o4].p->k = 2;
-	g.op[o5].p->k = 2;
+	g.op[o4].p->k[0] = g.op[o4].p->k[1] = 2;
+	g.op[o5].p->k[0] = g.op[o5].p->k[1] = 2;
 	g.op[o9].p->scale = 2;
 	s = out(mk(OP_ADD, "s1", 2, s, out(o8)));
 	s = out(mk(OP_ADD, "s2", 2, s, sum_of(out(o9))));
@@ -206,6 +206,35 @@ test_saves_norm_pool_loss(void **state)
 	check_saves(o9, 0);
 	check_saves(o10, 0);
 	assert_true(g.t[out(o3)].saved);
+}
+
+/* Issue 28's ops: conv1d saves like conv2d (the weight only for grad(x),
+ * x only for grad(w)); groupnorm x and its statistics; expand and a sum
+ * over an axis list nothing. The params under expand and conv1d get grads. */
+static void
+test_saves_issue28(void **state)
+{
+	int x = decl("x", TK_INPUT, DT_F32, 3, 2, 4, 8), w = decl("w", TK_PARAM, DT_F32, 3, 4, 4, 3);
+	int gc = decl("gc", TK_PARAM, DT_F32, 1, 4), c = decl("c", TK_PARAM, DT_F32, 2, 4, 1);
+	int o1 = mk(OP_CONV1D, "cv", 2, x, w);
+	int o2 = mk(OP_GROUPNORM, "gn", 3, out(o1), gc, gc);
+	int o3 = mk(OP_EXPAND, "ex", 1, c);
+	int o4 = mk(OP_MUL, "m", 2, out(o2), out(o3));
+	int o5 = mk(OP_SUM, "sl", 1, out(o4));
+	(void)state;
+	g.op[o2].p->groups = 2;
+	set_list(o3, 3, 2, 4, 6);
+	g.op[o5].p->has_axis = true;
+	set_list(o5, 2, 0, 2);
+	assert_int_equal(train(sum_of(out(o5))), 0);
+	check_saves(o1, 1, x);          /* x needs no grad: only grad(w) */
+	assert_int_equal(g.op[o1].bwd_flops, g.op[o1].flops);
+	check_saves(o2, 3, out(o1), ir_extra(&g.op[o2], 0), ir_extra(&g.op[o2], 1));
+	check_saves(o3, 0);
+	check_saves(o5, 0);
+	assert_int_equal(g.op[o3].bwd_flops, 0);
+	assert_true(g.t[c].grad >= 0 && g.t[out(o3)].grad >= 0);
+	assert_true(g.t[w].grad >= 0 && g.t[x].grad < 0);
 }
 
 static void
@@ -317,7 +346,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_loss_not_scalar), T(test_loss_not_float_or_no_param), T(test_two_outputs),
 		T(test_saves_unary), T(test_saves_mul_div), T(test_saves_linear),
-		T(test_saves_norm_pool_loss), T(test_unreachable_warning),
+		T(test_saves_norm_pool_loss), T(test_saves_issue28),
+		T(test_unreachable_warning),
 		T(test_grads_mixed), T(test_grads_declared), T(test_split_concat),
 		T(test_custom),
 	};

@@ -1,7 +1,9 @@
 /* tests/unit/test_emit_ops.c -- generated programs for the ops added by
  * issue 13 (relu6, clamp, hardswish, hardsigmoid, gather, index_select,
  * topk, scatter_add, cross_entropy(ignore_index=), attention with GQA, a
- * mask, causal and dropout): each network is emitted, compiled in host mode
+ * mask, causal and dropout) and issue 28 (conv1d, per-axis and asymmetric
+ * windows, pools with dilation and ceil_mode, groupnorm, expand, sum and
+ * mean over axis lists, keepdim): each network is emitted, compiled in host mode
  * and run in both memory modes and with everything recomputed (the measured
  * peak equals the prediction, results are bit-identical), and its gradient
  * agrees with central finite differences along a random direction. The
@@ -86,6 +88,68 @@ static const char *xent_net =
 	"loss = cross_entropy(x @ w, y, ignore_index=1);\n"
 	"output loss;\n";
 
+/* conv1d (stride, asymmetric pads, dilation, groups) and conv2d with
+ * per-axis strides, dilations and asymmetric pads, each feeding the
+ * other's branch of the loss. */
+static const char *conv_net =
+	"batch B = 2; dim C = 4, L = 11;\n"
+	"input x : f64[B, C, L]; input img : f64[B, C, 7, 6];\n"
+	"param w1 : f64[6, 2, 3]; param w2 : f64[4, C, 3, 2]; param w3 : f64[C, 6, 2];\n"
+	"h = conv1d(x, w1, stride=2, padding=[2, 1], dilation=2, groups=2);\n"
+	"h = conv1d(tanh(h), w3, padding=[0, 1]);\n"
+	"y = conv2d(img, w2, stride=[2, 1], padding=[1, 0, 0, 2], dilation=[1, 2]);\n"
+	"loss = mean(sum(tanh(h), axis=2)) + mean(sum(reshape(tanh(y), [B, 72]), axis=1));\n"
+	"output loss;\n";
+
+/* Pools: per-axis windows and strides, maxpool2d's dilation, ceil_mode
+ * (an avgpool2d window past the end pad divides by less than KH*KW),
+ * asymmetric pads. */
+static const char *pool_net =
+	"batch B = 2; dim C = 3;\n"
+	"input img : f64[B, C, 7, 8];\n"
+	"param w : f64[C, C, 1, 1];\n"
+	"y = conv2d(img, w);\n"
+	"m = maxpool2d(y, k=[3, 2], stride=[2, 3], dilation=[1, 2], ceil_mode=true);\n"
+	"a = avgpool2d(y, k=[2, 3], stride=2, padding=[0, 0, 0, 1], ceil_mode=true);\n"
+	"p = maxpool2d(y, k=3, stride=2, padding=[1, 0, 1, 1]);\n"
+	"loss = mean(m) + mean(scale(a, c=2.0)) + mean(tanh(p));\n"
+	"output loss;\n";
+
+/* groupnorm over [B, C, H, W] and over [B, C, L], weights trained. */
+static const char *gn_net =
+	"batch B = 2; dim C = 6;\n"
+	"input img : f64[B, C, 3, 2]; input seq : f64[B, C, 5];\n"
+	"param w : f64[C, C, 1, 1]; param g : f64[C]; param b : f64[C];\n"
+	"param g2 : f64[C]; param b2 : f64[C];\n"
+	"y = groupnorm(conv2d(img, w), g, b, groups=3);\n"
+	"z = groupnorm(seq, g2, b2, groups=2);\n"
+	"loss = mean(tanh(y)) + mean(tanh(scale(z, c=3.0)));\n"
+	"output loss;\n";
+
+/* expand (new leading axes, size-1 axes that grow, -1) of a param and of
+ * an activation; sum and mean over axis lists, with keepdim, and over
+ * every axis. */
+static const char *expand_net =
+	"batch B = 2; dim S = 3, D = 4;\n"
+	"input x : f64[B, S, D];\n"
+	"param cls : f64[1, D]; param w : f64[D, D];\n"
+	"e = expand(cls, [B, S, -1]);\n"
+	"h = tanh(x @ w + e);\n"
+	"f = expand(sum(h, axis=1, keepdim=true), [B, S, D]);\n"
+	"u = mean(h * f, axis=[0, 2]);\n"
+	"v = sum(tanh(h), axis=[-1, 0], keepdim=true);\n"
+	"loss = sum(u) + mean(v, axis=[0, 1, 2]) + mean(sum(h, axis=[2, 1, 0]) * sum(e));\n"
+	"output loss;\n";
+
+static void test_conv(void **st) { (void)st; check_net(conv_net, "conv"); }
+static void test_pool(void **st) { (void)st; check_net(pool_net, "pool"); }
+static void test_gn(void **st) { (void)st; check_net(gn_net, "gn"); }
+static void test_expand(void **st) { (void)st; check_net(expand_net, "expand"); }
+static void test_fd_conv(void **st) { (void)st; check_fd(conv_net, "conv_fd", 1e-6, 1e-5, 1e-9); }
+static void test_fd_pool(void **st) { (void)st; check_fd(pool_net, "pool_fd", 1e-6, 1e-5, 1e-9); }
+static void test_fd_gn(void **st) { (void)st; check_fd(gn_net, "gn_fd", 1e-6, 1e-5, 1e-9); }
+static void test_fd_expand(void **st) { (void)st; check_fd(expand_net, "expand_fd", 1e-6, 1e-5, 1e-9); }
+
 static void test_act(void **st) { (void)st; check_net(act_net, "act"); }
 static void test_route(void **st) { (void)st; check_net(route_net, "route"); }
 static void test_gqa(void **st) { (void)st; check_net(gqa_net, "gqa"); }
@@ -119,16 +183,21 @@ test_dropout_drops(void **st)
 	ar_free(&b.a);
 }
 
-/* The general attention kernel compiles as CUDA too (compile only). */
+/* The general attention kernel, and the calls that conv1d, expand and
+ * axis lists make (views built on the host), compile as CUDA too
+ * (compile only). */
 static void
 test_nvcc(void **st)
 {
+	static const char *const progs[] = {"gqa", "conv", "expand"};
 	char cmd[2048];
 	const char *nvcc = getenv("NVCC");
 	(void)st;
-	snprintf(cmd, sizeof cmd, "%s -fmad=false -x cu -c %s/gqa_o0.c -o %s/gqa.o",
-	         nvcc, tmpdir, tmpdir);
-	assert_int_equal(system(cmd), 0);
+	for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
+		snprintf(cmd, sizeof cmd, "%s -fmad=false -x cu -c %s/%s_o0.c -o %s/%s.o",
+		         nvcc, tmpdir, progs[i], tmpdir, progs[i]);
+		assert_int_equal(system(cmd), 0);
+	}
 }
 
 int
@@ -146,6 +215,14 @@ main(void)
 		cmocka_unit_test(test_fd_drop),
 		cmocka_unit_test(test_fd_xent),
 		cmocka_unit_test(test_dropout_drops),
+		cmocka_unit_test(test_conv),
+		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_gn),
+		cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_fd_conv),
+		cmocka_unit_test(test_fd_pool),
+		cmocka_unit_test(test_fd_gn),
+		cmocka_unit_test(test_fd_expand),
 		cmocka_unit_test(test_nvcc),
 	};
 	snprintf(tmpdir, sizeof tmpdir, "%s", "/tmp/remat-emitops-XXXXXX");

@@ -257,6 +257,49 @@ test_repeat_nesting(void **state)
 	done(r);
 }
 
+/* The loop index: its value in shapes, attributes, def dim arguments and
+ * nested counts, round by round; ids as without one; scope rules. */
+static void
+test_repeat_index(void **state)
+{
+	Run *r = run("dim N = 3;\ninput x : f32[2, 4];\n"
+	             "def f(h, dim k) { param w : f32[4, 4 + k]; return h @ w; }\n"
+	             "repeat i in N {\n"
+	             "  y = f(x, 2 * i);\n"
+	             "  s = sum(x, axis=i - 2);\n"
+	             "  repeat j in i + 1 { e = expand(reshape(x, [1, 2, 4]), [j + 1, 2, 4]); }\n"
+	             "}\noutput s;\n");
+	int w2;
+	(void)state;
+	assert_int_equal(r->nerr, 0);
+	/* y binds each call's unnamed return: no tensor of its own */
+	assert_string_equal(ids(r), "x f.0.w f.0.return s e~1 e f.1.w f.1.return s@1 e@1~1 "
+	                    "e@1 e@2~1 e@2 f.2.w f.2.return s@2 e@3~1 e@3 e@4~1 e@4 e@5~1 "
+	                    "e@5");
+	w2 = tensor(r, "f.2.w");
+	assert_int_equal(r->g.t[w2].shape[1], 8);
+	assert_int_equal(r->g.op[r->g.t[tensor(r, "s@1")].producer].p->axis, -1);
+	assert_int_equal(r->g.op[r->g.t[tensor(r, "e@5")].producer].p->list[0], 3);
+	assert_int_equal(r->g.op[r->g.t[tensor(r, "e@4")].producer].p->list[0], 2);
+	done(r);
+	expect_error("input x : f32[2];\nrepeat i in 2 { y = relu(x); }\nz = reshape(x, [i]);\n",
+	             "t.net:3:17: error: undefined dim 'i'");
+	expect_error("input x : f32[2];\nrepeat x in 2 { }\n",
+	             "t.net:2:8: error: loop index 'x' is the name of a tensor");
+	expect_error("input x : f32[2];\nrepeat i in 2 { i = relu(x); }\n",
+	             "t.net:2:17: error: 'i' is a loop index; a tensor cannot take its name");
+	expect_error("dim N = 2;\nrepeat N in 2 { }\n",
+	             "t.net:2:8: error: loop index 'N' is the name of a dim");
+	expect_error("input x : f32[2];\ndef f(h) { return reshape(h, [i + 2]); }\n"
+	             "repeat i in 2 { y = f(x); }\n",
+	             "t.net:2:31: error: 'i' is the loop index of a repeat that calls this "
+	             "def; pass it as a `dim` argument");
+	/* after the repeat the name is free again */
+	r = run("input x : f32[2];\nrepeat i in 2 { y = relu(x); }\ni = relu(x);\n");
+	assert_int_equal(r->nerr, 0);
+	done(r);
+}
+
 static void
 test_extras_and_attrs(void **state)
 {
@@ -600,6 +643,7 @@ main(void)
 		cmocka_unit_test(test_def_args_and_returns),
 		cmocka_unit_test(test_nested_def_numbering),
 		cmocka_unit_test(test_repeat_nesting),
+		cmocka_unit_test(test_repeat_index),
 		cmocka_unit_test(test_extras_and_attrs),
 		cmocka_unit_test(test_custom_op),
 		cmocka_unit_test(test_dims_overrides_accumulate),

@@ -6,7 +6,10 @@
  * dropout and one k/v head (saves the mask and the u8 dropout mask),
  * relu6 (saves out) beside hardswish (saves x), scatter_add and
  * index_select (save their index), clamp (saves x), and a dim-parameterised def
- * (same bytes as the spelled-out network). */
+ * (same bytes as the spelled-out network); and from issue 28, expand (a
+ * view: no bytes of its own; its backward makes a buffer of the
+ * gradient's size before summing it into x's) and groupnorm (saves x and
+ * its f32 [N, G] statistics). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -292,6 +295,64 @@ test_dim_args(void **state)
 	ar_free(&b.arena);
 }
 
+/* expand of a param, SGD. Persistent: c f32[1, 8] 32.
+ * x f32[4, 8] 128 (an input: live from the start to its last use); e a
+ * view of c (owns nothing); h 128; loss 4; grad(h), grad(e) 128 each;
+ * grad(c) 32. mul saves x (for grad(e)); mean and expand save nothing.
+ * Steps: 0 fwd e, 1 fwd h, 2 fwd loss, 3 bwd loss, 4 bwd h, 5 bwd e.
+ *   0: x                                     = 128
+ *   1: x + h                                 = 256
+ *   2: x + h + loss                          = 260
+ *   3: x + grad(h)                           = 256
+ *   4: x + grad(h) + grad(e)                 = 384
+ *   5: grad(e) + grad(c)                     = 160
+ * Peak 32 + 384 = 416 at step 4. */
+static void
+test_expand(void **state)
+{
+	Case c;
+	const int64_t want[] = {128, 256, 260, 256, 384, 160};
+	(void)state;
+	run(&c, "batch B = 4; dim D = 8;\n"
+	        "train { optimizer = sgd; }\n"
+	        "input x : f32[B, D];\n"
+	        "param c : f32[1, D];\n"
+	        "e = expand(c, [B, D]);\n"
+	        "h = x * e;\n"
+	        "loss = mean(h);\n"
+	        "output loss;\n");
+	check_steps(&c, 32, want, 6);
+	assert_int_equal(c.an.ev.peak, 416);
+	ar_free(&c.arena);
+}
+
+/* groupnorm, SGD. Persistent: g, b f32[4] 32. x f32[2, 4, 2, 2] 128,
+ * y 128, y:mean and y:rstd f32[2, 2] 16 each; saves x, mean, rstd (x
+ * needs no grad, but g and b do).
+ * Steps: 0 fwd y, 1 fwd loss, 2 bwd loss, 3 bwd y.
+ *   0: x + y + mean + rstd                   = 288
+ *   1: + loss 4                              = 292
+ *   2: x + mean + rstd + grad(y) 128         = 288
+ *   3: + grad(g) 16 + grad(b) 16             = 320
+ * Peak 32 + 320 = 352 at step 3. */
+static void
+test_groupnorm(void **state)
+{
+	Case c;
+	const int64_t want[] = {288, 292, 288, 320};
+	(void)state;
+	run(&c, "batch B = 2; dim C = 4;\n"
+	        "train { optimizer = sgd; }\n"
+	        "input x : f32[B, C, 2, 2];\n"
+	        "param g : f32[C]; param b : f32[C];\n"
+	        "y = groupnorm(x, g, b, groups=2);\n"
+	        "loss = mean(y);\n"
+	        "output loss;\n");
+	check_steps(&c, 32, want, 4);
+	assert_int_equal(c.an.ev.peak, 352);
+	ar_free(&c.arena);
+}
+
 int
 main(void)
 {
@@ -304,6 +365,8 @@ main(void)
 		cmocka_unit_test(test_scatter_add),
 		cmocka_unit_test(test_index_select_clamp),
 		cmocka_unit_test(test_dim_args),
+		cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_groupnorm),
 	};
 	return cmocka_run_group_tests_name("memory_ops", tests, NULL, NULL);
 }

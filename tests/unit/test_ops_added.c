@@ -1,9 +1,9 @@
-/* tests/unit/test_ops_added.c -- the forms and ops added by issue 13
- * through the front half of the passes (parse, instantiate, shapes,
+/* tests/unit/test_ops_added.c -- the forms and ops added by issues 13 and
+ * 28 through the front half of the passes (parse, instantiate, shapes,
  * autodiff): the parse tree of `dim` def arguments and `frozen` params,
  * dim arguments in shapes, attributes and repeat counts, and for every new
  * op its output shape and dtype, FLOPs, saves, backward FLOPs and which
- * gradients exist (docs/ops-added.md). */
+ * gradients exist (docs/ops.md). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -153,7 +153,8 @@ test_dim_args(void **st)
 	check_shape("blk.0.w", DT_F32, 4, 8, 1, 3, 3);
 	check_shape("blk.0.h", DT_F32, 4, 2, 8, 4, 4);
 	assert_int_equal(op("blk.0.h")->p->groups, 4);
-	assert_int_equal(op("blk.0.h")->p->stride, 2);
+	assert_int_equal(op("blk.0.h")->p->stride[0], 2);
+	assert_int_equal(op("blk.0.h")->p->stride[1], 2);
 	check_shape("blk.1.w", DT_F32, 4, 8, 1, 3, 3);
 	assert_int_equal(op("blk.1.h")->p->groups, 8);
 	/* inner ran s + 1 relus: 3 in the first call, 2 in the second */
@@ -307,6 +308,128 @@ test_attention_added(void **st)
 	assert_false(has_grad("m"));
 }
 
+/* ---- issue 28 */
+
+static void
+test_conv1d(void **st)
+{
+	(void)st;
+	build("batch B = 2; dim C = 4, L = 16;\n"
+	      "input x : f32[B, C, L]; param w : f32[8, 2, 3]; param v : f32[8, 8, 1];\n"
+	      "h = conv1d(x, w, stride=2, padding=[1, 0], dilation=2, groups=2);\n"
+	      "y = conv1d(h, v);\n"
+	      "loss = mean(y); output loss;\n");
+	/* (16 + 1 + 0 - 2*2 - 1)/2 + 1 = 7 */
+	check_shape("h", DT_F32, 3, 2, 8, 7);
+	check_shape("y", DT_F32, 3, 2, 8, 7);
+	assert_int_equal(op("h")->flops, 2 * 112 * 2 * 3);
+	assert_int_equal(op("y")->flops, 2 * 112 * 8);
+	/* x needs no grad: only w is differentiated, which needs x */
+	check_saves("h", "x");
+	assert_int_equal(op("h")->bwd_flops, op("h")->flops);
+	check_saves("y", "v h");
+	assert_int_equal(op("y")->bwd_flops, 2 * op("y")->flops);
+}
+
+static void
+test_windows(void **st)
+{
+	(void)st;
+	build("batch B = 2; dim C = 3;\n"
+	      "input x : f32[B, C, 9, 10]; param w : f32[C, C, 3, 1];\n"
+	      "y = conv2d(x, w, stride=[2, 1], padding=[0, 1, 2, 0], dilation=[1, 3]);\n"
+	      "m = maxpool2d(y, k=[3, 2], stride=2, dilation=[1, 2], ceil_mode=true);\n"
+	      "a = avgpool2d(y, k=2, padding=[1, 0], ceil_mode=true);\n"
+	      "f = avgpool2d(y, k=2);\n"
+	      "loss = mean(m) + mean(a) + mean(f); output loss;\n");
+	/* H (9 + 0 + 1 - 3)/2 + 1 = 4, W (10 + 2 + 0 - 1)/1 + 1 = 12 */
+	check_shape("y", DT_F32, 4, 2, 3, 4, 12);
+	assert_true(op("y")->p->pad[1] == 1 && op("y")->p->pad[2] == 2);
+	/* H ceil((4 - 3)/2) + 1 = 2; W ceil((12 - 3)/2) + 1 = 6 */
+	check_shape("m", DT_F32, 4, 2, 3, 2, 6);
+	check_shape("m:indices", DT_I64, 4, 2, 3, 2, 6);
+	assert_int_equal(op("m")->flops, 72 * 6);
+	/* H ceil((4 + 2 - 2)/2) + 1 = 3; W ceil((12 - 2)/2) + 1 = 6, and the
+	 * last window would start at 10 >= 12 + 0? no: 6 */
+	check_shape("a", DT_F32, 4, 2, 3, 3, 6);
+	/* floor: H (4 - 2)/2 + 1 = 2, W 6 */
+	check_shape("f", DT_F32, 4, 2, 3, 2, 6);
+	check_saves("m", "y m:indices");
+	assert_int_equal(op("a")->nsaves, 0);
+	assert_true(op("m")->p->ceil_mode && !op("f")->p->ceil_mode);
+}
+
+/* PyTorch drops a ceil_mode window that would start past the input and
+ * its begin pad: 5 wide, k 2, stride 2, padding 1 gives ceil(4/2) + 1 = 3,
+ * not 4. */
+static void
+test_ceil_mode_last_window(void **st)
+{
+	(void)st;
+	build("batch B = 1;\ninput x : f32[B, 1, 5, 5]; param w : f32[1, 1, 1, 1];\n"
+	      "m = maxpool2d(conv2d(x, w), k=2, padding=1, ceil_mode=true);\n"
+	      "n = maxpool2d(conv2d(x, w), k=2, stride=3, padding=1, ceil_mode=true);\n"
+	      "loss = mean(m) + mean(n); output loss;\n");
+	check_shape("m", DT_F32, 4, 1, 1, 3, 3);
+	/* ceil((5 + 2 - 2)/3) + 1 = 3, and 2 * 3 = 6 >= 5 + 1: 2 */
+	check_shape("n", DT_F32, 4, 1, 1, 2, 2);
+}
+
+static void
+test_groupnorm(void **st)
+{
+	(void)st;
+	build("batch B = 2; dim C = 8;\n"
+	      "input x : f16[B, C, 4, 4]; param g : f16[C]; param b : f16[C];\n"
+	      "param w : f16[C, C, 1, 1];\n"
+	      "y = groupnorm(conv2d(x, w), g, b, groups=4);\n"
+	      "loss = mean(cast(y, dtype=f32)); output loss;\n");
+	check_shape("y", DT_F16, 4, 2, 8, 4, 4);
+	check_shape("y:mean", DT_F32, 2, 2, 4);
+	check_shape("y:rstd", DT_F32, 2, 2, 4);
+	assert_int_equal(op("y")->flops, 5 * 256);
+	check_saves("y", "y~1 y:mean y:rstd");
+	assert_int_equal(op("y")->bwd_flops, op("y")->flops);
+	assert_true(has_grad("g") && has_grad("b") && has_grad("y~1"));
+}
+
+/* expand is a view (no FLOPs, no bytes of its own) whose backward sums
+ * the gradient into a buffer of x's shape. */
+static void
+test_expand(void **st)
+{
+	(void)st;
+	build("batch B = 3; dim S = 4, D = 5;\n"
+	      "param cls : f32[1, D]; input x : f32[B, S, D];\n"
+	      "e = expand(cls, [B, S, -1]);\n"
+	      "loss = mean(x * e); output loss;\n");
+	check_shape("e", DT_F32, 3, 3, 4, 5);
+	assert_int_equal(g.t[tensor("e")].view_of, tensor("cls"));
+	assert_int_equal(op("e")->flops, 0);
+	assert_int_equal(op("e")->nsaves, 0);
+	assert_true(has_grad("e") && has_grad("cls"));
+}
+
+static void
+test_reduce_lists(void **st)
+{
+	(void)st;
+	build("batch B = 2; dim C = 3, H = 4, W = 5;\n"
+	      "param x : f32[B, C, H, W];\n"
+	      "a = mean(x, axis=[2, 3]);\n"
+	      "b = sum(x, dim=[-1, 1], keepdim=true);\n"
+	      "c = mean(x, axis=1, keepdim=true);\n"
+	      "d = sum(x, keepdim=true);\n"
+	      "loss = mean(a) + mean(b) + mean(c) + mean(d); output loss;\n");
+	check_shape("a", DT_F32, 2, 2, 3);
+	check_shape("b", DT_F32, 4, 2, 1, 4, 1);
+	check_shape("c", DT_F32, 4, 2, 1, 4, 5);
+	check_shape("d", DT_F32, 4, 1, 1, 1, 1);
+	assert_int_equal(op("a")->flops, 120);
+	assert_int_equal(op("b")->p->nlist, 2);
+	assert_int_equal(op("a")->nsaves, 0);
+}
+
 int
 main(void)
 {
@@ -320,6 +443,12 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_scatter_add, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cross_entropy_ignore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_attention_added, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_conv1d, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_windows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ceil_mode_last_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_groupnorm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_expand, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reduce_lists, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("ops_added", tests, NULL, NULL);
 }

@@ -224,6 +224,35 @@ test_builders_without_parser(void **state)
 	assert_ptr_equal(ast.prog, p);
 }
 
+/* repeat with a loop index: `in` is a word of the form, not a reserved
+ * one; another word there is reported at it. */
+static void
+test_repeat_index(void **state)
+{
+	Program *p = parse("dim L = 3;\ninput in : f32[2];\n"
+	                   "repeat i in L { repeat j in i + 1 { h = relu(in); } }\n"
+	                   "repeat 2 { g = in; }\n");
+	const Stmt *s;
+	(void)state;
+
+	assert_non_null(p);
+	assert_null(errs && *errs ? errs : NULL);
+	s = p->stmts->v[2];
+	assert_int_equal(s->kind, ST_REPEAT);
+	assert_string_equal(s->name.s, "i");
+	assert_int_equal(s->name.loc.col, 8);
+	assert_int_equal(s->e->kind, EX_NAME);
+	assert_string_equal(s->body->v[0]->name.s, "j");
+	assert_int_equal(s->body->v[0]->e->kind, EX_BIN);
+	assert_null(p->stmts->v[3]->name.s);
+	free(errs);
+	errs = NULL;
+	parse("repeat i of 3 { }\n");
+	assert_string_equal(errs, "p.net:1:10: error: expected 'in' after the loop index "
+	                    "'i', not 'of' (repeat i in COUNT { ... })\n"
+	                    "repeat i of 3 { }\n         ^\n");
+}
+
 int
 main(void)
 {
@@ -234,6 +263,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_expected_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep_inputs_fail_cleanly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_builders_without_parser, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_repeat_index, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("parser", tests, NULL, NULL);
 }

@@ -93,6 +93,79 @@ test_attr_errors(void **state)
 	                    "parameter 'n' of 'split' must be an integer");
 }
 
+static AttrValue
+av_list(int n, ...)
+{
+	AttrValue v = {.kind = AV_LIST, .n = n};
+	va_list ap;
+
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		v.list[i] = va_arg(ap, int);
+	va_end(ap);
+	return v;
+}
+
+/* Window settings: a scalar fills every axis; a list gives one value per
+ * spatial axis, padding also each axis's begin and end; other lengths and
+ * lists where the op takes none are errors. Axis lists for sum and mean. */
+static void
+test_attr_lists(void **state)
+{
+	OpParams p;
+	AttrValue three = av_int(3), two = av_list(2, 2, 1), four = av_list(4, 1, 2, 3, 4);
+	AttrValue one = av_list(1, 5), bad = av_list(3, 1, 1, 1), none = av_list(0);
+	(void)state;
+	ir_params_default(&p);
+	assert_true(p.stride[0] == 1 && p.stride[1] == 1 && p.dilation[1] == 1);
+	assert_null(ir_set_attr(OP_CONV2D, &p, "padding", 0, &three));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(p.pad[i], 3);
+	assert_null(ir_set_attr(OP_CONV2D, &p, "stride", 0, &two));
+	assert_true(p.stride[0] == 2 && p.stride[1] == 1);
+	assert_null(ir_set_attr(OP_CONV2D, &p, "dilation", 0, &three));
+	assert_true(p.dilation[0] == 3 && p.dilation[1] == 3);
+	ir_params_default(&p);
+	assert_null(ir_set_attr(OP_CONV2D, &p, "padding", 0, &two));
+	assert_true(p.pad[0] == 2 && p.pad[1] == 2 && p.pad[2] == 1 && p.pad[3] == 1);
+	ir_params_default(&p);
+	assert_null(ir_set_attr(OP_MAXPOOL2D, &p, "padding", 0, &four));
+	assert_true(p.pad[0] == 1 && p.pad[1] == 2 && p.pad[2] == 3 && p.pad[3] == 4);
+	assert_null(ir_set_attr(OP_MAXPOOL2D, &p, "k", 0, &two));
+	assert_true(p.k[0] == 2 && p.k[1] == 1);
+	ir_params_default(&p);
+	assert_null(ir_set_attr(OP_CONV1D, &p, "padding", 0, &two));
+	assert_true(p.pad[0] == 2 && p.pad[1] == 1);
+	assert_null(ir_set_attr(OP_CONV1D, &p, "stride", 0, &one));
+	assert_int_equal(p.stride[0], 5);
+	ir_params_default(&p);
+	assert_string_equal(ir_set_attr(OP_CONV1D, &p, "dilation", 0, &two),
+	                    "attribute 'dilation' of 'conv1d' takes an integer or a list "
+	                    "of 1 (one per spatial axis), not 2 values");
+	assert_string_equal(ir_set_attr(OP_CONV2D, &p, "padding", 0, &bad),
+	                    "attribute 'padding' of 'conv2d' takes an integer, a list of 2 "
+	                    "(one per spatial axis) or of 4 (top, bottom, left, right), not 3 "
+	                    "values");
+	assert_string_equal(ir_set_attr(OP_CONV1D, &p, "padding", 0, &bad),
+	                    "attribute 'padding' of 'conv1d' takes an integer, a list of 1 "
+	                    "(one per spatial axis) or of 2 (left, right), not 3 values");
+	assert_string_equal(ir_set_attr(OP_CONV2D, &p, "groups", 0, &two),
+	                    "attribute 'groups' of 'conv2d' must be an integer");
+	assert_string_equal(ir_set_attr(OP_AVGPOOL2D, &p, "dilation", 0, &two),
+	                    "op 'avgpool2d' has no attribute 'dilation'");
+	assert_string_equal(ir_set_attr(OP_TOPK, &p, "k", 0, &two),
+	                    "attribute 'k' of 'topk' must be an integer");
+	ir_params_default(&p);
+	assert_null(ir_set_attr(OP_SUM, &p, "axis", 0, &four));
+	assert_true(p.has_axis && p.nlist == 4 && p.list[3] == 4);
+	ir_params_default(&p);
+	assert_string_equal(ir_set_attr(OP_SOFTMAX, &p, "axis", 0, &two),
+	                    "attribute 'axis' of 'softmax' must be an integer");
+	ir_params_default(&p);
+	assert_string_equal(ir_set_attr(OP_MEAN, &p, "dim", 0, &none),
+	                    "attribute 'axis' of 'mean' needs at least one axis");
+}
+
 static void
 test_attr_required(void **state)
 {
@@ -112,6 +185,8 @@ test_attr_required(void **state)
 		{OP_RESHAPE, "op 'reshape' needs parameter 'shape'"},
 		{OP_PERMUTE, "op 'permute' needs parameter 'axes'"},
 		{OP_CONCAT, "op 'concat' needs attribute 'axis'"},
+		{OP_GROUPNORM, "op 'groupnorm' needs attribute 'groups'"},
+		{OP_EXPAND, "op 'expand' needs parameter 'shape'"},
 	};
 	OpParams p;
 	AttrValue one = av_int(1);
@@ -360,9 +435,11 @@ conv(int x, int w, int stride, int pad, int dil, int groups)
 {
 	int o = mk(OP_CONV2D, "y", 2, x, w);
 
-	g.op[o].p->stride = stride;
-	g.op[o].p->padding = pad;
-	g.op[o].p->dilation = dil;
+	for (int a = 0; a < 2; a++) {
+		g.op[o].p->stride[a] = stride;
+		g.op[o].p->dilation[a] = dil;
+		g.op[o].p->pad[2 * a] = g.op[o].p->pad[2 * a + 1] = pad;
+	}
 	g.op[o].p->groups = groups;
 	return o;
 }
@@ -509,9 +586,10 @@ test_pools(void **state)
 	int o1 = mk(OP_MAXPOOL2D, "m", 1, x), o2 = mk(OP_AVGPOOL2D, "a", 1, x);
 	int o3 = mk(OP_GLOBAL_AVGPOOL, "g", 1, x), o4 = mk(OP_UPSAMPLE2D, "u", 1, x);
 	(void)state;
-	g.op[o1].p->k = 3;
-	g.op[o2].p->k = 2;
-	g.op[o2].p->padding = 1;
+	g.op[o1].p->k[0] = g.op[o1].p->k[1] = 3;
+	g.op[o2].p->k[0] = g.op[o2].p->k[1] = 2;
+	for (int i = 0; i < 4; i++)
+		g.op[o2].p->pad[i] = 1;
 	g.op[o4].p->scale = 2;
 	infer_ok();
 	check_shape(out(o1), DT_F32, 4, 2, 3, 3, 3);
@@ -534,7 +612,7 @@ test_pool_errors(void **state)
 	int o1 = mk(OP_MAXPOOL2D, "m", 1, x), o2 = mk(OP_UPSAMPLE2D, "u", 1, x);
 	int o3 = mk(OP_GLOBAL_AVGPOOL, "g", 1, x3), o4 = mk(OP_AVGPOOL2D, "a", 1, x);
 	(void)state;
-	g.op[o1].p->k = 3;
+	g.op[o1].p->k[0] = g.op[o1].p->k[1] = 3;
 	expect_error(o1, "maxpool2d: window 3 does not fit x [2, 3, 2, 2] (stride 3, padding 0)");
 	reset_msgs();
 	expect_error(o2, "upsample2d: scale must be at least 1, not 0");
@@ -862,7 +940,8 @@ main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_attr_errors), T(test_attr_required), T(test_attr_defaults),
+		T(test_attr_errors), T(test_attr_lists), T(test_attr_required),
+		T(test_attr_defaults),
 		T(test_unary_flops), T(test_unary_needs_float), T(test_cast),
 		T(test_cast_needs_dtype), T(test_dropout), T(test_dropout_bad_p),
 		T(test_broadcast), T(test_broadcast_error), T(test_binary_dtype_error),
