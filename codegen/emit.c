@@ -853,6 +853,23 @@ emit_bucket(Em *e, const DagNode *nd)
 	ir_assert(off == dag_workspace(e->d, (int)(nd - e->d->node)));
 }
 
+/* The gradient shards a reduce-scatter makes (its out[], the params in
+ * comm_params; instances k on), zero before the bucket adds into them;
+ * a shard an earlier bucket made is G[] already. */
+static void
+emit_shards(Em *e, const DagNode *nd, const DagXfer *x, int k)
+{
+	for (int j = 0; j < nd->nout; j++) {
+		const Tensor *t = ten(e, x->comm_params[j]);
+		int p = e->param_of[x->comm_params[j]];
+		ir_assert(x->ncomm_params == nd->nout && e->ev->inst[k + j].tensor == nd->out[j]);
+		e->cur[nd->out[j]] = k + j;
+		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k + j, k + j, cmt(e, e->d->t[nd->out[j]].name));
+		out(e, "\tG[%d] = rt_shard(D[%d].p, %s, %lld);\n\trt_fill(G[%d], 0);\n", p, k + j,
+		    dt_enum(e, inst_dtype(e, e->dag_of[t->grad])), (long long)dag_shard_elems(ir_numel(t), e->ranks), p);
+	}
+}
+
 /* Step i of a communication node: its buffer, the collective, the check. */
 static void
 emit_comm_step(Em *e, int i)
@@ -870,6 +887,7 @@ emit_comm_step(Em *e, int i)
 		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, cmt(e, nd->name));
 		emit_gather(e, x, k);
 	} else {
+		emit_shards(e, nd, x, k);
 		emit_bucket(e, nd);
 	}
 	out(e, "\trt_end(%lld);\n", (long long)e->ev->live_bytes[i]);

@@ -93,56 +93,6 @@ shard_buffer(Dist *D, int i)
 	d->persistent_buf[i] = bytes;
 }
 
-/* ZeRO-2 and 3 keep a gradient shard of every param for the whole
- * training step:
- * appended as persistent buffers (in the param's gradient dtype), one per
- * param however many pipeline copies have a full gradient of it. */
-static void
-grad_shards(Dist *D)
-{
-	Dag *d = D->d;
-	const Graph *g = D->g;
-	int np = d->npersistent, n = np, extra = 0;
-	bool *seen = ar_alloc(D->a, (size_t)g->nt + 1);
-
-	for (int t = 0; t < d->nt; t++)
-		extra += d->t[t].cat == CAT_PARAM_GRADS;
-	d->persistent_buf = ar_grow(D->a, d->persistent_buf, sizeof(int64_t) * (size_t)(np + 1),
-	                            sizeof(int64_t) * (size_t)(np + extra + 1));
-	d->persistent_cat = ar_grow(D->a, d->persistent_cat, sizeof(MemCat) * (size_t)(np + 1),
-	                            sizeof(MemCat) * (size_t)(np + extra + 1));
-	d->persistent_ir = ar_grow(D->a, d->persistent_ir, sizeof(int) * (size_t)(np + 1),
-	                           sizeof(int) * (size_t)(np + extra + 1));
-	d->persistent_host = ar_grow(D->a, d->persistent_host, sizeof(int64_t) * (size_t)(np + 1),
-	                             sizeof(int64_t) * (size_t)(np + extra + 1));
-	for (int t = 0; t < d->nt; t++) {
-		const Tensor *gt;
-		int64_t elem;
-		if (d->t[t].cat != CAT_PARAM_GRADS)
-			continue;
-		/* the full gradient now lives only until its bucket is reduced */
-		d->t[t].to_end = false;
-		d->t[t].from_start = false;
-		gt = &g->t[d->t[t].ir_tensor];
-		if (seen[gt->grad_of])
-			continue;
-		seen[gt->grad_of] = true;
-		elem = ir_numel(gt) ? gt->bytes / ir_numel(gt) : 0;
-		d->persistent_buf[n] = dag_shard_elems(ir_numel(gt), D->o->ranks) * elem;
-		d->persistent_cat[n] = CAT_PARAM_GRADS;
-		d->persistent_ir[n] = gt->grad_of;
-		d->persistent_host[n] = 0;
-		if (D->o->offload_optimizer) {  /* ZeRO-Offload: the shard is the host's */
-			D->st->host[CAT_PARAM_GRADS] += d->persistent_buf[n];
-			d->persistent_host[n] = d->persistent_buf[n];
-			d->persistent_buf[n] = 0;
-		}
-		d->persistent[CAT_PARAM_GRADS] += d->persistent_buf[n];
-		n++;
-	}
-	d->npersistent = n;
-}
-
 /* ---------------------------------------------------------------- DAG growth */
 
 static int
@@ -375,6 +325,121 @@ buckets(Dist *D)
 	D->st->nbuckets = k;
 }
 
+/* ---------------------------------------------------------------- gradient shards */
+
+/* ZeRO-2 and 3: one gradient shard per param (in the param's gradient
+ * dtype), however many pipeline copies have a full gradient of it, into
+ * which each bucket holding one of those gradients reduce-scatters. The
+ * shard is made by the first such bucket and lives to the end of the step
+ * (the optimizer reads it): DeepSpeed allocates its partitioned gradients
+ * at the first reduction and FSDP sets the sharded .grad in its
+ * post-backward hook, and both drop them after the optimizer step
+ * (zero_grad with set_to_none), so nothing holds them during the forward
+ * (docs/distributed.md, "Lifetimes"). Two cases keep the whole step:
+ * - under gradient accumulation the shard sums every micro-batch of the
+ *   step, so the last micro-batch, which the DAG stands for, finds it made
+ *   (a persistent buffer);
+ * - ZeRO-Offload keeps it in host memory (a host buffer, 0 device bytes).
+ * A param's shard in shard_tensor[param]: its Dag tensor + 1, 0 none yet
+ * (1 for a persistent one). */
+static void
+persistent_shard(Dist *D, const Tensor *gt, int64_t bytes)
+{
+	Dag *d = D->d;
+	int n = d->npersistent;
+
+	d->persistent_buf = ar_grow(D->a, d->persistent_buf, sizeof(int64_t) * (size_t)(n + 1),
+	                            sizeof(int64_t) * (size_t)(n + 2));
+	d->persistent_cat = ar_grow(D->a, d->persistent_cat, sizeof(MemCat) * (size_t)(n + 1),
+	                            sizeof(MemCat) * (size_t)(n + 2));
+	d->persistent_ir = ar_grow(D->a, d->persistent_ir, sizeof(int) * (size_t)(n + 1),
+	                           sizeof(int) * (size_t)(n + 2));
+	d->persistent_host = ar_grow(D->a, d->persistent_host, sizeof(int64_t) * (size_t)(n + 1),
+	                             sizeof(int64_t) * (size_t)(n + 2));
+	d->persistent_buf[n] = bytes;
+	d->persistent_cat[n] = CAT_PARAM_GRADS;
+	d->persistent_ir[n] = gt->grad_of;
+	d->persistent_host[n] = 0;
+	if (D->o->offload_optimizer) {  /* ZeRO-Offload: the shard is the host's */
+		D->st->host[CAT_PARAM_GRADS] += bytes;
+		d->persistent_host[n] = bytes;
+		d->persistent_buf[n] = 0;
+	}
+	d->persistent[CAT_PARAM_GRADS] += d->persistent_buf[n];
+	D->st->grad_shards += d->persistent_buf[n];
+	d->npersistent = n + 1;
+}
+
+/* Bucket node v's shards: a new one as an output (its param in the
+ * node's comm_params, parallel to out[]), one an earlier bucket made as
+ * an input. */
+static void
+bucket_shards(Dist *D, int v, int *shard_tensor)
+{
+	Dag *d = D->d;
+	const Graph *g = D->g;
+	int nin = d->node[v].nin;
+	int *out = ar_alloc(D->a, sizeof(int) * (size_t)(nin + 1));
+	int *params = ar_alloc(D->a, sizeof(int) * (size_t)(nin + 1)), nout = 0;
+	DagXfer *x;
+
+	for (int j = 0; j < nin; j++) {
+		const Tensor *gt = &g->t[d->t[d->node[v].in[j]].ir_tensor];
+		int *s = &shard_tensor[gt->grad_of];
+		int64_t elem = ir_numel(gt) ? gt->bytes / ir_numel(gt) : 0;
+		int64_t bytes = dag_shard_elems(ir_numel(gt), D->o->ranks) * elem;
+		bool mine = false;      /* made by this very node */
+		if (!*s) {
+			*s = new_tensor(D, ar_printf(D->a, "grad_shard(%s)", g->t[gt->grad_of].id),
+			                bytes, CAT_PARAM_GRADS) + 1;
+			d->t[*s - 1].to_end = true;
+			D->st->grad_shards += bytes;
+			params[nout] = gt->grad_of;
+			out[nout++] = *s - 1;
+			continue;
+		}
+		for (int k = 0; k < nout; k++)
+			mine |= out[k] == *s - 1;
+		if (!mine)
+			add_input(D, v, *s - 1);
+	}
+	d->node[v].out = out;
+	d->node[v].nout = nout;
+	x = dag_xfer_set(d, v, D->a);
+	x->comm_params = params;
+	x->ncomm_params = nout;
+}
+
+/* The full gradients now live only until their bucket is reduced; the
+ * shards are persistent buffers (in the order of the gradients' Dag
+ * tensors) for the whole step, or the buckets, in the base order that
+ * made them, make them. */
+static void
+grad_shards(Dist *D, int nold)
+{
+	Dag *d = D->d;
+	int ntold = d->nt;
+	int *shard_tensor = ar_alloc(D->a, sizeof(int) * (size_t)(D->g->nt + 1));
+	bool whole_step = D->o->offload_optimizer || D->g->settings.accumulate > 1;
+
+	for (int t = 0; t < ntold; t++) {
+		const Tensor *gt;
+		if (d->t[t].cat != CAT_PARAM_GRADS)
+			continue;
+		d->t[t].to_end = false;
+		d->t[t].from_start = false;
+		gt = &D->g->t[d->t[t].ir_tensor];
+		if (whole_step && !shard_tensor[gt->grad_of]) {
+			shard_tensor[gt->grad_of] = 1;
+			persistent_shard(D, gt, dag_shard_elems(ir_numel(gt), D->o->ranks) *
+			                 (ir_numel(gt) ? gt->bytes / ir_numel(gt) : 0));
+		}
+	}
+	for (int v = nold; v < d->nnode && !whole_step; v++)
+		if (dag_xfer(d, v)->comm == COMM_REDUCE_SCATTER)
+			bucket_shards(D, v, shard_tensor);
+}
+
 /* ---------------------------------------------------------------- order */
 
 /* The units with a gather in one direction, in the order the base
@@ -487,7 +552,7 @@ distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a
 	if (o->ranks > 1)
 		buckets(&D);
 	if (o->zero >= 2)
-		grad_shards(&D);
+		grad_shards(&D, nold);
 	base_order(&D, nold);
 	dag_finish(d);
 }
