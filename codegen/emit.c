@@ -56,7 +56,8 @@
  * - Data parallelism (g->settings.dist, the Dag distribute.c made): the
  *   program is one rank. Persistent buffers are shards (offloaded ones on
  *   the host, Dag.persistent_host); a DagXfer.comm step runs its
- *   collective (emit_comm_step; layouts in codegen/runtime_dist.h); under
+ *   collective (emit_comm_step; layouts in codegen/runtime_dist.h) and
+ *   a reduce-scatter allocates the gradient shards it makes; under
  *   ZeRO-3 every read of a weight goes to its unit's gathered buffer that
  *   the step reads, and from ZeRO 2 the epilogue gathers the gradients
  *   from the shards for the checksums.
@@ -1248,7 +1249,8 @@ dist_place(Em *e, int i)
 
 /* Persistent buffer i of one data-parallel rank: a weight (its shard from
  * ZeRO-3; a `buffer` param whole), a shard of master copy or optimizer
- * state, a gradient shard. */
+ * state, a gradient shard kept for the whole step (accumulation,
+ * offload). */
 static void
 emit_dist_buffer(Em *e, int i)
 {

@@ -6,9 +6,11 @@
  * every rank's exact peak, and the liveness evaluator, the planners, the
  * verifier and the memory planner need no new rule:
  *
- * - shards are persistent buffers of ceil(elements / ranks) elements:
- *   master copy and optimizer state from ZeRO-1, a gradient shard from
- *   ZeRO-2, the weights themselves at ZeRO-3;
+ * - shards are buffers of ceil(elements / ranks) elements: persistent,
+ *   the master copy and optimizer state from ZeRO-1 and the weights
+ *   themselves at ZeRO-3; from ZeRO-2 a gradient shard per param, made by
+ *   the first bucket that reduce-scatters into it and live to the end
+ *   (persistent under accumulation or offload: grad_shards);
  * - gradient buckets are backward nodes: one per bucket of --bucket bytes,
  *   filled in the order the gradients are completed, placed right after the
  *   step that completes the bucket. The node reads the bucket's gradients
