@@ -113,10 +113,14 @@ typedef enum DagComm {
 	COMM_ALLGATHER,         /* ZeRO-3: out[0] = the full weights of
 	                           comm_params, concatenated in that order */
 	COMM_ALLREDUCE,         /* a gradient bucket (in[]), summed in place */
-	COMM_REDUCE_SCATTER     /* a gradient bucket (in[]), summed into each
-	                           param's gradient shard: the ones it makes
-	                           are out[] (their params comm_params), the
-	                           ones an earlier bucket made are in[] too */
+	COMM_REDUCE_SCATTER,    /* a gradient bucket (in[0], the flat buffer
+	                           of the COMM_PACK node right before it),
+	                           summed into each param's gradient shard:
+	                           the ones it makes are out[] (their params
+	                           comm_params), the ones an earlier bucket
+	                           made are in[] too */
+	COMM_PACK               /* a reduce-scatter's bucket: its gradients
+	                           (in[]) into the flat buffer out[0] */
 } DagComm;
 
 /* A pipeline stage's boundary node (passes/graph/pipeline.c; the generated

@@ -275,6 +275,50 @@ gathers(Dist *D)
 
 /* ---------------------------------------------------------------- buckets */
 
+/* ZeRO-0 and 1: bucket k, all-reduced in place through its flat buffer
+ * (the step's workspace); its gradients live on. Returns the node. */
+static int
+all_reduce(Dist *D, int k, const int *members, int nm, int64_t bytes)
+{
+	Dag *d = D->d;
+	int v = new_node(D, ar_printf(D->a, "allreduce(bucket %d)", k), true);
+
+	d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);
+	memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
+	d->node[v].nin = nm;
+	dag_set_workspace(d, v, bytes, D->a);
+	dag_xfer_set(d, v, D->a)->comm = COMM_ALLREDUCE;
+	return v;
+}
+
+/* ZeRO-2 and 3: bucket k in two steps, so that no step holds the full
+ * gradients and the shards they make together (DeepSpeed copies each
+ * gradient into its bucket and frees it before the reduce-scatter): a
+ * pack step, the gradients' last reader, fills the flat buffer (a tensor
+ * of the bucket's bytes), then the reduce-scatter (the next node, which
+ * grad_shards gives the shards) reads it. Returns the pack node. */
+static int
+pack_and_scatter(Dist *D, int k, const int *members, int nm, int64_t bytes)
+{
+	Dag *d = D->d;
+	int buf = new_tensor(D, ar_printf(D->a, "bucket %d", k), bytes, CAT_TEMPORARIES);
+	int v = new_node(D, ar_printf(D->a, "pack(bucket %d)", k), true);
+	int w = new_node(D, ar_printf(D->a, "reduce_scatter(bucket %d)", k), true);
+
+	d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);
+	memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
+	d->node[v].nin = nm;
+	d->node[v].out = ar_alloc(D->a, sizeof(int));
+	d->node[v].out[0] = buf;
+	d->node[v].nout = 1;
+	dag_xfer_set(d, v, D->a)->comm = COMM_PACK;
+	d->node[w].in = ar_alloc(D->a, sizeof(int));
+	d->node[w].in[0] = buf;
+	d->node[w].nin = 1;
+	dag_xfer_set(d, w, D->a)->comm = COMM_REDUCE_SCATTER;
+	return v;
+}
+
 /* Buckets of param gradients in the order the base schedule completes them
  * (the step of each one's last contribution); a bucket closes once it holds
  * o->bucket bytes, at the end of a pipeline copy's backward (under ZeRO
@@ -309,15 +353,9 @@ buckets(Dist *D)
 		}
 		if (nm && (bytes >= D->o->bucket || i == d->nbase - 1 ||
 		           dag_micro_batch(d, &d->node[d->base_order[i + 1]]) != dag_micro_batch(d, n))) {
-			int v = new_node(D, ar_printf(D->a, "%s(bucket %d)",
-			                 reduce_scatter ? "reduce_scatter" : "allreduce", k++), true);
-			d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);
-			memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
-			d->node[v].nin = nm;
-			dag_set_workspace(d, v, bytes, D->a);
-			dag_xfer_set(d, v, D->a)->comm =
-				reduce_scatter ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
-			D->bucket_after[d->base_order[i]] = v;
+			D->bucket_after[d->base_order[i]] = reduce_scatter
+			        ? pack_and_scatter(D, k++, members, nm, bytes)
+			        : all_reduce(D, k++, members, nm, bytes);
 			if (D->st->max_bucket < bytes)
 				D->st->max_bucket = bytes;
 			nm = 0;
@@ -372,7 +410,8 @@ persistent_shard(Dist *D, const Tensor *gt, int64_t bytes)
 	d->npersistent = n + 1;
 }
 
-/* Bucket node v's shards: a new one as an output (its param in the
+/* Reduce-scatter node v's shards (its bucket's gradients are the inputs
+ * of the pack node before it): a new one as an output (its param in the
  * node's comm_params, parallel to out[]), one an earlier bucket made as
  * an input. */
 static void
@@ -380,13 +419,14 @@ bucket_shards(Dist *D, int v, int *shard_tensor)
 {
 	Dag *d = D->d;
 	const Graph *g = D->g;
-	int nin = d->node[v].nin;
+	const DagNode *pack = &d->node[v - 1];  /* pack_and_scatter's pair */
+	int nin = pack->nin;
 	int *out = ar_alloc(D->a, sizeof(int) * (size_t)(nin + 1));
 	int *params = ar_alloc(D->a, sizeof(int) * (size_t)(nin + 1)), nout = 0;
 	DagXfer *x;
 
 	for (int j = 0; j < nin; j++) {
-		const Tensor *gt = &g->t[d->t[d->node[v].in[j]].ir_tensor];
+		const Tensor *gt = &g->t[d->t[pack->in[j]].ir_tensor];
 		int *s = &shard_tensor[gt->grad_of];
 		int64_t elem = ir_numel(gt) ? gt->bytes / ir_numel(gt) : 0;
 		int64_t bytes = dag_shard_elems(ir_numel(gt), D->o->ranks) * elem;
@@ -508,8 +548,11 @@ base_order(Dist *D, int nold)
 		if (D->gather_f && d->node[v].ir_op >= 0)
 			enter(D, d->node[v].is_backward ? &b : &f, unit_of_node(D, v), order, &n);
 		order[n++] = v;
-		if (D->bucket_after && D->bucket_after[v] >= 0)
+		if (D->bucket_after && D->bucket_after[v] >= 0) {
 			order[n++] = D->bucket_after[v];
+			if (dag_xfer(d, D->bucket_after[v])->comm == COMM_PACK)
+				order[n++] = D->bucket_after[v] + 1;    /* its reduce-scatter */
+		}
 	}
 	/* a gather no operation of its direction entered still runs (the DAG
 	 * runs every node): at the end */

@@ -171,8 +171,10 @@ find_node(const Dag *d, const char *prefix)
 }
 
 /* A 1-byte bucket closes after every gradient: one reduce per param. At
- * ZeRO-2 the full gradients die at their reduce; at ZeRO-0 they live to
- * the end and the reduce is an all-reduce. Its workspace is the bucket. */
+ * ZeRO-2 the full gradients die at their bucket's pack step, and its
+ * reduce-scatter makes each param's shard, which lives to the end; at
+ * ZeRO-0 they live to the end and the reduce is an all-reduce. Its
+ * workspace is the bucket. */
 static void
 test_buckets(void **state)
 {
@@ -199,9 +201,10 @@ test_buckets(void **state)
 			continue;
 		}
 		last = r.an.d.node[r.an.plan.sched.step[in->end]].name;
-		assert_true(!strncmp(last, "reduce_scatter", 14));
+		assert_true(!strncmp(last, "pack(bucket", 11));
 	}
 	assert_int_equal(shards, 3);
+	assert_int_equal(find_node(&r.an.d, "pack(bucket"), 3);
 	assert_int_equal(r.an.d.persistent[CAT_PARAM_GRADS], 0);
 	assert_int_equal(r.an.dist.grad_shards, 3 * 64 * 64 * 4 / 2);
 	ar_free(&r.a);
