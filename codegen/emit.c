@@ -58,7 +58,8 @@
  * - Data parallelism (g->settings.dist, the Dag distribute.c made): the
  *   program is one rank. Persistent buffers are shards (offloaded ones on
  *   the host, Dag.persistent_host); a DagXfer.comm step runs its
- *   collective (emit_comm_step; layouts in codegen/runtime_dist.h); under
+ *   collective (emit_comm_step; layouts in codegen/runtime_dist.h) and
+ *   a reduce-scatter allocates the gradient shards it makes; under
  *   ZeRO-3 every read of a weight goes to its unit's gathered buffer that
  *   the step reads, and from ZeRO 2 the epilogue gathers the gradients
  *   from the shards for the checksums.
@@ -896,31 +897,32 @@ emit_gather(Em *e, const DagXfer *nd, int k)
 	}
 }
 
-/* One dtype's region of a bucket at byte off: pack, sum, unpack; returns
- * the region's bytes. */
+/* One dtype's region of a bucket at byte off (nd: the all-reduce, or the
+ * pack node of a reduce-scatter, whose in[] are the gradients): pack
+ * (unless comm is COMM_REDUCE_SCATTER: the pack step did), then sum and
+ * unpack (unless comm is COMM_PACK); returns the region's bytes. */
 static int64_t
-emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
+emit_bucket_part(Em *e, const DagNode *nd, DagComm comm, Dtype dt, int64_t off)
 {
 	int64_t es = dtype_size(dt), pos = off;
 	const char *rdt = dt_enum(e, dt);
-	DagComm comm = dag_xfer(e->d, (int)(nd - e->d->node))->comm;
 	for (int r = 0; r < (comm == COMM_ALLREDUCE ? 1 : e->ranks); r++)
 		for (int j = 0; j < nd->nin; j++) {
 			int t = nd->in[j];
 			int64_t n = ir_numel(ten(e, e->d->t[t].ir_tensor)), st = 0;
 			if (inst_dtype(e, t) != (int)dt)
 				continue;
-			if (comm == COMM_REDUCE_SCATTER) {
+			if (comm != COMM_ALLREDUCE) {
 				st = r * dag_shard_elems(n, e->ranks);
 				n = dag_shard_count(n, e->ranks, r);
 			}
-			if (n)
+			if (n && comm != COMM_REDUCE_SCATTER)
 				out(e, "\trt_pack(D[%d], %lld, %lld, %lld, 0);\n", e->cur[t], (long long)st,
 				    (long long)n, (long long)pos);
 			pos += n * es;
 		}
-	if (pos == off)
-		return 0;
+	if (pos == off || comm == COMM_PACK)
+		return pos - off;
 	if (comm == COMM_ALLREDUCE) {
 		out(e, "\trt_allreduce(%lld, %lld, %s);\n", (long long)off, (long long)((pos - off) / es), rdt);
 		for (int j = 0, q = (int)off; j < nd->nin; j++) {
@@ -953,16 +955,35 @@ emit_bucket_part(Em *e, const DagNode *nd, Dtype dt, int64_t off)
 }
 
 /* A gradient bucket: its dtypes' regions, 8-byte dtypes first (each part
- * stays aligned), in the step's temporary extent. */
-static void
-emit_bucket(Em *e, const DagNode *nd)
+ * stays aligned), in the block rt_tblock points at: the all-reduce's
+ * temporary extent, or the flat buffer a pack step makes and its
+ * reduce-scatter reads (nd: that pack node); returns its bytes. */
+static int64_t
+emit_bucket(Em *e, const DagNode *nd, DagComm comm)
 {
 	int64_t off = 0;
 	for (int64_t es = 8; es >= 1; es /= 2)
 		for (int dt = 0; dt < DT_COUNT; dt++)
 			if (dtype_size((Dtype)dt) == es)
-				off += emit_bucket_part(e, nd, (Dtype)dt, off);
-	ir_assert(off == dag_workspace(e->d, (int)(nd - e->d->node)));
+				off += emit_bucket_part(e, nd, comm, (Dtype)dt, off);
+	return off;
+}
+
+/* The gradient shards a reduce-scatter makes (its out[], the params in
+ * comm_params; instances k on), zero before the bucket adds into them;
+ * a shard an earlier bucket made is G[] already. */
+static void
+emit_shards(Em *e, const DagNode *nd, const DagXfer *x, int k)
+{
+	for (int j = 0; j < nd->nout; j++) {
+		const Tensor *t = ten(e, x->comm_params[j]);
+		int p = e->param_of[x->comm_params[j]];
+		ir_assert(x->ncomm_params == nd->nout && e->ev->inst[k + j].tensor == nd->out[j]);
+		e->cur[nd->out[j]] = k + j;
+		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k + j, k + j, cmt(e, e->d->t[nd->out[j]].name));
+		out(e, "\tG[%d] = rt_shard(D[%d].p, %s, %lld);\n\trt_fill(G[%d], 0);\n", p, k + j,
+		    dt_enum(e, inst_dtype(e, e->dag_of[t->grad])), (long long)dag_shard_elems(ir_numel(t), e->ranks), p);
+	}
 }
 
 /* Step i of a communication node: its buffer, the collective, the check. */
@@ -981,8 +1002,20 @@ emit_comm_step(Em *e, int i)
 		e->cur[nd->out[0]] = k;
 		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, cmt(e, nd->name));
 		emit_gather(e, x, k);
-	} else {
-		emit_bucket(e, nd);
+	} else if (x->comm == COMM_ALLREDUCE) {
+		ir_assert(emit_bucket(e, nd, x->comm) == dag_workspace(e->d, e->s->step[i]));
+	} else if (x->comm == COMM_PACK) {    /* the flat buffer, a tensor */
+		ir_assert(nd->nout == 1 && e->ev->inst[k].tensor == nd->out[0]);
+		e->cur[nd->out[0]] = k;
+		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, cmt(e, nd->name));
+		out(e, "\trt_tblock = (unsigned char *)D[%d].p;\n", k);
+		ir_assert(emit_bucket(e, nd, x->comm) == e->d->t[nd->out[0]].bytes);
+	} else {        /* COMM_REDUCE_SCATTER, right after its pack node */
+		int v = e->s->step[i] - 1;
+		ir_assert(dag_xfer(e->d, v)->comm == COMM_PACK && e->d->node[v].out[0] == nd->in[0]);
+		emit_shards(e, nd, x, k);
+		out(e, "\trt_tblock = (unsigned char *)D[%d].p;\n", e->cur[nd->in[0]]);
+		ir_assert(emit_bucket(e, &e->d->node[v], x->comm) == e->d->t[nd->in[0]].bytes);
 	}
 	out(e, "\trt_end(%lld);\n", (long long)e->ev->live_bytes[i]);
 	for (int q = e->drop[i]; q >= 0; q = e->dnext[q])
@@ -1342,7 +1375,8 @@ dist_place(Em *e, int i)
 
 /* Persistent buffer i of one data-parallel rank: a weight (its shard from
  * ZeRO-3; a `buffer` param whole), a shard of master copy or optimizer
- * state, a gradient shard. */
+ * state, a gradient shard kept for the whole step (accumulation,
+ * offload). */
 static void
 emit_dist_buffer(Em *e, int i)
 {

@@ -16,14 +16,15 @@
  *   unit's gathered buffer: the rank copies its part into place, then every
  *   part is gathered in place (MPI_Allgatherv; NCCL: one broadcast per
  *   rank), so no buffer is needed beyond the gathered one the model counts;
- * - a gradient bucket is the step's temporary block (the model's bucket
- *   buffer): per gradient dtype a region, the gradients packed into it in
+ * - a gradient bucket is the block rt_tblock points at (the model's bucket
+ *   buffer: the all-reduce step's temporary block, or the tensor a pack
+ *   step fills and its reduce-scatter step reads): per gradient dtype a region, the gradients packed into it in
  *   bucket order (all-reduce) or rank-major (reduce-scatter: rank r's parts
  *   of every gradient, then rank r+1's), summed in place, and copied back
  *   (all-reduce) or into the gradient shards (reduce-scatter) scaled by 1/N:
  *   ranks average their gradients, as DDP, FSDP and DeepSpeed do.
  *   -DREMAT_FAULT_SUM leaves out the 1/N (a wrong reduction, for the tests'
- *   negative control). Gradient shards are added to (zeroed at the start),
+ *   negative control). Gradient shards are added to (zeroed when made),
  *   so that the micro-batches of a pipeline stage accumulate into them.
  *
  * Pipeline stages (--stages K, docs/distributed.md "Running a pipeline"):

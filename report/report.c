@@ -169,7 +169,7 @@ report_totals(const Analysis *an)
 	else
 		model_totals(g, &r);
 	if (dist_active(&g->settings.dist) && g->settings.dist.zero >= 2)
-		r.grad_bytes = an->d.persistent[CAT_PARAM_GRADS];  /* the shard */
+		r.grad_bytes = an->dist.grad_shards;  /* the shard */
 	return r;
 }
 

@@ -113,8 +113,14 @@ typedef enum DagComm {
 	COMM_ALLGATHER,         /* ZeRO-3: out[0] = the full weights of
 	                           comm_params, concatenated in that order */
 	COMM_ALLREDUCE,         /* a gradient bucket (in[]), summed in place */
-	COMM_REDUCE_SCATTER     /* a gradient bucket (in[]), summed into each
-	                           param's gradient shard */
+	COMM_REDUCE_SCATTER,    /* a gradient bucket (in[0], the flat buffer
+	                           of the COMM_PACK node right before it),
+	                           summed into each param's gradient shard:
+	                           the ones it makes are out[] (their params
+	                           comm_params), the ones an earlier bucket
+	                           made are in[] too */
+	COMM_PACK               /* a reduce-scatter's bucket: its gradients
+	                           (in[]) into the flat buffer out[0] */
 } DagComm;
 
 /* A pipeline stage's boundary node (passes/graph/pipeline.c; the generated
@@ -164,7 +170,9 @@ _Static_assert(sizeof(void *) != 8 || sizeof(DagNode) == 64,
 typedef struct DagXfer {
 	DagComm comm;           /* a communication step, or COMM_NONE */
 	int ncomm_params;
-	int *comm_params;       /* COMM_ALLGATHER: the IR params it gathers */
+	int *comm_params;       /* COMM_ALLGATHER: the IR params it gathers;
+	                           COMM_REDUCE_SCATTER: the param of each
+	                           gradient shard in out[] */
 	DagPipe pipe;           /* a pipeline boundary step, or PIPE_NONE */
 	int npeer;
 	int *peer;              /* the stages it exchanges with */

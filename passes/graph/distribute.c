@@ -6,9 +6,11 @@
  * every rank's exact peak, and the liveness evaluator, the planners, the
  * verifier and the memory planner need no new rule:
  *
- * - shards are persistent buffers of ceil(elements / ranks) elements:
- *   master copy and optimizer state from ZeRO-1, a gradient shard from
- *   ZeRO-2, the weights themselves at ZeRO-3;
+ * - shards are buffers of ceil(elements / ranks) elements: persistent,
+ *   the master copy and optimizer state from ZeRO-1 and the weights
+ *   themselves at ZeRO-3; from ZeRO-2 a gradient shard per param, made by
+ *   the first bucket that reduce-scatters into it and live to the end
+ *   (persistent under accumulation or offload: grad_shards);
  * - gradient buckets are backward nodes: one per bucket of --bucket bytes,
  *   filled in the order the gradients are completed, placed right after the
  *   step that completes the bucket. The node reads the bucket's gradients
@@ -91,56 +93,6 @@ shard_buffer(Dist *D, int i)
 	}
 	d->persistent[c] += bytes - d->persistent_buf[i];
 	d->persistent_buf[i] = bytes;
-}
-
-/* ZeRO-2 and 3 keep a gradient shard of every param for the whole
- * training step:
- * appended as persistent buffers (in the param's gradient dtype), one per
- * param however many pipeline copies have a full gradient of it. */
-static void
-grad_shards(Dist *D)
-{
-	Dag *d = D->d;
-	const Graph *g = D->g;
-	int np = d->npersistent, n = np, extra = 0;
-	bool *seen = ar_alloc(D->a, (size_t)g->nt + 1);
-
-	for (int t = 0; t < d->nt; t++)
-		extra += d->t[t].cat == CAT_PARAM_GRADS;
-	d->persistent_buf = ar_grow(D->a, d->persistent_buf, sizeof(int64_t) * (size_t)(np + 1),
-	                            sizeof(int64_t) * (size_t)(np + extra + 1));
-	d->persistent_cat = ar_grow(D->a, d->persistent_cat, sizeof(MemCat) * (size_t)(np + 1),
-	                            sizeof(MemCat) * (size_t)(np + extra + 1));
-	d->persistent_ir = ar_grow(D->a, d->persistent_ir, sizeof(int) * (size_t)(np + 1),
-	                           sizeof(int) * (size_t)(np + extra + 1));
-	d->persistent_host = ar_grow(D->a, d->persistent_host, sizeof(int64_t) * (size_t)(np + 1),
-	                             sizeof(int64_t) * (size_t)(np + extra + 1));
-	for (int t = 0; t < d->nt; t++) {
-		const Tensor *gt;
-		int64_t elem;
-		if (d->t[t].cat != CAT_PARAM_GRADS)
-			continue;
-		/* the full gradient now lives only until its bucket is reduced */
-		d->t[t].to_end = false;
-		d->t[t].from_start = false;
-		gt = &g->t[d->t[t].ir_tensor];
-		if (seen[gt->grad_of])
-			continue;
-		seen[gt->grad_of] = true;
-		elem = ir_numel(gt) ? gt->bytes / ir_numel(gt) : 0;
-		d->persistent_buf[n] = dag_shard_elems(ir_numel(gt), D->o->ranks) * elem;
-		d->persistent_cat[n] = CAT_PARAM_GRADS;
-		d->persistent_ir[n] = gt->grad_of;
-		d->persistent_host[n] = 0;
-		if (D->o->offload_optimizer) {  /* ZeRO-Offload: the shard is the host's */
-			D->st->host[CAT_PARAM_GRADS] += d->persistent_buf[n];
-			d->persistent_host[n] = d->persistent_buf[n];
-			d->persistent_buf[n] = 0;
-		}
-		d->persistent[CAT_PARAM_GRADS] += d->persistent_buf[n];
-		n++;
-	}
-	d->npersistent = n;
 }
 
 /* ---------------------------------------------------------------- DAG growth */
@@ -323,6 +275,50 @@ gathers(Dist *D)
 
 /* ---------------------------------------------------------------- buckets */
 
+/* ZeRO-0 and 1: bucket k, all-reduced in place through its flat buffer
+ * (the step's workspace); its gradients live on. Returns the node. */
+static int
+all_reduce(Dist *D, int k, const int *members, int nm, int64_t bytes)
+{
+	Dag *d = D->d;
+	int v = new_node(D, ar_printf(D->a, "allreduce(bucket %d)", k), true);
+
+	d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);
+	memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
+	d->node[v].nin = nm;
+	dag_set_workspace(d, v, bytes, D->a);
+	dag_xfer_set(d, v, D->a)->comm = COMM_ALLREDUCE;
+	return v;
+}
+
+/* ZeRO-2 and 3: bucket k in two steps, so that no step holds the full
+ * gradients and the shards they make together (DeepSpeed copies each
+ * gradient into its bucket and frees it before the reduce-scatter): a
+ * pack step, the gradients' last reader, fills the flat buffer (a tensor
+ * of the bucket's bytes), then the reduce-scatter (the next node, which
+ * grad_shards gives the shards) reads it. Returns the pack node. */
+static int
+pack_and_scatter(Dist *D, int k, const int *members, int nm, int64_t bytes)
+{
+	Dag *d = D->d;
+	int buf = new_tensor(D, ar_printf(D->a, "bucket %d", k), bytes, CAT_TEMPORARIES);
+	int v = new_node(D, ar_printf(D->a, "pack(bucket %d)", k), true);
+	int w = new_node(D, ar_printf(D->a, "reduce_scatter(bucket %d)", k), true);
+
+	d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);
+	memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
+	d->node[v].nin = nm;
+	d->node[v].out = ar_alloc(D->a, sizeof(int));
+	d->node[v].out[0] = buf;
+	d->node[v].nout = 1;
+	dag_xfer_set(d, v, D->a)->comm = COMM_PACK;
+	d->node[w].in = ar_alloc(D->a, sizeof(int));
+	d->node[w].in[0] = buf;
+	d->node[w].nin = 1;
+	dag_xfer_set(d, w, D->a)->comm = COMM_REDUCE_SCATTER;
+	return v;
+}
+
 /* Buckets of param gradients in the order the base schedule completes them
  * (the step of each one's last contribution); a bucket closes once it holds
  * o->bucket bytes, at the end of a pipeline copy's backward (under ZeRO
@@ -357,15 +353,9 @@ buckets(Dist *D)
 		}
 		if (nm && (bytes >= D->o->bucket || i == d->nbase - 1 ||
 		           dag_micro_batch(d, &d->node[d->base_order[i + 1]]) != dag_micro_batch(d, n))) {
-			int v = new_node(D, ar_printf(D->a, "%s(bucket %d)",
-			                 reduce_scatter ? "reduce_scatter" : "allreduce", k++), true);
-			d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);
-			memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
-			d->node[v].nin = nm;
-			dag_set_workspace(d, v, bytes, D->a);
-			dag_xfer_set(d, v, D->a)->comm =
-				reduce_scatter ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
-			D->bucket_after[d->base_order[i]] = v;
+			D->bucket_after[d->base_order[i]] = reduce_scatter
+			        ? pack_and_scatter(D, k++, members, nm, bytes)
+			        : all_reduce(D, k++, members, nm, bytes);
 			if (D->st->max_bucket < bytes)
 				D->st->max_bucket = bytes;
 			nm = 0;
@@ -373,6 +363,123 @@ buckets(Dist *D)
 		}
 	}
 	D->st->nbuckets = k;
+}
+
+/* ---------------------------------------------------------------- gradient shards */
+
+/* ZeRO-2 and 3: one gradient shard per param (in the param's gradient
+ * dtype), however many pipeline copies have a full gradient of it, into
+ * which each bucket holding one of those gradients reduce-scatters. The
+ * shard is made by the first such bucket and lives to the end of the step
+ * (the optimizer reads it): DeepSpeed allocates its partitioned gradients
+ * at the first reduction and FSDP sets the sharded .grad in its
+ * post-backward hook, and both drop them after the optimizer step
+ * (zero_grad with set_to_none), so nothing holds them during the forward
+ * (docs/distributed.md, "Lifetimes"). Two cases keep the whole step:
+ * - under gradient accumulation the shard sums every micro-batch of the
+ *   step, so the last micro-batch, which the DAG stands for, finds it made
+ *   (a persistent buffer);
+ * - ZeRO-Offload keeps it in host memory (a host buffer, 0 device bytes).
+ * A param's shard in shard_tensor[param]: its Dag tensor + 1, 0 none yet
+ * (1 for a persistent one). */
+static void
+persistent_shard(Dist *D, const Tensor *gt, int64_t bytes)
+{
+	Dag *d = D->d;
+	int n = d->npersistent;
+
+	d->persistent_buf = ar_grow(D->a, d->persistent_buf, sizeof(int64_t) * (size_t)(n + 1),
+	                            sizeof(int64_t) * (size_t)(n + 2));
+	d->persistent_cat = ar_grow(D->a, d->persistent_cat, sizeof(MemCat) * (size_t)(n + 1),
+	                            sizeof(MemCat) * (size_t)(n + 2));
+	d->persistent_ir = ar_grow(D->a, d->persistent_ir, sizeof(int) * (size_t)(n + 1),
+	                           sizeof(int) * (size_t)(n + 2));
+	d->persistent_host = ar_grow(D->a, d->persistent_host, sizeof(int64_t) * (size_t)(n + 1),
+	                             sizeof(int64_t) * (size_t)(n + 2));
+	d->persistent_buf[n] = bytes;
+	d->persistent_cat[n] = CAT_PARAM_GRADS;
+	d->persistent_ir[n] = gt->grad_of;
+	d->persistent_host[n] = 0;
+	if (D->o->offload_optimizer) {  /* ZeRO-Offload: the shard is the host's */
+		D->st->host[CAT_PARAM_GRADS] += bytes;
+		d->persistent_host[n] = bytes;
+		d->persistent_buf[n] = 0;
+	}
+	d->persistent[CAT_PARAM_GRADS] += d->persistent_buf[n];
+	D->st->grad_shards += d->persistent_buf[n];
+	d->npersistent = n + 1;
+}
+
+/* Reduce-scatter node v's shards (its bucket's gradients are the inputs
+ * of the pack node before it): a new one as an output (its param in the
+ * node's comm_params, parallel to out[]), one an earlier bucket made as
+ * an input. */
+static void
+bucket_shards(Dist *D, int v, int *shard_tensor)
+{
+	Dag *d = D->d;
+	const Graph *g = D->g;
+	const DagNode *pack = &d->node[v - 1];  /* pack_and_scatter's pair */
+	int nin = pack->nin;
+	int *out = ar_alloc(D->a, sizeof(int) * (size_t)(nin + 1));
+	int *params = ar_alloc(D->a, sizeof(int) * (size_t)(nin + 1)), nout = 0;
+	DagXfer *x;
+
+	for (int j = 0; j < nin; j++) {
+		const Tensor *gt = &g->t[d->t[pack->in[j]].ir_tensor];
+		int *s = &shard_tensor[gt->grad_of];
+		int64_t elem = ir_numel(gt) ? gt->bytes / ir_numel(gt) : 0;
+		int64_t bytes = dag_shard_elems(ir_numel(gt), D->o->ranks) * elem;
+		bool mine = false;      /* made by this very node */
+		if (!*s) {
+			*s = new_tensor(D, ar_printf(D->a, "grad_shard(%s)", g->t[gt->grad_of].id),
+			                bytes, CAT_PARAM_GRADS) + 1;
+			d->t[*s - 1].to_end = true;
+			D->st->grad_shards += bytes;
+			params[nout] = gt->grad_of;
+			out[nout++] = *s - 1;
+			continue;
+		}
+		for (int k = 0; k < nout; k++)
+			mine |= out[k] == *s - 1;
+		if (!mine)
+			add_input(D, v, *s - 1);
+	}
+	d->node[v].out = out;
+	d->node[v].nout = nout;
+	x = dag_xfer_set(d, v, D->a);
+	x->comm_params = params;
+	x->ncomm_params = nout;
+}
+
+/* The full gradients now live only until their bucket is reduced; the
+ * shards are persistent buffers (in the order of the gradients' Dag
+ * tensors) for the whole step, or the buckets, in the base order that
+ * made them, make them. */
+static void
+grad_shards(Dist *D, int nold)
+{
+	Dag *d = D->d;
+	int ntold = d->nt;
+	int *shard_tensor = ar_alloc(D->a, sizeof(int) * (size_t)(D->g->nt + 1));
+	bool whole_step = D->o->offload_optimizer || D->g->settings.accumulate > 1;
+
+	for (int t = 0; t < ntold; t++) {
+		const Tensor *gt;
+		if (d->t[t].cat != CAT_PARAM_GRADS)
+			continue;
+		d->t[t].to_end = false;
+		d->t[t].from_start = false;
+		gt = &D->g->t[d->t[t].ir_tensor];
+		if (whole_step && !shard_tensor[gt->grad_of]) {
+			shard_tensor[gt->grad_of] = 1;
+			persistent_shard(D, gt, dag_shard_elems(ir_numel(gt), D->o->ranks) *
+			                 (ir_numel(gt) ? gt->bytes / ir_numel(gt) : 0));
+		}
+	}
+	for (int v = nold; v < d->nnode && !whole_step; v++)
+		if (dag_xfer(d, v)->comm == COMM_REDUCE_SCATTER)
+			bucket_shards(D, v, shard_tensor);
 }
 
 /* ---------------------------------------------------------------- order */
@@ -441,8 +548,11 @@ base_order(Dist *D, int nold)
 		if (D->gather_f && d->node[v].ir_op >= 0)
 			enter(D, d->node[v].is_backward ? &b : &f, unit_of_node(D, v), order, &n);
 		order[n++] = v;
-		if (D->bucket_after && D->bucket_after[v] >= 0)
+		if (D->bucket_after && D->bucket_after[v] >= 0) {
 			order[n++] = D->bucket_after[v];
+			if (dag_xfer(d, D->bucket_after[v])->comm == COMM_PACK)
+				order[n++] = D->bucket_after[v] + 1;    /* its reduce-scatter */
+		}
 	}
 	/* a gather no operation of its direction entered still runs (the DAG
 	 * runs every node): at the end */
@@ -487,7 +597,7 @@ distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a
 	if (o->ranks > 1)
 		buckets(&D);
 	if (o->zero >= 2)
-		grad_shards(&D);
+		grad_shards(&D, nold);
 	base_order(&D, nold);
 	dag_finish(d);
 }

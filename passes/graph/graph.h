@@ -56,6 +56,9 @@ typedef struct DistStats {
 	int nunits;                     /* ZeRO-3: units with weights to gather
 	                                   (0 otherwise) */
 	int64_t max_gather;             /* ZeRO-3: the largest unit's weights */
+	int64_t grad_shards;            /* ZeRO-2/3: device bytes of the
+	                                   gradient shards, persistent or made
+	                                   by their first bucket */
 } DistStats;
 /* Whether the options ask for anything beyond one plain rank. */
 bool dist_active(const DistOptions *o);

@@ -90,12 +90,16 @@ run_stage(Run *r, int stage, int ranks, int zero, bool off_opt, bool off_par)
 	run_net(r, net4, &o);
 }
 
+/* The model states a rank holds on the device: its persistent buffers and
+ * its gradient shards (from ZeRO-2, made by their first bucket, or
+ * persistent under offload and accumulation: dist.grad_shards counts
+ * both). */
 static int64_t
 model_states(const Run *r)
 {
 	const int64_t *p = r->an.d.persistent;
 
-	return p[CAT_PARAMS] + p[CAT_MASTER] + p[CAT_OPTIMIZER] + p[CAT_PARAM_GRADS];
+	return p[CAT_PARAMS] + p[CAT_MASTER] + p[CAT_OPTIMIZER] + r->an.dist.grad_shards;
 }
 
 /* DeepSpeed 0.19's estimate_zero2_model_states_mem_needs and
@@ -167,12 +171,15 @@ find_node(const Dag *d, const char *prefix)
 }
 
 /* A 1-byte bucket closes after every gradient: one reduce per param. At
- * ZeRO-2 the full gradients die at their reduce; at ZeRO-0 they live to
- * the end and the reduce is an all-reduce. Its workspace is the bucket. */
+ * ZeRO-2 the full gradients die at their bucket's pack step, and its
+ * reduce-scatter makes each param's shard, which lives to the end; at
+ * ZeRO-0 they live to the end and the reduce is an all-reduce. Its
+ * workspace is the bucket. */
 static void
 test_buckets(void **state)
 {
 	Run r;
+	int shards = 0;
 
 	(void)state;
 	run(&r, 2, 2, false, false, 1);
@@ -185,9 +192,21 @@ test_buckets(void **state)
 		const char *last;
 		if (t->cat != CAT_PARAM_GRADS)
 			continue;
+		if (t->ir_tensor < 0) {         /* a shard: its bucket to the end */
+			const char *first = r.an.d.node[r.an.plan.sched.step[in->start]].name;
+			assert_true(!strncmp(first, "reduce_scatter", 14));
+			assert_int_equal(in->end, r.an.ev.nsteps - 1);
+			assert_int_equal(in->owned, 64 * 64 * 4 / 2);
+			shards++;
+			continue;
+		}
 		last = r.an.d.node[r.an.plan.sched.step[in->end]].name;
-		assert_true(!strncmp(last, "reduce_scatter", 14));
+		assert_true(!strncmp(last, "pack(bucket", 11));
 	}
+	assert_int_equal(shards, 3);
+	assert_int_equal(find_node(&r.an.d, "pack(bucket"), 3);
+	assert_int_equal(r.an.d.persistent[CAT_PARAM_GRADS], 0);
+	assert_int_equal(r.an.dist.grad_shards, 3 * 64 * 64 * 4 / 2);
 	ar_free(&r.a);
 	run(&r, 2, 0, false, false, 25 << 20);
 	assert_int_equal(r.an.dist.nbuckets, 1);
