@@ -1910,11 +1910,38 @@ rt_host_conv_dw(const RtT *X, const RtT *G, const RtT *D, RtConv c, int add)
 }
 #endif
 
+/* A 1x1 convolution of stride 1, no padding, one group (kern: its weight)
+ * is a matmul: y [N, O, H W] = w [O, C] @ x [N, C, H W], the weight shared
+ * by the batch, and its gradients the matmul's (dx: slot 1, dw: slot 0),
+ * so it runs as GEMM calls (rt_mm), in the plain kernels' order but for
+ * dw's calls adding into an f32 result. */
+RT_FN int
+rt_conv_1x1(RtT kern, RtConv c)
+{
+	return kern.shape[2] == 1 && kern.shape[3] == 1 && c.s == 1 && c.p == 0 && c.g == 1;
+}
+
+/* An activation [N, C, H, W] as [N, C, H W], a weight [O, C, 1, 1] as
+ * [O, C]: views for rt_mm. */
+RT_FN RtT
+rt_conv_as_mm(RtT t, int weight)
+{
+	int64_t sh[3] = {t.shape[0], t.shape[1], t.shape[2] * t.shape[3]};
+	return rt_reshape(t, weight ? 2 : 3, sh);
+}
+
 RT_FN void
 rt_f_conv2d(RtT x, RtT w, RtT y, int64_t s, int64_t p, int64_t d, int64_t g)
 {
 	RtT a[3] = {x, w, y};
 	RtConv c = {s, p, d, g};
+#ifndef RT_NAIVE
+	if (rt_conv_1x1(w, c)) {
+		RtT m[4] = {rt_conv_as_mm(w, 1), rt_conv_as_mm(x, 0), rt_none(), rt_conv_as_mm(y, 0)};
+		rt_mm(m, -1, 0);
+		return;
+	}
+#endif
 #if !defined(RT_GPU) && !defined(RT_NAIVE)
 	if (rt_host_conv_ok(&a[0], &a[1], &a[2], c)) {
 		rt_host_conv_f(&a[0], &a[1], &a[2], c);
@@ -1973,6 +2000,14 @@ rt_b_conv2d(int slot, RtT x, RtT w, RtT g, RtT dst, int add,
 {
 	RtT a[4] = {x, w, g, dst};
 	RtConv c = {s, p, d, gr};
+#ifndef RT_NAIVE
+	if (rt_conv_1x1(slot ? dst : w, c)) {   /* the operand a slot does not read: dst */
+		RtT wm = rt_conv_as_mm(slot ? dst : w, 1), dm = rt_conv_as_mm(dst, slot);
+		RtT m[4] = {wm, slot ? rt_conv_as_mm(x, 0) : dm, rt_conv_as_mm(g, 0), dm};
+		rt_mm(m, !slot, add);
+		return;
+	}
+#endif
 #if !defined(RT_GPU) && !defined(RT_NAIVE)
 	if (slot == 1 && rt_host_conv_ok(&a[0], &a[3], &a[2], c)) {
 		rt_host_conv_dw(&a[0], &a[2], &a[3], c, add);
