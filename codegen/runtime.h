@@ -2,8 +2,10 @@
  *
  * One source, two targets: with nvcc (GPU) kernels are __global__ grid-stride
  * loops; with -DREMAT_HOST (or any C compiler) the same kernels are plain
- * loops over the elements. Every kernel is deterministic: one thread per
- * output element (or row), each summing in a fixed order, no atomics.
+ * loops over the elements. Every kernel is deterministic, no atomics: one
+ * thread per output element, or a block per reduction row summing in one
+ * fixed tree that the host runs too (trees); matmuls are calls of one GEMM
+ * interface, cuBLAS on the GPU and its C version on the host (matmul).
  *
  * A tensor is an RtT descriptor: a base pointer, a storage dtype, a logical
  * shape, and a chain of index maps from the logical row-major element index
@@ -11,31 +13,40 @@
  * row-major order is unchanged); transpose, permute and slice compose a
  * strided map onto the chain, or push a new one after a reshape, so a reshape
  * of a transposed tensor still addresses the right elements without a copy.
+ * A kernel gets the chains folded (rt_flat): a contiguous view has none, so
+ * its elements are read without index arithmetic.
  *
  * Values are loaded into rt_real (double when the network has f64 tensors,
  * else float) and stored back converted; f16, bf16 and f8 are raw bits with
  * software conversion (round to nearest even; f8e4m3 saturates at +-448).
  *
  * Sections, in order, each opening with a "------ name" comment line:
- * storage (dtype loads and stores), descriptors (RtT, views), launching,
- * elementwise, binary, matmul, conv2d, attention, norms, softmax, pooling,
+ * storage (dtype loads and stores), descriptors (RtT, views, strided
+ * sub-axes), launching, trees (reductions), elementwise, binary, matmul
+ * (the GEMM interface), conv2d, attention, norms, softmax, pooling,
  * reductions, losses, embedding, custom ops, init and checks, memory
- * (allocation registry, tracked and arena modes, steps, checksums,
+ * (allocation registry, tracked and arena modes, steps, timing, checksums,
  * rt_finish).
  *
  * Everything the program allocates is registered (rt_raw_alloc) and freed
  * by rt_finish, which also flushes stdout before the program exits, so a
- * leak checker (-fsanitize=address) sees no leak and loses no output.
+ * leak checker (-fsanitize=address) sees no leak and loses no output. The
+ * GPU build links cuBLAS (-lcublas) and gives it no workspace.
  */
+#if !defined(_POSIX_C_SOURCE) && !defined(__CUDACC__)
+#define _POSIX_C_SOURCE 200809L         /* clock_gettime under -std=c11 */
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(__CUDACC__) && !defined(REMAT_HOST)
 #define RT_GPU 1
 #include <cuda_runtime.h>
+#include <cublas_v2.h>
 #pragma nv_diag_suppress 177    /* prelude functions this graph does not use */
 #define RT_DEV __host__ __device__
 #define RT_K static __global__ void
@@ -216,10 +227,10 @@ rt_geti(const RtT *t, int64_t i)
 	}
 }
 
+/* Element j of t's base buffer = v, converted to t's dtype. */
 RT_DFN void
-rt_put(const RtT *t, int64_t i, rt_real v)
+rt_st(const RtT *t, int64_t j, rt_real v)
 {
-	int64_t j = rt_phys(t, i);
 	switch (t->dt) {
 	case RT_DT_F64: ((double *)t->p)[j] = v; break;
 	case RT_DT_F32: ((float *)t->p)[j] = (float)v; break;
@@ -232,6 +243,24 @@ rt_put(const RtT *t, int64_t i, rt_real v)
 	case RT_DT_I8: ((int8_t *)t->p)[j] = (int8_t)v; break;
 	case RT_DT_U8: ((uint8_t *)t->p)[j] = (uint8_t)v; break;
 	default: ((uint8_t *)t->p)[j] = v != 0; break;
+	}
+}
+
+RT_DFN void
+rt_put(const RtT *t, int64_t i, rt_real v)
+{
+	rt_st(t, rt_phys(t, i), v);
+}
+
+/* Bytes per element of dtype dt. */
+RT_DFN int64_t
+rt_esize(int dt)
+{
+	switch (dt) {
+	case RT_DT_F64: case RT_DT_I64: return 8;
+	case RT_DT_F32: case RT_DT_I32: return 4;
+	case RT_DT_BF16: case RT_DT_F16: return 2;
+	default: return 1;
 	}
 }
 
@@ -411,10 +440,175 @@ rt_narrow(RtT t, int axis, int64_t start, int64_t len)
 	return rt_strided(t, t.nd, ax, sh, st);
 }
 
+/* t's logical axes as strided sub-axes: axis d is the product of
+ * sub-axes first[d] .. first[d + 1] - 1 (outer first; none when its size
+ * is 1), sub-axis k of size sz[k] and stride st[k] in base elements, from
+ * base element off on. */
+enum { RT_MAXSUB = 16 };
+typedef struct RtSub {
+	int first[RT_MAXDIM + 1];
+	int64_t sz[RT_MAXSUB], st[RT_MAXSUB], off;
+} RtSub;
+
+/* The sub-axes of t (rt_affine's contract, axes split where needed): 0
+ * when the view chain is not strided, or needs more than RT_MAXSUB
+ * sub-axes. Each map of the chain unravels its input index over its shape:
+ * its axes form runs (neighbours whose strides merge), run r of size sz[r]
+ * at flat stride fl[r]. A sub-axis of flat stride q fl[r] (q < sz[r])
+ * lands in run r with stride q times the run's; one that would carry past
+ * the run splits there, when q divides the run, into sz[r] / q steps and
+ * the rest, which goes to the runs above. Nothing may carry: per run, the
+ * offset's digit plus every sub-axis's last step stays below its size. */
+RT_FN int
+rt_subaxes(const RtT *t, RtSub *u)
+{
+	int64_t c = 1, cs[RT_MAXDIM];
+	int n = 0;
+	for (int d = t->nd - 1; d >= 0; d--) {       /* row-major: the flat index */
+		cs[d] = c;
+		c *= t->shape[d];
+	}
+	for (int d = 0; d < t->nd; d++) {
+		u->first[d] = n;
+		if (t->shape[d] != 1) {
+			u->sz[n] = t->shape[d];
+			u->st[n++] = cs[d];
+		}
+	}
+	u->first[t->nd] = n;
+	u->off = 0;
+	for (int m = 0; m < t->nmap; m++) {
+		const RtMap *mp = &t->map[m];
+		int64_t sz[RT_MAXDIM], fl[RT_MAXDIM], ps[RT_MAXDIM], top[RT_MAXDIM], f = 1;
+		int64_t nsz[RT_MAXSUB], nst[RT_MAXSUB];
+		int nr = 0, nn = 0, nfirst[RT_MAXDIM + 1];
+		for (int e = mp->nd - 1; e >= 0; e--) {      /* runs, innermost first */
+			if (mp->shape[e] == 1)
+				continue;
+			if (nr > 0 && mp->stride[e] == sz[nr - 1] * ps[nr - 1]) {
+				sz[nr - 1] *= mp->shape[e];
+			} else {
+				sz[nr] = mp->shape[e];
+				fl[nr] = f;
+				ps[nr] = mp->stride[e];
+				nr++;
+			}
+			f *= mp->shape[e];
+		}
+		int64_t no = mp->off;
+		for (int r = 0; r < nr; r++) {
+			top[r] = u->off / fl[r] % sz[r];
+			no += top[r] * ps[r];
+		}
+		for (int d = 0; d < t->nd; d++) {
+			nfirst[d] = nn;
+			for (int k = u->first[d]; k < u->first[d + 1]; k++) {
+				int64_t psz[RT_MAXDIM], pst[RT_MAXDIM], z = u->sz[k], fs = u->st[k];
+				int np = 0;
+				while (z > 1) {         /* pieces, inner first */
+					int r = 0;
+					while (r < nr && !(fs >= fl[r] && fs < fl[r] * sz[r] && fs % fl[r] == 0))
+						r++;
+					if (r == nr || np == RT_MAXDIM)
+						return 0;
+					int64_t q = fs / fl[r], z1 = z;
+					if (q * (z - 1) >= sz[r]) {     /* carries: split at the run's end */
+						if (sz[r] % q || z % (sz[r] / q))
+							return 0;
+						z1 = sz[r] / q;
+					}
+					top[r] += q * (z1 - 1);
+					psz[np] = z1;
+					pst[np++] = q * ps[r];
+					z /= z1;
+					fs *= z1;
+				}
+				if (nn + np > RT_MAXSUB)
+					return 0;
+				for (int i = np - 1; i >= 0; i--) {
+					nsz[nn] = psz[i];
+					nst[nn++] = pst[i];
+				}
+			}
+		}
+		nfirst[t->nd] = nn;
+		for (int r = 0; r < nr; r++)
+			if (top[r] >= sz[r])
+				return 0;
+		/* neighbours of one axis that merge, merged */
+		n = 0;
+		for (int d = 0; d < t->nd; d++) {
+			u->first[d] = n;
+			for (int k = nfirst[d]; k < nfirst[d + 1]; k++) {
+				if (n > u->first[d] && u->st[n - 1] == nsz[k] * nst[k]) {
+					u->sz[n - 1] *= nsz[k];
+					u->st[n - 1] = nst[k];
+				} else {
+					u->sz[n] = nsz[k];
+					u->st[n++] = nst[k];
+				}
+			}
+		}
+		u->first[t->nd] = n;
+		u->off = no;
+	}
+	return 1;
+}
+
+/* Whether t's view chain is one strided map: logical element (i_0, ...,
+ * i_nd-1) is base element *off + sum of i_d st[d] (st[d] = 0 on size-1
+ * axes). Conservative: 0 when it cannot show that (the callers then take
+ * the general path). */
+RT_FN int
+rt_affine(const RtT *t, int64_t *off, int64_t *st)
+{
+	RtSub u;
+	if (!rt_subaxes(t, &u))
+		return 0;
+	for (int d = 0; d < t->nd; d++) {
+		int k = u.first[d];
+		if (u.first[d + 1] - k > 1)
+			return 0;
+		st[d] = u.first[d + 1] > k ? u.st[k] : 0;
+	}
+	*off = u.off;
+	return 1;
+}
+
+/* t with its view chain folded: a contiguous view becomes its base pointer
+ * moved to the view's first element (no index map: rt_phys is the
+ * identity), any other strided chain one map over t's own shape. */
+RT_FN void
+rt_flat(RtT *t)
+{
+	int64_t off, st[RT_MAXDIM], c = 1;
+	int contig = 1;
+	if (!t->p || t->nmap == 0 || t->dt == RT_DT_ONE || !rt_affine(t, &off, st))
+		return;
+	for (int d = t->nd - 1; d >= 0; d--) {
+		contig &= t->shape[d] == 1 || st[d] == c;
+		c *= t->shape[d];
+	}
+	if (contig) {
+		t->p = (unsigned char *)t->p + off * rt_esize(t->dt);
+		t->nmap = 0;
+		return;
+	}
+	t->nmap = 1;
+	t->map[0].nd = t->nd;
+	t->map[0].off = off;
+	memcpy(t->map[0].shape, t->shape, sizeof t->shape[0] * (size_t)t->nd);
+	memcpy(t->map[0].stride, st, sizeof st[0] * (size_t)t->nd);
+}
+
 /* ------------------------------------------------------------ launching */
 
 #ifdef RT_GPU
+/* The runtime's own device buffers, made by rt_start before the device
+ * figure's baseline: the kernel descriptors and rt_reduce's partial sums
+ * (2 RT_NL + 2 doubles). */
 static RtT *rt_dargs;
+static double *rt_dred;
 static int
 rt_blocks(int64_t n)
 {
@@ -431,23 +625,217 @@ rt_cuda(cudaError_t e, const char *what)
 	}
 }
 
-/* Stream-ordered: the copy waits for the kernels before it. */
+/* A kernel's descriptors, view chains folded (rt_flat), on the device.
+ * Stream-ordered: the copy waits for the kernels before it. */
 static const RtT *
-rt_args(const RtT *a, int n)
+rt_args(RtT *a, int n)
 {
+	for (int i = 0; i < n; i++)
+		rt_flat(&a[i]);
 	rt_cuda(cudaMemcpy(rt_dargs, a, sizeof *a * (size_t)n, cudaMemcpyHostToDevice), "args");
 	return rt_dargs;
 }
 #define rt_after() rt_cuda(cudaGetLastError(), "launch")
 #else
 RT_FN const RtT *
-rt_args(const RtT *a, int n)
+rt_args(RtT *a, int n)
 {
-	(void)n;
+	for (int i = 0; i < n; i++)
+		rt_flat(&a[i]);
 	return a;
 }
 #define rt_after() ((void)0)
 #endif
+
+/* ------------------------------------------------------------ trees */
+
+/* Every reduction sums in one fixed tree, the same in both builds, so the
+ * host and the GPU, and one run and the next, get the same bits (up to the
+ * last-ulp differences of exp/log/tanh between libm and CUDA). A row of L
+ * terms has RT_NL lanes: lane l adds terms l, l + RT_NL, ... in order, then
+ * the lanes are summed pairwise in double (lane i += lane i + s, s = RT_NL /
+ * 2, ..., 1).
+ * On the GPU a row is one block of RT_NL threads (RT_ROWS: the rows, one
+ * block each; RT_LANES: this thread's lane; RT_LANE0: one thread) and the
+ * pairs are summed in shared memory; on the host the same loops run one
+ * after another. A whole tensor has RT_NL blocks of RT_NL lanes at most
+ * (rt_reduce). */
+enum { RT_NL = 256 };
+#ifdef RT_GPU
+#define RT_SHARED(type, name) __shared__ type name[RT_NL]
+#define RT_ROWS(r, n) for (int64_t r = blockIdx.x; r < (n); r += gridDim.x)
+#define RT_LANES(l) for (int l = (int)threadIdx.x; l < RT_NL; l += RT_NL)
+#define RT_LANE0 if (threadIdx.x == 0)
+#define RT_RGO(k, n) k<<<rt_rblocks(n), RT_NL>>>
+static int
+rt_rblocks(int64_t rows)
+{
+	return rows < 1 ? 1 : rows > (1 << 30) ? 1 << 30 : (int)rows;
+}
+#else
+#define RT_SHARED(type, name) type name[RT_NL]
+#define RT_ROWS(r, n) for (int64_t r = 0; r < (n); r++)
+#define RT_LANES(l) for (int l = 0; l < RT_NL; l++)
+#define RT_LANE0
+#define RT_RGO(k, n) k
+#endif
+
+/* The lanes' values in sh summed pairwise (max: their largest), in double
+ * whatever the lanes added in; every lane gets the result, and sh may be
+ * written again after. */
+RT_DFN double
+rt_tree(double *sh, int max)
+{
+#ifdef __CUDA_ARCH__
+	int i = (int)threadIdx.x;
+	__syncthreads();
+	for (int s = RT_NL / 2; s > 0; s >>= 1) {
+		if (i < s)
+			sh[i] = max ? (sh[i + s] > sh[i] ? sh[i + s] : sh[i]) : sh[i] + sh[i + s];
+		__syncthreads();
+	}
+	double v = sh[0];
+	__syncthreads();
+	return v;
+#else
+	for (int s = RT_NL / 2; s > 0; s >>= 1)
+		for (int i = 0; i < s; i++)
+			sh[i] = max ? (sh[i + s] > sh[i] ? sh[i + s] : sh[i]) : sh[i] + sh[i + s];
+	return sh[0];
+#endif
+}
+
+/* A whole-tensor reduction: kind, terms, and what the kind needs. Term i
+ * is two numbers (rt_red_terms), each summed in double. */
+enum { RT_RED_SUM, RT_RED_MEAN, RT_RED_CKSUM, RT_RED_DIRGRAD, RT_RED_MSE, RT_RED_XENT,
+       RT_RED_XENT_IG };
+typedef struct RtRed {
+	int kind;
+	int64_t n;              /* terms */
+	uint64_t key;           /* RT_RED_DIRGRAD: the param's direction key */
+	int64_t ign;            /* RT_RED_XENT_IG: the ignored label */
+} RtRed;
+
+/* sum, mean: T = x; checksum: the values and the values weighted by 1 +
+ * i mod 7; dirgrad: T = grad, times its direction; mse: T = a, b; cross
+ * entropy, one term per row: T = logits, labels, y, lsm, the -log p of the
+ * label (0 outside [0, C)) and whether the row counts (its label is not
+ * ign). */
+RT_DFN void
+rt_red_terms(const RtT *T, RtRed c, int64_t i, double *v)
+{
+	v[1] = 0;
+	switch (c.kind) {
+	case RT_RED_SUM: case RT_RED_MEAN:
+		v[0] = rt_get(&T[0], i);
+		return;
+	case RT_RED_CKSUM:
+		v[0] = rt_get(&T[0], i);
+		v[1] = v[0] * (double)(1 + i % 7);
+		return;
+	case RT_RED_DIRGRAD:
+		v[0] = (double)rt_get(&T[0], i) * (double)(2 * rt_unit(~c.key, (uint64_t)i) - 1);
+		return;
+	case RT_RED_MSE: {
+		rt_real d = rt_get(&T[0], i) - rt_get(&T[1], i);
+		v[0] = d * d;
+		return;
+	}
+	default: {
+		int64_t C = T[0].shape[T[0].nd - 1], lab = rt_geti(&T[1], i);
+		int take = c.kind == RT_RED_XENT || lab != c.ign;
+		v[0] = take && lab >= 0 && lab < C ? -(double)rt_get(&T[3], i * C + lab) : 0;
+		v[1] = take;
+	}
+	}
+}
+
+/* The op's value from the two sums: the sum, the mean over the terms, or
+ * cross entropy's mean over the rows that count. */
+RT_DFN double
+rt_red_value(RtRed c, double s0, double s1)
+{
+	switch (c.kind) {
+	case RT_RED_SUM: return s0;
+	case RT_RED_XENT_IG: return s1 != 0 ? s0 / s1 : 0;
+	default: return s0 / (double)c.n;
+	}
+}
+
+/* Level 1: block b's lane l adds terms b RT_NL + l, then nb RT_NL further
+ * on, in order; the block's lanes summed pairwise go to part[b] and
+ * part[RT_NL + b]. */
+RT_K
+k_reduce1(const RtT *T, RtRed c, int64_t nb, double *part)
+{
+	RT_SHARED(double, s0);
+	RT_SHARED(double, s1);
+	RT_ROWS(b, nb) {
+		RT_LANES(l) {
+			double a0 = 0, a1 = 0, v[2];
+			for (int64_t i = b * RT_NL + l; i < c.n; i += nb * RT_NL) {
+				rt_red_terms(T, c, i, v);
+				a0 += v[0];
+				a1 += v[1];
+			}
+			s0[l] = a0;
+			s1[l] = a1;
+		}
+		double t0 = rt_tree(s0, 0), t1 = rt_tree(s1, 0);
+		RT_LANE0 {
+			part[b] = t0;
+			part[RT_NL + b] = t1;
+		}
+	}
+}
+
+/* Level 2: the nb block sums, then zeros, summed pairwise into out[0], out[1];
+ * post >= 0: the op's value stored into T[post]. */
+RT_K
+k_reduce2(const RtT *T, RtRed c, int64_t nb, const double *part, double *out, int post)
+{
+	RT_SHARED(double, s0);
+	RT_SHARED(double, s1);
+	RT_ROWS(r, 1) {
+		RT_LANES(l) {
+			s0[l] = l < nb ? part[l] : 0;
+			s1[l] = l < nb ? part[RT_NL + l] : 0;
+		}
+		double t0 = rt_tree(s0, 0), t1 = rt_tree(s1, 0);
+		RT_LANE0 {
+			out[0] = t0;
+			out[1] = t1;
+			if (post >= 0)
+				rt_put(&T[post], 0, (rt_real)rt_red_value(c, t0, t1));
+		}
+	}
+}
+
+/* Reduction c over the descriptors a[0..na): blocks of 64 RT_NL terms, at
+ * most RT_NL of them (a function of the size only, so the tree is fixed);
+ * res (may be NULL) gets the two sums, post as k_reduce2. */
+RT_FN void
+rt_reduce(RtT *a, int na, RtRed c, int post, double *res)
+{
+	int64_t nb = (c.n + 64 * RT_NL - 1) / (64 * RT_NL);
+	nb = nb < 1 ? 1 : nb > RT_NL ? RT_NL : nb;
+	const RtT *d = rt_args(a, na);
+#ifdef RT_GPU
+	k_reduce1<<<(int)nb, RT_NL>>>(d, c, nb, rt_dred);
+	rt_after();
+	k_reduce2<<<1, RT_NL>>>(d, c, nb, rt_dred, rt_dred + 2 * RT_NL, post);
+	rt_after();
+	if (res)
+		rt_cuda(cudaMemcpy(res, rt_dred + 2 * RT_NL, 2 * sizeof *res, cudaMemcpyDeviceToHost),
+		        "reduce");
+#else
+	double part[2 * RT_NL + 2];
+	k_reduce1(d, c, nb, part);
+	k_reduce2(d, c, nb, part, part + 2 * RT_NL, post);
+	if (res)
+		memcpy(res, part + 2 * RT_NL, 2 * sizeof *res);
+#endif
+}
 
 /* ------------------------------------------------------------ elementwise */
 
@@ -610,6 +998,8 @@ RT_DFN int64_t
 rt_bcast(const RtT *o, const RtT *a, int64_t i)
 {
 	int64_t j = 0, mul = 1;
+	if (a->n == o->n)       /* nothing broadcast: the same element */
+		return i;
 	for (int d = o->nd - 1, e = a->nd - 1; d >= 0; d--, e--) {
 		int64_t id = i % o->shape[d];
 		i /= o->shape[d];
@@ -648,52 +1038,89 @@ rt_f_binary(int op, RtT x, RtT y, RtT out)
 	rt_after();
 }
 
-/* T: a, b (either may be absent when not saved), g, dst. Element j of dst
- * sums the contributions of every out element broadcast from it. */
+/* T: a, b (either may be absent when not saved), g, dst. The contribution
+ * to element j of dst (its multi-index ai) of the r-th out element
+ * broadcast from it. */
+RT_DFN rt_real
+rt_binb_term(const RtT *T, int op, int slot, int64_t j, const int64_t *ai, int64_t r)
+{
+	const RtT *G = &T[2], *D = &T[3];
+	int64_t oi = j, mul = 1;
+	if (G->n != D->n) {     /* else nothing broadcast: out element j */
+		oi = 0;
+		for (int d = G->nd - 1; d >= 0; d--) {
+			int e = d - (G->nd - D->nd);
+			int64_t id;
+			if (e >= 0 && D->shape[e] == G->shape[d])
+				id = ai[e];
+			else {
+				id = r % G->shape[d];
+				r /= G->shape[d];
+			}
+			oi += id * mul;
+			mul *= G->shape[d];
+		}
+	}
+	rt_real g = rt_get(G, G->dt == RT_DT_ONE ? 0 : oi);
+	if (op == RT_ADD)
+		return g;
+	if (op == RT_SUB)
+		return slot ? -g : g;
+	if (op == RT_MUL)
+		return g * rt_get(&T[1 - slot], rt_bcast(G, &T[1 - slot], oi));
+	rt_real b = rt_get(&T[1], rt_bcast(G, &T[1], oi));
+	return slot ? -g * rt_get(&T[0], rt_bcast(G, &T[0], oi)) / (b * b) : g / b;
+}
+
+/* Element j of dst sums the cnt contributions of the out elements
+ * broadcast from it, in order (few of them: cnt < RT_BTREE). */
 RT_K
 k_binary_b(const RtT *T, int64_t n, int op, int slot, int add)
 {
-	const RtT *G = &T[2], *D = &T[3];
+	const RtT *D = &T[3];
 	RT_FOR(j, n) {
-		int64_t ai[RT_MAXDIM], cnt = G->n / D->n;
+		int64_t ai[RT_MAXDIM], cnt = T[2].n / D->n;
 		rt_real s = 0;
 		rt_unravel(D, j, ai);
-		for (int64_t r = 0; r < cnt; r++) {
-			int64_t rr = r, oi = 0, mul = 1;
-			for (int d = G->nd - 1; d >= 0; d--) {
-				int e = d - (G->nd - D->nd);
-				int64_t id;
-				if (e >= 0 && D->shape[e] == G->shape[d])
-					id = ai[e];
-				else {
-					id = rr % G->shape[d];
-					rr /= G->shape[d];
-				}
-				oi += id * mul;
-				mul *= G->shape[d];
-			}
-			rt_real g = rt_get(G, G->dt == RT_DT_ONE ? 0 : oi), v;
-			if (op == RT_ADD)
-				v = g;
-			else if (op == RT_SUB)
-				v = slot ? -g : g;
-			else if (op == RT_MUL)
-				v = g * rt_get(&T[1 - slot], rt_bcast(G, &T[1 - slot], oi));
-			else {
-				rt_real b = rt_get(&T[1], rt_bcast(G, &T[1], oi));
-				v = slot ? -g * rt_get(&T[0], rt_bcast(G, &T[0], oi)) / (b * b) : g / b;
-			}
-			s += v;
-		}
+		for (int64_t r = 0; r < cnt; r++)
+			s += rt_binb_term(T, op, slot, j, ai, r);
 		rt_out(D, j, s, add);
 	}
 }
+
+/* The same as a tree per element of dst (a bias gradient: many out
+ * elements per element). */
+RT_K
+k_binary_bt(const RtT *T, int64_t n, int op, int slot, int add)
+{
+	const RtT *D = &T[3];
+	int64_t cnt = T[2].n / D->n;
+	RT_SHARED(double, sh);
+	RT_ROWS(j, n) {
+		int64_t ai[RT_MAXDIM];
+		rt_unravel(D, j, ai);
+		RT_LANES(l) {
+			rt_real s = 0;
+			for (int64_t r = l; r < cnt; r += RT_NL)
+				s += rt_binb_term(T, op, slot, j, ai, r);
+			sh[l] = s;
+		}
+		rt_real s = (rt_real)rt_tree(sh, 0);
+		RT_LANE0 rt_out(D, j, s, add);
+	}
+}
+
+/* Sums of RT_BTREE terms or more take the tree (both builds decide alike). */
+enum { RT_BTREE = 32 };
 
 RT_FN void
 rt_b_binary(int op, int slot, RtT x, RtT y, RtT g, RtT dst, int add)
 {
 	RtT a[4] = {x, y, g, dst};
-	RT_GO(k_binary_b, dst.n)(rt_args(a, 4), dst.n, op, slot, add);
+	if (g.n / dst.n >= RT_BTREE)
+		RT_RGO(k_binary_bt, dst.n)(rt_args(a, 4), dst.n, op, slot, add);
+	else
+		RT_GO(k_binary_b, dst.n)(rt_args(a, 4), dst.n, op, slot, add);
 	rt_after();
 }
 
@@ -717,13 +1144,12 @@ rt_batch(int64_t b, const int64_t *ob, int no, const int64_t *ab, int na)
 	return j;
 }
 
-#if !defined(RT_GPU) && !defined(RT_NAIVE)
-/* The host's matmul: the same sums as k_matmul_f and k_matmul_b, element
- * by element in the same order (so the results are bit-identical; build
- * with -DRT_NAIVE for the plain kernels), on operands packed into
- * contiguous rows first, and 4 x 4 outputs at a time so that 16 independent
- * sums are in flight. y[r, c] = sum over t of p[r, t] q[c, t]; each y[r, c]
- * starts from 0 and adds t = 0, 1, ... in order. */
+#ifndef RT_GPU
+/* y[r, c] = sum over t of p[r, t] q[c, t], p and q contiguous rows; each
+ * y[r, c] starts from 0 and adds t = 0, 1, ... in order (the plain
+ * kernels' order, so results are the same bits), 4 x 4 outputs at a time
+ * so that 16 independent sums are in flight. The host's GEMM and its
+ * unpadded convolutions. */
 RT_FN void
 rt_dot_rows(const rt_real *p, const rt_real *q, int64_t R, int64_t C, int64_t T,
             rt_real *y)
@@ -813,121 +1239,125 @@ rt_read_run(const RtT *t, int64_t start, int64_t n, rt_real *dst)
 	}
 }
 
-/* dst[c * R + r] = t's element (r, c) of the [R, C] matrix at logical
- * offset start: t with its last two axes swapped (a view) gathered in
- * order, or through tmp when the view chain is full. */
-RT_FN void
-rt_read_run_t(const RtT *t, int64_t start, int64_t R, int64_t C, rt_real *dst, rt_real *tmp)
+#endif
+
+/* One call of the GEMM interface: cuBLAS's cublasGemmStridedBatchedEx,
+ * column-major. For each of `batch` matrices, the i-th at A + i sa (B + i
+ * sb, C + i sc): C(x, y) = alpha (sum over p < k of op(A)(x, p) op(B)(p,
+ * y)) + beta C(x, y) for x < m, y < n, with C(x, y) at x + y ldc, op(A)(x,
+ * p) at x + p lda (ta = 0) or p + x lda (ta = 1: A transposed), op(B)(p,
+ * y) at p + y ldb (tb = 0) or y + p ldb (tb = 1). Offsets and strides count
+ * elements of each operand's dtype; beta = 0 does not read C. The GPU
+ * build passes these to cuBLAS, the host build to rt_gemm's C version:
+ * the same calls with the same arguments, so the host tests check the
+ * mapping from views to arguments (tests/unit/test_gemm.c). */
+typedef struct RtGemm {
+	int ta, tb;
+	int64_t m, n, k, lda, ldb, ldc, sa, sb, sc, batch;
+	double alpha, beta;
+} RtGemm;
+
+/* Matmuls run as GEMM calls and by the general kernel (rt_finish prints
+ * them). */
+static int64_t rt_ngemm, rt_ngeneral;
+
+/* The dtypes a GEMM takes: A and B alike, C alike or f32; f32, f16, bf16
+ * computed in f32, or, in a program with f64 tensors (whose host build
+ * computes in double), f64 only. */
+RT_FN int
+rt_gemm_dt(int a, int b, int c)
 {
-	if (t->nd >= 2 && t->nmap < RT_MAXMAP && t->dt != RT_DT_ONE) {
-		RtT u = rt_transpose(*t, t->nd - 2, t->nd - 1);
-		rt_read_run(&u, start, R * C, dst);
-		return;
-	}
-	rt_read_run(t, start, R * C, tmp);
-	for (int64_t r = 0; r < R; r++)
-		for (int64_t c = 0; c < C; c++)
-			dst[c * R + r] = tmp[r * C + c];
+#ifdef RT_F64
+	return a == RT_DT_F64 && b == a && c == a;
+#else
+	return a == b && (a == RT_DT_F32 || a == RT_DT_F16 || a == RT_DT_BF16) &&
+	       (c == a || c == RT_DT_F32);
+#endif
 }
 
-/* t's logical elements [start, start + n) = src (or += with add), as
- * rt_out stores them. */
-RT_FN void
-rt_scatter(const RtT *t, int64_t start, int64_t n, const rt_real *src, int add)
+#ifdef RT_GPU
+static cublasHandle_t rt_blas;
+
+RT_FN cudaDataType_t
+rt_cuda_dt(int dt)
 {
-	if (t->dt == RT_DT_F32 && t->nmap == 0) {
-		float *f = (float *)t->p + start;
-		for (int64_t i = 0; i < n; i++)
-			f[i] = add ? (float)((rt_real)f[i] + src[i]) : (float)src[i];
-		return;
+	switch (dt) {
+	case RT_DT_F64: return CUDA_R_64F;
+	case RT_DT_F16: return CUDA_R_16F;
+	case RT_DT_BF16: return CUDA_R_16BF;
+	default: return CUDA_R_32F;
 	}
-	for (int64_t i = 0; i < n; i++)
-		rt_out(t, start + i, src[i], add);
 }
 
-/* y = a @ b, batch by batch: p = a's [M, K] rows, q = b's columns as rows. */
+/* cuBLAS: f16 and bf16 on the tensor cores accumulating in f32, f32 in
+ * plain f32 (CUBLAS_COMPUTE_32F: no TF32), f64 in f64. The handle has no
+ * workspace (rt_start), so the call allocates nothing. */
 RT_FN void
-rt_host_matmul_f(const RtT *A, const RtT *B, const RtT *Y)
+rt_gemm(const RtGemm *g, const void *A, int adt, const void *B, int bdt, void *C, int cdt)
 {
-	int64_t M = A->shape[A->nd - 2], K = A->shape[A->nd - 1], N = B->shape[B->nd - 1];
-	int64_t nbatch = Y->n / (M * N);
-	rt_real *p = rt_scratch(M * K), *q = rt_scratch(N * K), *y = rt_scratch(M * N);
-	rt_real *tmp = rt_scratch(K * N);
-
-	for (int64_t yb = 0; yb < nbatch; yb++) {
-		int64_t ab = rt_batch(yb, Y->shape, Y->nd - 2, A->shape, A->nd - 2);
-		int64_t bb = rt_batch(yb, Y->shape, Y->nd - 2, B->shape, B->nd - 2);
-		rt_read_run(A, ab * M * K, M * K, p);
-		rt_read_run_t(B, bb * K * N, K, N, q, tmp);
-		rt_dot_rows(p, q, M, N, K, y);
-		rt_scatter(Y, yb * M * N, M * N, y, 0);
+	float fa = (float)g->alpha, fb = (float)g->beta;
+	int f64 = adt == RT_DT_F64;
+	cublasStatus_t st = cublasGemmStridedBatchedEx(rt_blas,
+		g->ta ? CUBLAS_OP_T : CUBLAS_OP_N, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+		(int)g->m, (int)g->n, (int)g->k, f64 ? (const void *)&g->alpha : (const void *)&fa,
+		A, rt_cuda_dt(adt), (int)g->lda, (long long)g->sa,
+		B, rt_cuda_dt(bdt), (int)g->ldb, (long long)g->sb,
+		f64 ? (const void *)&g->beta : (const void *)&fb,
+		C, rt_cuda_dt(cdt), (int)g->ldc, (long long)g->sc, (int)g->batch,
+		f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+	if (st != CUBLAS_STATUS_SUCCESS) {
+		fprintf(stderr, "remat runtime: cublasGemmStridedBatchedEx: %s\n",
+		        cublasGetStatusString(st));
+		exit(2);
 	}
-	free(p);
-	free(q);
-	free(y);
-	free(tmp);
 }
-
-/* da (slot 0) or db (slot 1), as k_matmul_b: for each batch of dst, the
- * sum runs over the output batches that map to it, in order, and within
- * each over n (da[m, k] = sum g[m, n] b[k, n]) or m (db[k, n] = sum a[m, k]
- * g[m, n]); t walks (batch, n) or (batch, m) in that order. */
+#else
+/* op(X)(x, p) of a GEMM operand, packed: dst[x * k + p], x < rows. */
 RT_FN void
-rt_host_matmul_b(const RtT *T4, int slot, int add)
+rt_gemm_pack(const void *X, int dt, int t, int64_t ld, int64_t rows, int64_t k, rt_real *dst)
 {
-	const RtT *G = &T4[2], *D = &T4[3], *O = &T4[1 - slot];
-	int nb = G->nd - 2;
-	int64_t M = G->shape[nb], N = G->shape[nb + 1];
-	int64_t K = slot ? D->shape[D->nd - 2] : D->shape[D->nd - 1];
-	int64_t nbatch = G->n / (M * N), R = D->shape[D->nd - 2], C = D->shape[D->nd - 1];
-	int64_t ndb = D->n / (R * C), inner = slot ? M : N;
-	int64_t *match = (int64_t *)malloc(sizeof *match * (size_t)nbatch);
-	rt_real *y = rt_scratch(R * C), *p = NULL, *q = NULL;
-	rt_real *tg = rt_scratch(M * N), *to = rt_scratch(K * (slot ? M : N));
-	rt_real *tn = rt_scratch(M * N), *tt = rt_scratch(M * (N > K ? N : K));
-
-	if (!match)
-		rt_die("out of memory (matmul scratch)");
-	for (int64_t db = 0; db < ndb; db++) {
-		int64_t nm = 0;
-		for (int64_t yb = 0; yb < nbatch; yb++)
-			if (rt_batch(yb, G->shape, nb, D->shape, D->nd - 2) == db)
-				match[nm++] = yb;
-		int64_t Tn = nm * inner;
-		free(p);
-		free(q);
-		p = rt_scratch(R * Tn);
-		q = rt_scratch(C * Tn);
-		for (int64_t j = 0; j < nm; j++) {
-			int64_t yb = match[j];
-			int64_t ob = rt_batch(yb, G->shape, nb, O->shape, O->nd - 2);
-			if (slot == 0) {        /* r = m, c = k, u = n */
-				rt_read_run(G, yb * M * N, M * N, tg);
-				rt_read_run(O, ob * K * N, K * N, to);
-				for (int64_t r = 0; r < R; r++)
-					memcpy(p + r * Tn + j * N, tg + r * N, sizeof *p * (size_t)N);
-				for (int64_t c = 0; c < C; c++)
-					memcpy(q + c * Tn + j * N, to + c * N, sizeof *q * (size_t)N);
-			} else {                /* r = k, c = n, u = m */
-				rt_read_run_t(O, ob * M * K, M, K, to, tt);
-				for (int64_t r = 0; r < R; r++)
-					memcpy(p + r * Tn + j * M, to + r * M, sizeof *p * (size_t)M);
-				rt_read_run_t(G, yb * M * N, M, N, tn, tt);
-				for (int64_t c = 0; c < C; c++)
-					memcpy(q + c * Tn + j * M, tn + c * M, sizeof *q * (size_t)M);
-			}
+	int64_t one = 1;
+	RtT d = rt_desc((void *)X, dt, 1, &one);
+	for (int64_t x = 0; x < rows; x++)
+		for (int64_t p = 0; p < k; p++) {
+			int64_t j = t ? p + x * ld : x + p * ld;
+			dst[x * k + p] = dt == RT_DT_F32 ? ((const float *)X)[j] : rt_ld(&d, j);
 		}
-		rt_dot_rows(p, q, R, C, Tn, y);
-		rt_scatter(D, db * R * C, R * C, y, add);
+}
+
+/* The host's GEMM: the same contract in rt_real, each C(x, y) summed from
+ * 0 over p = 0, 1, ... in order (rt_dot_rows on op(A)'s rows and op(B)'s
+ * columns), then times alpha, plus beta C(x, y), stored as rt_put stores:
+ * with alpha 1 and beta 0 or 1, the plain kernels' bits. */
+RT_FN void
+rt_gemm(const RtGemm *g, const void *A, int adt, const void *B, int bdt, void *C, int cdt)
+{
+	int64_t one = 1;
+	RtT c = rt_desc(C, cdt, 1, &one);
+	rt_real *pa = rt_scratch(g->m * g->k), *pb = rt_scratch(g->n * g->k);
+	rt_real *y = rt_scratch(g->m * g->n);
+	int es_a = (int)rt_esize(adt), es_b = (int)rt_esize(bdt);
+
+	for (int64_t i = 0; i < g->batch; i++) {
+		int64_t co = i * g->sc;
+		/* op(B)(p, y) packed by y: op(B) transposed is op(B^T) */
+		rt_gemm_pack((const unsigned char *)A + i * g->sa * es_a, adt, g->ta, g->lda, g->m,
+		             g->k, pa);
+		rt_gemm_pack((const unsigned char *)B + i * g->sb * es_b, bdt, !g->tb, g->ldb, g->n,
+		             g->k, pb);
+		rt_dot_rows(pa, pb, g->m, g->n, g->k, y);
+		for (int64_t x = 0; x < g->m; x++)
+			for (int64_t yy = 0; yy < g->n; yy++) {
+				int64_t j = co + x + yy * g->ldc;
+				rt_real v = (rt_real)g->alpha * y[x * g->n + yy];
+				if (g->beta != 0)
+					v += (rt_real)g->beta * rt_ld(&c, j);
+				rt_st(&c, j, v);
+			}
 	}
-	free(match);
-	free(p);
-	free(q);
+	free(pa);
+	free(pb);
 	free(y);
-	free(tg);
-	free(to);
-	free(tn);
-	free(tt);
 }
 #endif
 
@@ -946,18 +1376,6 @@ k_matmul_f(const RtT *T, int64_t n)
 			s += rt_get(A, (ab * M + m) * K + k) * rt_get(B, (bb * K + k) * N + nn);
 		rt_put(Y, i, s);
 	}
-}
-
-RT_FN void
-rt_f_matmul(RtT x, RtT w, RtT y)
-{
-	RtT a[3] = {x, w, y};
-#if !defined(RT_GPU) && !defined(RT_NAIVE)
-	rt_host_matmul_f(&a[0], &a[1], &a[2]);
-	return;
-#endif
-	RT_GO(k_matmul_f, y.n)(rt_args(a, 3), y.n);
-	rt_after();
 }
 
 /* T: a, b (the one not being differentiated), g [..., M, N], dst. slot 0:
@@ -989,16 +1407,379 @@ k_matmul_b(const RtT *T, int64_t n, int slot, int add)
 	}
 }
 
+/* A matmul or a gradient of one as GEMM calls: the first call and its
+ * operands' element offsets, then the axes that no call covers, each a
+ * loop of calls (its size and the strides of A, B and C); the last nsum
+ * loops are summed axes, whose calls add into C (beta 1) in order. */
+enum { RT_MAXAX = 3 * RT_MAXSUB + RT_MAXDIM + 3 };
+typedef struct RtMM {
+	RtGemm g;
+	const RtT *A, *B, *C;
+	int64_t oa, ob, oc;
+	int nloop, nsum;
+	int64_t lsz[RT_MAXAX], la[RT_MAXAX], lb[RT_MAXAX], lc[RT_MAXAX];
+} RtMM;
+
+/* An axis of a matmul: its size, its strides in the two factors X, Y and
+ * the result C (0: not along it); its role: a batch of all three, a row
+ * of X and C, a column of Y and C, or summed (X and Y only). */
+enum { RT_AX_BATCH, RT_AX_ROW, RT_AX_COL, RT_AX_SUM };
+typedef struct RtAx {
+	int64_t n, s[3];
+} RtAx;
+
+/* Appends to ax, with role, one logical axis of size n: operand k's axis
+ * dim[k] (-1: the operand does not vary along it) as its sub-axes u[k],
+ * cut wherever any operand's sub-axes are cut, outer pieces first, each
+ * with every operand's stride. 0 when the cuts do not nest (each inner
+ * product dividing the next). */
+RT_FN int
+rt_mm_axis(const RtSub *u, const int *dim, int64_t n, int role, RtAx *ax, int *roles, int *na)
+{
+	int64_t cut[3 * RT_MAXSUB + 1];
+	int nc = 0;
+	cut[nc++] = n;
+	for (int k = 0; k < 3; k++) {
+		int64_t c = 1;
+		for (int j = dim[k] < 0 ? -1 : u[k].first[dim[k] + 1] - 1;
+		     dim[k] >= 0 && j > u[k].first[dim[k]]; j--) {
+			c *= u[k].sz[j];
+			cut[nc++] = c;
+		}
+	}
+	for (int i = 1; i < nc; i++)            /* ascending */
+		for (int j = i; j > 0 && cut[j - 1] > cut[j]; j--) {
+			int64_t z = cut[j];
+			cut[j] = cut[j - 1];
+			cut[j - 1] = z;
+		}
+	for (int i = 1; i < nc; i++)
+		if (cut[i] % cut[i - 1])
+			return 0;
+	for (int i = nc - 1; i >= 0; i--) {
+		int64_t lo = i ? cut[i - 1] : 1;
+		if (cut[i] == lo)
+			continue;
+		ax[*na].n = cut[i] / lo;
+		for (int k = 0; k < 3; k++) {
+			int64_t c = 1;
+			ax[*na].s[k] = 0;
+			for (int j = dim[k] < 0 ? -1 : u[k].first[dim[k] + 1] - 1;
+			     dim[k] >= 0 && j >= u[k].first[dim[k]]; j--) {
+				if (lo < c * u[k].sz[j]) {
+					ax[*na].s[k] = u[k].st[j] * (lo / c);
+					break;
+				}
+				c *= u[k].sz[j];
+			}
+		}
+		roles[(*na)++] = role;
+	}
+	return 1;
+}
+
+/* op(X), nr x nc with X(r, c) at r sr + c sc, as a GEMM operand: not
+ * transposed (X(r, c) at r + c ld) or, when can_t, transposed (at c + r
+ * ld), with ld at least the rows stored as cuBLAS wants; 0 when neither
+ * layout fits. */
+RT_FN int
+rt_mm_ld(int64_t nr, int64_t sr, int64_t nc, int64_t sc, int can_t, int *t, int64_t *ld)
+{
+	if (nr == 1 || sr == 1) {
+		*t = 0;
+		*ld = nc == 1 ? (nr > 1 ? nr : 1) : sc;
+		if (*ld >= nr && *ld >= 1 && *ld <= 2147483647)
+			return 1;
+	}
+	if (can_t && (nc == 1 || sc == 1)) {
+		*t = 1;
+		*ld = nr == 1 ? (nc > 1 ? nc : 1) : sr;
+		if (*ld >= nc && *ld >= 1 && *ld <= 2147483647)
+			return 1;
+	}
+	return 0;
+}
+
+/* The GEMM calls of matmul slot (T: a, b, g, dst; slot -1: dst = a b, 0:
+ * dst = g b^T, 1: dst = a^T g, summed over the batches broadcast into
+ * dst), or 0 where some operand is not strided or of a dtype no GEMM
+ * takes. C[i, j] = sum over p of X[i, p] Y[p, j] per batch: every axis of
+ * the output's batch shape and the matrix axes i, j, p, cut into the
+ * operands' strided sub-axes (rt_subaxes, rt_mm_axis), get a role; axes of
+ * one role merge where all three strides allow it (a weight shared by
+ * every batch element makes the batch axes rows: one large GEMM). The
+ * innermost row, column and summed axes are the call's m, n and k; its
+ * batch is the largest batch axis, or of the other row or column axes
+ * (the operand that does not vary along it has stride 0); the other axes
+ * are loops of calls. When the summed axes (broadcast batches in order,
+ * then p) merge into one, each element is summed in the plain kernels'
+ * order; else (a reshape of a permuted tensor, say) the calls of the outer
+ * summed axes add into C in order, when C is f32 or f64. C is computed as C^T = Y^T X^T when its
+ * rows are contiguous (cuBLAS is column-major). */
+RT_FN int
+rt_mm_plan(const RtT *T, int slot, int add, RtMM *p)
+{
+	const RtT *Gf = slot < 0 ? &T[3] : &T[2];
+	const RtT *op[3] = {slot == 0 ? &T[2] : &T[0], slot == 1 ? &T[2] : &T[1], &T[3]};
+	int swap[3] = {slot == 1, slot == 0, 0}, nb = Gf->nd - 2;
+	RtSub u[3];
+	RtAx ax[RT_MAXAX], grp[4][RT_MAXAX];
+	int role[RT_MAXAX], na = 0, ng[4] = {0, 0, 0, 0};
+
+	for (int k = 0; k < 3; k++) {
+		const RtT *t = op[k];
+		if (!t->p || t->dt == RT_DT_ONE || t->nd < 2 || !rt_subaxes(t, &u[k]))
+			return 0;
+	}
+	if (!rt_gemm_dt(op[0]->dt, op[1]->dt, op[2]->dt))
+		return 0;
+	for (int f = 0; f < nb; f++) {
+		int dim[3], r;
+		for (int k = 0; k < 3; k++) {
+			int e = f - (nb - (op[k]->nd - 2));
+			dim[k] = e >= 0 && op[k]->shape[e] != 1 ? e : -1;
+		}
+		if (dim[2] < 0)
+			r = RT_AX_SUM;
+		else if (dim[0] >= 0 && dim[1] >= 0)
+			r = RT_AX_BATCH;
+		else if (dim[0] >= 0 || dim[1] >= 0)
+			r = dim[0] >= 0 ? RT_AX_ROW : RT_AX_COL;
+		else if (Gf->shape[f] == 1)
+			continue;
+		else
+			return 0;
+		if (!rt_mm_axis(u, dim, Gf->shape[f], r, ax, role, &na))
+			return 0;
+	}
+	int n0 = op[0]->nd, n1 = op[1]->nd, n2 = op[2]->nd;
+	int di[3] = {n0 - 2 + swap[0], -1, n2 - 2}, dj[3] = {-1, n1 - 1 - swap[1], n2 - 1};
+	int dp[3] = {n0 - 1 - swap[0], n1 - 2 + swap[1], -1};
+	if (!rt_mm_axis(u, di, op[2]->shape[n2 - 2], RT_AX_ROW, ax, role, &na) ||
+	    !rt_mm_axis(u, dj, op[2]->shape[n2 - 1], RT_AX_COL, ax, role, &na) ||
+	    !rt_mm_axis(u, dp, op[0]->shape[dp[0]], RT_AX_SUM, ax, role, &na))
+		return 0;
+	for (int i = 0; i < na; i++) {
+		RtAx *g = ng[role[i]] ? &grp[role[i]][ng[role[i]] - 1] : NULL;
+		int merge = g != NULL;
+		for (int k = 0; k < 3 && g; k++)
+			merge &= g->s[k] == ax[i].n * ax[i].s[k];
+		if (merge) {
+			g->n *= ax[i].n;
+			memcpy(g->s, ax[i].s, sizeof g->s);
+		} else {
+			grp[role[i]][ng[role[i]]++] = ax[i];
+		}
+	}
+	/* the call's axes (size 1, strides 0, where a role has none) */
+	RtAx one = {1, {0, 0, 0}}, *bi = &one, *ri = &one, *ci = &one, *si = &one;
+	if (ng[RT_AX_ROW])
+		ri = &grp[RT_AX_ROW][ng[RT_AX_ROW] - 1];
+	if (ng[RT_AX_COL])
+		ci = &grp[RT_AX_COL][ng[RT_AX_COL] - 1];
+	if (ng[RT_AX_SUM])
+		si = &grp[RT_AX_SUM][ng[RT_AX_SUM] - 1];
+	for (int r = 0; r < 3; r++)
+		for (int i = 0; i < ng[r]; i++)
+			if (&grp[r][i] != ri && &grp[r][i] != ci && grp[r][i].n > bi->n)
+				bi = &grp[r][i];
+	/* C^T = Y^T X^T (A = Y, B = X), else C = X Y (A = X, B = Y) */
+	RtGemm *g = &p->g;
+	int tc, ia;
+	int64_t ldc;
+	if (rt_mm_ld(ci->n, ci->s[2], ri->n, ri->s[2], 0, &tc, &ldc) &&
+	    rt_mm_ld(ci->n, ci->s[1], si->n, si->s[1], 1, &g->ta, &g->lda) &&
+	    rt_mm_ld(si->n, si->s[0], ri->n, ri->s[0], 1, &g->tb, &g->ldb)) {
+		ia = 1;
+		g->m = ci->n;
+		g->n = ri->n;
+	} else if (rt_mm_ld(ri->n, ri->s[2], ci->n, ci->s[2], 0, &tc, &ldc) &&
+	           rt_mm_ld(ri->n, ri->s[0], si->n, si->s[0], 1, &g->ta, &g->lda) &&
+	           rt_mm_ld(si->n, si->s[1], ci->n, ci->s[1], 1, &g->tb, &g->ldb)) {
+		ia = 0;
+		g->m = ri->n;
+		g->n = ci->n;
+	} else {
+		return 0;
+	}
+	if (g->m > 2147483647 || g->n > 2147483647 || si->n > 2147483647 || bi->n > 2147483647)
+		return 0;
+	/* calls that add into C keep the f32 accumulation only when C is f32
+	 * (or f64): an f16 or bf16 C would round each partial sum */
+	if (ng[RT_AX_SUM] > 1 && op[2]->dt != RT_DT_F32 && op[2]->dt != RT_DT_F64)
+		return 0;
+	g->k = si->n;
+	g->ldc = ldc;
+	g->batch = bi->n;
+	g->sa = bi->s[ia];
+	g->sb = bi->s[1 - ia];
+	g->sc = bi->s[2];
+	g->alpha = 1;
+	g->beta = add ? 1 : 0;
+	p->A = op[ia];
+	p->B = op[1 - ia];
+	p->C = op[2];
+	p->oa = u[ia].off;
+	p->ob = u[1 - ia].off;
+	p->oc = u[2].off;
+	p->nloop = 0;
+	p->nsum = ng[RT_AX_SUM] > 1 ? ng[RT_AX_SUM] - 1 : 0;
+	for (int r = 0; r < 4; r++)
+		for (int i = 0; i < ng[r]; i++) {
+			const RtAx *x = &grp[r][i];
+			if (x == bi || x == ri || x == ci || x == si)
+				continue;
+			p->lsz[p->nloop] = x->n;
+			p->la[p->nloop] = x->s[ia];
+			p->lb[p->nloop] = x->s[1 - ia];
+			p->lc[p->nloop] = x->s[2];
+			p->nloop++;
+		}
+	return 1;
+}
+
+/* Every call of plan p, the loops in order (the summed ones innermost:
+ * after the first, each call adds into C). */
+RT_FN void
+rt_mm_run(const RtMM *p)
+{
+	int64_t ix[RT_MAXAX] = {0};
+	int64_t ea = rt_esize(p->A->dt), eb = rt_esize(p->B->dt), ec = rt_esize(p->C->dt);
+	RtGemm g = p->g;
+	for (;;) {
+		int64_t oa = p->oa, ob = p->ob, oc = p->oc;
+		int l = p->nloop - 1, first = 1;
+		for (int i = 0; i < p->nloop; i++) {
+			oa += ix[i] * p->la[i];
+			ob += ix[i] * p->lb[i];
+			oc += ix[i] * p->lc[i];
+			if (i >= p->nloop - p->nsum)
+				first &= ix[i] == 0;
+		}
+		g.beta = first ? p->g.beta : 1;
+		rt_gemm(&g, (const unsigned char *)p->A->p + oa * ea, p->A->dt,
+		        (const unsigned char *)p->B->p + ob * eb, p->B->dt,
+		        (unsigned char *)p->C->p + oc * ec, p->C->dt);
+		rt_ngemm++;
+		while (l >= 0 && ++ix[l] == p->lsz[l])
+			ix[l--] = 0;
+		if (l < 0)
+			return;
+	}
+}
+
+#if defined(RT_GPU) && !defined(RT_NAIVE)
+enum { RT_TILE = 16 };
+
+/* Factor q (0: P, 1: Q) of term t of element (r, c) of dst, batch b of its
+ * tensor: forward P = a[r, t], Q = b[t, c]; slot 0 P = g[r, t], Q = b[c,
+ * t]; slot 1 P = a[t, r], Q = g[t, c] (k_matmul_f's and k_matmul_b's
+ * factors). (i, j) is (r, t) for P, (t, c) for Q. */
+static __device__ rt_real
+rt_mm_factor(const RtT *T, int slot, int q, int64_t b, int64_t i, int64_t j, int64_t M,
+             int64_t N, int64_t K)
+{
+	if (slot < 0)
+		return q ? rt_get(&T[1], (b * K + i) * N + j) : rt_get(&T[0], (b * M + i) * K + j);
+	if (slot == 0)
+		return q ? rt_get(&T[1], (b * K + j) * N + i) : rt_get(&T[2], (b * M + i) * N + j);
+	return q ? rt_get(&T[2], (b * M + i) * N + j) : rt_get(&T[0], (b * M + j) * K + i);
+}
+
+/* The general matmul on the GPU: RT_TILE x RT_TILE elements of dst per
+ * block, both factors staged in shared memory a tile of terms at a time;
+ * each element sums the same terms in the same order as the plain kernels
+ * (batches, then terms). T: a, b, g, dst; dst is [ndb, R, Cn], Tn terms. */
+static __global__ void
+k_mm_tiled(const RtT *T, int slot, int add, int64_t R, int64_t Cn, int64_t Tn)
+{
+	__shared__ rt_real ps[RT_TILE][RT_TILE + 1], qs[RT_TILE][RT_TILE + 1];
+	const RtT *D = &T[3], *G = slot < 0 ? &T[3] : &T[2];
+	int nb = G->nd - 2, tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+	int64_t M = slot < 0 ? T[0].shape[T[0].nd - 2] : G->shape[nb];
+	int64_t N = slot < 0 ? T[1].shape[T[1].nd - 1] : G->shape[nb + 1];
+	int64_t K = slot < 0 ? T[0].shape[T[0].nd - 1] : slot ? R : Cn;
+	int64_t nbatch = G->n / (M * N), ndb = D->n / (R * Cn);
+	for (int64_t db = blockIdx.z; db < ndb; db += gridDim.z)
+	for (int64_t r0 = (int64_t)blockIdx.y * RT_TILE; r0 < R; r0 += (int64_t)gridDim.y * RT_TILE)
+	for (int64_t c0 = (int64_t)blockIdx.x * RT_TILE; c0 < Cn; c0 += (int64_t)gridDim.x * RT_TILE) {
+		rt_real s = 0;
+		for (int64_t yb = slot < 0 ? db : 0; yb < (slot < 0 ? db + 1 : nbatch); yb++) {
+			if (slot >= 0 && rt_batch(yb, G->shape, nb, D->shape, D->nd - 2) != db)
+				continue;
+			const RtT *Pt = slot == 0 ? &T[2] : &T[0], *Qt = slot == 1 ? &T[2] : &T[1];
+			int64_t pb = Pt == G ? yb : rt_batch(yb, G->shape, nb, Pt->shape, Pt->nd - 2);
+			int64_t qb = Qt == G ? yb : rt_batch(yb, G->shape, nb, Qt->shape, Qt->nd - 2);
+			for (int64_t t0 = 0; t0 < Tn; t0 += RT_TILE) {
+				ps[ty][tx] = r0 + ty < R && t0 + tx < Tn ?
+				             rt_mm_factor(T, slot, 0, pb, r0 + ty, t0 + tx, M, N, K) : 0;
+				qs[ty][tx] = t0 + ty < Tn && c0 + tx < Cn ?
+				             rt_mm_factor(T, slot, 1, qb, t0 + ty, c0 + tx, M, N, K) : 0;
+				__syncthreads();
+				for (int u = 0; u < RT_TILE && t0 + u < Tn; u++)
+					s += ps[ty][u] * qs[u][tx];
+				__syncthreads();
+			}
+		}
+		if (r0 + ty < R && c0 + tx < Cn)
+			rt_out(D, (db * R + r0 + ty) * Cn + c0 + tx, s, add);
+	}
+}
+#endif
+
+/* A matmul no GEMM call expresses: on the GPU the tiled kernel, on the
+ * host (and with -DRT_NAIVE) the plain kernels. */
+RT_FN void
+rt_mm_general(RtT *T, int slot, int add)
+{
+	const RtT *D = &T[3];
+	rt_ngeneral++;
+#if defined(RT_GPU) && !defined(RT_NAIVE)
+	int64_t R = D->shape[D->nd - 2], Cn = D->shape[D->nd - 1];
+	int64_t Tn = slot < 0 ? T[0].shape[T[0].nd - 1] : T[2].shape[T[2].nd - 1 - slot];
+	int64_t ndb = D->n / (R * Cn), gx = (Cn + RT_TILE - 1) / RT_TILE, gy = (R + RT_TILE - 1) / RT_TILE;
+	dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535),
+	          (unsigned)(ndb < 65535 ? ndb : 65535));
+	k_mm_tiled<<<grid, dim3(RT_TILE, RT_TILE)>>>(rt_args(T, 4), slot, add, R, Cn, Tn);
+#else
+	if (slot < 0) {
+		RtT f[3] = {T[0], T[1], T[3]};
+		RT_GO(k_matmul_f, D->n)(rt_args(f, 3), D->n);
+	} else {
+		RT_GO(k_matmul_b, D->n)(rt_args(T, 4), D->n, slot, add);
+	}
+#endif
+	rt_after();
+}
+
+/* Matmul (slot -1) and its gradients (slots 0, 1; add: += into dst),
+ * T: a, b, g (none in the forward), dst: GEMM calls where rt_mm_plan finds
+ * them (not with -DRT_NAIVE), else the general kernel. */
+RT_FN void
+rt_mm(RtT *T, int slot, int add)
+{
+#ifndef RT_NAIVE
+	RtMM p;
+	if (rt_mm_plan(T, slot, add, &p)) {
+		rt_mm_run(&p);
+		return;
+	}
+#endif
+	rt_mm_general(T, slot, add);
+}
+
+RT_FN void
+rt_f_matmul(RtT x, RtT w, RtT y)
+{
+	RtT a[4] = {x, w, rt_none(), y};
+	rt_mm(a, -1, 0);
+}
+
 RT_FN void
 rt_b_matmul(int slot, RtT x, RtT w, RtT g, RtT dst, int add)
 {
 	RtT a[4] = {x, w, g, dst};
-#if !defined(RT_GPU) && !defined(RT_NAIVE)
-	rt_host_matmul_b(a, slot, add);
-	return;
-#endif
-	RT_GO(k_matmul_b, dst.n)(rt_args(a, 4), dst.n, slot, add);
-	rt_after();
+	rt_mm(a, slot, add);
 }
 
 /* ------------------------------------------------------------ conv2d */
@@ -1132,12 +1913,40 @@ rt_host_conv_dw(const RtT *X, const RtT *G, const RtT *D, RtConv c, int add)
 }
 #endif
 
+/* A 1x1 convolution of stride 1, no padding, one group (kern: its weight)
+ * is a matmul: y [N, O, H W] = w [O, C] @ x [N, C, H W], the weight shared
+ * by the batch, and its gradients the matmul's (dx: slot 1, dw: slot 0),
+ * so it runs as GEMM calls (rt_mm), in the plain kernels' order but for
+ * dw's calls adding into an f32 result. */
+RT_FN int
+rt_conv_1x1(RtT kern, RtConv c)
+{
+	return kern.shape[2] == 1 && kern.shape[3] == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 &&
+	       c.pw == 0 && c.g == 1;
+}
+
+/* An activation [N, C, H, W] as [N, C, H W], a weight [O, C, 1, 1] as
+ * [O, C]: views for rt_mm. */
+RT_FN RtT
+rt_conv_as_mm(RtT t, int weight)
+{
+	int64_t sh[3] = {t.shape[0], t.shape[1], t.shape[2] * t.shape[3]};
+	return rt_reshape(t, weight ? 2 : 3, sh);
+}
+
 RT_FN void
 rt_f_conv2d(RtT x, RtT w, RtT y, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
             int64_t dh, int64_t dw, int64_t g)
 {
 	RtT a[3] = {x, w, y};
 	RtConv c = {sh, sw, ph, pw, dh, dw, g};
+#ifndef RT_NAIVE
+	if (rt_conv_1x1(w, c)) {
+		RtT m[4] = {rt_conv_as_mm(w, 1), rt_conv_as_mm(x, 0), rt_none(), rt_conv_as_mm(y, 0)};
+		rt_mm(m, -1, 0);
+		return;
+	}
+#endif
 #if !defined(RT_GPU) && !defined(RT_NAIVE)
 	if (rt_host_conv_ok(&a[0], &a[1], &a[2], c)) {
 		rt_host_conv_f(&a[0], &a[1], &a[2], c);
@@ -1196,6 +2005,14 @@ rt_b_conv2d(int slot, RtT x, RtT w, RtT g, RtT dst, int add, int64_t sh, int64_t
 {
 	RtT a[4] = {x, w, g, dst};
 	RtConv c = {sh, sw, ph, pw, dh, dw, gr};
+#ifndef RT_NAIVE
+	if (rt_conv_1x1(slot ? dst : w, c)) {   /* the operand a slot does not read: dst */
+		RtT wm = rt_conv_as_mm(slot ? dst : w, 1), dm = rt_conv_as_mm(dst, slot);
+		RtT m[4] = {wm, slot ? rt_conv_as_mm(x, 0) : dm, rt_conv_as_mm(g, 0), dm};
+		rt_mm(m, !slot, add);
+		return;
+	}
+#endif
 #if !defined(RT_GPU) && !defined(RT_NAIVE)
 	if (slot == 1 && rt_host_conv_ok(&a[0], &a[3], &a[2], c)) {
 		rt_host_conv_dw(&a[0], &a[2], &a[3], c, add);
@@ -1315,29 +2132,42 @@ rt_b_attention(int slot, RtT q, RtT k, RtT v, RtT y, RtT lse, RtT g, RtT dst,
 
 #define RT_EPS ((rt_real)1e-5)
 
-/* T: x, g, b, y, mean, rstd over rows of the last axis. rms: no mean, no b. */
+/* T: x, g, b, y, mean, rstd over rows of the last axis. rms: no mean, no b.
+ * One tree per row (RT_ROWS) for the mean, one for the variance. */
 RT_K
 k_norm_f(const RtT *T, int64_t rows, int rms)
 {
 	const RtT *X = &T[0];
 	int64_t C = X->shape[X->nd - 1];
-	RT_FOR(r, rows) {
-		rt_real mean = 0, var = 0;
-		for (int64_t c = 0; c < C; c++)
-			mean += rt_get(X, r * C + c);
-		mean = rms ? 0 : mean / C;
-		for (int64_t c = 0; c < C; c++) {
-			rt_real x = rt_get(X, r * C + c) - mean;
-			var += x * x;
+	RT_SHARED(double, sh);
+	RT_ROWS(r, rows) {
+		RT_LANES(l) {
+			rt_real s = 0;
+			for (int64_t c = l; c < C; c += RT_NL)
+				s += rt_get(X, r * C + c);
+			sh[l] = s;
 		}
-		rt_real rstd = 1 / rt_sqrt(var / C + RT_EPS);
-		for (int64_t c = 0; c < C; c++) {
-			rt_real xh = (rt_get(X, r * C + c) - mean) * rstd;
-			rt_put(&T[3], r * C + c, xh * rt_get(&T[1], c) + (rms ? 0 : rt_get(&T[2], c)));
+		rt_real mean = (rt_real)rt_tree(sh, 0) / C;
+		mean = rms ? 0 : mean;
+		RT_LANES(l) {
+			rt_real s = 0;
+			for (int64_t c = l; c < C; c += RT_NL) {
+				rt_real x = rt_get(X, r * C + c) - mean;
+				s += x * x;
+			}
+			sh[l] = s;
 		}
-		if (!rms)
-			rt_put(&T[4], r, mean);
-		rt_put(&T[5], r, rstd);
+		rt_real rstd = 1 / rt_sqrt((rt_real)rt_tree(sh, 0) / C + RT_EPS);
+		RT_LANES(l)
+			for (int64_t c = l; c < C; c += RT_NL) {
+				rt_real xh = (rt_get(X, r * C + c) - mean) * rstd;
+				rt_put(&T[3], r * C + c, xh * rt_get(&T[1], c) + (rms ? 0 : rt_get(&T[2], c)));
+			}
+		RT_LANE0 {
+			if (!rms)
+				rt_put(&T[4], r, mean);
+			rt_put(&T[5], r, rstd);
+		}
 	}
 }
 
@@ -1346,7 +2176,7 @@ rt_f_layernorm(RtT x, RtT g, RtT b, RtT y, RtT mean, RtT rstd)
 {
 	RtT a[6] = {x, g, b, y, mean, rstd};
 	int64_t rows = x.n / x.shape[x.nd - 1];
-	RT_GO(k_norm_f, rows)(rt_args(a, 6), rows, 0);
+	RT_RGO(k_norm_f, rows)(rt_args(a, 6), rows, 0);
 	rt_after();
 }
 
@@ -1355,43 +2185,57 @@ rt_f_rmsnorm(RtT x, RtT g, RtT y, RtT rstd)
 {
 	RtT a[6] = {x, g, rt_none(), y, rt_none(), rstd};
 	int64_t rows = x.n / x.shape[x.nd - 1];
-	RT_GO(k_norm_f, rows)(rt_args(a, 6), rows, 1);
+	RT_RGO(k_norm_f, rows)(rt_args(a, 6), rows, 1);
 	rt_after();
 }
 
-/* T: x, gamma, mean, rstd, g, dst. slot 0: dx by row; slot 1: dgamma and
- * slot 2: dbeta by column, rows summed in order. */
+/* T: x, gamma, mean, rstd, g, dst. slot 0: dx, a row's two sums as trees;
+ * slot 1: dgamma and slot 2: dbeta, a column's sum over the rows as a
+ * tree. */
 RT_K
 k_norm_b(const RtT *T, int64_t n, int rms, int slot, int add)
 {
 	const RtT *X = &T[0], *Gm = &T[1], *G = &T[4], *D = &T[5];
 	int64_t C = X->shape[X->nd - 1], R = X->n / C;
-	RT_FOR(i, n) {
+	RT_SHARED(double, s1);
+	RT_SHARED(double, s2);
+	RT_ROWS(i, n) {
 		if (slot == 0) {
-			rt_real m1 = 0, m2 = 0, mean = rms ? 0 : rt_get(&T[2], i), rstd = rt_get(&T[3], i);
-			for (int64_t c = 0; c < C; c++) {
-				rt_real xh = (rt_get(X, i * C + c) - mean) * rstd;
-				rt_real dxh = rt_get(G, i * C + c) * rt_get(Gm, c);
-				m1 += dxh;
-				m2 += dxh * xh;
+			rt_real mean = rms ? 0 : rt_get(&T[2], i), rstd = rt_get(&T[3], i);
+			RT_LANES(l) {
+				rt_real m1 = 0, m2 = 0;
+				for (int64_t c = l; c < C; c += RT_NL) {
+					rt_real xh = (rt_get(X, i * C + c) - mean) * rstd;
+					rt_real dxh = rt_get(G, i * C + c) * rt_get(Gm, c);
+					m1 += dxh;
+					m2 += dxh * xh;
+				}
+				s1[l] = m1;
+				s2[l] = m2;
 			}
+			rt_real m1 = (rt_real)rt_tree(s1, 0), m2 = (rt_real)rt_tree(s2, 0);
 			m1 = rms ? 0 : m1 / C;
 			m2 /= C;
-			for (int64_t c = 0; c < C; c++) {
-				rt_real xh = (rt_get(X, i * C + c) - mean) * rstd;
-				rt_real dxh = rt_get(G, i * C + c) * rt_get(Gm, c);
-				rt_out(D, i * C + c, rstd * (dxh - m1 - xh * m2), add);
-			}
+			RT_LANES(l)
+				for (int64_t c = l; c < C; c += RT_NL) {
+					rt_real xh = (rt_get(X, i * C + c) - mean) * rstd;
+					rt_real dxh = rt_get(G, i * C + c) * rt_get(Gm, c);
+					rt_out(D, i * C + c, rstd * (dxh - m1 - xh * m2), add);
+				}
 			continue;
 		}
-		rt_real s = 0;
-		for (int64_t r = 0; r < R; r++) {
-			rt_real g = rt_get(G, r * C + i);
-			if (slot == 1)
-				g *= (rt_get(X, r * C + i) - (rms ? 0 : rt_get(&T[2], r))) * rt_get(&T[3], r);
-			s += g;
+		RT_LANES(l) {
+			rt_real s = 0;
+			for (int64_t r = l; r < R; r += RT_NL) {
+				rt_real g = rt_get(G, r * C + i);
+				if (slot == 1)
+					g *= (rt_get(X, r * C + i) - (rms ? 0 : rt_get(&T[2], r))) * rt_get(&T[3], r);
+				s += g;
+			}
+			s1[l] = s;
 		}
-		rt_out(D, i, s, add);
+		rt_real s = (rt_real)rt_tree(s1, 0);
+		RT_LANE0 rt_out(D, i, s, add);
 	}
 }
 
@@ -1400,7 +2244,7 @@ rt_b_norm(int rms, int slot, RtT x, RtT gamma, RtT mean, RtT rstd, RtT g, RtT ds
 {
 	RtT a[6] = {x, gamma, mean, rstd, g, dst};
 	int64_t n = slot ? dst.n : x.n / x.shape[x.nd - 1];
-	RT_GO(k_norm_b, n)(rt_args(a, 6), n, rms, slot, add);
+	RT_RGO(k_norm_b, n)(rt_args(a, 6), n, rms, slot, add);
 	rt_after();
 }
 
@@ -1412,28 +2256,41 @@ rt_bn_at(const RtT *X, int64_t c, int64_t k)
 	return (k / R * C + c) * R + k % R;
 }
 
-/* T: x, g, b, y, mean, rstd; one thread per channel. */
+/* T: x, g, b, y, mean, rstd; a tree per channel for the mean and one for
+ * the variance. */
 RT_K
 k_bn_f(const RtT *T, int64_t C)
 {
 	const RtT *X = &T[0];
 	int64_t cnt = X->n / C;
-	RT_FOR(c, C) {
-		rt_real mean = 0, var = 0;
-		for (int64_t k = 0; k < cnt; k++)
-			mean += rt_get(X, rt_bn_at(X, c, k));
-		mean /= cnt;
-		for (int64_t k = 0; k < cnt; k++) {
-			rt_real x = rt_get(X, rt_bn_at(X, c, k)) - mean;
-			var += x * x;
+	RT_SHARED(double, sh);
+	RT_ROWS(c, C) {
+		RT_LANES(l) {
+			rt_real s = 0;
+			for (int64_t k = l; k < cnt; k += RT_NL)
+				s += rt_get(X, rt_bn_at(X, c, k));
+			sh[l] = s;
 		}
-		rt_real rstd = 1 / rt_sqrt(var / cnt + RT_EPS);
-		for (int64_t k = 0; k < cnt; k++) {
-			int64_t j = rt_bn_at(X, c, k);
-			rt_put(&T[3], j, (rt_get(X, j) - mean) * rstd * rt_get(&T[1], c) + rt_get(&T[2], c));
+		rt_real mean = (rt_real)rt_tree(sh, 0) / cnt;
+		RT_LANES(l) {
+			rt_real s = 0;
+			for (int64_t k = l; k < cnt; k += RT_NL) {
+				rt_real x = rt_get(X, rt_bn_at(X, c, k)) - mean;
+				s += x * x;
+			}
+			sh[l] = s;
 		}
-		rt_put(&T[4], c, mean);
-		rt_put(&T[5], c, rstd);
+		rt_real rstd = 1 / rt_sqrt((rt_real)rt_tree(sh, 0) / cnt + RT_EPS);
+		RT_LANES(l)
+			for (int64_t k = l; k < cnt; k += RT_NL) {
+				int64_t j = rt_bn_at(X, c, k);
+				rt_put(&T[3], j, (rt_get(X, j) - mean) * rstd * rt_get(&T[1], c) +
+				       rt_get(&T[2], c));
+			}
+		RT_LANE0 {
+			rt_put(&T[4], c, mean);
+			rt_put(&T[5], c, rstd);
+		}
 	}
 }
 
@@ -1441,36 +2298,46 @@ RT_FN void
 rt_f_batchnorm(RtT x, RtT g, RtT b, RtT y, RtT mean, RtT rstd)
 {
 	RtT a[6] = {x, g, b, y, mean, rstd};
-	RT_GO(k_bn_f, x.shape[1])(rt_args(a, 6), x.shape[1]);
+	RT_RGO(k_bn_f, x.shape[1])(rt_args(a, 6), x.shape[1]);
 	rt_after();
 }
 
-/* T: x, gamma, mean, rstd, g, dst; one thread per channel for every slot. */
+/* T: x, gamma, mean, rstd, g, dst; a channel's two sums as trees for every
+ * slot. */
 RT_K
 k_bn_b(const RtT *T, int64_t C, int slot, int add)
 {
 	const RtT *X = &T[0], *G = &T[4], *D = &T[5];
 	int64_t cnt = X->n / C;
-	RT_FOR(c, C) {
-		rt_real mean = rt_get(&T[2], c), rstd = rt_get(&T[3], c), m1 = 0, m2 = 0;
+	RT_SHARED(double, s1);
+	RT_SHARED(double, s2);
+	RT_ROWS(c, C) {
+		rt_real mean = rt_get(&T[2], c), rstd = rt_get(&T[3], c);
 		rt_real gm = rt_get(&T[1], c);
-		for (int64_t k = 0; k < cnt; k++) {
-			int64_t j = rt_bn_at(X, c, k);
-			rt_real xh = (rt_get(X, j) - mean) * rstd, g = rt_get(G, j);
-			m1 += slot == 0 ? g * gm : g;
-			m2 += slot == 0 ? g * gm * xh : g * xh;
+		RT_LANES(l) {
+			rt_real m1 = 0, m2 = 0;
+			for (int64_t k = l; k < cnt; k += RT_NL) {
+				int64_t j = rt_bn_at(X, c, k);
+				rt_real xh = (rt_get(X, j) - mean) * rstd, g = rt_get(G, j);
+				m1 += slot == 0 ? g * gm : g;
+				m2 += slot == 0 ? g * gm * xh : g * xh;
+			}
+			s1[l] = m1;
+			s2[l] = m2;
 		}
+		rt_real m1 = (rt_real)rt_tree(s1, 0), m2 = (rt_real)rt_tree(s2, 0);
 		if (slot) {
-			rt_out(D, c, slot == 1 ? m2 : m1, add);
+			RT_LANE0 rt_out(D, c, slot == 1 ? m2 : m1, add);
 			continue;
 		}
 		m1 /= cnt;
 		m2 /= cnt;
-		for (int64_t k = 0; k < cnt; k++) {
-			int64_t j = rt_bn_at(X, c, k);
-			rt_real xh = (rt_get(X, j) - mean) * rstd;
-			rt_out(D, j, rstd * (rt_get(G, j) * gm - m1 - xh * m2), add);
-		}
+		RT_LANES(l)
+			for (int64_t k = l; k < cnt; k += RT_NL) {
+				int64_t j = rt_bn_at(X, c, k);
+				rt_real xh = (rt_get(X, j) - mean) * rstd;
+				rt_out(D, j, rstd * (rt_get(G, j) * gm - m1 - xh * m2), add);
+			}
 	}
 }
 
@@ -1478,7 +2345,7 @@ RT_FN void
 rt_b_batchnorm(int slot, RtT x, RtT gamma, RtT mean, RtT rstd, RtT g, RtT dst, int add)
 {
 	RtT a[6] = {x, gamma, mean, rstd, g, dst};
-	RT_GO(k_bn_b, x.shape[1])(rt_args(a, 6), x.shape[1], slot, add);
+	RT_RGO(k_bn_b, x.shape[1])(rt_args(a, 6), x.shape[1], slot, add);
 	rt_after();
 }
 
@@ -1499,25 +2366,38 @@ rt_axis(RtT t, int axis)
 RT_DFN int64_t
 rt_row(RtAxis a, int64_t r, int64_t l)
 {
+	if (a.inner == 1)
+		return r * a.L + l;
 	return (r / a.inner * a.L + l) * a.inner + r % a.inner;
 }
 
-/* T: x, y */
+/* T: x, y; a row's max and its sum of exponentials as trees. */
 RT_K
 k_softmax_f(const RtT *T, int64_t rows, RtAxis a, int lg)
 {
-	RT_FOR(r, rows) {
-		rt_real m = -INFINITY, s = 0;
-		for (int64_t l = 0; l < a.L; l++) {
-			rt_real x = rt_get(&T[0], rt_row(a, r, l));
-			m = x > m ? x : m;
+	RT_SHARED(double, sh);
+	RT_ROWS(r, rows) {
+		RT_LANES(l) {
+			rt_real m = -INFINITY;
+			for (int64_t k = l; k < a.L; k += RT_NL) {
+				rt_real x = rt_get(&T[0], rt_row(a, r, k));
+				m = x > m ? x : m;
+			}
+			sh[l] = m;
 		}
-		for (int64_t l = 0; l < a.L; l++)
-			s += rt_exp(rt_get(&T[0], rt_row(a, r, l)) - m);
-		for (int64_t l = 0; l < a.L; l++) {
-			rt_real x = rt_get(&T[0], rt_row(a, r, l)) - m;
-			rt_put(&T[1], rt_row(a, r, l), lg ? x - rt_log(s) : rt_exp(x) / s);
+		rt_real m = (rt_real)rt_tree(sh, 1);
+		RT_LANES(l) {
+			rt_real s = 0;
+			for (int64_t k = l; k < a.L; k += RT_NL)
+				s += rt_exp(rt_get(&T[0], rt_row(a, r, k)) - m);
+			sh[l] = s;
 		}
+		rt_real s = (rt_real)rt_tree(sh, 0);
+		RT_LANES(l)
+			for (int64_t k = l; k < a.L; k += RT_NL) {
+				rt_real x = rt_get(&T[0], rt_row(a, r, k)) - m;
+				rt_put(&T[1], rt_row(a, r, k), lg ? x - rt_log(s) : rt_exp(x) / s);
+			}
 	}
 }
 
@@ -1527,25 +2407,31 @@ rt_f_softmax(RtT x, RtT y, int axis, int lg)
 	RtT t[2] = {x, y};
 	RtAxis a = rt_axis(x, axis);
 	int64_t rows = x.n / (a.L ? a.L : 1);
-	RT_GO(k_softmax_f, rows)(rt_args(t, 2), rows, a, lg);
+	RT_RGO(k_softmax_f, rows)(rt_args(t, 2), rows, a, lg);
 	rt_after();
 }
 
-/* T: y, g, dst */
+/* T: y, g, dst; a row's sum as a tree. */
 RT_K
 k_softmax_b(const RtT *T, int64_t rows, RtAxis a, int lg, int add)
 {
-	RT_FOR(r, rows) {
-		rt_real s = 0;
-		for (int64_t l = 0; l < a.L; l++) {
-			int64_t j = rt_row(a, r, l);
-			s += lg ? rt_get(&T[1], j) : rt_get(&T[1], j) * rt_get(&T[0], j);
+	RT_SHARED(double, sh);
+	RT_ROWS(r, rows) {
+		RT_LANES(l) {
+			rt_real s = 0;
+			for (int64_t k = l; k < a.L; k += RT_NL) {
+				int64_t j = rt_row(a, r, k);
+				s += lg ? rt_get(&T[1], j) : rt_get(&T[1], j) * rt_get(&T[0], j);
+			}
+			sh[l] = s;
 		}
-		for (int64_t l = 0; l < a.L; l++) {
-			int64_t j = rt_row(a, r, l);
-			rt_real y = rt_get(&T[0], j), g = rt_get(&T[1], j);
-			rt_out(&T[2], j, lg ? g - rt_exp(y) * s : y * (g - s), add);
-		}
+		rt_real s = (rt_real)rt_tree(sh, 0);
+		RT_LANES(l)
+			for (int64_t k = l; k < a.L; k += RT_NL) {
+				int64_t j = rt_row(a, r, k);
+				rt_real y = rt_get(&T[0], j), g = rt_get(&T[1], j);
+				rt_out(&T[2], j, lg ? g - rt_exp(y) * s : y * (g - s), add);
+			}
 	}
 }
 
@@ -1555,7 +2441,7 @@ rt_b_softmax(RtT y, RtT g, RtT dst, int add, int axis, int lg)
 	RtT t[3] = {y, g, dst};
 	RtAxis a = rt_axis(y, axis);
 	int64_t rows = y.n / (a.L ? a.L : 1);
-	RT_GO(k_softmax_b, rows)(rt_args(t, 3), rows, a, lg, add);
+	RT_RGO(k_softmax_b, rows)(rt_args(t, 3), rows, a, lg, add);
 	rt_after();
 }
 
@@ -1726,15 +2612,21 @@ rt_upsample(RtT src, RtT dst, int64_t sc, int bwd, int add)
 
 /* ------------------------------------------------------------ reductions */
 
-/* T: x, y. Sum (or mean) over one axis, or over everything (one thread). */
+/* T: x, y. Sum (or mean) over one axis, a tree per output element; over
+ * everything, rt_reduce. */
 RT_K
 k_sum_f(const RtT *T, int64_t n, RtAxis a, int mean)
 {
-	RT_FOR(r, n) {
-		rt_real s = 0;
-		for (int64_t l = 0; l < a.L; l++)
-			s += rt_get(&T[0], rt_row(a, r, l));
-		rt_put(&T[1], r, mean ? s / (rt_real)a.L : s);
+	RT_SHARED(double, sh);
+	RT_ROWS(r, n) {
+		RT_LANES(l) {
+			rt_real s = 0;
+			for (int64_t k = l; k < a.L; k += RT_NL)
+				s += rt_get(&T[0], rt_row(a, r, k));
+			sh[l] = s;
+		}
+		rt_real s = (rt_real)rt_tree(sh, 0);
+		RT_LANE0 rt_put(&T[1], r, mean ? s / (rt_real)a.L : s);
 	}
 }
 
@@ -1742,10 +2634,12 @@ RT_FN void
 rt_f_sum(RtT x, RtT y, int axis, int mean)
 {
 	RtT t[2] = {x, y};
-	RtAxis a = {x.n, 1};
-	if (axis >= 0)
-		a = rt_axis(x, axis);
-	RT_GO(k_sum_f, y.n)(rt_args(t, 2), y.n, a, mean);
+	if (axis < 0) {
+		RtRed c = {mean ? RT_RED_MEAN : RT_RED_SUM, x.n, 0, 0};
+		rt_reduce(t, 2, c, 1, NULL);
+		return;
+	}
+	RT_RGO(k_sum_f, y.n)(rt_args(t, 2), y.n, rt_axis(x, axis), mean);
 	rt_after();
 }
 
@@ -1773,50 +2667,17 @@ rt_b_sum(RtT g, RtT dst, int add, int axis, int mean)
 
 /* ------------------------------------------------------------ losses */
 
-/* T: logits, labels, loss, lsm. One thread per row for lsm, then one thread
- * sums the rows in order. Labels outside [0, C) contribute nothing. */
-RT_K
-k_xent_rows(const RtT *T, int64_t rows)
-{
-	RtAxis a = {T[0].shape[T[0].nd - 1], 1};
-	RT_FOR(r, rows) {
-		rt_real m = -INFINITY, s = 0;
-		for (int64_t l = 0; l < a.L; l++) {
-			rt_real x = rt_get(&T[0], r * a.L + l);
-			m = x > m ? x : m;
-		}
-		for (int64_t l = 0; l < a.L; l++)
-			s += rt_exp(rt_get(&T[0], r * a.L + l) - m);
-		for (int64_t l = 0; l < a.L; l++)
-			rt_put(&T[3], r * a.L + l, rt_get(&T[0], r * a.L + l) - m - rt_log(s));
-	}
-}
-
-RT_K
-k_xent_loss(const RtT *T, int64_t rows)
-{
-	int64_t C = T[0].shape[T[0].nd - 1];
-	RT_FOR(i, 1) {
-		rt_real s = 0;
-		for (int64_t r = 0; r < rows; r++) {
-			int64_t lab = rt_geti(&T[1], r);
-			if (lab >= 0 && lab < C)
-				s -= rt_get(&T[3], r * C + lab);
-		}
-		rt_put(&T[2], i, s / (rt_real)rows);
-	}
-}
-
+/* T: logits, labels, loss, lsm. lsm row by row (k_softmax_f), then the
+ * loss summed over the rows (rt_reduce). Labels outside [0, C) contribute
+ * nothing. */
 RT_FN void
 rt_f_xent(RtT logits, RtT labels, RtT y, RtT lsm)
 {
 	RtT a[4] = {logits, labels, y, lsm};
 	int64_t rows = logits.n / logits.shape[logits.nd - 1];
-	const RtT *d = rt_args(a, 4);
-	RT_GO(k_xent_rows, rows)(d, rows);
-	rt_after();
-	RT_GO(k_xent_loss, 1)(d, rows);
-	rt_after();
+	RtRed c = {RT_RED_XENT, rows, 0, 0};
+	rt_f_softmax(logits, lsm, logits.nd - 1, 1);
+	rt_reduce(a, 4, c, 2, NULL);
 }
 
 /* T: lsm, labels, g, dst */
@@ -1839,26 +2700,13 @@ rt_b_xent(RtT lsm, RtT labels, RtT g, RtT dst, int add)
 	rt_after();
 }
 
-/* T: a, b, y: mean of squared differences, one thread, in order */
-RT_K
-k_mse_f(const RtT *T, int64_t n)
-{
-	RT_FOR(i, 1) {
-		rt_real s = 0;
-		for (int64_t k = 0; k < n; k++) {
-			rt_real d = rt_get(&T[0], k) - rt_get(&T[1], k);
-			s += d * d;
-		}
-		rt_put(&T[2], i, s / (rt_real)n);
-	}
-}
-
+/* T: a, b, y: the mean of squared differences (rt_reduce) */
 RT_FN void
 rt_f_mse(RtT x, RtT y, RtT out)
 {
 	RtT a[3] = {x, y, out};
-	RT_GO(k_mse_f, 1)(rt_args(a, 3), x.n);
-	rt_after();
+	RtRed c = {RT_RED_MSE, x.n, 0, 0};
+	rt_reduce(a, 3, c, 2, NULL);
 }
 
 /* T: a, b, g, dst */
@@ -1901,7 +2749,8 @@ rt_f_embedding(RtT idx, RtT table, RtT y)
 }
 
 /* T: idx, g, dst [V, D]. One thread per table row scans every position in
- * order: deterministic without atomics. */
+ * order: deterministic without atomics (the host's; k_embed_bt on the
+ * GPU). */
 RT_K
 k_embed_b(const RtT *T, int64_t V, int add)
 {
@@ -1917,11 +2766,54 @@ k_embed_b(const RtT *T, int64_t V, int add)
 	}
 }
 
+#ifdef RT_GPU
+/* The same on the GPU, a block per table row: the lanes test RT_NL
+ * positions at a time and list the ones that hold v in order (a ballot per
+ * warp), then add their rows, lanes over D, position after position: each
+ * element gets k_embed_b's sums in k_embed_b's order. */
+static __global__ void
+k_embed_bt(const RtT *T, int64_t V, int add)
+{
+	__shared__ int64_t hit[RT_NL];
+	__shared__ int wc[RT_NL / 32];
+	int64_t D = T[2].shape[1], P = T[0].n;
+	int l = (int)threadIdx.x, w = l / 32, lane = l % 32;
+	RT_ROWS(v, V) {
+		if (!add)
+			for (int64_t d = l; d < D; d += RT_NL)
+				rt_put(&T[2], v * D + d, 0);
+		for (int64_t p0 = 0; p0 < P; p0 += RT_NL) {
+			int h = p0 + l < P && rt_geti(&T[0], p0 + l) == v, at = 0, nh = 0;
+			unsigned b = __ballot_sync(0xffffffffu, h);
+			if (lane == 0)
+				wc[w] = __popc(b);
+			__syncthreads();
+			for (int i = 0; i < RT_NL / 32; i++) {
+				at += i < w ? wc[i] : 0;
+				nh += wc[i];
+			}
+			if (h)
+				hit[at + __popc(b & ((1u << lane) - 1))] = p0 + l;
+			__syncthreads();
+			for (int i = 0; i < nh; i++)
+				for (int64_t d = l; d < D; d += RT_NL)
+					rt_put(&T[2], v * D + d, rt_get(&T[2], v * D + d) +
+					       rt_get(&T[1], hit[i] * D + d));
+			__syncthreads();
+		}
+	}
+}
+#endif
+
 RT_FN void
 rt_b_embedding(RtT idx, RtT g, RtT dst, int add)
 {
 	RtT a[3] = {idx, g, dst};
-	RT_GO(k_embed_b, dst.shape[0])(rt_args(a, 3), dst.shape[0], add);
+#ifdef RT_GPU
+	k_embed_bt<<<rt_rblocks(dst.shape[0]), RT_NL>>>(rt_args(a, 3), dst.shape[0], add);
+#else
+	k_embed_b(rt_args(a, 3), dst.shape[0], add);
+#endif
 	rt_after();
 }
 
@@ -1987,40 +2879,12 @@ rt_init(RtT t, uint64_t key, int64_t range)
 	rt_after();
 }
 
-/* sum and position-weighted sum of t, in element order, in double */
-RT_K
-k_cksum(const RtT *T, int64_t n, double *out)
-{
-	RT_FOR(i, 1) {
-		double s = 0, w = 0;
-		for (int64_t k = 0; k < n; k++) {
-			double v = (double)rt_get(&T[0], k);
-			s += v;
-			w += v * (double)(1 + k % 7);
-		}
-		out[i] = s;
-		out[i + 1] = w;
-	}
-}
-
 /* A param's finite-difference direction: another hash of its elements. */
 RT_K
 k_perturb(const RtT *T, int64_t n, uint64_t key, double eps)
 {
 	RT_FOR(i, n) rt_put(&T[0], i, rt_get(&T[0], i) + (rt_real)eps *
 	                    (2 * rt_unit(~key, (uint64_t)i) - 1));
-}
-
-/* sum over i of direction[i] * grad[i], in order, in double */
-RT_K
-k_dirgrad(const RtT *T, int64_t n, uint64_t key, double *out)
-{
-	RT_FOR(i, 1) {
-		double s = 0;
-		for (int64_t k = 0; k < n; k++)
-			s += (double)rt_get(&T[0], k) * (double)(2 * rt_unit(~key, (uint64_t)k) - 1);
-		out[i] = s;
-	}
 }
 
 /* FNV-1a of a tensor id: the init key, stable across schedules. */
@@ -2054,6 +2918,20 @@ static int rt_rank, rt_nranks = 1;
 static int64_t rt_data_rank;
 static char rt_who[32];
 static int64_t rt_host_bytes;
+
+/* Time per phase of the step (RT_PH_*, the kinds of steps): each change
+ * of phase is marked, with a CUDA event on the GPU (summed after the run),
+ * with the monotonic clock on the host. */
+enum { RT_PH_FORWARD, RT_PH_RECOMPUTE, RT_PH_BACKWARD, RT_NPH };
+static int rt_phase_now = -1;
+static double rt_phase_ms[RT_NPH];
+#ifdef RT_GPU
+static cudaEvent_t *rt_ev;
+static int *rt_ev_ph;
+static int64_t rt_nev, rt_evcap;
+#else
+static double rt_phase_t0;
+#endif
 
 /* The registry of live raw allocations: an open-addressing set of
  * pointers (deleted slots hold RT_GONE), so that rt_finish can free what
@@ -2151,6 +3029,15 @@ rt_free_all(void)
 	rt_reg_cap = rt_reg_n = rt_reg_used = 0;
 #ifdef RT_GPU
 	cudaFree(rt_dargs);
+	cudaFree(rt_dred);
+	cublasDestroy(rt_blas);
+	for (int64_t i = 0; i < rt_nev; i++)
+		cudaEventDestroy(rt_ev[i]);
+	free(rt_ev);
+	free(rt_ev_ph);
+	rt_ev = NULL;
+	rt_ev_ph = NULL;
+	rt_nev = 0;
 #endif
 }
 
@@ -2210,8 +3097,17 @@ rt_start(int argc, char **argv, int64_t arena_bytes)
 		}
 	}
 #ifdef RT_GPU
+	/* The runtime's fixed state, before the baseline: the descriptor block,
+	 * the partial sums, the cuBLAS handle. cuBLAS gets no workspace (the
+	 * default pool size is zero, and the handle's workspace is set to none),
+	 * so a GEMM allocates nothing that the plan does not count. */
 	size_t fr, tot;
 	rt_cuda(cudaMalloc((void **)&rt_dargs, sizeof(RtT) * RT_MAXARGS), "args");
+	rt_cuda(cudaMalloc((void **)&rt_dred, sizeof(double) * (2 * RT_NL + 2)), "reduce");
+	setenv("CUBLAS_WORKSPACE_CONFIG", ":0:0", 1);
+	if (cublasCreate(&rt_blas) != CUBLAS_STATUS_SUCCESS ||
+	    cublasSetWorkspace(rt_blas, NULL, 0) != CUBLAS_STATUS_SUCCESS)
+		rt_die("cannot set up cuBLAS");
 	rt_cuda(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
 	rt_dev_base = (int64_t)(tot - fr);
 #endif
@@ -2256,10 +3152,40 @@ rt_ones(int nd, int64_t s0, int64_t s1, int64_t s2, int64_t s3, int64_t s4,
 	return rt_desc(NULL, RT_DT_ONE, nd, s);
 }
 
-/* A step begins: its temporary block (planned at toff in the arena). */
+/* Phase ph begins (-1: the step is over). */
 RT_FN void
-rt_begin(int64_t step, int64_t tbytes, int64_t toff)
+rt_mark(int ph)
 {
+	if (ph == rt_phase_now)
+		return;
+#ifdef RT_GPU
+	if (rt_nev == rt_evcap) {
+		rt_evcap = rt_evcap ? 2 * rt_evcap : 16;
+		rt_ev = (cudaEvent_t *)realloc(rt_ev, sizeof *rt_ev * (size_t)rt_evcap);
+		rt_ev_ph = (int *)realloc(rt_ev_ph, sizeof *rt_ev_ph * (size_t)rt_evcap);
+		if (!rt_ev || !rt_ev_ph)
+			rt_die("out of memory");
+	}
+	rt_cuda(cudaEventCreate(&rt_ev[rt_nev]), "cudaEventCreate");
+	rt_cuda(cudaEventRecord(rt_ev[rt_nev], 0), "cudaEventRecord");
+	rt_ev_ph[rt_nev++] = ph;
+#else
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	double now = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+	if (rt_phase_now >= 0)
+		rt_phase_ms[rt_phase_now] += now - rt_phase_t0;
+	rt_phase_t0 = now;
+#endif
+	rt_phase_now = ph;
+}
+
+/* A step of phase ph begins: its temporary block (planned at toff in the
+ * arena). */
+RT_FN void
+rt_begin(int64_t step, int ph, int64_t tbytes, int64_t toff)
+{
+	rt_mark(ph);
 	rt_step_now = step;
 	rt_tbytes = tbytes;
 	rt_toff = toff;
@@ -2307,20 +3233,13 @@ rt_end(int64_t predicted)
 	rt_tbytes = 0;
 }
 
+/* The sum and the position-weighted sum of t, in double (rt_reduce). */
 RT_FN void
 rt_cksum(const char *name, RtT t)
 {
 	double h[2];
-#ifdef RT_GPU
-	double *d;
-	rt_cuda(cudaMalloc((void **)&d, sizeof h), "cksum");
-	RT_GO(k_cksum, 1)(rt_args(&t, 1), t.n, d);
-	rt_after();
-	rt_cuda(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost), "cksum");
-	cudaFree(d);
-#else
-	k_cksum(&t, t.n, h);
-#endif
+	RtRed c = {RT_RED_CKSUM, t.n, 0, 0};
+	rt_reduce(&t, 1, c, -1, h);
 	printf("%schecksum %s: %.17g %.17g\n", rt_who, name, h[0], h[1]);
 }
 
@@ -2337,20 +3256,13 @@ rt_param(RtT t, uint64_t key)
 	}
 }
 
+/* The sum over i of direction[i] * grad[i], in double (rt_reduce). */
 RT_FN void
 rt_dirgrad(RtT g, uint64_t key)
 {
-	double h[1];
-#ifdef RT_GPU
-	double *d;
-	rt_cuda(cudaMalloc((void **)&d, sizeof h), "dirgrad");
-	RT_GO(k_dirgrad, 1)(rt_args(&g, 1), g.n, key, d);
-	rt_after();
-	rt_cuda(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost), "dirgrad");
-	cudaFree(d);
-#else
-	k_dirgrad(&g, g.n, key, h);
-#endif
+	double h[2];
+	RtRed c = {RT_RED_DIRGRAD, g.n, key, 0};
+	rt_reduce(&g, 1, c, -1, h);
 	rt_dirsum += h[0];
 }
 
@@ -2358,16 +3270,8 @@ RT_FN void
 rt_loss(RtT t)
 {
 	double h[2];
-#ifdef RT_GPU
-	double *d;
-	rt_cuda(cudaMalloc((void **)&d, sizeof h), "loss");
-	RT_GO(k_cksum, 1)(rt_args(&t, 1), t.n, d);
-	rt_after();
-	rt_cuda(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost), "loss");
-	cudaFree(d);
-#else
-	k_cksum(&t, t.n, h);
-#endif
+	RtRed c = {RT_RED_SUM, t.n, 0, 0};
+	rt_reduce(&t, 1, c, -1, h);
 	if (rt_loss_value != rt_loss_value)
 		rt_loss_value = h[0];
 }
@@ -2375,8 +3279,17 @@ rt_loss(RtT t)
 RT_FN int
 rt_finish(int64_t predicted, int64_t arena_bytes)
 {
+	rt_mark(-1);
 #ifdef RT_GPU
 	rt_cuda(cudaDeviceSynchronize(), "sync");
+	for (int64_t i = 0; i + 1 < rt_nev; i++) {
+		float ms;
+		rt_cuda(cudaEventElapsedTime(&ms, rt_ev[i], rt_ev[i + 1]), "cudaEventElapsedTime");
+		rt_phase_ms[rt_ev_ph[i]] += ms;
+	}
+	const char *clk = "CUDA events";
+#else
+	const char *clk = "host monotonic clock";
 #endif
 	const char *w = rt_who;
 	printf("%smode: %s\n", w, rt_arena_mode ? "arena" : "tracked");
@@ -2391,6 +3304,12 @@ rt_finish(int64_t predicted, int64_t arena_bytes)
 #else
 	printf("%sdevice peak: n/a (host build)\n", w);
 #endif
+	printf("%stime (%s): forward %.3f ms, backward %.3f ms, recompute %.3f ms, step %.3f ms\n",
+	       w, clk, rt_phase_ms[RT_PH_FORWARD], rt_phase_ms[RT_PH_BACKWARD],
+	       rt_phase_ms[RT_PH_RECOMPUTE],
+	       rt_phase_ms[RT_PH_FORWARD] + rt_phase_ms[RT_PH_BACKWARD] + rt_phase_ms[RT_PH_RECOMPUTE]);
+	printf("%smatmul: %lld GEMM calls, %lld by the general kernel\n", w, (long long)rt_ngemm,
+	       (long long)rt_ngeneral);
 	printf("%sloss: %.17g\n", w, rt_loss_value);
 	printf("%sdirgrad: %.17g\n", w, rt_dirsum);
 	int bad = rt_peak != predicted || rt_bad >= 0;

@@ -55,17 +55,6 @@ static MPI_Comm rt_comm;        /* the ranks of this stage */
 static void *rt_bsend;          /* the attached send buffer */
 #endif
 
-RT_FN int64_t
-rt_dtsize(int dt)
-{
-	switch (dt) {
-	case RT_DT_F64: case RT_DT_I64: return 8;
-	case RT_DT_F32: case RT_DT_I32: return 4;
-	case RT_DT_BF16: case RT_DT_F16: return 2;
-	default: return 1;
-	}
-}
-
 /* Elements of a buffer of E, sharded in s, that rank r holds. */
 RT_FN int64_t
 rt_shard_n(int64_t E, int64_t s, int r)
@@ -127,7 +116,7 @@ RT_FN MPI_Datatype
 rt_mpi_type(int dt)
 {
 	return dt == RT_DT_F64 ? MPI_DOUBLE : dt == RT_DT_F32 ? MPI_FLOAT :
-	       rt_dtsize(dt) == 2 ? MPI_UINT16_T : MPI_BYTE;
+	       rt_esize(dt) == 2 ? MPI_UINT16_T : MPI_BYTE;
 }
 
 RT_FN MPI_Op
@@ -311,7 +300,7 @@ rt_allgather_in_place(unsigned char *full, int64_t E, int64_t s, int64_t es)
 RT_FN void
 rt_gather(RtT shard, RtT buf, int64_t off, int64_t E)
 {
-	int64_t s = shard.n, es = rt_dtsize(shard.dt), c = rt_shard_n(E, s, rt_rank);
+	int64_t s = shard.n, es = rt_esize(shard.dt), c = rt_shard_n(E, s, rt_rank);
 	unsigned char *full = (unsigned char *)buf.p + off;
 	if (c)
 		rt_copy(rt_narrow(shard, 0, 0, c), rt_shard(full + rt_rank * s * es, shard.dt, c), 0);
@@ -368,7 +357,7 @@ rt_allreduce(int64_t off, int64_t n, int dt)
 RT_FN int64_t
 rt_reduce_scatter(int64_t off, const int64_t *cnt, int dt)
 {
-	int64_t es = rt_dtsize(dt), mine = 0;
+	int64_t es = rt_esize(dt), mine = 0;
 	for (int r = 0; r < rt_rank; r++)
 		mine += cnt[r] * es;
 #ifdef REMAT_MPI
@@ -407,7 +396,7 @@ rt_unpack_shard(RtT shard, int64_t off, int64_t E)
 {
 	int64_t c = rt_shard_n(E, shard.n, rt_rank);
 	rt_pack(shard, 0, c, off, 2);
-	return off + c * rt_dtsize(shard.dt);
+	return off + c * rt_esize(shard.dt);
 }
 
 /* After the step (nothing counted): the full gradient of E elements
@@ -415,7 +404,7 @@ rt_unpack_shard(RtT shard, int64_t off, int64_t E)
 RT_FN void
 rt_cksum_shards(const char *name, RtT shard, int64_t E, uint64_t key)
 {
-	unsigned char *full = (unsigned char *)rt_raw_alloc(E * rt_dtsize(shard.dt));
+	unsigned char *full = (unsigned char *)rt_raw_alloc(E * rt_esize(shard.dt));
 	RtT f = rt_shard(full, shard.dt, E);
 	rt_gather(shard, f, 0, E);
 	rt_cksum(name, f);
@@ -515,7 +504,7 @@ RT_FN void
 rt_send(RtT t, int stage, int64_t tag)
 {
 #ifdef REMAT_MPI
-	int64_t bytes = t.n * rt_dtsize(t.dt);
+	int64_t bytes = t.n * rt_esize(t.dt);
 	void *h = rt_msg_buf(t, bytes);
 #ifdef RT_GPU
 	rt_cuda(cudaMemcpy(h, t.p, (size_t)bytes, cudaMemcpyDeviceToHost), "send");
@@ -535,7 +524,7 @@ RT_FN void
 rt_recv(RtT t, int stage, int64_t tag, int activation)
 {
 #ifdef REMAT_MPI
-	int64_t bytes = t.n * rt_dtsize(t.dt);
+	int64_t bytes = t.n * rt_esize(t.dt);
 	void *h = rt_msg_buf(t, bytes);
 
 	MPI_Recv(h, rt_count(bytes), MPI_BYTE, stage * rt_nranks + rt_rank, rt_tag(tag),

@@ -301,45 +301,24 @@ rt_b_topk(RtT idx, RtT g, RtT dst, int add, int ax, int64_t k)
 
 /* ------------------------------------------------------------ cross_entropy(ignore_index=) */
 
-/* T: logits, labels, y, lsm: the mean over the labels that are not ign. */
-RT_K
-k_xent_ig_loss(const RtT *T, int64_t rows, int64_t ign)
-{
-	int64_t C = T[0].shape[T[0].nd - 1];
-	RT_FOR(i, 1) {
-		rt_real s = 0;
-		int64_t cnt = 0;
-		for (int64_t r = 0; r < rows; r++) {
-			int64_t lab = rt_geti(&T[1], r);
-			if (lab == ign)
-				continue;
-			cnt++;
-			if (lab >= 0 && lab < C)
-				s -= rt_get(&T[3], r * C + lab);
-		}
-		rt_put(&T[2], i, cnt ? s / (rt_real)cnt : 0);
-	}
-}
-
+/* T: logits, labels, y, lsm: lsm row by row, then the mean over the rows
+ * whose label is not ign (rt_reduce). */
 RT_FN void
 rt_f_xent_ig(RtT logits, RtT labels, RtT y, RtT lsm, int64_t ign)
 {
 	RtT a[4] = {logits, labels, y, lsm};
 	int64_t rows = logits.n / logits.shape[logits.nd - 1];
-	const RtT *d = rt_args(a, 4);
-	RT_GO(k_xent_rows, rows)(d, rows);
-	rt_after();
-	RT_GO(k_xent_ig_loss, 1)(d, rows, ign);
-	rt_after();
+	RtRed c = {RT_RED_XENT_IG, rows, 0, ign};
+	rt_f_softmax(logits, lsm, logits.nd - 1, 1);
+	rt_reduce(a, 4, c, 2, NULL);
 }
 
-/* T: lsm, labels, g, dst; ignored rows get no gradient. */
+/* T: lsm, labels, g, dst; ignored rows get no gradient; cnt: the rows that
+ * count. */
 RT_K
-k_xent_ig_b(const RtT *T, int64_t n, int64_t ign, int add)
+k_xent_ig_b(const RtT *T, int64_t n, int64_t ign, int64_t cnt, int add)
 {
-	int64_t C = T[3].shape[T[3].nd - 1], rows = n / C, cnt = 0;
-	for (int64_t r = 0; r < rows; r++)
-		cnt += rt_geti(&T[1], r) != ign;
+	int64_t C = T[3].shape[T[3].nd - 1];
 	RT_FOR(i, n) {
 		int64_t lab = rt_geti(&T[1], i / C);
 		rt_real p = 0;
@@ -354,7 +333,11 @@ RT_FN void
 rt_b_xent_ig(RtT lsm, RtT labels, RtT g, RtT dst, int add, int64_t ign)
 {
 	RtT a[4] = {lsm, labels, g, dst};
-	RT_GO(k_xent_ig_b, dst.n)(rt_args(a, 4), dst.n, ign, add);
+	double cnt[2];
+	RtRed c = {RT_RED_XENT_IG, dst.n / dst.shape[dst.nd - 1], 0, ign};
+	RtT r[4] = {lsm, labels, rt_none(), lsm};
+	rt_reduce(r, 4, c, -1, cnt);    /* the rows that count, in cnt[1] */
+	RT_GO(k_xent_ig_b, dst.n)(rt_args(a, 4), dst.n, ign, (int64_t)cnt[1], add);
 	rt_after();
 }
 

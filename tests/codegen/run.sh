@@ -7,13 +7,14 @@
 # Each program is compiled in host mode (-Wall -Werror) and run in tracked
 # and arena modes; a run passes when the measured peak equals the prediction
 # (exit 0), the arena holds the peak, and its loss, dirgrad and gradient
-# checksums are bit-identical to the -O0 tracked run. Every -O2 program
+# checksums agree with the -O0 tracked run (close()). Every -O2 program
 # also runs under -fsanitize=address,undefined with leak checking, output
-# compared (skipped where $CC lacks them). Further tests: the
-# predicted peak of tiny.net equals the JSON report's peak_bytes and its
-# arena_bytes; some schedules really recompute; and, when $NVCC is set, each
-# example's -O2 program compiles as CUDA (compile only, one level per
-# example as nvcc takes ~10 s a file; run in the background meanwhile).
+# compared but for the timing line (skipped where $CC lacks them). Further
+# tests: the predicted peak of tiny.net equals the JSON report's peak_bytes
+# and its arena_bytes; some schedules really recompute; and, when $NVCC is
+# set, each example's -O2 program compiles as CUDA (one level per example
+# as nvcc takes ~20 s a file; run in the background meanwhile), gpt2's
+# linked with cuBLAS too (not run: no GPU here).
 # Outputs go to $BUILDDIR/tests/out/codegen, removed when every test passes.
 set -u
 : "${REMAT:?}" "${SRCDIR:?}" "${BUILDDIR:?}"
@@ -59,19 +60,25 @@ sums() { grep -E '^(checksum|loss:|dirgrad:)' "$1"; }
 # Whether the results in $1 and $2 agree: the same lines, each number
 # within 1e-5 of the other, relatively. The spec lets the contributions to
 # one gradient come in any order, which -O2 uses, and a float sum depends
-# on the order of its terms.
+# on the order of its terms. With $3 = line, each number within 1e-5 of its
+# line's numbers together: a gradient's sum may cancel to near 0 while its
+# weighted sum does not.
 close() {
 	sums "$1" >"$1.sums"; sums "$2" >"$2.sums"
 	[ "$(wc -l <"$1.sums")" = "$(wc -l <"$2.sums")" ] || return 1
-	paste -d '|' "$1.sums" "$2.sums" | awk -F '|' '
+	paste -d '|' "$1.sums" "$2.sums" | awk -F '|' -v line="${3:-}" '
 	function abs(v) { return v < 0 ? -v : v }
+	function num(v) { return v ~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/ }
 	{
 		n = split($1, x, " "); m = split($2, y, " ")
 		if (n != m) bad = 1
+		scale = 0
+		for (k = 1; k <= n; k++)
+			if (num(x[k]) && num(y[k])) scale += abs(x[k]) + abs(y[k])
 		for (k = 1; k <= n; k++) {
 			if (x[k] == y[k]) continue
-			if (x[k] !~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/ ||
-			    abs(x[k] - y[k]) > 1e-5 * (abs(x[k]) + abs(y[k])))
+			tol = line == "line" ? scale : abs(x[k]) + abs(y[k])
+			if (!num(x[k]) || abs(x[k] - y[k]) > 1e-5 * tol)
 				bad = 1
 		}
 	}
@@ -125,9 +132,11 @@ done
 if [ -n "$NVCC" ]; then
 	(for net in $nets; do
 		ex=${net%.net}
+		# gpt2 (its matmuls on cuBLAS, f16 on the tensor cores): a program
+		if [ $ex = gpt2 ]; then link="-o $out/$ex-nv -lcublas"; else link="-c -o $out/$ex-nv.o"; fi
+		# shellcheck disable=SC2086
 		if [ -f "$out/$ex-nv.cu" ] &&
-		   "$NVCC" -fmad=false -x cu -c "$out/$ex-nv.cu" -o "$out/$ex-nv.o" \
-		   >"$out/$ex-nv.log" 2>&1; then
+		   "$NVCC" -fmad=false -x cu "$out/$ex-nv.cu" $link >"$out/$ex-nv.log" 2>&1; then
 			echo ok >"$out/$ex-nv.status"
 		else
 			echo fail >"$out/$ex-nv.status"
@@ -218,7 +227,8 @@ for net in $nets wide.net; do
 	for m in tracked arena; do
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 			"$stem-san" --$m >"$stem-san.$m" 2>>"$stem-san.err" || bad="$bad $m:exit"
-		cmp -s "$stem-san.$m" "$stem.$m" || bad="$bad $m:output"
+		[ "$(grep -v '^time ' "$stem-san.$m")" = "$(grep -v '^time ' "$stem.$m")" ] ||
+			bad="$bad $m:output"
 	done
 	if [ -z "$bad" ]; then
 		ok "$ex -O2 under ASan+UBSan+LSan: clean, no leak, same output"
@@ -227,10 +237,14 @@ for net in $nets wide.net; do
 	fi
 done
 
-# The host's fast kernels (packed matmul, unpadded conv as im2col rows)
-# sum in the plain kernels' order: the -O2 programs of the examples with
-# matmuls and convolutions (strided, 1x1, depthwise), built with -DRT_NAIVE
-# (the plain kernels), print the same loss, dirgrad and checksums.
+# The host's fast kernels (matmuls as calls of the GEMM interface, unpadded
+# conv as im2col rows) sum in the plain kernels' order, except where a
+# matmul's summed axes are not one strided axis (a reshape of permuted
+# heads) and its calls add into an f32 result in turn: the -O2 programs of
+# the examples with matmuls and convolutions (strided, 1x1, depthwise),
+# built with -DRT_NAIVE (the plain kernels), print the same loss, dirgrad
+# and checksums within rounding (tests/unit/test_gemm checks each matmul
+# form bit for bit where the order is the same).
 bad=
 for ex in gpt2 resnet50 mobilenetv2 unet moe bert llama lora; do
 	stem="$out/$ex-O2"
@@ -238,7 +252,7 @@ for ex in gpt2 resnet50 mobilenetv2 unet moe bert llama lora; do
 	if $CC -x c -std=c11 -O1 -Wall -Werror -DREMAT_HOST -DRT_NAIVE "$stem.cu" \
 	       -o "$stem-naive" -lm 2>"$stem-naive.err" &&
 	   "$stem-naive" --tracked >"$stem-naive.tracked" 2>>"$stem-naive.err" &&
-	   [ "$(sums "$stem-naive.tracked")" = "$(sums "$stem.tracked")" ] &&
+	   close "$stem-naive.tracked" "$stem.tracked" line &&
 	   [ "$(sums "$stem.tracked" | wc -l)" -gt 2 ]; then
 		:
 	else
@@ -246,7 +260,7 @@ for ex in gpt2 resnet50 mobilenetv2 unet moe bert llama lora; do
 	fi
 done
 if [ -z "$bad" ]; then
-	ok "host fast kernels = plain kernels (-DRT_NAIVE), bit for bit: gpt2 resnet50 mobilenetv2 unet moe bert llama lora"
+	ok "host fast kernels = plain kernels (-DRT_NAIVE) within rounding: gpt2 resnet50 mobilenetv2 unet moe bert llama lora"
 else
 	notok "host fast kernels differ from the plain ones:$bad"
 fi
@@ -268,6 +282,8 @@ for net in $nets; do
 	ex=${net%.net}
 	if [ -z "$NVCC" ]; then
 		ok "$ex -O2: nvcc compile # SKIP no nvcc"
+	elif [ "$(cat "$out/$ex-nv.status" 2>/dev/null)" = ok ] && [ $ex = gpt2 ]; then
+		ok "$ex -O2: compiles with nvcc and links with cuBLAS"
 	elif [ "$(cat "$out/$ex-nv.status" 2>/dev/null)" = ok ]; then
 		ok "$ex -O2: compiles with nvcc"
 	else
