@@ -470,7 +470,11 @@ anchor(const Analysis *an, int o, int dag_out)
 	case OP_DROPOUT:
 		return (Anchor){"dropout", random, NULL};
 	case OP_ATTENTION:
-		return (Anchor){"sdpa", op->p->dropout > 0 ? random : NULL, NULL};
+		/* with dropout, the CPU takes SDPA's math path, which makes
+		 * these calls (CUDA's fused kernels take dropout) */
+		if (op->p->dropout > 0)
+			return (Anchor){"sdpa", random, "_to_copy mul bmm add _safe_softmax"};
+		return (Anchor){"sdpa", NULL, NULL};
 	case OP_MATMUL:
 		return (Anchor){g->t[op->in[1]].ndim <= 2 ? "mm" : "bmm", NULL, NULL};
 	case OP_RMSNORM:

@@ -7,7 +7,7 @@ counted by allocshim.so (LD_PRELOAD) and sampled from a TorchDispatchMode.
 It compares that peak with `remat --runtime pytorch-cpu --json`.
 
 Run by tests/pytorch/check.sh, which builds the shim and sets LD_PRELOAD:
-  harness.py REMAT FILE.net [-D NAME=V ...] [--emit-torch] [--tol R]
+  harness.py REMAT FILE.net [-D NAME=V ...] [--emit-torch [--selective]] [--tol R]
 Prints one line per network; exit 1 when the difference exceeds --tol.
 
 Conventions of the translation (docs/runtime-pytorch.md):
@@ -40,7 +40,14 @@ DT = {"f64": torch.float64, "f32": torch.float32, "bf16": torch.bfloat16,
       "f16": torch.bfloat16, "i64": torch.int64, "i32": torch.int32,
       "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool}
 
-TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+
+
+def _torch_at_least(major, minor):
+    v = torch.__version__.split("+")[0].split(".")
+    return (int(v[0]), int(v[1])) >= (major, minor)
+
+
+TORCH2 = _torch_at_least(2, 0)
 
 # the allocation shim (LD_PRELOAD): only the measuring main() needs it
 _lib = ctypes.CDLL(None)
@@ -475,6 +482,9 @@ def main():
     if "--emit-torch" in argv:
         argv.remove("--emit-torch")
         emit = True
+    selective = "--selective" in argv   # the helper's POLICY, forced on
+    if selective:
+        argv.remove("--selective")
     remat, net, defs = argv[0], argv[1], argv[2:]
     src = open(net).read().replace("f16[", "bf16[").replace("bbf16[", "bf16[")
     with tempfile.TemporaryDirectory() as tmp:
@@ -490,6 +500,11 @@ def main():
             policy = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(policy)
             want = policy.PREDICTED_PEAK
+            if selective:
+                policy.SELECTIVE = True
+                if not policy.selective_in_use():
+                    raise SystemExit("harness: --selective needs PyTorch >= 2.4")
+                want = policy.PEAK_SELECTIVE
         else:
             rep = remat_json(remat, path, defs, [])
             want = rep["peak_bytes"]
@@ -506,7 +521,8 @@ def main():
     diff = (want - got) / got
     name = os.path.basename(net)
     print("%-14s %-24s pytorch %12d  remat --runtime pytorch-cpu%s %12d  diff %+.4f%%"
-          % (name, " ".join(defs)[:24], got, " -O2 --emit-torch" if emit else "",
+          % (name, " ".join(defs)[:24], got, (" -O2 --emit-torch" if emit else "") +
+             (" (selective)" if selective else ""),
              want, 100 * diff))
     return 0 if abs(diff) <= tol else 1
 
