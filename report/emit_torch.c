@@ -98,9 +98,11 @@ struct TorchPlan {
  * recompute (up to its last saving op with early stop; without the ops a
  * selective policy cached). rng[r] >= 0: the node that stashes the RNG
  * state, run before the block's forward. */
-/* The nodes that model the RNG state checkpoint keeps (checkpoint_dag). */
+/* The nodes checkpoint_dag adds: the RNG state checkpoint keeps, and where
+ * a selective policy's cache hands back what it kept. */
 typedef struct RngNodes {
 	int *stash, *fork, *join;       /* [nblocks] node, or -1 */
+	int *cached;                    /* [nop] node, or -1 */
 } RngNodes;
 
 static Schedule
@@ -110,6 +112,7 @@ checkpoint_schedule(const Analysis *an, const TorchPlan *tp, const bool *wrap,
 	const Dag *d = &an->d;
 	const Graph *g = &an->g;
 	Schedule s = {0, ar_alloc(a, sizeof(int) * (size_t)(2 * d->nnode + 3 * tp->nblocks + 1))};
+	/* (a cached op's node stands where the op would rerun: no more steps) */
 	bool *redone = ar_alloc(a, (size_t)tp->nblocks + 1);
 
 	for (int i = 0; i < d->nbase; i++) {
@@ -126,6 +129,8 @@ checkpoint_schedule(const Analysis *an, const TorchPlan *tp, const bool *wrap,
 			for (int p = tp->lo[r]; p <= end; p++)
 				if (!run->keep || !run->keep[p])
 					s.step[s.n++] = p;      /* forward node p is op p */
+				else if (rng->cached[p] >= 0)
+					s.step[s.n++] = rng->cached[p];
 			if (rng->join[r] >= 0)
 				s.step[s.n++] = rng->join[r];
 		}
@@ -178,7 +183,9 @@ once_node(Dag *d, int *ncap, int *tcap, const char *name, int64_t bytes, Arena *
  * a node (rng->stash[r]) that runs once, before the block. While the
  * block is recomputed, torch.random.fork_rng keeps the state it replaces:
  * another such tensor, made by rng->fork[r] before the recompute and
- * released by rng->join[r] after it. */
+ * released by rng->join[r] after it. A selective policy's cache holds
+ * every output of an op it keeps until the recompute reaches the op: a
+ * node there (rng->cached[o]) reads them. */
 static Dag
 checkpoint_dag(const Analysis *an, const TorchPlan *tp, const bool *wrap,
                const CkRun *run, RngNodes *rng, Arena *a)
@@ -189,8 +196,21 @@ checkpoint_dag(const Analysis *an, const TorchPlan *tp, const bool *wrap,
 	rng->stash = ar_alloc(a, sizeof(int) * (size_t)(n + 1));
 	rng->fork = ar_alloc(a, sizeof(int) * (size_t)(n + 1));
 	rng->join = ar_alloc(a, sizeof(int) * (size_t)(n + 1));
+	rng->cached = ar_alloc(a, sizeof(int) * (size_t)(an->g.nop + 1));
 	d.node = ar_alloc(a, sizeof *d.node * (size_t)(d.nnode + 1));
 	memcpy(d.node, an->d.node, sizeof *d.node * (size_t)d.nnode);
+	for (int o = 0; o < an->g.nop; o++) {
+		const Op *op = &an->g.op[o];
+		int v;
+		rng->cached[o] = -1;
+		if (!run->keep || !run->keep[o] || !wrap[tp->region[o]])
+			continue;
+		v = rng->cached[o] = once_node(&d, &ncap, &tcap, "sac_cache", 0, a);
+		d.node[v].in = ar_alloc(a, sizeof(int) * (size_t)(op->nout + op->nextra + 1));
+		for (int k = 0; k < op->nout + (int)op->nextra; k++)
+			if (tp->dag_of[op->out[k]] >= 0)
+				d.node[v].in[d.node[v].nin++] = tp->dag_of[op->out[k]];
+	}
 	for (int r = 0; r < n; r++) {
 		rng->stash[r] = rng->fork[r] = rng->join[r] = -1;
 		if (!wrap[r] || tp->last_bwd[r] < 0 || run->rng_bytes <= 0)
