@@ -729,27 +729,44 @@ static const char torch_helper[] =
 "                          [len(table[c]) for c in wrong]))\n"
 "    return out\n";
 
-static void
-write_py(FILE *f, const Analysis *an, const TorchPlan *tp, Arena *a)
+/* The figures of the chosen wrapping under each checkpoint PyTorch runs,
+ * and the selective policy. */
+typedef struct Figures {
+	bool *redo;             /* [nop] ops remat's schedule recomputes */
+	bool *keep;             /* [nop] ops the selective policy caches */
+	bool any;               /* it caches some op */
+	bool use_sel;           /* and serves the goal at least as well */
+	int64_t whole, nostop, sel;
+} Figures;
+
+static Figures
+figures(const Analysis *an, const TorchPlan *tp, Arena *a)
 {
 	const Graph *g = &an->g;
-	bool *redo = ar_alloc(a, (size_t)g->nop + 1), *keep;
+	Figures fg = {ar_alloc(a, (size_t)g->nop + 1), NULL, false, false, 0, 0, 0};
 	CkRun whole = {true, NULL, tp->run.rng_bytes}, sel;
 	CkRun no_stop = {false, NULL, tp->run.rng_bytes};
-	int64_t p_whole, r_whole, p_sel, r_sel, p_nostop;
-	bool any = false, use_sel;
+	int64_t r_whole, r_sel;
 
 	for (int i = 0; i < an->ev.nsteps; i++)
 		if (an->ev.kind[i] == STEP_RECOMPUTE && an->d.node[an->plan.sched.step[i]].ir_op >= 0)
-			redo[an->d.node[an->plan.sched.step[i]].ir_op] = true;
-	keep = selective(an, tp, redo, a);
+			fg.redo[an->d.node[an->plan.sched.step[i]].ir_op] = true;
+	fg.keep = selective(an, tp, fg.redo, a);
 	for (int o = 0; o < g->nop; o++)
-		any |= keep[o];
-	sel = (CkRun){true, keep, tp->run.rng_bytes};
-	p_whole = peak_run(an, tp, tp->wrap, &whole, &r_whole);
-	p_nostop = peak_run(an, tp, tp->wrap, &no_stop, NULL);
-	p_sel = peak_run(an, tp, tp->wrap, &sel, &r_sel);
-	use_sel = any && p_sel >= 0 && !better(an, p_whole, r_whole, p_sel, r_sel);
+		fg.any |= fg.keep[o];
+	sel = (CkRun){true, fg.keep, tp->run.rng_bytes};
+	fg.whole = peak_run(an, tp, tp->wrap, &whole, &r_whole);
+	fg.nostop = peak_run(an, tp, tp->wrap, &no_stop, NULL);
+	fg.sel = peak_run(an, tp, tp->wrap, &sel, &r_sel);
+	fg.use_sel = fg.any && fg.sel >= 0 && !better(an, fg.whole, r_whole, fg.sel, r_sel);
+	return fg;
+}
+
+static void
+write_py(FILE *f, const Analysis *an, const TorchPlan *tp, const Figures *fg)
+{
+	const Graph *g = &an->g;
+
 	fprintf(f, "\"\"\"Checkpoint plan for %s, written by remat --emit-torch.\n\n"
 	        "Wrap each def call named in CHECKPOINT with checkpoint_call(); the\n"
 	        "step then peaks at PREDICTED_PEAK bytes under PyTorch eager\n"
@@ -762,15 +779,15 @@ write_py(FILE *f, const Analysis *an, const TorchPlan *tp, Arena *a)
 	        "# CHECKPOINT with POLICY, PyTorch >= 2.4\nPEAK_SELECTIVE = %lld\n"
 	        "# every call wrapped whole; remat's own schedule (single-op recomputes)\n"
 	        "PER_BLOCK_PEAK = %lld\nPLAN_PEAK = %lld\n",
-	        (long long)p_whole, (long long)p_nostop, (long long)p_sel,
+	        (long long)fg->whole, (long long)fg->nostop, (long long)fg->sel,
 	        (long long)tp->all_peak, (long long)an->ev.peak);
 	fprintf(f, "# device bytes of the RNG state each wrapped call keeps (on CUDA the\n"
 	        "# stash is host memory)\nRNG_STATE_BYTES = %lld\n", (long long)tp->run.rng_bytes);
-	if (!any)
+	if (!fg->any)
 		fputs("# no op of a wrapped call is worth caching: the calls are recomputed whole\n", f);
-	else if (!use_sel)
+	else if (!fg->use_sel)
 		fputs("# the policy does not serve the goal better than recomputing the calls whole\n", f);
-	fprintf(f, "SELECTIVE = %s\n", use_sel ? "True" : "False");
+	fprintf(f, "SELECTIVE = %s\n", fg->use_sel ? "True" : "False");
 	fputs("CHECKPOINT = [", f);
 	for (int r = 0, k = 0; r < tp->nblocks; r++)
 		if (tp->wrap[r]) {
@@ -782,7 +799,7 @@ write_py(FILE *f, const Analysis *an, const TorchPlan *tp, Arena *a)
 	      "# for a view, MUST_SAVE or PREFER_RECOMPUTE)\nPOLICY = {\n", f);
 	for (int r = 0; r < tp->nblocks; r++)
 		if (tp->wrap[r])
-			put_policy(f, an, tp, r, redo, keep);
+			put_policy(f, an, tp, r, fg->redo, fg->keep);
 	fputs("}\n", f);
 	fputs(torch_helper, f);
 }
@@ -791,14 +808,20 @@ void
 emit_torch(const Analysis *an, FILE *py, FILE *report, Arena *a)
 {
 	TorchPlan tp;
+	Figures fg;
 	char b1[32], b2[32], b3[32];
 
 	torch_plan(an, &tp, a);
+	fg = figures(an, &tp, a);
 	if (py)
-		write_py(py, an, &tp, a);
-	if (report)
-		fprintf(report, "\npytorch: wrap %d of %d def calls in torch.utils.checkpoint: "
-		        "peak %s (remat's schedule %s, every call wrapped %s)\n", tp.nwrapped, tp.nblocks,
-		        report_size(tp.peak, b1), report_size(an->ev.peak, b2),
-		        report_size(tp.all_peak, b3));
+		write_py(py, an, &tp, &fg);
+	if (!report)
+		return;
+	fprintf(report, "\npytorch: wrap %d of %d def calls in torch.utils.checkpoint: "
+	        "peak %s (remat's schedule %s, every call wrapped %s)\n", tp.nwrapped, tp.nblocks,
+	        report_size(tp.peak, b1), report_size(an->ev.peak, b2),
+	        report_size(tp.all_peak, b3));
+	if (fg.use_sel && !an->g.settings.pytorch_cpu)
+		fprintf(report, "  with the per-op policy (create_selective_checkpoint_contexts): "
+		        "peak %s\n", report_size(fg.sel, b1));
 }
