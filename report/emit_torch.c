@@ -10,14 +10,17 @@
  * cannot express; so the wrapping is searched for directly (search()),
  * starting from the blocks remat's schedule recomputes in, with the plan's
  * goal (recompute cap, or budget). Each candidate is scored by the
- * liveness of the schedule torch.utils.checkpoint (reentrant, PyTorch 1.13)
- * runs: every op forward once (a wrapped block keeps only its inputs and
- * outputs), then the -O0 backward order, where the first backward node of a
- * wrapped block is preceded by a recomputation of the whole block, whose
- * outputs and their gradients stay held until the block's backward is done.
+ * liveness of what torch.utils.checkpoint(use_reentrant=False,
+ * preserve_rng_state=True) runs (checkpoint_schedule, checkpoint_dag):
+ * every op forward once, a wrapped block keeping what leaves it, its
+ * inputs and its RNG stash; then the -O0 backward order, where the block's
+ * first saving backward node is preceded by its recompute (up to its last
+ * saving op on PyTorch >= 2.1). The selective policy for PyTorch >= 2.4
+ * (selective()) keeps the ops remat's schedule keeps where the policy can
+ * tell their aten calls apart (anchor()), and is scored the same way.
  *
- * Reads: Graph op scopes, the Dag, the plan. Writes: FILE.py, and one line
- * of the human report. */
+ * Reads: Graph op scopes, the Dag, the plan. Writes: FILE.py, and one or
+ * two lines of the human report. */
 #include <string.h>
 
 #include "report.h"
@@ -92,51 +95,49 @@ struct TorchPlan {
 	CkRun run;              /* this runtime's checkpoint */
 };
 
+/* The nodes checkpoint_dag adds: the RNG state checkpoint keeps, and where
+ * a selective policy's cache hands back what it kept. */
+typedef struct Added {
+	int *stash, *fork, *join;       /* [nblocks] node, or -1 */
+	int *cached;                    /* [nop] node, or -1 */
+} Added;
+
 /* The schedule torch.utils.checkpoint runs for the wrapped blocks: every op
  * once forward, then the -O0 backward order; the first backward node of a
  * wrapped block that unpacks a saved tensor is preceded by the block's
  * recompute (up to its last saving op with early stop; without the ops a
- * selective policy cached). rng[r] >= 0: the node that stashes the RNG
- * state, run before the block's forward. */
-/* The nodes checkpoint_dag adds: the RNG state checkpoint keeps, and where
- * a selective policy's cache hands back what it kept. */
-typedef struct RngNodes {
-	int *stash, *fork, *join;       /* [nblocks] node, or -1 */
-	int *cached;                    /* [nop] node, or -1 */
-} RngNodes;
-
+ * selective policy cached, whose cache nodes stand there instead); the
+ * RNG nodes run before the block's forward and around its recompute. */
 static Schedule
 checkpoint_schedule(const Analysis *an, const TorchPlan *tp, const bool *wrap,
-                    const CkRun *run, const RngNodes *rng, Arena *a)
+                    const CkRun *run, const Added *add, Arena *a)
 {
 	const Dag *d = &an->d;
-	const Graph *g = &an->g;
+	/* a cached op's node stands where the op would rerun: no more steps */
 	Schedule s = {0, ar_alloc(a, sizeof(int) * (size_t)(2 * d->nnode + 3 * tp->nblocks + 1))};
-	/* (a cached op's node stands where the op would rerun: no more steps) */
 	bool *redone = ar_alloc(a, (size_t)tp->nblocks + 1);
 
 	for (int i = 0; i < d->nbase; i++) {
 		int v = d->base_order[i], o = d->node[v].ir_op, r;
 		r = o >= 0 ? tp->region[o] : -1;
 		if (r >= 0 && wrap[r] && !d->node[v].is_backward && o == tp->lo[r] &&
-		    rng->stash[r] >= 0)
-			s.step[s.n++] = rng->stash[r];
+		    add->stash[r] >= 0)
+			s.step[s.n++] = add->stash[r];
 		if (r >= 0 && wrap[r] && d->node[v].is_backward && tp->saves[o] && !redone[r]) {
 			int end = run->early_stop ? tp->stop[r] : tp->hi[r];
 			redone[r] = true;
-			if (rng->fork[r] >= 0)
-				s.step[s.n++] = rng->fork[r];
+			if (add->fork[r] >= 0)
+				s.step[s.n++] = add->fork[r];
 			for (int p = tp->lo[r]; p <= end; p++)
 				if (!run->keep || !run->keep[p])
 					s.step[s.n++] = p;      /* forward node p is op p */
-				else if (rng->cached[p] >= 0)
-					s.step[s.n++] = rng->cached[p];
-			if (rng->join[r] >= 0)
-				s.step[s.n++] = rng->join[r];
+				else if (add->cached[p] >= 0)
+					s.step[s.n++] = add->cached[p];
+			if (add->join[r] >= 0)
+				s.step[s.n++] = add->join[r];
 		}
 		s.step[s.n++] = v;
 	}
-	(void)g;
 	return s;
 }
 
@@ -180,47 +181,47 @@ once_node(Dag *d, int *ncap, int *tcap, const char *name, int64_t bytes, Arena *
  * holds the block's inputs and the stashed RNG state until the last saved
  * tensor of the block is released, after its last saving backward node;
  * so that node also uses them. The stash is a tensor of its own, made by
- * a node (rng->stash[r]) that runs once, before the block. While the
+ * a node (add->stash[r]) that runs once, before the block. While the
  * block is recomputed, torch.random.fork_rng keeps the state it replaces:
- * another such tensor, made by rng->fork[r] before the recompute and
- * released by rng->join[r] after it. A selective policy's cache holds
+ * another such tensor, made by add->fork[r] before the recompute and
+ * released by add->join[r] after it. A selective policy's cache holds
  * every output of an op it keeps until the recompute reaches the op: a
- * node there (rng->cached[o]) reads them. */
+ * node there (add->cached[o]) reads them. */
 static Dag
 checkpoint_dag(const Analysis *an, const TorchPlan *tp, const bool *wrap,
-               const CkRun *run, RngNodes *rng, Arena *a)
+               const CkRun *run, Added *add, Arena *a)
 {
 	Dag d = an->d;
 	int ncap = d.nnode, tcap = d.nt, n = tp->nblocks;
 
-	rng->stash = ar_alloc(a, sizeof(int) * (size_t)(n + 1));
-	rng->fork = ar_alloc(a, sizeof(int) * (size_t)(n + 1));
-	rng->join = ar_alloc(a, sizeof(int) * (size_t)(n + 1));
-	rng->cached = ar_alloc(a, sizeof(int) * (size_t)(an->g.nop + 1));
+	add->stash = ar_alloc(a, sizeof(int) * (size_t)(n + 1));
+	add->fork = ar_alloc(a, sizeof(int) * (size_t)(n + 1));
+	add->join = ar_alloc(a, sizeof(int) * (size_t)(n + 1));
+	add->cached = ar_alloc(a, sizeof(int) * (size_t)(an->g.nop + 1));
 	d.node = ar_alloc(a, sizeof *d.node * (size_t)(d.nnode + 1));
 	memcpy(d.node, an->d.node, sizeof *d.node * (size_t)d.nnode);
 	for (int o = 0; o < an->g.nop; o++) {
 		const Op *op = &an->g.op[o];
 		int v;
-		rng->cached[o] = -1;
+		add->cached[o] = -1;
 		if (!run->keep || !run->keep[o] || !wrap[tp->region[o]])
 			continue;
-		v = rng->cached[o] = once_node(&d, &ncap, &tcap, "sac_cache", 0, a);
+		v = add->cached[o] = once_node(&d, &ncap, &tcap, "sac_cache", 0, a);
 		d.node[v].in = ar_alloc(a, sizeof(int) * (size_t)(op->nout + op->nextra + 1));
 		for (int k = 0; k < op->nout + (int)op->nextra; k++)
 			if (tp->dag_of[op->out[k]] >= 0)
 				d.node[v].in[d.node[v].nin++] = tp->dag_of[op->out[k]];
 	}
 	for (int r = 0; r < n; r++) {
-		rng->stash[r] = rng->fork[r] = rng->join[r] = -1;
+		add->stash[r] = add->fork[r] = add->join[r] = -1;
 		if (!wrap[r] || tp->last_bwd[r] < 0 || run->rng_bytes <= 0)
 			continue;
-		rng->stash[r] = once_node(&d, &ncap, &tcap, "rng_state", run->rng_bytes, a);
-		rng->fork[r] = once_node(&d, &ncap, &tcap, "fork_rng", run->rng_bytes, a);
-		rng->join[r] = once_node(&d, &ncap, &tcap, "fork_rng_end", 0, a);
-		d.node[rng->join[r]].in = ar_alloc(a, sizeof(int));
-		d.node[rng->join[r]].in[0] = d.node[rng->fork[r]].out[0];
-		d.node[rng->join[r]].nin = 1;
+		add->stash[r] = once_node(&d, &ncap, &tcap, "rng_state", run->rng_bytes, a);
+		add->fork[r] = once_node(&d, &ncap, &tcap, "fork_rng", run->rng_bytes, a);
+		add->join[r] = once_node(&d, &ncap, &tcap, "fork_rng_end", 0, a);
+		d.node[add->join[r]].in = ar_alloc(a, sizeof(int));
+		d.node[add->join[r]].in[0] = d.node[add->fork[r]].out[0];
+		d.node[add->join[r]].nin = 1;
 	}
 	for (int r = 0; r < n; r++) {
 		DagNode *nd;
@@ -232,8 +233,8 @@ checkpoint_dag(const Analysis *an, const TorchPlan *tp, const bool *wrap,
 		memcpy(in, nd->in, sizeof(int) * (size_t)nd->nin);
 		for (int j = 0; j < tp->nbin[r]; j++)
 			add_in(nd, in, tp->bin[r][j]);
-		if (rng->stash[r] >= 0)
-			add_in(nd, in, d.node[rng->stash[r]].out[0]);
+		if (add->stash[r] >= 0)
+			add_in(nd, in, d.node[add->stash[r]].out[0]);
 		nd->in = in;
 	}
 	return d;
@@ -251,11 +252,11 @@ peak_run(const Analysis *an, const TorchPlan *tp, const bool *wrap,
 	Dag d;
 	MemEval ev;
 	int64_t peak;
-	RngNodes rng;
+	Added add;
 
 	ar_init(&a);
-	d = checkpoint_dag(an, tp, wrap, run, &rng, &a);
-	s = checkpoint_schedule(an, tp, wrap, run, &rng, &a);
+	d = checkpoint_dag(an, tp, wrap, run, &add, &a);
+	s = checkpoint_schedule(an, tp, wrap, run, &add, &a);
 	lv_eval(&d, &s, &ev, &a);
 	if (recompute)
 		*recompute = ev.recompute_cost;
@@ -473,6 +474,20 @@ typedef struct Anchor {
 	const char *cls, *why, *emits;
 } Anchor;
 
+/* The aten class of the ops whose name in .net is not their aten name. */
+static const struct {
+	OpKind kind;
+	const char *cls;
+} aten_class[] = {
+	{OP_SCALE, "mul"}, {OP_MUL, "mul"}, {OP_CAST, "_to_copy"},
+	{OP_CONV2D, "convolution"}, {OP_LAYERNORM, "native_layer_norm"},
+	{OP_BATCHNORM, "batch_norm"}, {OP_SOFTMAX, "_softmax"},
+	{OP_LOG_SOFTMAX, "_log_softmax"}, {OP_MAXPOOL2D, "max_pool2d_with_indices"},
+	{OP_AVGPOOL2D, "avg_pool2d"}, {OP_GLOBAL_AVGPOOL, "mean"},
+	{OP_UPSAMPLE2D, "upsample_nearest2d"}, {OP_CONCAT, "cat"},
+	{OP_RELU6, "hardtanh"},
+};
+
 static Anchor
 anchor(const Analysis *an, int o, int dag_out)
 {
@@ -506,20 +521,11 @@ anchor(const Analysis *an, int o, int dag_out)
 	case OP_CUSTOM:
 		return (Anchor){NULL, "a custom op: an autograd.Function whose aten calls "
 		                "are unknown", "*"};
-	case OP_SCALE: case OP_MUL: return (Anchor){"mul", NULL, NULL};
-	case OP_CAST: return (Anchor){"_to_copy", NULL, NULL};
-	case OP_CONV2D: return (Anchor){"convolution", NULL, NULL};
-	case OP_LAYERNORM: return (Anchor){"native_layer_norm", NULL, NULL};
-	case OP_BATCHNORM: return (Anchor){"batch_norm", NULL, NULL};
-	case OP_SOFTMAX: return (Anchor){"_softmax", NULL, NULL};
-	case OP_LOG_SOFTMAX: return (Anchor){"_log_softmax", NULL, NULL};
-	case OP_MAXPOOL2D: return (Anchor){"max_pool2d_with_indices", NULL, NULL};
-	case OP_AVGPOOL2D: return (Anchor){"avg_pool2d", NULL, NULL};
-	case OP_GLOBAL_AVGPOOL: return (Anchor){"mean", NULL, NULL};
-	case OP_UPSAMPLE2D: return (Anchor){"upsample_nearest2d", NULL, NULL};
-	case OP_CONCAT: return (Anchor){"cat", NULL, NULL};
-	case OP_RELU6: return (Anchor){"hardtanh", NULL, NULL};
-	default:        /* the op's own name: relu, add, sum, topk, ... */
+	default:
+		for (size_t i = 0; i < sizeof aten_class / sizeof aten_class[0]; i++)
+			if (aten_class[i].kind == op->kind)
+				return (Anchor){aten_class[i].cls, NULL, NULL};
+		/* the op's own name: relu, add, sum, topk, ... */
 		return (Anchor){ir_optab[op->kind].name, NULL, NULL};
 	}
 }

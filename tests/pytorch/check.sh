@@ -9,10 +9,7 @@
 PY=/usr/bin/python3
 : "${REMAT:=./remat}" "${SRCDIR:=.}" "${CC:=cc}"
 $PY -c 'import torch' 2>/dev/null || { echo "1..0 # SKIP no python3-torch"; exit 77; }
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-$CC -O2 -shared -fPIC -o "$tmp/allocshim.so" "$SRCDIR/tests/pytorch/allocshim.c" -ldl ||
-	{ echo "1..0 # SKIP cannot build the allocation shim"; exit 77; }
+. "$SRCDIR/tests/pytorch/shim.sh"
 ex=$SRCDIR/examples
 fail=0 i=0
 echo "1..24"

@@ -17,10 +17,7 @@ if ! [ -x "$PY" ] || ! "$PY" -c 'import sys, torch; v = torch.__version__.split(
 	echo "1..0 # SKIP no torch >= 2.4 in $TORCH_VENV (make torch-venv)"
 	exit 77
 fi
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-$CC -O2 -shared -fPIC -o "$tmp/allocshim.so" "$SRCDIR/tests/pytorch/allocshim.c" -ldl ||
-	{ echo "1..0 # SKIP cannot build the allocation shim"; exit 77; }
+. "$SRCDIR/tests/pytorch/shim.sh"
 ex=$SRCDIR/examples
 fail=0 i=0
 echo "1..20"
