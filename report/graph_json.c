@@ -5,6 +5,8 @@
  * into PyTorch ops.
  *
  * Reads: Graph (after shape inference). Writes: stdout only. */
+#include <math.h>
+
 #include "report.h"
 
 static const char *
@@ -22,6 +24,16 @@ put_list(FILE *out, const int *v, int n)
 	for (int i = 0; i < n; i++)
 		fprintf(out, "%s%d", i ? ", " : "", v[i]);
 	fputc(']', out);
+}
+
+/* A real, or null when it is infinite (JSON has no infinity). */
+static void
+put_real(FILE *out, double v)
+{
+	if (isinf(v))
+		fputs("null", out);
+	else
+		fprintf(out, "%.17g", v);
 }
 
 static void
@@ -101,6 +113,29 @@ put_op(const Graph *g, int o, FILE *out)
 	if (op->kind == OP_FLATTEN)
 		fprintf(out, ", \"flatten_start\": %lld", (long long)(
 		        ir_attr_given(op->kind, op->p, "start") ? op->p->start : 1));
+	/* the attributes the op table's fields above do not hold: clamp's
+	 * bounds (null: unbounded), attention's dropout, cross_entropy's
+	 * ignored label, and what a custom op saves (its arguments' positions;
+	 * "out": its output) and its workspace */
+	fputs(", \"min\": ", out);
+	put_real(out, op->p->cmin);
+	fputs(", \"max\": ", out);
+	put_real(out, op->p->cmax);
+	fprintf(out, ", \"dropout\": %.17g, \"ignore_index\": %lld", op->p->dropout,
+	        (long long)op->p->ignore_index);
+	if (op->kind == OP_CUSTOM) {
+		const CustomOp *c = op->p->custom;
+		const char *sep = "";
+		fputs(", \"saves\": [", out);
+		for (int k = 0; k < c->nargs; k++)
+			if (c->saves_arg[k]) {
+				fprintf(out, "%s%d", sep, k);
+				sep = ", ";
+			}
+		if (c->saves_out)
+			fprintf(out, "%s\"out\"", sep);
+		fprintf(out, "], \"workspace\": %lld", (long long)c->workspace);
+	}
 	fputs(", ", out);
 	put_params(op, out);
 	fputc('}', out);

@@ -243,7 +243,10 @@ event(FILE *f, Memo *m, int action, Block b, int time)
 
 /* Every allocation and free, in schedule order: at each step its
  * temporaries and products are allocated, then the temporaries and the
- * instances whose last step it is are freed (the cursor's end lists). */
+ * instances whose last step it is are freed (the cursor's end lists). A
+ * step with out_of_place gradient sums runs in liveness's two phases
+ * (viz_counted): its products, then its dying inputs freed and its largest
+ * sum made; then the rest of its frees, and its other sums. */
 static void
 trace(FILE *f, Memo *m)
 {
@@ -257,18 +260,34 @@ trace(FILE *f, Memo *m)
 		if (an->d.persistent_buf[i] > 0)
 			event(f, m, W_ALLOC, pers_block(an, i), 0);
 	for (int s = -1; s < ev->nsteps; s++) {
-		int t = s < 0 ? 0 : s;
+		int t = s < 0 ? 0 : s, most = s < 0 ? -1 : viz_largest_sum(&c, s);
 		if (s >= 0 && ev_temp(ev, s) > 0)
 			event(f, m, W_ALLOC, temp_block(an, s), t);
 		for (int k = ev->step_prod[s + 1]; k < ev->step_prod[s + 2]; k++)
-			if (ev->inst[k].owned > 0 && ev->inst[k].end >= t)
+			if (ev->inst[k].owned > 0 && ev->inst[k].end >= t && !ev->inst[k].replaces)
 				event(f, m, W_ALLOC, inst_block(an, k), t);
 		if (s < 0)
 			continue;
+		if (most >= 0) {
+			for (int k = c.end_head[s]; k >= 0; k = c.end_next[k])
+				if (viz_dying(&c, s, k))
+					event(f, m, W_FREE, inst_block(an, k), t);
+			if (ev->inst[most].owned > 0)
+				event(f, m, W_ALLOC, inst_block(an, most), t);
+		}
 		if (ev_temp(ev, s) > 0)
 			event(f, m, W_FREE, temp_block(an, s), t);
 		for (int k = c.end_head[s]; k >= 0; k = c.end_next[k])
-			event(f, m, W_FREE, inst_block(an, k), t);
+			if (most < 0 || (!viz_dying(&c, s, k) && !(ev->inst[k].replaces && ev->inst[k].start == s)))
+				event(f, m, W_FREE, inst_block(an, k), t);
+		if (most < 0)
+			continue;
+		for (int k = ev->step_prod[s + 1]; k < ev->step_prod[s + 2]; k++)
+			if (ev->inst[k].owned > 0 && ev->inst[k].replaces && k != most)
+				event(f, m, W_ALLOC, inst_block(an, k), t);
+		for (int k = c.end_head[s]; k >= 0; k = c.end_next[k])
+			if (ev->inst[k].replaces && ev->inst[k].start == s)
+				event(f, m, W_FREE, inst_block(an, k), t);
 	}
 	p_list_end(f);
 }
@@ -329,8 +348,16 @@ segment(FILE *f, Memo *m)
 	const Analysis *an = m->an;
 	const MemEval *ev = &an->ev;
 	Block *b = ar_alloc(m->a, sizeof *b * (size_t)(ev->ninst + an->d.npersistent + 2));
+	bool *active = ar_alloc(m->a, (size_t)(ev->ninst + an->d.npersistent + 2));
 	int n = ev->nsteps ? live_blocks(an, ev->peak_step, b) : 0;
 	int64_t pos = VIZ_BASE, used = 0, end = VIZ_BASE + an->arena_bytes;
+	VizCursor c;
+
+	/* a tensor that the peak step's phase does not count (an out_of_place
+	 * sum not yet made, an input already freed) keeps its place, inactive */
+	viz_cursor_init(&c, &an->d, ev, m->a);
+	for (int i = 0; i < n; i++)
+		active[i] = b[i].kind != B_INST || viz_counted(&c, ev->peak_step, b[i].idx);
 
 	p_list(f);
 	p_dict(f);
@@ -340,7 +367,7 @@ segment(FILE *f, Memo *m)
 	p_key_int(f, "stream", 0);
 	p_key_str(f, "segment_type", "large");
 	for (int i = 0; i < n; i++)
-		used += b[i].size;
+		used += active[i] ? b[i].size : 0;
 	p_key_int(f, "allocated_size", used);
 	p_key_int(f, "active_size", used);
 	p_key_int(f, "requested_size", used);
@@ -350,7 +377,7 @@ segment(FILE *f, Memo *m)
 		ir_assert(b[i].addr >= pos && b[i].addr + b[i].size <= end);
 		if (b[i].addr > pos)
 			block(f, m, &(Block){pos, b[i].addr - pos, B_GAP, 0}, false);
-		block(f, m, &b[i], true);
+		block(f, m, &b[i], active[i]);
 		pos = b[i].addr + b[i].size;
 	}
 	if (end > pos)

@@ -132,13 +132,28 @@ typedef struct VizCursor {
 	int *end_head;          /* [nsteps] first instance ending there, or -1 */
 	int *end_next;          /* [ninst] next instance with the same end */
 	int64_t run[CAT_COUNT]; /* owned bytes of the live instances */
+	int *repl_base;         /* [ninst] for an out_of_place sum (Instance.
+	                           replaces): the root of the instance it
+	                           replaced; NULL when no instance is a sum */
 } VizCursor;
 
 void viz_cursor_init(VizCursor *c, const Dag *d, const MemEval *ev, Arena *a);
 /* Fills cat[] with step c->next's bytes per category (persistent buffers,
- * live instances by their tensor's category, the step's temporaries); they
- * sum to ev->live_bytes of that step. Returns the step, or -1 at the end. */
+ * live instances by their tensor's category, the step's temporaries; at a
+ * step with out_of_place sums, those viz_counted counts); they sum to
+ * ev->live_bytes of that step. Returns the step, or -1 at the end. */
 int viz_cursor_step(VizCursor *c, int64_t cat[CAT_COUNT]);
+/* A step that makes out_of_place gradient sums (dag.h, DagAcc.out_of_place)
+ * counts one of two phases in live_bytes: first its products without the
+ * sums; then, with its dying inputs freed (viz_dying: the roots ending there
+ * that it did not make and that no sum replaced), its largest sum
+ * (viz_largest_sum, -1 when it makes none), in the second phase when that
+ * is larger (viz_second_phase). viz_counted: is instance k, live at step
+ * s, among what live_bytes[s] counts? */
+int viz_largest_sum(const VizCursor *c, int s);
+bool viz_dying(const VizCursor *c, int s, int k);
+bool viz_second_phase(const VizCursor *c, int s);
+bool viz_counted(const VizCursor *c, int s, int k);
 
 /* One point of a downsampled timeline: the steps [lo, hi) in one bucket,
  * represented by the step with the most memory, so the peak survives. */

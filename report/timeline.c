@@ -32,6 +32,104 @@ viz_cursor_init(VizCursor *c, const Dag *d, const MemEval *ev, Arena *a)
 		c->end_next[k] = c->end_head[in->end];
 		c->end_head[in->end] = k;
 	}
+	for (int k = 0; k < ev->ninst && !c->repl_base; k++)
+		if (ev->inst[k].replaces)
+			c->repl_base = ar_alloc(a, sizeof *c->repl_base * (size_t)(ev->ninst + 1));
+	if (c->repl_base) {
+		/* instances come in creation order, so the latest one of a
+		 * tensor before a sum is the one the sum replaced */
+		int *latest = ar_alloc(a, sizeof *latest * (size_t)(d->nt + 1));
+		for (int t = 0; t < d->nt; t++)
+			latest[t] = -1;
+		for (int k = 0; k < ev->ninst; k++) {
+			const Instance *in = &ev->inst[k];
+			c->repl_base[k] = -1;
+			if (in->replaces && latest[in->tensor] >= 0)
+				c->repl_base[k] = ev->inst[latest[in->tensor]].base;
+			latest[in->tensor] = k;
+		}
+	}
+}
+
+/* Did an out_of_place sum made at step s replace an instance of root k? */
+static bool
+replaced_at(const VizCursor *c, int s, int k)
+{
+	const MemEval *ev = c->ev;
+
+	for (int j = ev->step_prod[s + 1]; j < ev->step_prod[s + 2]; j++)
+		if (ev->inst[j].replaces && c->repl_base[j] == k)
+			return true;
+	return false;
+}
+
+int
+viz_largest_sum(const VizCursor *c, int s)
+{
+	const MemEval *ev = c->ev;
+	int most = -1;
+
+	for (int k = c->repl_base ? ev->step_prod[s + 1] : 0;
+	     c->repl_base && k < ev->step_prod[s + 2]; k++)
+		if (ev->inst[k].replaces && (most < 0 || ev->inst[k].owned > ev->inst[most].owned))
+			most = k;
+	return most;
+}
+
+bool
+viz_dying(const VizCursor *c, int s, int k)
+{
+	const Instance *in = &c->ev->inst[k];
+
+	return in->owned > 0 && in->end == s && in->start < s && in->base == k &&
+	       !replaced_at(c, s, k);
+}
+
+bool
+viz_second_phase(const VizCursor *c, int s)
+{
+	int most = viz_largest_sum(c, s);
+	int64_t dying = 0;
+
+	if (most < 0)
+		return false;
+	for (int k = c->end_head[s]; k >= 0; k = c->end_next[k])
+		if (viz_dying(c, s, k))
+			dying += c->ev->inst[k].owned;
+	return c->ev->inst[most].owned > dying;
+}
+
+bool
+viz_counted(const VizCursor *c, int s, int k)
+{
+	const Instance *in = &c->ev->inst[k];
+	int most = viz_largest_sum(c, s);
+
+	if (most < 0)
+		return true;
+	if (in->replaces && in->start == s)
+		return k == most && viz_second_phase(c, s);
+	return !(viz_dying(c, s, k) && viz_second_phase(c, s));
+}
+
+/* Moves cat[], which counts every live instance of step s, to the phase
+ * liveness counts when s makes out_of_place sums (viz_counted). */
+static void
+sum_phase(const VizCursor *c, int s, int64_t cat[CAT_COUNT])
+{
+	const MemEval *ev = c->ev;
+	int most = viz_largest_sum(c, s);
+	bool second;
+
+	if (most < 0)
+		return;
+	second = viz_second_phase(c, s);
+	for (int k = ev->step_prod[s + 1]; k < ev->step_prod[s + 2]; k++)
+		if (ev->inst[k].replaces && !(second && k == most))
+			cat[c->d->t[ev->inst[k].tensor].cat] -= ev->inst[k].owned;
+	for (int k = c->end_head[s]; second && k >= 0; k = c->end_next[k])
+		if (viz_dying(c, s, k))
+			cat[c->d->t[ev->inst[k].tensor].cat] -= ev->inst[k].owned;
 }
 
 /* Adds the owned instances in inst[from, to) that are live at all. */
@@ -58,12 +156,13 @@ viz_cursor_step(VizCursor *c, int64_t cat[CAT_COUNT])
 	if (s == 0)
 		cursor_add(c, ev->step_prod[0], ev->step_prod[1]);
 	cursor_add(c, ev->step_prod[s + 1], ev->step_prod[s + 2]);
-	for (int k = 0; k < CAT_COUNT; k++) {
+	for (int k = 0; k < CAT_COUNT; k++)
 		cat[k] = c->d->persistent[k] + c->run[k];
-		sum += cat[k];
-	}
 	cat[CAT_TEMPORARIES] += ev_temp(ev, s);
-	ir_assert(sum + ev_temp(ev, s) == ev->live_bytes[s]);
+	sum_phase(c, s, cat);
+	for (int k = 0; k < CAT_COUNT; k++)
+		sum += cat[k];
+	ir_assert(sum == ev->live_bytes[s]);
 	for (int k = c->end_head[s]; k >= 0; k = c->end_next[k])
 		c->run[c->d->t[ev->inst[k].tensor].cat] -= ev->inst[k].owned;
 	c->next++;

@@ -222,6 +222,20 @@ add_input(Torch *T, DagNode *n, int x)
 	n->in = in;
 }
 
+/* Node n reads x instead of old (a different saved tensor). */
+static void
+replace_input(Torch *T, DagNode *n, int old, int x)
+{
+	int *in = ar_alloc(T->a, sizeof *in * (size_t)(n->nin + 1)), k = 0;
+
+	for (int j = 0; j < n->nin; j++)
+		if (n->in[j] != old)
+			in[k++] = n->in[j];
+	n->in = in;
+	n->nin = k;
+	add_input(T, n, x);
+}
+
 /* The contribution of backward node n to gradient tensor ga (IR index)
  * of input a: whether it aliases grad(out) (returns the view's strides in
  * st) or is a new contiguous buffer. */
@@ -286,6 +300,9 @@ backward_rules(Torch *T)
 		gout = g->t[op->out[0]].grad;
 		if (op->kind == OP_AVGPOOL2D)   /* AvgPool2DBackward saves self */
 			add_input(T, n, T->dag_of[op->in[0]]);
+		if (op->kind == OP_RELU6)       /* F.relu6 is hardtanh, whose
+		                                 * HardtanhBackward saves self, not out */
+			replace_input(T, n, T->dag_of[op->out[0]], T->dag_of[op->in[0]]);
 		if (op->kind == OP_CROSS_ENTROPY)
 			/* NllLossBackward's dense [N, C] gradient of the log-probs,
 			 * live while LogSoftmaxBackward makes grad(logits) */

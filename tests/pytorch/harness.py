@@ -7,7 +7,7 @@ counted by allocshim.so (LD_PRELOAD) and sampled from a TorchDispatchMode.
 It compares that peak with `remat --runtime pytorch-cpu --json`.
 
 Run by tests/pytorch/check.sh, which builds the shim and sets LD_PRELOAD:
-  harness.py REMAT FILE.net [-D NAME=V ...] [--emit-torch] [--tol R]
+  harness.py REMAT FILE.net [-D NAME=V ...] [--emit-torch [--selective]] [--tol R]
 Prints one line per network; exit 1 when the difference exceeds --tol.
 
 Conventions of the translation (docs/runtime-pytorch.md):
@@ -17,6 +17,12 @@ Conventions of the translation (docs/runtime-pytorch.md):
 - Ops PyTorch 1.13 has no kernel for (fused attention, rmsnorm) run as
   autograd.Functions that save what ops.md lists; their internals are one
   operator (no sample inside, one sample at the end of forward/backward).
+  Under PyTorch >= 2, attention is F.scaled_dot_product_attention, what
+  users write.
+- A custom op runs as an autograd.Function that makes its declared output
+  (its first argument broadcast to it when it can, else a fill), saves
+  what it declares, and gives every floating input that needs grad a
+  gradient of its shape.
 - The optimizer is sgd and precision declared: no optimizer state.
 """
 import ctypes
@@ -34,8 +40,19 @@ DT = {"f64": torch.float64, "f32": torch.float32, "bf16": torch.bfloat16,
       "f16": torch.bfloat16, "i64": torch.int64, "i32": torch.int32,
       "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool}
 
+
+
+def _torch_at_least(major, minor):
+    v = torch.__version__.split("+")[0].split(".")
+    return (int(v[0]), int(v[1])) >= (major, minor)
+
+
+TORCH2 = _torch_at_least(2, 0)
+
+# the allocation shim (LD_PRELOAD): only the measuring main() needs it
 _lib = ctypes.CDLL(None)
-_lib.shim_bytes.restype = ctypes.c_longlong
+if hasattr(_lib, "shim_bytes"):
+    _lib.shim_bytes.restype = ctypes.c_longlong
 
 
 class Meter(TorchDispatchMode):
@@ -82,52 +99,125 @@ def _end_sample():
             print("  %-40s %d" % ("(end of a custom Function)", _lib.shim_bytes() - METER.base))
 
 
+def _scores(q, k, mask, causal):
+    """Scaled f32 scores with the mask and the causal cut applied; k and v
+    heads repeat for grouped-query attention."""
+    s = (q.float() @ k.float().transpose(-1, -2)) * q.shape[-1] ** -0.5
+    if mask is not None:
+        if mask.dtype.is_floating_point:
+            s = s + mask.float()
+        else:
+            s.masked_fill_(mask == 0, float("-inf"))
+    if causal:
+        S, T = s.shape[-2], s.shape[-1]
+        s.masked_fill_(torch.ones(S, T, dtype=torch.bool).triu(T - S + 1), float("-inf"))
+    return s
+
+
+def _heads(x, h):
+    return x if x.shape[1] == h else x.repeat_interleave(h // x.shape[1], 1)
+
+
 class Attention(torch.autograd.Function):
-    """Fused attention, flash-style: saves q, k, v, out and lse (f32)."""
+    """Fused attention, flash-style: saves q, k, v, out, lse (f32), the
+    mask and, with dropout, the u8 dropout mask (ops.md)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, causal):
+    def forward(ctx, q, k, v, mask, causal, p):
+        dmask = None
         with _Opaque():
-            scale = q.shape[-1] ** -0.5
-            s = (q.float() @ k.float().transpose(-1, -2)) * scale
-            if causal:
-                S, T = s.shape[-2], s.shape[-1]
-                mask = torch.ones(S, T, dtype=torch.bool).triu(T - S + 1)
-                s.masked_fill_(mask, float("-inf"))
-                del mask
+            h = q.shape[1]
+            s = _scores(q, _heads(k, h), mask, causal)
             lse = torch.logsumexp(s, -1)
-            out = (torch.exp(s - lse.unsqueeze(-1)) @ v.float()).to(q.dtype)
+            pr = torch.exp(s - lse.unsqueeze(-1))
             del s
+            if p > 0:
+                dmask = (torch.rand_like(pr) >= p).to(torch.uint8)
+                pr = pr * dmask / (1 - p)
+            out = (pr @ _heads(v, h).float()).to(q.dtype)
+            del pr
         # lse is saved too (not a ctx attribute, which would live as long
         # as the graph rather than until this node's backward has run)
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.causal = causal
+        ctx.save_for_backward(q, k, v, out, lse, mask, dmask)
+        ctx.causal, ctx.p = causal, p
         _end_sample()
         return out
 
     @staticmethod
     def backward(ctx, do):
-        q, k, v, out, lse = ctx.saved_tensors
+        q, k, v, out, lse, mask, dmask = ctx.saved_tensors
         with _Opaque():
-            scale = q.shape[-1] ** -0.5
-            s = (q.float() @ k.float().transpose(-1, -2)) * scale
-            if ctx.causal:
-                S, T = s.shape[-2], s.shape[-1]
-                s.masked_fill_(torch.ones(S, T, dtype=torch.bool).triu(T - S + 1),
-                               float("-inf"))
-            p = torch.exp(s - lse.unsqueeze(-1))
+            h, p = q.shape[1], ctx.p
+            kh, vh = _heads(k, h), _heads(v, h)
+            s = _scores(q, kh, mask, ctx.causal)
+            pr = torch.exp(s - lse.unsqueeze(-1))
             del s
             dof = do.float()
-            dv = (p.transpose(-1, -2) @ dof).to(v.dtype)
-            dp = dof @ v.float().transpose(-1, -2)
+            pd = pr * dmask / (1 - p) if dmask is not None else pr
+            dv = pd.transpose(-1, -2) @ dof
+            dp = dof @ vh.float().transpose(-1, -2)
+            if dmask is not None:
+                dp = dp * dmask / (1 - p)
             dd = (dof * out.float()).sum(-1, keepdim=True)
-            ds = p * (dp - dd) * scale
-            del p, dp, dd, dof
-            dq = (ds @ k.float()).to(q.dtype)
-            dk = (ds.transpose(-1, -2) @ q.float()).to(k.dtype)
+            ds = pr * (dp - dd) * q.shape[-1] ** -0.5
+            del pr, pd, dp, dd, dof
+            dq = (ds @ kh.float()).to(q.dtype)
+            dk = ds.transpose(-1, -2) @ q.float()
             del ds
+            if k.shape[1] != h:     # the repeated heads' gradients add up
+                g = h // k.shape[1]
+                dk = dk.reshape(k.shape[0], k.shape[1], g, *dk.shape[2:]).sum(2)
+                dv = dv.reshape(v.shape[0], v.shape[1], g, *dv.shape[2:]).sum(2)
+            dk, dv = dk.to(k.dtype), dv.to(v.dtype)
         _end_sample()
-        return dq, dk, dv, None
+        return dq, dk, dv, None, None, None
+
+
+def attention(q, k, v, mask, causal, p):
+    """PyTorch >= 2: scaled_dot_product_attention; 1.13: the Function."""
+    if not TORCH2:
+        return Attention.apply(q, k, v, mask, causal, p)
+    if mask is not None and not mask.dtype.is_floating_point:
+        mask = mask != 0
+    gqa = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+                                          is_causal=causal, **gqa)
+
+
+class Custom(torch.autograd.Function):
+    """A custom op (ops.md, "Custom ops"): one operator that makes the
+    declared output, saves what the op declares, and gives each floating
+    input that needs grad a gradient of its shape."""
+
+    @staticmethod
+    def forward(ctx, op, shape, dtype, *xs):
+        with _Opaque():
+            x = xs[0] if xs else None
+            try:
+                out = x.expand(shape).to(dtype).clone(memory_format=torch.contiguous_format)
+            except (AttributeError, RuntimeError):
+                fill = sum(float(t.float().mean()) for t in xs if t.dtype.is_floating_point)
+                out = torch.full(shape, fill, dtype=dtype)
+        keep = [xs[i] for i in op["saves"] if i != "out"]
+        ctx.save_for_backward(*(keep + ([out] if "out" in op["saves"] else [])))
+        ctx.shapes = [(t.shape, t.dtype, t.dtype.is_floating_point) for t in xs]
+        _end_sample()
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        grads = [None, None, None]
+        with _Opaque():
+            for i, (shape, dt, fl) in enumerate(ctx.shapes):
+                if not (fl and ctx.needs_input_grad[3 + i]):
+                    grads.append(None)
+                elif i == 0:
+                    grads.append(g.sum_to_size(shape).to(dt) if g.dim() == len(shape)
+                                 else torch.zeros(shape, dtype=dt))
+                else:
+                    grads.append(torch.zeros(shape, dtype=dt))
+        _end_sample()
+        return tuple(grads)
 
 
 class RMSNorm(torch.autograd.Function):
@@ -174,7 +264,7 @@ def run_op(op, args, outs):
     x = args[0] if args else None
     ax = op["axis"]
     if op["custom"]:
-        raise SystemExit("harness: custom op '%s' has no PyTorch meaning" % k)
+        return [Custom.apply(op, outs[0]["shape"], DT[outs[0]["dtype"]], *args)]
     simple = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu,
               "sigmoid": torch.sigmoid, "tanh": torch.tanh, "exp": torch.exp,
               "log": torch.log, "sqrt": torch.sqrt, "neg": torch.neg}
@@ -185,7 +275,10 @@ def run_op(op, args, outs):
     if k in binary:
         return [binary[k](args[0], args[1])]
     if k == "scale":
-        return [x * op["c"]]
+        # mul.Scalar: `x * c` passes c as a wrapped tensor, which 1.13's
+        # non-reentrant checkpoint fails to recompute under a dispatch
+        # mode (the Meter)
+        return [torch.ops.aten.mul.Scalar(x, op["c"])]
     if k == "cast":
         return [x.to(DT[op["dtype"]])]
     if k == "dropout":
@@ -201,7 +294,8 @@ def run_op(op, args, outs):
         return [F.conv2d(x, args[1], None, op["stride"], pad,
                          op["dilation"], op["groups"])]
     if k == "attention":
-        return [Attention.apply(args[0], args[1], args[2], op["causal"])]
+        return [attention(args[0], args[1], args[2], args[3] if len(args) > 3 else None,
+                          op["causal"], op["dropout"])]
     if k == "layernorm":
         return [F.layer_norm(x, (x.shape[-1],), args[1], args[2])]
     if k == "rmsnorm":
@@ -235,7 +329,8 @@ def run_op(op, args, outs):
         return [f(x, axes, keepdim=op["keepdim"])]
     if k == "cross_entropy":
         c = x.shape[-1]
-        return [F.cross_entropy(x.reshape(-1, c), args[1].reshape(-1))]
+        return [F.cross_entropy(x.reshape(-1, c), args[1].reshape(-1),
+                                ignore_index=op["ignore_index"])]
     if k == "mse_loss":
         return [F.mse_loss(args[0], args[1])]
     if k == "embedding":
@@ -259,6 +354,24 @@ def run_op(op, args, outs):
         return list(torch.split(x, x.shape[ax] // op["n"], dim=ax))
     if k == "concat":
         return [torch.cat(args, ax)]
+    if k == "relu6":
+        return [F.relu6(x)]
+    if k == "clamp":
+        return [torch.clamp(x, op["min"], op["max"])]
+    if k == "hardswish":
+        return [F.hardswish(x)]
+    if k == "hardsigmoid":
+        return [F.hardsigmoid(x)]
+    if k == "gather":
+        return [torch.gather(x, ax, args[1])]
+    if k == "index_select":
+        return [torch.index_select(x, ax, args[1])]
+    if k == "topk":
+        v, i = torch.topk(x, op["k"], dim=ax)
+        return [v, i]
+    if k == "scatter_add":
+        # a size-1 index axis broadcasts (ops.md): expand it, a view
+        return [x.scatter_add(ax, args[1].expand(args[2].shape), args[2])]
     raise SystemExit("harness: no translation for op '%s'" % k)
 
 
@@ -286,7 +399,7 @@ def make_leaves(g):
         dt = DT[t["dtype"]]
         if dt.is_floating_point:
             v = torch.randn(t["shape"]).mul_(0.1).to(dt)
-            if t["kind"] == "param":
+            if t["kind"] == "param" and t["needs_grad"]:    # not a frozen one
                 v.requires_grad_(True)
         else:
             v = torch.randint(0, bound.get(i, 2), t["shape"], dtype=dt)
@@ -397,6 +510,9 @@ def main():
     if "--emit-torch" in argv:
         argv.remove("--emit-torch")
         emit = True
+    selective = "--selective" in argv   # the helper's POLICY, forced on
+    if selective:
+        argv.remove("--selective")
     remat, net, defs = argv[0], argv[1], argv[2:]
     src = open(net).read().replace("f16[", "bf16[").replace("bbf16[", "bf16[")
     with tempfile.TemporaryDirectory() as tmp:
@@ -412,6 +528,11 @@ def main():
             policy = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(policy)
             want = policy.PREDICTED_PEAK
+            if selective:
+                policy.SELECTIVE = True
+                if not policy.selective_in_use():
+                    raise SystemExit("harness: --selective needs PyTorch >= 2.4")
+                want = policy.PEAK_SELECTIVE
         else:
             rep = remat_json(remat, path, defs, [])
             want = rep["peak_bytes"]
@@ -428,7 +549,8 @@ def main():
     diff = (want - got) / got
     name = os.path.basename(net)
     print("%-14s %-24s pytorch %12d  remat --runtime pytorch-cpu%s %12d  diff %+.4f%%"
-          % (name, " ".join(defs)[:24], got, " -O2 --emit-torch" if emit else "",
+          % (name, " ".join(defs)[:24], got, (" -O2 --emit-torch" if emit else "") +
+             (" (selective)" if selective else ""),
              want, 100 * diff))
     return 0 if abs(diff) <= tol else 1
 
