@@ -32,7 +32,8 @@ typedef struct Options {
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	bool checkmate;
 	bool onnx;              /* --import onnx: frontend/onnx */
-	OnnxOptions onnx_opt;   /* --params, --loss, --emit-net */
+	OnnxOptions onnx_opt;   /* --params, --loss, --emit-net, --max-input */
+	size_t max_input;       /* --max-input SIZE: the .net reader's cap */
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
 	bool top_set, bytes_set;
 	ReportOptions report;
@@ -48,7 +49,7 @@ enum {
 	OPT_VERSION, OPT_CHECK, OPT_RANKS, OPT_ZERO, OPT_BUCKET, OPT_OFFLOAD, OPT_ZERO_TABLE,
 	OPT_STAGES, OPT_MICRO_BATCHES, OPT_SCHEDULE, OPT_STAGE_BLOCKS,
 	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH,
-	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET, OPT_PREFETCH
+	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET, OPT_PREFETCH, OPT_MAX_INPUT
 };
 
 static const struct option long_options[] = {
@@ -89,6 +90,7 @@ static const struct option long_options[] = {
 	{"params", required_argument, NULL, OPT_PARAMS},
 	{"loss", required_argument, NULL, OPT_LOSS},
 	{"emit-net", required_argument, NULL, OPT_EMIT_NET},
+	{"max-input", required_argument, NULL, OPT_MAX_INPUT},
 	{NULL, 0, NULL, 0},
 };
 
@@ -138,6 +140,7 @@ usage(FILE *f)
 	      "  --top N                tensors listed at the peak (default 10)\n"
 	      "  --bytes                print exact byte counts everywhere\n"
 	      "  --stats                print wall time and peak RSS on stderr\n"
+	      "  --max-input SIZE       the largest input file read (default 64MiB)\n"
 	      "  --loss KIND[:OUT]      ONNX: add a cross_entropy or mse loss on output OUT\n"
 	      "  --params REGEX         ONNX: graph inputs that are parameters (docs/onnx.md)\n"
 	      "  --emit-net FILE.net    ONNX: also write the imported model as .net\n"
@@ -382,6 +385,11 @@ parse_option(Options *o, int c, char *arg)
 	case OPT_PARAMS: o->onnx_opt.params = arg; break;
 	case OPT_LOSS: o->onnx_opt.loss = arg; break;
 	case OPT_EMIT_NET: o->onnx_opt.emit_net = arg; break;
+	case OPT_MAX_INPUT:
+		if ((o->onnx_opt.max_input = o->max_input = (size_t)parse_size("--max-input",
+		     arg, "512MiB")) < 1)
+			diag_usage("--max-input: must be at least one byte");
+		break;
 	case OPT_TOP:
 		o->report.top = (int)parse_count("--top", arg, 0, 1 << 20);
 		o->top_set = true;
@@ -578,10 +586,11 @@ parse_args(Options *o, int argc, char **argv)
 	warn_no_effect(o);
 }
 
-/* Reads the whole file (or stdin for "-") into a malloc'd text (the
- * caller frees it unless source_drop did); exits 1 with a message. */
+/* Reads the whole file (or stdin for "-"), at most max bytes, into a
+ * malloc'd text (the caller frees it unless source_drop did); exits 1
+ * with a message. */
 static Source
-read_source(const char *path)
+read_source(const char *path, size_t max)
 {
 	Source src = {strcmp(path, "-") ? path : "<stdin>", NULL, 0, false};
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
@@ -592,8 +601,8 @@ read_source(const char *path)
 		fprintf(stderr, "remat: cannot open '%s': %s\n", path, strerror(errno));
 		exit(1);
 	}
-	if (!(text = read_all(f, &src.len))) {
-		fprintf(stderr, "remat: cannot read '%s': %s\n", path, strerror(errno));
+	if (!(text = read_all(f, max ? max : READ_MAX_DEFAULT, &src.len))) {
+		read_fail(src.name, max ? max : READ_MAX_DEFAULT);
 		exit(1);
 	}
 	/* a regular file can be read again for an echo (source_drop) */
@@ -843,7 +852,7 @@ run_net(Options *o)
 	if (o->onnx)
 		rc = onnx_import(o->file, &o->onnx_opt, &o->net, &a, &src);
 	else
-		src = read_source(o->file), rc = 0;
+		src = read_source(o->file, o->max_input), rc = 0;
 	if (rc == 0)
 		rc = compile(o, &src, &a, &tree);
 	if (!o->onnx)

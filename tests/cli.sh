@@ -31,7 +31,7 @@ check() {   # check RC STDERR ARGS...
 	fi
 }
 try='Try '\''remat --help'\'' for more information.'
-echo "1..17"
+echo "1..20"
 check 2 "remat: unknown option '--bugdet' (did you mean '--budget'?)
 $try" --bugdet 1GiB
 check 2 "remat: unknown option '--max-recompte' (did you mean '--max-recompute'?)
@@ -59,3 +59,10 @@ check 0 "remat: warning: --top has no effect with --json (it shapes the human re
 check 0 "" -O2 --max-recompute 2
 check 2 "remat: unknown optimizer 'lino' (did you mean 'lion'?) (sgd momentum adagrad rmsprop lion adam adamw)
 $try" --optimizer lino
+# --max-input caps the source (a stream such as /dev/zero never ends):
+# tiny.net is 858 bytes
+check 1 "examples/tiny.net: error: larger than 857 bytes, the input cap (--max-input SIZE raises it)" \
+	--max-input 857B
+check 0 "" --max-input 858B
+check 2 "remat: --max-input: must be at least one byte
+$try" --max-input 0B
