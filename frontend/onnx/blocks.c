@@ -252,6 +252,7 @@ analyze_run(Blk *B, int ri)
 	size_t i, at;
 	Sym *y;
 	int fresh = 0, nout = 0;
+	size_t nref = 0;        /* names read or bound in the run */
 	Names names = {0};      /* the def's: its locals, params, arguments */
 	Buf sig = {0};
 
@@ -264,14 +265,14 @@ analyze_run(Blk *B, int ri)
 			eq++;
 		if (eq + 2 >= stop || stop == r->end)
 			return;         /* not a binding: left flat */
-		for (size_t j = i; (y = next_ref(B, s, eq, &j, &at));) {
+		for (size_t j = i; (y = next_ref(B, s, eq, &j, &at)); nref++) {
 			if (y->mark != ri) {
 				y->mark = ri;
 				y->run_uses = 0;
 			}
 			y->role = R_LOCAL;
 		}
-		for (size_t j = eq; (y = next_ref(B, s, stop, &j, &at));) {
+		for (size_t j = eq; (y = next_ref(B, s, stop, &j, &at)); nref++) {
 			if (y->mark != ri) {
 				y->mark = ri;
 				y->run_uses = 0;
@@ -285,8 +286,8 @@ analyze_run(Blk *B, int ri)
 	if (r->nstmt > OX_MAXBLOCK)     /* a def that long is no block */
 		return;
 	/* names: locals and params from the ONNX names, arguments x, x1, ... */
-	r->args = ar_alloc(I->a, sizeof *r->args * (size_t)(r->end - r->beg));
-	r->params = ar_alloc(I->a, sizeof *r->params * (size_t)(r->end - r->beg));
+	r->args = ar_alloc(I->a, sizeof *r->args * (nref + 1));
+	r->params = ar_alloc(I->a, sizeof *r->params * (nref + 1));
 	for (i = r->beg; (y = next_ref(B, s, r->end, &i, &at));) {
 		if (y->named == ri)
 			continue;
@@ -451,7 +452,7 @@ ox_blocks(Imp *I)
 	/* runs: consecutive nodes with text, of one instance (a node of no
 	 * instance ends a run and starts none); a model without any, as a
 	 * flat one, needs none of the tables below */
-	B.run = ar_alloc(I->a, sizeof *B.run * (size_t)(I->nnoted + 1));
+	size_t rcap = 0;
 	B.node_run = ar_array(I->a, I->g->n_node + 1, sizeof *B.node_run);
 	for (size_t n = 0; n < I->g->n_node; n++)
 		B.node_run[n] = -1;
@@ -463,9 +464,15 @@ ox_blocks(Imp *I)
 		Run *last = B.nrun ? &B.run[B.nrun - 1] : NULL;
 		if (last && last->end == I->node_beg[n] && !strcmp(last->key, key))
 			last->end = I->node_end[n];
-		else
+		else {
+			if ((size_t)B.nrun == rcap) {   /* as many as the blocks */
+				B.run = ar_grow(I->a, B.run, rcap * sizeof *B.run,
+				                (rcap ? 2 * rcap : 64) * sizeof *B.run);
+				rcap = rcap ? 2 * rcap : 64;
+			}
 			B.run[B.nrun++] = (Run){.beg = I->node_beg[n], .end = I->node_end[n],
 			                        .key = key};
+		}
 		B.node_run[n] = B.nrun - 1;
 	}
 	if (!B.nrun)
