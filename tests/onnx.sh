@@ -12,7 +12,10 @@
 # the byte; running statistics are buffers; --emit-net writes defs for the
 # repeated blocks; symbolic dims need
 # -D; an inference export gets a note; bad files and flags give a clear
-# message and exit 1. Outputs go to $BUILDDIR/tests/out/onnx.
+# message and exit 1: each model in bad/ (tests/onnx/make_hostile.py makes
+# the hostile numbers) prints the located error bad/expect.txt gives; the
+# input cap, /dev/zero and the unpacking budget; --loss beside a model's
+# own 'labels'. Outputs go to $BUILDDIR/tests/out/onnx.
 set -u
 : "${REMAT:?}" "${SRCDIR:?}" "${BUILDDIR:?}"
 CC=${CC:-cc}

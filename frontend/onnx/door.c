@@ -29,16 +29,17 @@ count_ok(Imp *I, size_t n, size_t max, const char *what)
 		ox_fail(I, "%zu %s (at most %zu)", n, what, max);
 }
 
-/* A tensor's rank and dims; what says whose ("initializer 'w'"). */
+/* A tensor's rank and dims; kind and name say whose ("initializer 'w'"). */
 static void
-tensor_ok(Imp *I, const Onnx__TensorProto *t, const char *what)
+tensor_ok(Imp *I, const Onnx__TensorProto *t, const char *kind, const char *name)
 {
 	name_ok(I, t->name, "a tensor name");
 	if (t->n_dims > OX_MAXRANK)
-		ox_fail(I, "%s has %zu axes (at most %d)", what, t->n_dims, OX_MAXRANK);
+		ox_fail(I, "%s '%s' has %zu axes (at most %d)", kind, name, t->n_dims,
+		        OX_MAXRANK);
 	for (size_t i = 0; i < t->n_dims; i++)
 		if (t->dims[i] < 0 || t->dims[i] > OX_MAXDIM)
-			ox_fail(I, "%s has dimension %lld, outside [0, 2^40]", what,
+			ox_fail(I, "%s '%s' has dimension %lld, outside [0, 2^40]", kind, name,
 			        (long long)t->dims[i]);
 }
 
@@ -85,7 +86,7 @@ node_ok(Imp *I, const Node *n)
 			ox_fail(I, "attribute '%s' is a string of %zu bytes (at most %d)", an,
 			        at->s.len, OX_MAXNAME);
 		if (at->t)
-			tensor_ok(I, at->t, ar_printf(I->a, "attribute '%.64s'", an));
+			tensor_ok(I, at->t, "attribute", an);
 	}
 	I->cur = NULL;
 }
@@ -111,8 +112,8 @@ ox_door(Imp *I, const Onnx__ModelProto *m)
 	for (size_t i = 0; i < g->n_output; i++)
 		value_info_ok(I, g->output[i]);
 	for (size_t i = 0; i < g->n_initializer; i++)
-		tensor_ok(I, g->initializer[i], ar_printf(I->a, "initializer '%.64s'",
-		          g->initializer[i]->name ? g->initializer[i]->name : ""));
+		tensor_ok(I, g->initializer[i], "initializer",
+		          g->initializer[i]->name ? g->initializer[i]->name : "");
 	for (size_t i = 0; i < g->n_node; i++)
 		node_ok(I, g->node[i]);
 }

@@ -150,6 +150,15 @@ save("input-dim-huge", model([node("Relu", ["x"], ["y"], name="relu")],
 save("initializer-huge", model(
     [node("MatMul", ["x", "w"], ["y"], name="mm")],
     [x24], [y24], inits=[tensor("w", FLOAT, [1 << 40, 1 << 40])]))
+# an initializer of 9 axes, and a Constant with a dim of -1 (the door)
+save("initializer-9-axes", model(
+    [node("MatMul", ["x", "w"], ["y"], name="mm")],
+    [x24], [y24], inits=[tensor("w", FLOAT, [1] * 9)]))
+save("constant-negative-dim", model(
+    [node("Constant", [], ["c"], name="cneg",
+          value=("t", tensor("", INT64, [-1], int64s=[]))),
+     node("Identity", ["x"], ["y"], name="id")],
+    [x24], [y24]))
 # a Constant whose raw data is not a whole number of elements
 save("constant-raw-ragged", model(
     [node("Constant", [], ["c"], name="ragged",
