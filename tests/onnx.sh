@@ -15,7 +15,7 @@
 # message and exit 1: each model in bad/ (tests/onnx/make_hostile.py makes
 # the hostile numbers) prints the located error bad/expect.txt gives; the
 # input cap, /dev/zero and the unpacking budget; --loss beside a model's
-# own 'labels'. Outputs go to $BUILDDIR/tests/out/onnx.
+# own 'labels'; newlines in names stay inside comments. Outputs go to $BUILDDIR/tests/out/onnx.
 set -u
 : "${REMAT:?}" "${SRCDIR:?}" "${BUILDDIR:?}"
 CC=${CC:-cc}
@@ -31,7 +31,7 @@ mkdir -p "$out" || exit 99
 fixtures="resnet18 resnet50 mobilenet_v2 vit_b_16 gpt2_tiny gpt2_tiny_opset14 bert_tiny llama_tiny convbn_eval mlp_dynbatch"
 small="gpt2_tiny bert_tiny llama_tiny convbn_eval mlp_dynbatch"
 bad=$(cd "$dir/bad" && ls *.onnx | sed 's/\.onnx$//')
-echo "1..$((10 * 5 + 5 * 2 + 1 + $(echo $bad | wc -w) + 20))"
+echo "1..$((10 * 5 + 5 * 2 + 1 + $(echo $bad | wc -w) + 21))"
 i=0
 failed=0
 ok() { i=$((i + 1)); echo "ok $i - $*"; }
@@ -191,6 +191,18 @@ done
 expect_fail "2^19 empty nodes in 1 MiB: past the unpacking budget" \
 	"nodebomb.onnx: error: the model unpacks to more than 35651592 bytes" \
 	--import onnx --infer "$out/nodebomb.onnx"
+
+# Newlines in the producer's name and in a block key (issue 29) stay inside
+# the `#` comments of the emitted .net: no statement of theirs
+if "$REMAT" --import onnx --infer --emit-net "$out/inject.net" "$dir/names_inject.onnx" \
+       >/dev/null 2>"$out/x.err" &&
+   ! grep -q '^param' "$out/inject.net" && [ "$(grep -c '^# ' "$out/inject.net")" = 3 ] &&
+   [ "$(grep -c '   # a?param injected' "$out/inject.net")" = 2 ] &&
+   "$REMAT" --infer "$out/inject.net" | grep -q '^parameters: 0 elements'; then
+	ok "newlines in the producer and a block key stay in their comments"
+else
+	notok "names with newlines in the emitted .net"; sed 's/^/# /' "$out/x.err" | head -3
+fi
 
 # A model with its own "labels" input and "loss" value keeps them; --loss
 # names its own labels_2 and loss_2

@@ -155,7 +155,7 @@ instance_key(Imp *I, const Node *n)
 		while (d > p && d[-1] >= '0' && d[-1] <= '9')
 			d--;
 		if (d < e && d - p >= 2 && (d[-1] == '.' || d[-1] == '_'))
-			return ar_strndup(I->a, p, (size_t)(e - p));
+			return ox_clean(I, ar_strndup(I->a, p, (size_t)(e - p)));  /* for # */
 		p = e + 1;
 	}
 	return NULL;

@@ -23,6 +23,24 @@ put_clean(FILE *f, const char *s)
 		fputc((unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s, f);
 }
 
+const char *
+ox_clean(Imp *I, const char *s)
+{
+	char *t;
+
+	if (!s)
+		return "";
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f) {
+			t = ar_strdup(I->a, s);
+			for (char *q = t + (p - s); *q; q++)
+				if ((unsigned char)*q < ' ' || *q == 0x7f)
+					*q = '?';
+			return t;
+		}
+	return s;
+}
+
 _Noreturn void
 ox_fail(Imp *I, const char *fmt, ...)
 {
@@ -255,7 +273,8 @@ symbol(Imp *I, const char *name, int64_t value, bool first_axis)
 	I->sym[I->nsym].onnx = name;
 	I->sym[I->nsym++].net = net;
 	ox_printf(&I->head, "%s %s = %lld;   # ONNX dim_param '%s'\n",
-	          first_axis && !I->has_batch ? "batch" : "dim", net, (long long)value, name);
+	          first_axis && !I->has_batch ? "batch" : "dim", net, (long long)value,
+	          ox_clean(I, name));
 	if (first_axis && !I->has_batch) {
 		I->has_batch = true;
 		I->batch_sym = I->nsym - 1;
@@ -596,10 +615,10 @@ setup(Imp *I, Onnx__ModelProto *m)
 static void
 assemble(Imp *I, Onnx__ModelProto *m, Buf *out)
 {
-	ox_printf(out, "# %s -- imported from ONNX by remat", I->file);
+	ox_printf(out, "# %s -- imported from ONNX by remat", ox_clean(I, I->file));
 	if (m->producer_name)
-		ox_printf(out, " (producer %s %s)", m->producer_name,
-		          m->producer_version ? m->producer_version : "");
+		ox_printf(out, " (producer %s %s)", ox_clean(I, m->producer_name),
+		          ox_clean(I, m->producer_version));
 	ox_printf(out, "\n# %zu nodes; %d BatchNorm in training mode, %d in "
 	          "inference mode; %d Dropout.\n", I->g->n_node, I->nbn_train,
 	          I->nbn_infer, I->ndropout);

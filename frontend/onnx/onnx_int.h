@@ -107,6 +107,9 @@ typedef struct Imp {
  * a node is being read), then back to onnx_translate, which returns 1. */
 _Noreturn void ox_fail(Imp *I, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* s with control bytes as '?' (s itself when it has none): what a name
+ * may put in a `#` comment of the text, which a newline would end. */
+const char *ox_clean(Imp *I, const char *s);
 void ox_printf(Buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 Val *ox_lookup(Imp *I, const char *name);

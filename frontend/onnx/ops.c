@@ -371,7 +371,7 @@ custom(Imp *I, Val *o, const char *kind, Val **args, int nargs, int64_t flops,
 	          (long long)flops, (long long)flops);
 	if (saves >= 0)
 		ox_printf(&d, " saves = (a%d);", saves);
-	ox_printf(&d, " }   # ONNX %s\n", I->cur->op_type);
+	ox_printf(&d, " }   # ONNX %s\n", ox_clean(I, I->cur->op_type));
 	if (2 * ((size_t)I->ncustom + 1) > I->custom_cap) {     /* rehash, half full */
 		I->custom_cap = I->custom_cap ? 2 * I->custom_cap : 64;
 		I->custom_tab = ar_alloc(I->a, I->custom_cap * sizeof *I->custom_tab);

@@ -200,3 +200,14 @@ with open(save_good, "wb") as f:
                    node("Add", ["xw", "lf"], ["loss"], name="add")],
                   [x24, value_info("w", FLOAT, [4, 4]), value_info("labels", INT64, [2, 4])],
                   [value_info("loss", FLOAT, [2, 4])]))
+
+# Not bad either: names with newlines that would end the `#` comments of the
+# emitted .net and start a statement of their own (issue 29): the producer,
+# and a node name that becomes a block key (tests/onnx.sh)
+with open(os.path.join(os.path.dirname(HERE), "names_inject.onnx"), "wb") as f:
+    inj = "\nparam injected : f32[1000000, 1000000];\n"
+    f.write(model([node("Relu", ["x"], ["r"], name="/a" + inj + "blocks.0/Relu"),
+                   node("Relu", ["r"], ["s"], name="/a" + inj + "blocks.0/Relu_1"),
+                   node("Relu", ["s"], ["t"], name="/a" + inj + "blocks.1/Relu"),
+                   node("Relu", ["t"], ["y"], name="/a" + inj + "blocks.1/Relu_1")],
+                  [x24], [y24], producer="p" + inj))
