@@ -799,7 +799,7 @@ op_norm(Imp *I, const Node *n, bool batch)
 	}
 	if (g->kind != V_PARAM || b->kind != V_PARAM)
 		ox_fail(I, "scale and bias must be parameters (see --params)");
-	float_args(I, batch ? "batchnorm" : "layernorm", (Val *[]){x, g, b}, 3, false);
+	float_args(I, batch ? "batchnorm" : "layernorm", (Val *[]){x, g, b}, 3, true);
 	need_vector(I, g, x->dim[batch ? 1 : x->rank - 1], "the scale");
 	need_vector(I, b, x->dim[batch ? 1 : x->rank - 1], "the bias");
 	set_shape(I, o, x->dt, x->rank, x->dim);
@@ -1552,7 +1552,7 @@ vec_param(Imp *I, int i, const Val *v, int64_t d)
 	Val *p = a == v ? b : a;
 
 	if (n->n_input != 2 || (a != v && b != v) || !p || p->kind != V_PARAM ||
-	    p->rank != 1 || p->dim[0] != d)
+	    p->rank != 1 || p->dim[0] != d || p->dt != v->dt)
 		return NULL;
 	return p;
 }
