@@ -45,8 +45,9 @@ attr_in(Imp *I, const Node *n, const char *name, int64_t def, int64_t lo, int64_
 	int64_t v = attr_i(n, name, def);
 
 	if (v < lo || v > hi)
-		ox_fail(I, "attribute '%s' is %lld, outside [%lld, %lld]", name,
-		        (long long)v, (long long)lo, (long long)hi);
+		ox_fail(I, "attribute '%s' is %lld, outside [%lld, %s]", name, (long long)v,
+		        (long long)lo, hi == OX_MAXDIM ? "2^40" : ar_printf(I->a, "%lld",
+		        (long long)hi));
 	return v;
 }
 
