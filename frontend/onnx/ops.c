@@ -100,10 +100,12 @@ out(Imp *I, const Node *n, size_t k)
 	return ox_lookup(I, n->output[k]);
 }
 
+/* Axis ax of a tensor of rank axes as an index in [0, rank): a scalar has
+ * none (.net's concat or split of one fails at the generated line). */
 static int
 norm_axis(Imp *I, int64_t ax, int rank)
 {
-	if (ax < -rank || ax >= (rank ? rank : 1))
+	if (ax < -rank || ax >= rank)
 		ox_fail(I, "axis %lld is out of range for rank %d", (long long)ax, rank);
 	return (int)(ax < 0 ? ax + rank : ax);
 }
