@@ -326,15 +326,19 @@ new_tensor(Mut *u, const char *name)
 {
 	Onnx__TensorProto *t = alloc(u, sizeof *t);
 	size_t rank = rnd(u, 4), n = 1;
+	bool vec = !rnd(u, 2);  /* a shape list or axes: [k] of k up to 10 */
 
 	onnx__tensor_proto__init(t);
 	t->name = name ? str(u, name) : NULL;
-	t->n_dims = rank;
-	t->dims = alloc(u, (rank + 1) * sizeof *t->dims);
-	for (size_t i = 0; i < rank; i++)
-		n *= (size_t)(t->dims[i] = (int64_t)rnd(u, 4) + 1);
+	t->n_dims = vec ? 1 : rank;
+	t->dims = alloc(u, (t->n_dims + 1) * sizeof *t->dims);
+	if (vec)
+		n = (size_t)(t->dims[0] = (int64_t)rnd(u, 11));
+	else
+		for (size_t i = 0; i < rank; i++)
+			n *= (size_t)(t->dims[i] = (int64_t)rnd(u, 4) + 1);
 	t->has_data_type = 1;
-	if (rnd(u, 2)) {
+	if (vec || rnd(u, 2)) {
 		t->data_type = 7;
 		t->n_int64_data = n;
 		t->int64_data = alloc(u, n * sizeof *t->int64_data);
@@ -521,7 +525,20 @@ mutate_input(Mut *u)
 		tt->elem_type = et[rnd(u, sizeof et / sizeof et[0])];
 		break;
 	}
-	case 1:         /* a dim more or less */
+	case 1:         /* a dim more or less, or a new rank of small dims */
+		if (!rnd(u, 3)) {
+			size_t r = rnd(u, 10);
+			Onnx__TensorShapeProto__Dimension **d = alloc(u, (r + 1) * sizeof *d);
+			for (size_t j = 0; j < r; j++) {
+				d[j] = alloc(u, sizeof *d[j]);
+				onnx__tensor_shape_proto__dimension__init(d[j]);
+				d[j]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+				d[j]->dim_value = (int64_t)rnd(u, 3) + 1;
+			}
+			sh->dim = d;
+			sh->n_dim = r;
+			break;
+		}
 		if (sh->n_dim && rnd(u, 2)) {
 			sh->n_dim--;
 			break;
@@ -557,7 +574,7 @@ mutate_once(Mut *u)
 	Onnx__NodeProto *nd;
 	size_t i = g->n_node ? rnd(u, g->n_node) : 0;
 
-	switch (g->n_node ? rnd(u, 14) : 0) {
+	switch (g->n_node ? rnd(u, 16) : 0) {
 	case 0: {       /* a new node on existing values */
 		nd = alloc(u, sizeof *nd);
 		onnx__node_proto__init(nd);
@@ -655,6 +672,51 @@ mutate_once(Mut *u)
 			g->output = a;
 		}
 		break;
+	case 14: {      /* an op fed by new constants (a shape, axes, pads...) */
+		char cn[2][40];
+		size_t at = g->n_node ? rnd(u, g->n_node + 1) : 0;
+		for (int k = 0; k < 2; k++) {
+			snprintf(cn[k], sizeof cn[k], "fzc%u", (unsigned)rnd(u, 1000000));
+			nd = alloc(u, sizeof *nd);
+			onnx__node_proto__init(nd);
+			nd->op_type = str(u, "Constant");
+			nd->name = str(u, cn[k]);
+			nd->n_output = 1;
+			nd->output = alloc(u, sizeof *nd->output);
+			nd->output[0] = str(u, cn[k]);
+			nd->n_attribute = 1;
+			nd->attribute = alloc(u, sizeof *nd->attribute);
+			nd->attribute[0] = alloc(u, sizeof **nd->attribute);
+			onnx__attribute_proto__init(nd->attribute[0]);
+			nd->attribute[0]->name = str(u, "value");
+			nd->attribute[0]->t = new_tensor(u, NULL);
+			insert_node(u, nd, at++);
+		}
+		nd = alloc(u, sizeof *nd);
+		onnx__node_proto__init(nd);
+		nd->op_type = str(u, ops[rnd(u, sizeof ops / sizeof ops[0])]);
+		nd->name = str(u, "fzk");
+		nd->n_input = 1 + rnd(u, 3);
+		nd->input = alloc(u, (nd->n_input + 1) * sizeof *nd->input);
+		for (size_t k = 0; k < nd->n_input; k++)
+			nd->input[k] = rnd(u, 2) ? str(u, cn[rnd(u, 2)]) : any_value(u);
+		nd->n_output = 1;
+		nd->output = alloc(u, 2 * sizeof *nd->output);
+		snprintf(cn[0], sizeof cn[0], "fzk%u", (unsigned)rnd(u, 1000000));
+		nd->output[0] = str(u, cn[0]);
+		if (rnd(u, 2))
+			mutate_attr(u, nd);
+		insert_node(u, nd, at);
+		if (g->n_output && rnd(u, 2)) {         /* and the graph's result */
+			Onnx__ValueInfoProto **a = alloc(u, g->n_output * sizeof *a);
+			memcpy(a, g->output, g->n_output * sizeof *a);
+			a[0] = alloc(u, sizeof *a[0]);
+			*a[0] = *g->output[0];
+			a[0]->name = nd->output[0];
+			g->output = a;
+		}
+		break;
+	}
 	default:
 		mutate_input(u);
 	}
