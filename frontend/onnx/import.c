@@ -1,7 +1,9 @@
 /* frontend/onnx/import.c -- reads an ONNX model and writes it as .net text.
  *
- * The model is unpacked by protobuf-c (onnx_subset.proto), checked (types,
- * node order, every input defined), its graph inputs are sorted into data
+ * The file is read up to its cap (--max-input) and unpacked by protobuf-c
+ * (onnx_subset.proto) within an allocation budget; its counts, names and
+ * dims are checked against the caps (door.c), then the rest (types, node
+ * order, every input defined); its graph inputs are sorted into data
  * inputs, parameters and BatchNorm buffers, each node is translated by
  * ops.c, and the training loss is added. The text is the .net program the
  * rest of remat analyzes; --emit-net writes it as is. */

@@ -5,7 +5,10 @@
  * are all constants is evaluated here (the exporter's shape arithmetic);
  * every other node becomes one or more .net statements on the op table's
  * ops, or a custom op declared for it where the table has no such op
- * (Where, Expand, Pad, Clip...). docs/onnx.md lists the mapping. */
+ * (Where, Expand, Pad, Clip...). docs/onnx.md lists the mapping. Every
+ * attribute and constant value is range-checked before it is computed
+ * with, and what the .net op will ask of its operands (dtypes, vectors)
+ * is checked here, so that an error names the node. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +277,17 @@ ox_const_tensor(Imp *I, Val *o, const Onnx__TensorProto *t)
 	make_const(I, o, t->data_type, (int)t->n_dims, dim, k);
 }
 
+/* Fails when v, about to become a .net tensor, has an axis of size 0: a
+ * constant or a result may be empty, a .net tensor may not. */
+static void
+not_empty(Imp *I, const Val *v)
+{
+	for (int i = 0; i < v->rank; i++)
+		if (v->dim[i] < 1)
+			ox_fail(I, "'%s' is empty (axis %d has size %lld): a tensor needs "
+			        "sizes of at least 1", v->name, i, (long long)v->dim[i]);
+}
+
 /* The .net name of v, declaring a constant as an input on first use. */
 static const char *
 ref(Imp *I, Val *v)
@@ -282,6 +296,7 @@ ref(Imp *I, Val *v)
 		return v->net;
 	if (v->kind != V_CONST)
 		ox_fail(I, "value '%s' has no tensor (internal)", v->name);
+	not_empty(I, v);
 	v->net = ox_netname(I, v->name);
 	ox_printf(&I->head, "input %s : %s", v->net, ox_dtype(I, v->dt));
 	ox_shape(&I->head, v);
@@ -293,6 +308,7 @@ ref(Imp *I, Val *v)
 static void
 bind(Imp *I, Val *o)
 {
+	not_empty(I, o);
 	o->net = ox_netname(I, o->name);
 	o->kind = V_ACT;
 	ox_printf(&I->body, "%s = ", o->net);
