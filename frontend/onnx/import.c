@@ -448,7 +448,13 @@ check_order(Imp *I)
 		Node *n = g->node[i];
 		if (!n->op_type || !*n->op_type)
 			ox_fail(I, "node %zu has no op type", i);
+		/* every op reads its result as output 0; the fused patterns look
+		 * at nodes ox_node never visits */
+		I->cur = n;
+		if (!n->n_output || !*n->output[0])
+			ox_fail(I, "the node's first output has no name");
 	}
+	I->cur = NULL;
 	for (size_t i = 0; i < g->n_node; i++) {
 		Node *n = g->node[i];
 		I->cur = n;

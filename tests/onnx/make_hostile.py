@@ -159,6 +159,13 @@ save("constant-negative-dim", model(
           value=("t", tensor("", INT64, [-1], int64s=[]))),
      node("Identity", ["x"], ["y"], name="id")],
     [x24], [y24]))
+# a node whose output has no name (the node's result was a NULL value:
+# SIGSEGV), and a Split with an unnamed second output
+save("unnamed-output", model([node("Tanh", ["x"], [""], name="tanh"),
+                              node("Relu", ["x"], ["y"], name="relu")], [x24], [y24]))
+save("split-unnamed-output", model(
+    [node("Split", ["x"], ["y", ""], name="split2", axis=0)],
+    [x24], [value_info("y", FLOAT, [1, 4])]))
 # a Constant whose raw data is not a whole number of elements
 save("constant-raw-ragged", model(
     [node("Constant", [], ["c"], name="ragged",
