@@ -21,7 +21,7 @@ enum {
 	OPT_STAGES, OPT_MICRO_BATCHES, OPT_SCHEDULE, OPT_STAGE_BLOCKS,
 	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH,
 	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET, OPT_PREFETCH, OPT_PLOT, OPT_HTML, OPT_TRACE,
-	OPT_MEMVIZ, OPT_DOT, OPT_DOT_BACKWARD, OPT_CSV, OPT_SWEEP
+	OPT_MEMVIZ, OPT_DOT, OPT_DOT_BACKWARD, OPT_CSV, OPT_SWEEP, OPT_MAX_INPUT
 };
 
 static const struct option long_options[] = {
@@ -69,6 +69,7 @@ static const struct option long_options[] = {
 	{"params", required_argument, NULL, OPT_PARAMS},
 	{"loss", required_argument, NULL, OPT_LOSS},
 	{"emit-net", required_argument, NULL, OPT_EMIT_NET},
+	{"max-input", required_argument, NULL, OPT_MAX_INPUT},
 	{NULL, 0, NULL, 0},
 };
 
@@ -118,6 +119,7 @@ usage(FILE *f)
 	      "  --top N                tensors listed at the peak (default 10)\n"
 	      "  --bytes                print exact byte counts everywhere\n"
 	      "  --stats                print wall time and peak RSS on stderr\n"
+	      "  --max-input SIZE       the largest input file read (default 64MiB)\n"
 	      "  --loss KIND[:OUT]      ONNX: add a cross_entropy or mse loss on output OUT\n"
 	      "  --params REGEX         ONNX: graph inputs that are parameters (docs/onnx.md)\n"
 	      "  --emit-net FILE.net    ONNX: also write the imported model as .net\n"
@@ -372,6 +374,11 @@ parse_option(Options *o, int c, char *arg)
 	case OPT_PARAMS: o->onnx_opt.params = arg; break;
 	case OPT_LOSS: o->onnx_opt.loss = arg; break;
 	case OPT_EMIT_NET: o->onnx_opt.emit_net = arg; break;
+	case OPT_MAX_INPUT:
+		if ((o->onnx_opt.max_input = o->max_input = (size_t)parse_size("--max-input",
+		     arg, "512MiB")) < 1)
+			diag_usage("--max-input: must be at least one byte");
+		break;
 	case OPT_TOP:
 		o->report.top = (int)parse_count("--top", arg, 0, 1 << 20);
 		o->top_set = true;

@@ -155,7 +155,8 @@ typedef struct Options {
 	                           sets prog and file once the input is read */
 	bool checkmate;         /* --import checkmate */
 	bool onnx;              /* --import onnx: frontend/onnx */
-	OnnxOptions onnx_opt;   /* --params, --loss, --emit-net */
+	OnnxOptions onnx_opt;   /* --params, --loss, --emit-net, --max-input */
+	size_t max_input;       /* --max-input SIZE: the .net reader's cap */
 	bool stats;             /* --stats: time and peak RSS on stderr */
 	/* the outputs (main.c's table) */
 	bool dump_ir, graph_json, json, zero_table;

@@ -241,10 +241,10 @@ write_asked(Run *r, Need n)
 	return ST_OK;
 }
 
-/* Reads the whole file (or stdin for "-") into a malloc'd text (the
- * caller frees it unless source_drop did). */
+/* Reads the whole file (or stdin for "-"), at most max bytes, into a
+ * malloc'd text (the caller frees it unless source_drop did). */
 static Status
-read_source(const char *path, Source *src)
+read_source(const char *path, size_t max, Source *src)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
 	struct stat st;
@@ -254,8 +254,12 @@ read_source(const char *path, Source *src)
 		fprintf(stderr, "remat: cannot open '%s': %s\n", path, strerror(errno));
 		return ST_ERROR;
 	}
-	if (!(src->text = read_all(f, &src->len))) {
-		fprintf(stderr, "remat: cannot read '%s': %s\n", path, strerror(errno));
+	if (!max)
+		max = READ_MAX_DEFAULT;
+	if (!(src->text = read_all(f, max, &src->len))) {
+		read_fail(src->name, max);
+		if (f != stdin)
+			fclose(f);
 		return ST_ERROR;
 	}
 	/* a regular file can be read again for an echo (source_drop) */
@@ -341,7 +345,7 @@ run_net(Options *o)
 	if (o->onnx)
 		st = onnx_import(o->input, &o->onnx_opt, &o->job.net, &a, &src) ? ST_ERROR : ST_OK;
 	else
-		st = read_source(o->input, &src);
+		st = read_source(o->input, o->max_input, &src);
 	if (st == ST_OK)
 		st = write_asked(&r, NEED_SOURCE);
 	if (st == ST_OK)

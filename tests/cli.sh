@@ -31,7 +31,7 @@ check() {   # check RC STDERR ARGS...
 	fi
 }
 try='Try '\''remat --help'\'' for more information.'
-echo "1..20"
+echo "1..23"
 check 2 "remat: unknown option '--bugdet' (did you mean '--budget'?)
 $try" --bugdet 1GiB
 check 2 "remat: unknown option '--max-recompte' (did you mean '--max-recompute'?)
@@ -70,3 +70,10 @@ PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:8
 check 2 "remat: PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb '8': a number of MiB above 20
 $try" --gpu T4
 unset PYTORCH_CUDA_ALLOC_CONF
+# --max-input caps the source (a stream such as /dev/zero never ends):
+# tiny.net is 858 bytes
+check 1 "examples/tiny.net: error: larger than 857 bytes, the input cap (--max-input SIZE raises it)" \
+	--max-input 857B
+check 0 "" --max-input 858B
+check 2 "remat: --max-input: must be at least one byte
+$try" --max-input 0B

@@ -12,7 +12,10 @@
 # the byte; running statistics are buffers; --emit-net writes defs for the
 # repeated blocks; symbolic dims need
 # -D; an inference export gets a note; bad files and flags give a clear
-# message and exit 1. Outputs go to $BUILDDIR/tests/out/onnx.
+# message and exit 1: each model in bad/ (tests/onnx/make_hostile.py makes
+# the hostile numbers) prints the located error bad/expect.txt gives; the
+# input cap, /dev/zero and the unpacking budget; --loss beside a model's
+# own 'labels'; newlines in names stay inside comments. Outputs go to $BUILDDIR/tests/out/onnx.
 set -u
 : "${REMAT:?}" "${SRCDIR:?}" "${BUILDDIR:?}"
 CC=${CC:-cc}
@@ -28,7 +31,7 @@ mkdir -p "$out" || exit 99
 fixtures="resnet18 resnet50 mobilenet_v2 vit_b_16 gpt2_tiny gpt2_tiny_opset14 bert_tiny llama_tiny convbn_eval mlp_dynbatch"
 small="gpt2_tiny bert_tiny llama_tiny convbn_eval mlp_dynbatch"
 bad=$(cd "$dir/bad" && ls *.onnx | sed 's/\.onnx$//')
-echo "1..$((10 * 5 + 5 * 2 + 1 + $(echo $bad | wc -w) + 15))"
+echo "1..$((10 * 5 + 5 * 2 + 1 + $(echo $bad | wc -w) + 21))"
 i=0
 failed=0
 ok() { i=$((i + 1)); echo "ok $i - $*"; }
@@ -105,13 +108,21 @@ else
 	notok "vit_b_16: host run at -O0"; sed 's/^/# /' "$s.err" "$s.out" 2>/dev/null | head -10
 fi
 
+# Each bad model: exit 1, one located error ("FILE: error: node 'N' (Op):
+# ..." where a node is at fault) holding the text bad/expect.txt gives,
+# nothing on stdout and no --emit-net file.
 for b in $bad; do
-	if "$REMAT" --import onnx --infer "$dir/bad/$b.onnx" >"$out/$b.out" 2>"$out/$b.err"; then
+	want=$(sed -n "s/^$b	//p" "$dir/bad/expect.txt")
+	if "$REMAT" --import onnx --infer --emit-net "$out/$b.net" "$dir/bad/$b.onnx" \
+	       >"$out/$b.out" 2>"$out/$b.err"; then
 		notok "bad/$b: accepted"
-	elif [ $? -eq 1 ] && grep -q "^remat: .*$b.onnx: " "$out/$b.err" && [ ! -s "$out/$b.out" ]; then
-		ok "bad/$b: $(head -1 "$out/$b.err" | cut -c1-150)"
+	elif [ $? -eq 1 ] && [ -n "$want" ] && [ "$(wc -l <"$out/$b.err")" = 1 ] &&
+	     grep -qF -- "$b.onnx: error: $want" "$out/$b.err" && [ ! -s "$out/$b.out" ] &&
+	     [ ! -e "$out/$b.net" ]; then
+		ok "bad/$b: $(head -1 "$out/$b.err" | sed 's|^.*/||' | cut -c1-150)"
 	else
-		notok "bad/$b: no clear error"; sed 's/^/# /' "$out/$b.err" | head -3
+		notok "bad/$b: no clear error (want: ${want:-an entry in bad/expect.txt})"
+		sed 's/^/# /' "$out/$b.err" | head -3
 	fi
 done
 
@@ -157,6 +168,54 @@ expect_fail "--params with a bad regex" "bad regular expression" \
 	--import onnx --loss mse --params '(' "$dir/gpt2_tiny.onnx"
 expect_fail "--params making an integer input a parameter" "must be floating point" \
 	--import onnx --loss mse --params 'tok' "$dir/gpt2_tiny.onnx"
+
+# The input cap (--max-input, default 64 MiB): resnet18.onnx is 21,045
+# bytes; /dev/zero never ends. protobuf-c's allocations have a budget of
+# twice the file and 32 MiB: 2^19 empty nodes (two bytes each in a 1 MiB
+# file, about 100 unpacked) pass it.
+expect_fail "--max-input below the file's size" \
+	"resnet18.onnx: error: larger than 21044 bytes, the input cap (--max-input SIZE raises it)" \
+	--import onnx --infer --max-input 21044B "$dir/resnet18.onnx"
+if "$REMAT" --import onnx --infer --max-input 21045B "$dir/resnet18.onnx" >/dev/null 2>"$out/x.err"; then
+	ok "--max-input at the file's size reads it"
+else
+	notok "--max-input at the file's size"; sed 's/^/# /' "$out/x.err" | head -3
+fi
+expect_fail "/dev/zero stops at the default cap" \
+	"/dev/zero: error: larger than 67108864 bytes, the input cap" --import onnx --infer /dev/zero
+printf '\n\000' >"$out/bomb"
+for k in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19; do
+	cat "$out/bomb" "$out/bomb" >"$out/bomb2" && mv "$out/bomb2" "$out/bomb"
+done
+{ printf '\072\200\200\100'; cat "$out/bomb"; } >"$out/nodebomb.onnx"
+expect_fail "2^19 empty nodes in 1 MiB: past the unpacking budget" \
+	"nodebomb.onnx: error: the model unpacks to more than 35651592 bytes" \
+	--import onnx --infer "$out/nodebomb.onnx"
+
+# Newlines in the producer's name and in a block key (issue 29) stay inside
+# the `#` comments of the emitted .net: no statement of theirs
+if "$REMAT" --import onnx --infer --emit-net "$out/inject.net" "$dir/names_inject.onnx" \
+       >/dev/null 2>"$out/x.err" &&
+   ! grep -q '^param' "$out/inject.net" && [ "$(grep -c '^# ' "$out/inject.net")" = 3 ] &&
+   [ "$(grep -c '   # a?param injected' "$out/inject.net")" = 2 ] &&
+   "$REMAT" --infer "$out/inject.net" | grep -q '^parameters: 0 elements'; then
+	ok "newlines in the producer and a block key stay in their comments"
+else
+	notok "names with newlines in the emitted .net"; sed 's/^/# /' "$out/x.err" | head -3
+fi
+
+# A model with its own "labels" input and "loss" value keeps them; --loss
+# names its own labels_2 and loss_2
+if "$REMAT" --import onnx --loss mse --emit-net "$out/clash.net" "$dir/names_clash.onnx" \
+       >/dev/null 2>"$out/x.err" &&
+   grep -q '^input labels : i64\[2, 4\];$' "$out/clash.net" &&
+   grep -q '^input labels_2 : f32\[2, 4\];$' "$out/clash.net" &&
+   grep -q '^loss_2 = mse_loss(loss, labels_2);$' "$out/clash.net" &&
+   "$REMAT" "$out/clash.net" >/dev/null 2>>"$out/x.err"; then
+	ok "--loss beside a model's own 'labels' and 'loss': labels_2, loss_2"
+else
+	notok "--loss beside a model's own 'labels' and 'loss'"; sed 's/^/# /' "$out/x.err" | head -3
+fi
 
 # -D scales a symbolic batch, and --accumulate divides it.
 p4=$("$REMAT" --bytes $(args mlp_dynbatch) | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p')

@@ -32,6 +32,7 @@ typedef struct Sym {
 	int role;               /* in that run */
 	const char *local;      /* its name in the def */
 	bool declared;          /* a param declared in the head */
+	int buf_ix;             /* 1 + its index in Blk.buf, or 0 */
 } Sym;
 
 enum { R_NONE, R_LOCAL, R_PARAM, R_ARG };
@@ -50,6 +51,8 @@ typedef struct Run {
 	int def;                /* index of the first run with the same sig */
 	const char *def_name;
 	int nocc;
+	int next, last;         /* the next run of the same def (-1: none); in
+	                           the def's first run, the last one so far */
 } Run;
 
 typedef struct Blk {
@@ -60,6 +63,10 @@ typedef struct Blk {
 	int nrun;
 	Sym **buf;              /* buffer params no statement reads, in order */
 	int nbuf;
+	int *node_run;          /* [node] the run it is in, or -1 */
+	int *run_buf, *run_buf_at;      /* 1 + indices in buf of the buffers
+	                           that run r's BatchNorms read, ascending:
+	                           run_buf[run_buf_at[r] .. run_buf_at[r + 1]) */
 } Blk;
 
 static Sym *
@@ -148,7 +155,7 @@ occurrence_key(Imp *I, const Node *n)
 		while (d > p && d[-1] >= '0' && d[-1] <= '9')
 			d--;
 		if (d < e && d - p >= 2 && (d[-1] == '.' || d[-1] == '_'))
-			return ar_strndup(I->a, p, (size_t)(e - p));
+			return ox_clean(I, ar_strndup(I->a, p, (size_t)(e - p)));  /* for # */
 		p = e + 1;
 	}
 	return NULL;
@@ -199,26 +206,30 @@ local_name(Imp *I, const char *net, const char *key, int *fresh)
 	return s ? s : ar_printf(I->a, "v%d", (*fresh)++);
 }
 
-/* name, or name_2, name_3...: not a keyword, a dim, one of the def's names
- * so far, nor a name ending in "block" (a def's, see ox_blocks). A def's
- * names may be those of tensors outside it. */
-static const char *
-unique(Blk *B, const char **names, int n, const char *name)
+/* What no name in a def may be: a keyword, a dim, or a name ending in
+ * "block" (a def's, see ox_blocks). A def's names may be those of tensors
+ * outside it. */
+static bool
+def_bad(void *ctx, const char *t)
 {
-	const char *t = name;
+	Imp *I = ctx;
+	size_t len = strlen(t);
 
-	for (int k = 2;; k++) {
-		bool bad = ox_reserved(t);
-		for (int i = 0; i < B->I->nsym && !bad; i++)
-			bad = !strcmp(t, B->I->sym[i].net);
-		for (int i = 0; i < n && !bad; i++)
-			bad = !strcmp(t, names[i]);
-		size_t len = strlen(t);
-		bad = bad || (len >= 5 && !strcmp(t + len - 5, "block"));
-		if (!bad)
-			return t;
-		t = ar_printf(B->I->a, "%s_%d", name, k);
-	}
+	for (int i = 0; i < I->nsym; i++)
+		if (!strcmp(t, I->sym[i].net))
+			return true;
+	return ox_reserved(t) || (len >= 5 && !strcmp(t + len - 5, "block"));
+}
+
+/* name, or name_2, name_3...: free in the def's names so far, which it
+ * joins. */
+static const char *
+unique(Blk *B, Names *names, const char *name)
+{
+	const char *t = ox_names_fresh(names, B->I->a, name, def_bad, B->I);
+
+	ox_names_add(names, t);
+	return t;
 }
 
 /* params, with room for n more (arena) */
@@ -240,8 +251,9 @@ analyze_run(Blk *B, int ri)
 	const char *s = I->body.s;
 	size_t i, at;
 	Sym *y;
-	int nloc = 0, cap = 16, fresh = 0, nout = 0;
-	const char **names = xmalloc(sizeof *names * (size_t)cap);
+	int fresh = 0, nout = 0;
+	size_t nref = 0;        /* names read or bound in the run */
+	Names names = {0};      /* the def's: its locals, params, arguments */
 	Buf sig = {0};
 
 	/* reads inside the run; statement heads (what it binds) are locals */
@@ -251,18 +263,16 @@ analyze_run(Blk *B, int ri)
 			stop++;
 		while (eq + 2 < stop && !(s[eq] == ' ' && s[eq + 1] == '=' && s[eq + 2] == ' '))
 			eq++;
-		if (eq + 2 >= stop || stop == r->end) {
-			free(names);
+		if (eq + 2 >= stop || stop == r->end)
 			return;         /* not a binding: left flat */
-		}
-		for (size_t j = i; (y = next_ref(B, s, eq, &j, &at));) {
+		for (size_t j = i; (y = next_ref(B, s, eq, &j, &at)); nref++) {
 			if (y->mark != ri) {
 				y->mark = ri;
 				y->run_uses = 0;
 			}
 			y->role = R_LOCAL;
 		}
-		for (size_t j = eq; (y = next_ref(B, s, stop, &j, &at));) {
+		for (size_t j = eq; (y = next_ref(B, s, stop, &j, &at)); nref++) {
 			if (y->mark != ri) {
 				y->mark = ri;
 				y->run_uses = 0;
@@ -273,13 +283,11 @@ analyze_run(Blk *B, int ri)
 		r->nstmt++;
 		i = stop + 1;
 	}
-	if (r->nstmt > OX_MAXBLOCK) {   /* naming below is quadratic in it */
-		free(names);
+	if (r->nstmt > OX_MAXBLOCK)     /* a def that long is no block */
 		return;
-	}
 	/* names: locals and params from the ONNX names, arguments x, x1, ... */
-	r->args = ar_alloc(I->a, sizeof *r->args * (size_t)(r->end - r->beg));
-	r->params = ar_alloc(I->a, sizeof *r->params * (size_t)(r->end - r->beg));
+	r->args = ar_alloc(I->a, sizeof *r->args * (nref + 1));
+	r->params = ar_alloc(I->a, sizeof *r->params * (nref + 1));
 	for (i = r->beg; (y = next_ref(B, s, r->end, &i, &at));) {
 		if (y->named == ri)
 			continue;
@@ -294,30 +302,24 @@ analyze_run(Blk *B, int ri)
 				r->args[r->nargs++] = y->net;
 		}
 		y->local = NULL;
-		if (y->role != R_ARG) {
-			if (nloc == cap)
-				names = xrealloc(names, sizeof *names * (size_t)(cap *= 2));
-			y->local = unique(B, names, nloc, local_name(I, y->net, r->key, &fresh));
-			names[nloc++] = y->local;
-		}
+		if (y->role != R_ARG)
+			y->local = unique(B, &names, local_name(I, y->net, r->key, &fresh));
 		if (y->role == R_LOCAL && y->uses > y->run_uses) {
 			r->out = y->net;
 			nout++;
 		}
 	}
 	/* the occurrence's buffers (BatchNorm running statistics), which no
-	 * statement reads, move into the def too */
-	r->params = xrealloc_params(I, r->params, r->nparams, r->nparams + B->nbuf);
-	for (int k = 0; k < B->nbuf; k++) {
-		Sym *b = B->buf[k];
+	 * statement reads, move into the def too: those its BatchNorms read */
+	r->params = xrealloc_params(I, r->params, r->nparams, r->nparams +
+	                            B->run_buf_at[ri + 1] - B->run_buf_at[ri]);
+	for (int k = B->run_buf_at[ri]; k < B->run_buf_at[ri + 1]; k++) {
+		Sym *b = B->buf[B->run_buf[k] - 1];
 		const char *l = strip_key(I, b->net, r->key);
 		if (!l || b->named == ri)
 			continue;
 		b->named = ri;
-		if (nloc == cap)
-			names = xrealloc(names, sizeof *names * (size_t)(cap *= 2));
-		b->local = unique(B, names, nloc, l);
-		names[nloc++] = b->local;
+		b->local = unique(B, &names, l);
 		r->params[r->nparams++] = b->net;
 	}
 	int nact = 0, kact = 0;
@@ -331,12 +333,9 @@ analyze_run(Blk *B, int ri)
 		const char *want = strip_key(I, a->net, r->key);
 		if (!want || a->v->kind != V_CONST)
 			want = nact == 1 ? "x" : ar_printf(I->a, "x%d", ++kact);
-		a->local = unique(B, names, nloc, want);
-		if (nloc == cap)
-			names = xrealloc(names, sizeof *names * (size_t)(cap *= 2));
-		names[nloc++] = a->local;
+		a->local = unique(B, &names, want);
 	}
-	free(names);
+	ox_names_free(&names);
 	if (nout != 1 || r->nstmt < 2 || r->nargs == 0)
 		return;
 	/* the def's text after its name */
@@ -367,6 +366,49 @@ analyze_run(Blk *B, int ri)
 	r->sig = ar_strndup(I->a, sig.s, sig.n);
 	free(sig.s);
 	r->ok = true;
+}
+
+static int
+cmp_pair(const void *a, const void *b)
+{
+	const int *x = a, *y = b;
+
+	return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* B->run_buf: per run, the unread buffers its BatchNorm nodes read (inputs
+ * 3 and 4), in the head's order. Each buffer is offered to the run of its
+ * reader only: offering every buffer to every run was a product of the
+ * two, 256 MB of lists for 4,000 blocks. */
+static void
+run_buffers(Blk *B)
+{
+	Imp *I = B->I;
+	size_t np = 0;
+	int *pair = ar_array(I->a, 2 * (2 * I->g->n_node + 1), sizeof *pair);
+
+	for (size_t n = 0; n < I->g->n_node; n++) {
+		const Node *nd = I->g->node[n];
+		if (B->node_run[n] < 0 || strcmp(nd->op_type, "BatchNormalization"))
+			continue;
+		for (size_t k = 3; k < 5 && k < nd->n_input; k++) {
+			Val *v = *nd->input[k] ? ox_lookup(I, nd->input[k]) : NULL;
+			Sym *y = v && v->net ? sym_find(B, v->net, strlen(v->net)) : NULL;
+			if (y && y->buf_ix) {
+				pair[2 * np] = B->node_run[n];
+				pair[2 * np++ + 1] = y->buf_ix;
+			}
+		}
+	}
+	qsort(pair, np, 2 * sizeof *pair, cmp_pair);
+	B->run_buf = ar_array(I->a, np + 1, sizeof *B->run_buf);
+	B->run_buf_at = ar_array(I->a, (size_t)B->nrun + 1, sizeof *B->run_buf_at);
+	for (size_t i = 0; i < np; i++) {
+		B->run_buf[i] = pair[2 * i + 1];
+		B->run_buf_at[pair[2 * i] + 1]++;
+	}
+	for (int r = 0; r < B->nrun; r++)
+		B->run_buf_at[r + 1] += B->run_buf_at[r];
 }
 
 /* Drops the head's declarations of the params that moved into defs. */
@@ -407,6 +449,34 @@ ox_blocks(Imp *I)
 
 	if (!I->nnoted || !I->body.n)
 		return;
+	/* runs: consecutive nodes with text, of one occurrence (a node of no
+	 * occurrence ends a run and starts none); a model without any, as a
+	 * flat one, needs none of the tables below */
+	size_t rcap = 0;
+	B.node_run = ar_array(I->a, I->g->n_node + 1, sizeof *B.node_run);
+	for (size_t n = 0; n < I->g->n_node; n++)
+		B.node_run[n] = -1;
+	for (int k = 0; k < I->nnoted; k++) {
+		int n = I->node_order[k];
+		const char *key;
+		if (I->node_beg[n] == I->node_end[n] || !(key = occurrence_key(I, I->g->node[n])))
+			continue;
+		Run *last = B.nrun ? &B.run[B.nrun - 1] : NULL;
+		if (last && last->end == I->node_beg[n] && !strcmp(last->key, key))
+			last->end = I->node_end[n];
+		else {
+			if ((size_t)B.nrun == rcap) {   /* as many as the blocks */
+				B.run = ar_grow(I->a, B.run, rcap * sizeof *B.run,
+				                (rcap ? 2 * rcap : 64) * sizeof *B.run);
+				rcap = rcap ? 2 * rcap : 64;
+			}
+			B.run[B.nrun++] = (Run){.beg = I->node_beg[n], .end = I->node_end[n],
+			                        .key = key};
+		}
+		B.node_run[n] = B.nrun - 1;
+	}
+	if (!B.nrun)
+		return;
 	/* room for every value and every name the lines bind (one per line
 	 * and comma at most), half full at most */
 	size_t lines = 0;
@@ -418,9 +488,9 @@ ox_blocks(Imp *I)
 	for (size_t h = 0; h < I->cap; h++)
 		if (I->tab[h] && I->tab[h]->net)
 			sym_add(&B, I->tab[h]);
-	if (!sym_find(&B, "labels", 6)) {        /* the loss's labels input */
-		Val *v = ar_alloc(I->a, sizeof *v);
-		v->name = v->net = "labels";
+	if (I->labels && !sym_find(&B, I->labels, strlen(I->labels))) {
+		Val *v = ar_alloc(I->a, sizeof *v);     /* the loss's labels input */
+		v->name = v->net = I->labels;
 		v->kind = V_DATA;
 		sym_add(&B, v);
 	}
@@ -465,27 +535,15 @@ ox_blocks(Imp *I)
 			while (k < e && is_id(I->head.s[k]))
 				k++;
 			Sym *y = sym_find(&B, I->head.s + i + 6, k - i - 6);
-			if (y && !y->uses)
+			if (y && !y->uses && !y->buf_ix) {
 				B.buf[B.nbuf++] = y;
+				y->buf_ix = B.nbuf;
+			}
 		}
 		i = e + 1;
 	}
+	run_buffers(&B);
 
-	/* runs: consecutive nodes with text, of one occurrence */
-	B.run = ar_alloc(I->a, sizeof *B.run * (size_t)(I->nnoted + 1));
-	for (int k = 0; k < I->nnoted; k++) {
-		int n = I->node_order[k];
-		if (I->node_beg[n] == I->node_end[n])
-			continue;
-		const char *key = occurrence_key(I, I->g->node[n]);
-		Run *last = B.nrun ? &B.run[B.nrun - 1] : NULL;
-		if (key && last && last->key && last->end == I->node_beg[n] &&
-		    !strcmp(last->key, key)) {
-			last->end = I->node_end[n];
-			continue;
-		}
-		B.run[B.nrun++] = (Run){.beg = I->node_beg[n], .end = I->node_end[n], .key = key};
-	}
 	/* runs with the same def text share the first one's def (a table of
 	 * the first runs by text) */
 	size_t scap = 64;
@@ -495,8 +553,7 @@ ox_blocks(Imp *I)
 	for (size_t h = 0; h < scap; h++)
 		first[h] = -1;
 	for (int r = 0; r < B.nrun; r++) {
-		if (B.run[r].key)
-			analyze_run(&B, r);
+		analyze_run(&B, r);
 		B.run[r].def = r;
 		if (B.run[r].ok) {
 			size_t h = ox_hash(B.run[r].sig, strlen(B.run[r].sig)) & (scap - 1);
@@ -508,7 +565,11 @@ ox_blocks(Imp *I)
 			else
 				first[h] = r;
 		}
-		B.run[B.run[r].def].nocc++;
+		Run *d = &B.run[B.run[r].def];
+		B.run[r].next = -1;
+		if (d->nocc++)
+			B.run[d->last].next = r;
+		d->last = r;
 	}
 	/* the defs, named after their first occurrence's key without its
 	 * number; the comment line above each says "instances" */
@@ -522,9 +583,8 @@ ox_blocks(Imp *I)
 				n--;
 			d->def_name = ox_netname(I, ar_printf(I->a, "%.*sblock", (int)n, d->key));
 			ox_printf(&I->defs, "# %d instances:", d->nocc);
-			for (int q = r; q < B.nrun; q++)
-				if (B.run[q].def == B.run[r].def)
-					ox_printf(&I->defs, " %s", B.run[q].key);
+			for (int q = r; q >= 0; q = B.run[q].next)
+				ox_printf(&I->defs, " %s", B.run[q].key);
 			ox_printf(&I->defs, "\ndef %s%s\n", d->def_name, d->sig);
 			ndefs++;
 		}

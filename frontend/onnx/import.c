@@ -1,7 +1,9 @@
 /* frontend/onnx/import.c -- reads an ONNX model and writes it as .net text.
  *
- * The model is unpacked by protobuf-c (onnx_subset.proto), checked (types,
- * node order, every input defined), its graph inputs are sorted into data
+ * The file is read up to its cap (--max-input) and unpacked by protobuf-c
+ * (onnx_subset.proto) within an allocation budget; its counts, names and
+ * dims are checked against the caps (door.c), then the rest (types, node
+ * order, every input defined); its graph inputs are sorted into data
  * inputs, parameters and BatchNorm buffers, each node is translated by
  * ops.c, and the training loss is added. The text is the .net program the
  * rest of remat analyzes; the driver writes it as is for --emit-net. */
@@ -13,19 +15,54 @@
 
 #include "onnx_int.h"
 
+/* Writes s to f with control bytes as '?': a name's newline must not
+ * start a line of its own in the message. */
+static void
+put_clean(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s, f);
+}
+
+const char *
+ox_clean(Imp *I, const char *s)
+{
+	char *t;
+
+	if (!s)
+		return "";
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f) {
+			t = ar_strdup(I->a, s);
+			for (char *q = t + (p - s); *q; q++)
+				if ((unsigned char)*q < ' ' || *q == 0x7f)
+					*q = '?';
+			return t;
+		}
+	return s;
+}
+
 _Noreturn void
 ox_fail(Imp *I, const char *fmt, ...)
 {
+	enum { MSG_MAX = 400 };         /* as the .net diagnostics (docs/limits.md) */
+	char msg[MSG_MAX + 1];
 	va_list ap;
+	int k = 0;
 
-	fprintf(stderr, "remat: %s: ", I->file);
 	if (I->cur)
-		fprintf(stderr, "node '%s' (%s): ", I->cur->name ? I->cur->name : "",
-		        I->cur->op_type ? I->cur->op_type : "?");
+		k = snprintf(msg, sizeof msg, "node '%.160s' (%.64s): ",
+		             I->cur->name ? I->cur->name : "",
+		             I->cur->op_type ? I->cur->op_type : "?");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	if (k >= 0 && k < MSG_MAX &&
+	    vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap) > MSG_MAX - k)
+		memcpy(msg + MSG_MAX - 3, "...", 4);
 	va_end(ap);
-	fputc('\n', stderr);
+	put_clean(I->err, I->file);
+	fputs(": error: ", I->err);
+	put_clean(I->err, msg);
+	fputc('\n', I->err);
 	longjmp(I->fail, 1);
 }
 
@@ -121,39 +158,12 @@ ox_new(Imp *I, const char *name)
 	return v;
 }
 
+/* No .net name may be a keyword or a dtype. */
 static bool
-taken(Imp *I, const char *s)
+reserved(void *ctx, const char *s)
 {
-	if (ox_reserved(s))
-		return true;
-	if (I->ucap)
-		for (size_t h = hash(s) & (I->ucap - 1); I->used[h]; h = (h + 1) & (I->ucap - 1))
-			if (!strcmp(I->used[h], s))
-				return true;
-	return false;
-}
-
-static void
-take(Imp *I, const char *s)
-{
-	size_t h;
-
-	if (2 * (I->un + 1) > I->ucap) {
-		const char **old = I->used;
-		size_t oc = I->ucap;
-		I->ucap = oc ? 2 * oc : 1024;
-		I->used = ar_alloc(I->a, I->ucap * sizeof *I->used);
-		for (size_t i = 0; i < oc; i++)
-			if (old[i]) {
-				for (h = hash(old[i]) & (I->ucap - 1); I->used[h]; h = (h + 1) & (I->ucap - 1))
-					;
-				I->used[h] = old[i];
-			}
-	}
-	for (h = hash(s) & (I->ucap - 1); I->used[h]; h = (h + 1) & (I->ucap - 1))
-		;
-	I->used[h] = s;
-	I->un++;
+	(void)ctx;
+	return ox_reserved(s);
 }
 
 /* A fresh .net identifier made from an ONNX name: "/layer1/layer1.0/conv1/
@@ -184,10 +194,8 @@ ox_netname(Imp *I, const char *want)
 		s[0] = 't';
 	}
 	s[j] = 0;
-	t = s;
-	for (int k = 2; taken(I, t); k++)
-		t = ar_printf(I->a, "%s_%d", s, k);
-	take(I, t);
+	t = ox_names_fresh(&I->used, I->a, s, reserved, NULL);
+	ox_names_add(&I->used, t);
 	return t;
 }
 
@@ -214,13 +222,13 @@ static void
 check_size(Imp *I, const Val *v)
 {
 	int64_t n = 1;
-	for (int i = 0; i < v->rank; i++) {
-		if (v->dim[i] && n > ((int64_t)1 << 50) / v->dim[i])
+	for (int i = 0; i < v->rank; i++)
+		if (!ck_mul(n, v->dim[i], &n) || n > OX_MAXELEMS)
 			ox_fail(I, "'%s' has more than 2^50 elements", v->name);
-		n *= v->dim[i];
-	}
 }
 
+/* The elements of v: its dims passed set_shape or check_size, so the
+ * product is at most 2^50. */
 int64_t
 ox_numel(const Val *v)
 {
@@ -266,7 +274,8 @@ symbol(Imp *I, const char *name, int64_t value, bool first_axis)
 	I->sym[I->nsym].onnx = name;
 	I->sym[I->nsym++].net = net;
 	ox_printf(&I->head, "%s %s = %lld;   # ONNX dim_param '%s'\n",
-	          first_axis && !I->has_batch ? "batch" : "dim", net, (long long)value, name);
+	          first_axis && !I->has_batch ? "batch" : "dim", net, (long long)value,
+	          ox_clean(I, name));
 	if (first_axis && !I->has_batch) {
 		I->has_batch = true;
 		I->batch_sym = I->nsym - 1;
@@ -274,7 +283,7 @@ symbol(Imp *I, const char *name, int64_t value, bool first_axis)
 	}
 	for (int i = 0; i < I->net->ndefs; i++)
 		if (!strcmp(I->net->defs[i].name, name))
-			I->net->defs[i].name = net;
+			I->net->defs[i].name = ar_strdup(I->keep, net);   /* outlives I->a */
 	return net;
 }
 
@@ -304,11 +313,13 @@ read_type(Imp *I, Val *v, const Onnx__ValueInfoProto *vi)
 			if ((v->dim[i] = dim_override(I, d->dim_param)) < 0)
 				ox_fail(I, "input '%s' has symbolic dimension '%s': give its "
 				        "value with -D%s=N", vi->name, d->dim_param, d->dim_param);
+			if (!v->sym)
+				v->sym = ar_alloc(I->a, OX_MAXRANK * sizeof *v->sym);
 			v->sym[i] = symbol(I, d->dim_param, v->dim[i], i == 0);
 		}
 		else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE__NOT_SET)
 			ox_fail(I, "input '%s' has an unknown dimension %zu", vi->name, i);
-		if (v->dim[i] <= 0 || v->dim[i] > ((int64_t)1 << 40))
+		if (v->dim[i] <= 0 || v->dim[i] > OX_MAXDIM)
 			ox_fail(I, "input '%s' has dimension %lld out of range", vi->name,
 			        (long long)v->dim[i]);
 	}
@@ -336,8 +347,12 @@ classify(Imp *I, regex_t *re)
 		if (n->op_type && !strcmp(n->op_type, "BatchNormalization"))
 			for (size_t k = 3; k < n->n_input && k < 5; k++) {
 				Val *v = ox_lookup(I, n->input[k]);
-				if (v && (v->kind == V_DATA || v->kind == V_PARAM))
-					v->kind = V_BUFFER;
+				if (!v || v->producer || (v->kind != V_DATA && v->kind != V_PARAM))
+					continue;       /* a node's output, or a constant */
+				if (!is_float(v->dt))
+					ox_fail(I, "BatchNorm statistic '%s' is %s: it must be "
+					        "floating point", v->name, ox_dtype(I, v->dt));
+				v->kind = V_BUFFER;
 			}
 	}
 	for (size_t i = 0; i < g->n_input; i++) {
@@ -359,14 +374,17 @@ declare(Imp *I, Val *v)
 {
 	if (!v->nuse || v->net || v->kind == V_CONST)
 		return;
-	if (v->kind == V_BUFFER)
-		I->buffer_bytes += ox_numel(v) * (v->dt == 11 ? 8 : v->dt == 1 ? 4 : 2);
+	/* at most 2^53 bytes each, but four million of them pass 2^63 */
+	if (v->kind == V_BUFFER &&
+	    (!ck_add(I->buffer_bytes, ox_numel(v) * (v->dt == 11 ? 8 : v->dt == 1 ? 4 : 2),
+	             &I->buffer_bytes) || I->buffer_bytes > CK_LIMIT))
+		ox_fail(I, "the BatchNorm running statistics pass 2^62 bytes at '%s'", v->name);
 	v->net = ox_netname(I, v->name);
 	ox_printf(&I->head, "%s %s : %s", v->kind == V_DATA ? "input" : "param",
 	          v->net, ox_dtype(I, v->dt));
 	ox_printf(&I->head, "[");
 	for (int i = 0; i < v->rank; i++)
-		ox_printf(&I->head, "%s%s", i ? ", " : "", v->sym[i] ? v->sym[i]
+		ox_printf(&I->head, "%s%s", i ? ", " : "", v->sym && v->sym[i] ? v->sym[i]
 		          : ar_printf(I->a, "%lld", (long long)v->dim[i]));
 	ox_printf(&I->head, "]%s;\n", v->kind == V_BUFFER ? " buffer" : "");
 }
@@ -392,15 +410,21 @@ read_initializers(Imp *I)
 	for (size_t i = 0; i < g->n_initializer; i++) {
 		Onnx__TensorProto *t = g->initializer[i];
 		Val *v = ox_lookup(I, t->name ? t->name : "");
-		if (!v)
+		if (v) {        /* a graph input's default, or named twice: one type */
+			bool same = v->dt == t->data_type && v->rank == (int)t->n_dims;
+			for (size_t k = 0; same && k < t->n_dims; k++)
+				same = v->dim[k] == t->dims[k];
+			if (!same)
+				ox_fail(I, "initializer '%s' differs in type or shape from the "
+				        "graph input or initializer of that name", v->name);
+		} else {
 			v = ox_new(I, t->name ? t->name : "");
-		if (t->n_dims > OX_MAXRANK)
-			ox_fail(I, "initializer '%s' has %zu axes", v->name, t->n_dims);
-		v->rank = (int)t->n_dims;
+		}
+		v->rank = (int)t->n_dims;   /* at most OX_MAXRANK: ox_door */
 		v->dt = t->data_type;
 		ox_dtype(I, v->dt);
 		for (size_t k = 0; k < t->n_dims; k++)
-			if ((v->dim[k] = t->dims[k]) <= 0 || v->dim[k] > ((int64_t)1 << 40))
+			if ((v->dim[k] = t->dims[k]) <= 0 || v->dim[k] > OX_MAXDIM)
 				ox_fail(I, "initializer '%s' has dimension %lld out of range",
 				        v->name, (long long)v->dim[k]);
 		check_size(I, v);
@@ -411,7 +435,9 @@ read_initializers(Imp *I)
 }
 
 /* Checks that every node input is defined before the node, counting uses;
- * a value defined later means a cycle (or an unsorted graph). */
+ * a value defined later means a cycle (or an unsorted graph). Then lists
+ * each value's readers (ascending node indices), so that the pattern
+ * matchers find a value's consumer without scanning the graph. */
 static void
 check_order(Imp *I)
 {
@@ -421,7 +447,13 @@ check_order(Imp *I)
 		Node *n = g->node[i];
 		if (!n->op_type || !*n->op_type)
 			ox_fail(I, "node %zu has no op type", i);
+		/* every op reads its result as output 0; the fused patterns look
+		 * at nodes ox_node never visits */
+		I->cur = n;
+		if (!n->n_output || !*n->output[0])
+			ox_fail(I, "the node's first output has no name");
 	}
+	I->cur = NULL;
 	for (size_t i = 0; i < g->n_node; i++) {
 		Node *n = g->node[i];
 		I->cur = n;
@@ -440,13 +472,24 @@ check_order(Imp *I)
 				ox_fail(I, "input '%s' is not defined (not a graph input, "
 				        "initializer or node output)", n->input[k]);
 			}
-			v->nuse++;
+			v->nuse++;      /* at most 2^22 nodes x 2^16 inputs: an int */
 		}
 		for (size_t o = 0; o < n->n_output; o++)
 			if (*n->output[o])
 				ox_new(I, n->output[o])->producer = n;
 	}
 	I->cur = NULL;
+	for (size_t i = 0; i < g->n_node; i++) {
+		Node *n = g->node[i];
+		for (size_t k = 0; k < n->n_input; k++) {
+			Val *v = *n->input[k] ? ox_lookup(I, n->input[k]) : NULL;
+			if (!v)
+				continue;
+			if (!v->users)
+				v->users = ar_array(I->a, (size_t)v->nuse, sizeof *v->users);
+			v->users[v->nusers++] = (int)i;
+		}
+	}
 	for (size_t i = 0; i < g->n_output; i++)
 		if (!ox_lookup(I, g->output[i]->name))
 			ox_fail(I, "graph output '%s' is not defined", g->output[i]->name);
@@ -473,7 +516,7 @@ static void
 add_outputs(Imp *I)
 {
 	Onnx__GraphProto *g = I->g;
-	const char *kind = I->opt->loss, *colon;
+	const char *kind = I->opt->loss, *colon, *loss;
 	char *k;
 	Val *out = NULL;
 
@@ -485,11 +528,15 @@ add_outputs(Imp *I)
 				        "--loss cross_entropy or --loss mse, or analyze "
 				        "inference with --infer", v->name);
 		}
+		int nout = 0;
 		for (size_t i = 0; i < g->n_output; i++) {
 			Val *v = ox_lookup(I, g->output[i]->name);
 			if (v->kind != V_CONST && v->net)
-				ox_printf(&I->body, "output %s;\n", v->net);
+				ox_printf(&I->body, "output %s;\n", v->net), nout++;
 		}
+		if (!nout)
+			ox_fail(I, "no graph output is a tensor (each is folded to a "
+			        "constant): the model computes nothing to analyze");
 		return;
 	}
 	colon = strchr(kind, ':');
@@ -505,18 +552,25 @@ add_outputs(Imp *I)
 		        g->n_output, k);
 	if (!out || !out->net)
 		ox_fail(I, "--loss: no tensor output '%s'", colon ? colon + 1 : "");
+	/* named as the model's values are: a model may have its own "labels"
+	 * or "loss", which then keep their names */
+	if (strcmp(k, "mse") && (out->rank < 1 || !is_float(out->dt)))
+		ox_fail(I, "--loss cross_entropy needs float logits [..., C]");
+	if (!strcmp(k, "mse") && !is_float(out->dt))
+		ox_fail(I, "--loss mse needs a floating-point output, and '%s' is %s",
+		        out->name, ox_dtype(I, out->dt));
+	I->labels = ox_netname(I, "labels");
+	loss = ox_netname(I, "loss");
 	if (!strcmp(k, "mse")) {
-		ox_printf(&I->head, "input labels : %s", ox_dtype(I, out->dt));
+		ox_printf(&I->head, "input %s : %s", I->labels, ox_dtype(I, out->dt));
 		labels_shape(I, out, out->rank);
-		ox_printf(&I->body, "loss = mse_loss(%s, labels);\n", out->net);
+		ox_printf(&I->body, "%s = mse_loss(%s, %s);\n", loss, out->net, I->labels);
 	} else {
-		if (out->rank < 1 || !is_float(out->dt))
-			ox_fail(I, "--loss cross_entropy needs float logits [..., C]");
-		ox_printf(&I->head, "input labels : i64");
+		ox_printf(&I->head, "input %s : i64", I->labels);
 		labels_shape(I, out, out->rank - 1);
-		ox_printf(&I->body, "loss = cross_entropy(%s, labels);\n", out->net);
+		ox_printf(&I->body, "%s = cross_entropy(%s, %s);\n", loss, out->net, I->labels);
 	}
-	ox_printf(&I->body, "output loss;\n");
+	ox_printf(&I->body, "output %s;\n", loss);
 }
 
 static void
@@ -526,6 +580,7 @@ setup(Imp *I, Onnx__ModelProto *m)
 	regex_t re;
 	int rc;
 
+	ox_door(I, m);
 	if (!g)
 		ox_fail(I, "the model has no graph");
 	if (g->n_output == 0)
@@ -567,10 +622,10 @@ setup(Imp *I, Onnx__ModelProto *m)
 static void
 assemble(Imp *I, Onnx__ModelProto *m, Buf *out)
 {
-	ox_printf(out, "# %s -- imported from ONNX by remat", I->file);
+	ox_printf(out, "# %s -- imported from ONNX by remat", ox_clean(I, I->file));
 	if (m->producer_name)
-		ox_printf(out, " (producer %s %s)", m->producer_name,
-		          m->producer_version ? m->producer_version : "");
+		ox_printf(out, " (producer %s %s)", ox_clean(I, m->producer_name),
+		          ox_clean(I, m->producer_version));
 	ox_printf(out, "\n# %zu nodes; %d BatchNorm in training mode, %d in "
 	          "inference mode; %d Dropout.\n", I->g->n_node, I->nbn_train,
 	          I->nbn_infer, I->ndropout);
@@ -587,11 +642,39 @@ static void
 note_inference(Imp *I)
 {
 	if (I->nbn_infer || (!I->nbn_train && !I->ndropout && I->g->n_initializer))
-		fprintf(stderr, "remat: note: %s looks like an inference export (%s); "
+		fprintf(I->err, "remat: note: %s looks like an inference export (%s); "
 		        "export with training=torch.onnx.TrainingMode.TRAINING to "
 		        "keep BatchNorm and Dropout as trained\n", I->file,
 		        I->nbn_infer ? "BatchNorm in inference mode"
 		                     : "weights as initializers, no BatchNorm or Dropout");
+}
+
+/* protobuf-c's allocations, within a budget: what the file says is
+ * allocated before ox_door can look at it, and two bytes of file make an
+ * empty NodeProto of about a hundred. */
+typedef struct Budget {
+	size_t used, max;
+	bool over;              /* an allocation was refused */
+} Budget;
+
+static void *
+budget_alloc(void *data, size_t n)
+{
+	Budget *b = data;
+
+	if (n > b->max - b->used) {
+		b->over = true;
+		return NULL;    /* protobuf-c then fails the unpack, freeing all */
+	}
+	b->used += n;
+	return malloc(n);
+}
+
+static void
+budget_free(void *data, void *p)
+{
+	(void)data;
+	free(p);
 }
 
 int
@@ -600,17 +683,30 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
                Source *out)
 {
 	Onnx__ModelProto *volatile m;
-	Imp I = {.file = name, .a = a, .opt = o, .net = net};
+	/* the importer's tables die with it, before the analysis of its text */
+	Imp I = {.file = name, .a = ar_child(a), .keep = a, .opt = o, .net = net,
+	         .err = o->err ? o->err : stderr};
 	Buf text = {0};
+	/* the model's data once (raw_data is copied), its structures twice
+	 * over, and room for a small model's (tests/onnx's take 2 MiB at most) */
+	Budget bud = {0, len <= SIZE_MAX / 4 ? 2 * len + OX_UNPACK_SLACK : SIZE_MAX, false};
+	ProtobufCAllocator pa = {budget_alloc, budget_free, &bud};
 
-	m = onnx__model_proto__unpack(NULL, len, data);
+	m = onnx__model_proto__unpack(&pa, len, data);
 	if (!m) {
-		fprintf(stderr, "remat: %s: not a valid ONNX model (the protobuf "
-		        "data is truncated or malformed)\n", name);
+		if (bud.over)
+			fprintf(I.err, "%s: error: the model unpacks to more than %zu "
+			        "bytes (twice the file's size and %d MiB)\n", name, bud.max,
+			        OX_UNPACK_SLACK >> 20);
+		else
+			fprintf(I.err, "%s: error: not a valid ONNX model (the protobuf "
+			        "data is truncated or malformed)\n", name);
 		return 1;
 	}
 	if (setjmp(I.fail)) {
-		onnx__model_proto__free_unpacked(m, NULL);
+		onnx__model_proto__free_unpacked(m, &pa);
+		ar_free(I.a);
+		ox_names_free(&I.used);
 		free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
 	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);
 		return 1;
@@ -643,7 +739,9 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	out->text = ar_strndup(a, text.s, text.n);
 	out->len = text.n;
 	out->reread = false;    /* the text is generated, not the file */
-	onnx__model_proto__free_unpacked(m, NULL);
+	onnx__model_proto__free_unpacked(m, &pa);
+	ar_free(I.a);
+	ox_names_free(&I.used);
 	free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
 	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);
 	return 0;
@@ -653,27 +751,23 @@ int
 onnx_import(const char *path, const OnnxOptions *o, NetOptions *net,
             Arena *a, Source *out)
 {
+	size_t max = o->max_input ? o->max_input : READ_MAX_DEFAULT, len;
 	FILE *f = fopen(path, "rb");
-	size_t cap = 1 << 16, len = 0, n;
-	uint8_t *buf;
+	char *buf;
 	int rc;
 
 	if (!f) {
 		fprintf(stderr, "remat: cannot open '%s': %s\n", path, strerror(errno));
 		return 1;
 	}
-	buf = xmalloc(cap);
-	while ((n = fread(buf + len, 1, cap - len, f)) > 0)
-		if ((len += n) == cap)
-			buf = xrealloc(buf, cap *= 2);
-	if (ferror(f)) {
-		fprintf(stderr, "remat: cannot read '%s': %s\n", path, strerror(errno));
+	buf = read_all(f, max, &len);
+	if (!buf) {
+		read_fail(path, max);
 		fclose(f);
-		free(buf);
 		return 1;
 	}
 	fclose(f);
-	rc = onnx_translate(path, buf, len, o, net, a, out);
+	rc = onnx_translate(path, (const uint8_t *)buf, len, o, net, a, out);
 	free(buf);
 	return rc;
 }

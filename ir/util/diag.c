@@ -1,6 +1,7 @@
 /* ir/util/diag.c -- user diagnostics: "file:line:col: error: msg", the source
  * line and a caret, collected in order up to DIAG_MAX_ERRORS (warnings up
  * to DIAG_MAX_WARNINGS). */
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -110,9 +111,10 @@ put_text(FILE *f, const char *p, const char *q)
 
 /* The rest of f, NUL-terminated, up to the end of its line `lines` when
  * lines > 0 (line ends as next_line counts them), else all of it; NULL
- * on a read error. */
+ * on a read error, and NULL with errno EFBIG once more than max bytes
+ * came (the buffer grows to max + 2 at most). */
 static char *
-read_lines(FILE *f, int lines, size_t *len)
+read_lines(FILE *f, int lines, size_t max, size_t *len)
 {
 	size_t cap = 1 << 16, n, done = 0;
 	int ends = 0;
@@ -121,6 +123,11 @@ read_lines(FILE *f, int lines, size_t *len)
 	*len = 0;
 	while ((lines <= 0 || ends < lines) && (n = fread(buf + *len, 1, cap - *len - 1, f)) > 0) {
 		*len += n;
+		if (*len > max) {
+			free(buf);
+			errno = EFBIG;
+			return NULL;
+		}
 		/* a "\r" last in the buffer waits for the next read, which
 		 * may bring its "\n" */
 		for (; lines > 0 && done < *len && ends < lines; done++) {
@@ -129,7 +136,7 @@ read_lines(FILE *f, int lines, size_t *len)
 			ends += buf[done] == '\n' || (buf[done] == '\r' && buf[done + 1] != '\n');
 		}
 		if (cap - *len - 1 == 0)
-			buf = xrealloc(buf, cap *= 2);
+			buf = xrealloc(buf, cap = cap <= max / 2 ? 2 * cap : max + 2);
 	}
 	if (ferror(f)) {
 		free(buf);
@@ -140,9 +147,19 @@ read_lines(FILE *f, int lines, size_t *len)
 }
 
 char *
-read_all(FILE *f, size_t *len)
+read_all(FILE *f, size_t max, size_t *len)
 {
-	return read_lines(f, 0, len);
+	return read_lines(f, 0, max, len);
+}
+
+void
+read_fail(const char *name, size_t max)
+{
+	if (errno == EFBIG)
+		fprintf(stderr, "%s: error: larger than %zu bytes, the input cap "
+		        "(--max-input SIZE raises it)\n", name, max);
+	else
+		fprintf(stderr, "remat: cannot read '%s': %s\n", name, strerror(errno));
 }
 
 /* The file again for an echo, when its text was dropped after the parse,
@@ -157,7 +174,7 @@ text_again(const Source *src, int line, size_t *len)
 
 	if (!f)
 		return NULL;
-	text = read_lines(f, line, len);
+	text = read_lines(f, line, SIZE_MAX / 2, len);   /* read once already */
 	fclose(f);
 	return text;
 }

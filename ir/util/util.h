@@ -123,8 +123,16 @@ typedef struct Diag {
 
 void diag_init(Diag *d, const Source *src, FILE *out);
 /* The rest of f, NUL-terminated (*len bytes before the NUL), malloc'd;
- * NULL on a read error (errno says why). */
-char *read_all(FILE *f, size_t *len);
+ * NULL on a read error (errno says why), and NULL with errno EFBIG past
+ * max bytes, having read max + 1 of them (a stream such as /dev/zero
+ * never ends). */
+char *read_all(FILE *f, size_t max, size_t *len);
+/* The input cap of every reader (.net, ONNX) unless --max-input says
+ * otherwise (docs/limits.md). */
+#define READ_MAX_DEFAULT ((size_t)64 << 20)
+/* Says on stderr why read_all(f, max, ...) failed on the file name: past
+ * the cap ("name: error: larger than ...") or errno's reason. */
+void read_fail(const char *name, size_t max);
 void diag_error(Diag *d, Loc loc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void diag_warning(Diag *d, Loc loc, const char *fmt, ...)

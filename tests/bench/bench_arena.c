@@ -59,7 +59,7 @@ example(const char *dir, const char *file, int level, int64_t batch)
 		perror(path);
 		return 1;
 	}
-	char *text = read_all(f, &len);
+	char *text = read_all(f, READ_MAX_DEFAULT, &len);
 	fclose(f);
 	Source src = {path, text, len, false};
 	memset(&o, 0, sizeof o);

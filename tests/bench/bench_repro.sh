@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/bench/bench_repro.sh -- `make bench-repro`: issue 15's hardening
-# reproducers, each of which must give a clear error or a correct answer in
+# reproducers (and issue 29's: input size, ONNX), each of which must give a clear error or a correct answer in
 # under 1 s of CPU and 100 MB (10^8 bytes: 97,656 KiB) of peak memory. Prints, per reproducer, the
 # exit status, CPU seconds (user + system) and peak RSS as /usr/bin/time
 # measures them, and marks OVER any that passes a target. Figures only, as
@@ -105,5 +105,28 @@ for f in nul-byte crlf-line-endings cr-line-endings utf8-identifier real-literal
 done
 row "--budget 0x800" "$REMAT" --budget 0x800 "$SRCDIR/examples/tiny.net"
 row "-D B=-0" "$REMAT" -DB=-0 "$SRCDIR/examples/tiny.net"
+
+# ---------------------------------------------------------------- input size
+# (issue 29) a stream that never ends, and one of 600 MB, stop at the cap
+row "/dev/zero as .net" "$REMAT" /dev/zero
+row "/dev/zero as ONNX" "$REMAT" --import onnx --infer /dev/zero
+row "a 600 MB stream as .net (stdin)" sh -c 'head -c 600000000 /dev/zero | "$0" -' "$REMAT"
+
+# ---------------------------------------------------------------- ONNX
+# (issue 29) the importer's work on large and hostile models
+# (tests/bench/gen_onnx.py; needs python3), and the hostile numbers of
+# tests/onnx/bad (each a located error)
+if command -v python3 >/dev/null 2>&1; then
+	for k in "sigmoids 40000" "sigmoids 80000" "names 10000" "names 20000" \
+	         "blocks 40000" "bnblocks 4000" "where 20000" "nodebomb 4000000"; do
+		set -- $k
+		python3 "$SRCDIR/tests/bench/gen_onnx.py" $1 $2 >"$tmp/$1$2.onnx"
+		row "ONNX: $2 $1" "$REMAT" --import onnx --infer "$tmp/$1$2.onnx"
+	done
+fi
+for f in gather-15-axes expand-negative expand-huge constantofshape-huge conv-pads \
+         conv-dilations fold-budget too-many-attributes; do
+	row "ONNX: bad/$f" "$REMAT" --import onnx --infer "$SRCDIR/tests/onnx/bad/$f.onnx"
+done
 
 echo "$over over the target (1 s CPU, 10^8 bytes)"

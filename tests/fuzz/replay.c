@@ -2,8 +2,10 @@
  * fuzz target, printing TAP. Linked once per target: with fuzz_frontend.c
  * (parse, instantiate, shapes) and fuzz_pipeline.c (all the passes)
  * over tests/fuzz/regress/, tests/bad/, the corpus and the examples; with
- * fuzz_checkmate.c over tests/fuzz/regress-checkmate/ and its corpus. A
- * crash, a sanitizer report or a leak fails the run. */
+ * fuzz_checkmate.c over tests/fuzz/regress-checkmate/ and its corpus; with
+ * fuzz_onnx.c over tests/fuzz/regress-onnx/, the ONNX fixtures and bad
+ * models, each also after eight runs of the target's structure-aware
+ * mutator. A crash, a sanitizer report or a leak fails the run. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,36 @@
 #include "frontend.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t n);
+#ifdef REPLAY_ONNX
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned int seed);
+
+/* libFuzzer's byte mutator, which the custom one falls back on for one
+ * input in eight and for bytes that do not unpack: here one byte
+ * changed, the same each time. */
+size_t
+LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max)
+{
+	(void)max;
+	if (size)
+		data[size / 2] ^= 0x5a;
+	return size;
+}
+
+/* The input after mutation with seeds 1..8, each through the target. */
+static void
+replay_mutations(const unsigned char *buf, size_t n)
+{
+	size_t max = 2 * n + 4096;
+	uint8_t *m = xmalloc(max);
+
+	for (unsigned seed = 1; seed <= 8; seed++) {
+		memcpy(m, buf, n);
+		LLVMFuzzerTestOneInput(m, LLVMFuzzerCustomMutator(m, n, max, seed));
+	}
+	free(m);
+}
+#endif
 
 static int
 replay_dir(const char *dir, int *k)
@@ -36,6 +68,9 @@ replay_dir(const char *dir, int *k)
 				buf = xrealloc(buf, cap *= 2);
 		fclose(f);
 		LLVMFuzzerTestOneInput(buf, n);
+#ifdef REPLAY_ONNX
+		replay_mutations(buf, n);
+#endif
 		free(buf);
 		printf("ok %d - %s\n", ++*k, path);
 	}
@@ -47,6 +82,8 @@ replay_dir(const char *dir, int *k)
 static const char *const dirs[] = {
 #ifdef REPLAY_CHECKMATE
 	"tests/fuzz/regress-checkmate", "tests/fuzz/corpus-checkmate",
+#elif defined REPLAY_ONNX
+	"tests/fuzz/regress-onnx", "tests/fuzz/corpus-onnx", "tests/onnx/bad", "tests/onnx",
 #else
 	"tests/fuzz/regress", "tests/bad", "tests/fuzz/corpus", "examples",
 #endif
