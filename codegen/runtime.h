@@ -2917,7 +2917,11 @@ static int64_t rt_tbytes, rt_toff;
 static int rt_rank, rt_nranks = 1;
 static int64_t rt_data_rank;
 static char rt_who[32];
+static int rt_who_rank = -1;    /* the world rank named by rt_who, or -1 */
 static int64_t rt_host_bytes;
+/* --times FILE: where rt_finish writes the measured figures as JSON, for
+ * `remat --times FILE` to show beside the plan's FLOPs. */
+static const char *rt_times_path;
 
 /* Time per phase of the step (RT_PH_*, the kinds of steps): each change
  * of phase is marked, with a CUDA event on the GPU (summed after the run),
@@ -3090,9 +3094,11 @@ rt_start(int argc, char **argv, int64_t arena_bytes)
 			rt_fd_eps = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--data-rank") && i + 1 < argc && rt_nranks == 1)
 			rt_data_rank = atoll(argv[++i]);
+		else if (!strcmp(argv[i], "--times") && i + 1 < argc)
+			rt_times_path = argv[++i];
 		else {
-			fprintf(stderr, "usage: %s [--tracked | --arena] [--fd EPS] [--data-rank R]\n",
-			        argv[0]);
+			fprintf(stderr, "usage: %s [--tracked | --arena] [--fd EPS] [--data-rank R]"
+			        " [--times FILE.json]\n", argv[0]);
 			exit(2);
 		}
 	}
@@ -3276,6 +3282,36 @@ rt_loss(RtT t)
 		rt_loss_value = h[0];
 }
 
+/* --times: the figures rt_finish prints, as one JSON object (the format
+ * docs/codegen.md gives; `remat --times` reads it). A rank of a
+ * distributed program writes FILE.R, R its world rank. Returns 0, or 1
+ * when the file cannot be written (said on stderr). */
+static int
+rt_write_times(const char *clk, int64_t predicted, int64_t arena_bytes, int ok)
+{
+	char path[4096];
+	int n = rt_who_rank >= 0 ? snprintf(path, sizeof path, "%s.%d", rt_times_path, rt_who_rank)
+	                         : snprintf(path, sizeof path, "%s", rt_times_path);
+	FILE *f = n > 0 && (size_t)n < sizeof path ? fopen(path, "w") : NULL;
+
+	if (!f) {
+		fprintf(stderr, "%scannot write --times file '%s'\n", rt_who, rt_times_path);
+		return 1;
+	}
+	fprintf(f, "{\"remat_times\": 1, \"clock\": \"%s\", \"mode\": \"%s\",\n", clk,
+	        rt_arena_mode ? "arena" : "tracked");
+	fprintf(f, " \"predicted_peak\": %lld, \"measured_peak\": %lld, \"arena\": %lld,\n",
+	        (long long)predicted, (long long)rt_peak, (long long)arena_bytes);
+	fprintf(f, " \"forward_ms\": %.6f, \"backward_ms\": %.6f, \"recompute_ms\": %.6f,\n",
+	        rt_phase_ms[RT_PH_FORWARD], rt_phase_ms[RT_PH_BACKWARD], rt_phase_ms[RT_PH_RECOMPUTE]);
+	fprintf(f, " \"gemm_calls\": %lld, \"ok\": %s}\n", (long long)rt_ngemm, ok ? "true" : "false");
+	if (fclose(f)) {
+		fprintf(stderr, "%scannot write --times file '%s'\n", rt_who, path);
+		return 1;
+	}
+	return 0;
+}
+
 RT_FN int
 rt_finish(int64_t predicted, int64_t arena_bytes)
 {
@@ -3314,6 +3350,8 @@ rt_finish(int64_t predicted, int64_t arena_bytes)
 	printf("%sdirgrad: %.17g\n", w, rt_dirsum);
 	int bad = rt_peak != predicted || rt_bad >= 0;
 	printf(bad ? "%sMISMATCH\n" : "%sOK\n", w);
+	if (rt_times_path && rt_write_times(clk, predicted, arena_bytes, !bad))
+		bad = 1;
 	rt_free_all();
 	if (fflush(stdout))
 		return 1;

@@ -159,8 +159,10 @@ rt_dist_start(int *argc, char ***argv, int ranks, int stages)
 	rt_nranks = ranks;
 	MPI_Comm_split(MPI_COMM_WORLD, rt_stage, rt_rank, &rt_comm);
 	rt_data_rank = rt_rank;
-	if (world > 1)
+	if (world > 1) {
 		snprintf(rt_who, sizeof rt_who, "rank %d: ", rt_world);
+		rt_who_rank = rt_world;
+	}
 #ifdef RT_GPU
 	int ndev = 1;
 	ncclUniqueId id;

@@ -21,7 +21,7 @@ enum {
 	OPT_STAGES, OPT_MICRO_BATCHES, OPT_SCHEDULE, OPT_STAGE_BLOCKS,
 	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH,
 	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET, OPT_PREFETCH, OPT_PLOT, OPT_HTML, OPT_TRACE,
-	OPT_MEMVIZ, OPT_DOT, OPT_DOT_BACKWARD, OPT_CSV, OPT_SWEEP, OPT_MAX_INPUT
+	OPT_MEMVIZ, OPT_DOT, OPT_DOT_BACKWARD, OPT_CSV, OPT_SWEEP, OPT_MAX_INPUT, OPT_TIMES
 };
 
 static const struct option long_options[] = {
@@ -70,6 +70,7 @@ static const struct option long_options[] = {
 	{"loss", required_argument, NULL, OPT_LOSS},
 	{"emit-net", required_argument, NULL, OPT_EMIT_NET},
 	{"max-input", required_argument, NULL, OPT_MAX_INPUT},
+	{"times", required_argument, NULL, OPT_TIMES},
 	{NULL, 0, NULL, 0},
 };
 
@@ -124,6 +125,8 @@ usage(FILE *f)
 	      "  --params REGEX         ONNX: graph inputs that are parameters (docs/onnx.md)\n"
 	      "  --emit-net FILE.net    ONNX: also write the imported model as .net\n"
 	      "  -o FILE.cu             emit a CUDA C program that runs the schedule\n"
+	      "  --times FILE.json      show what that program measured (its --times)\n"
+	      "                         beside the plan's FLOPs\n"
 	      "  --runtime R            remat | pytorch | pytorch-cpu: whose allocations\n"
 	      "                         to count (default remat; pytorch: >= 2.4 on CUDA,\n"
 	      "                         pytorch-cpu: 1.13 on the CPU; docs/runtime-pytorch.md)\n"
@@ -374,6 +377,7 @@ parse_option(Options *o, int c, char *arg)
 	case OPT_PARAMS: o->onnx_opt.params = arg; break;
 	case OPT_LOSS: o->onnx_opt.loss = arg; break;
 	case OPT_EMIT_NET: o->onnx_opt.emit_net = arg; break;
+	case OPT_TIMES: o->times = arg; break;
 	case OPT_MAX_INPUT:
 		if ((o->onnx_opt.max_input = o->max_input = (size_t)parse_size("--max-input",
 		     arg, "512MiB")) < 1)
@@ -475,6 +479,9 @@ check_modes(const Options *o)
 		if (flag)
 			diag_usage("%s has no effect with --dump-ir", flag);
 	}
+	if (o->times && (mode || o->zero_table || o->sweep))
+		diag_usage("--times has no effect with %s", mode ? mode
+		           : o->zero_table ? "--zero-table" : "--sweep");
 	if (o->max_batch >= 0) {
 		const char *flag = o->json ? "--json" : o->top_set ? "--top"
 		                   : o->bytes_set ? "--bytes" : NULL;

@@ -147,6 +147,14 @@ Status out_write(const char *path, OutWriter fn, const void *ctx);
 void progress_begin(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void progress_end(void);
 
+/* ---------------------------------------------------------------- driver/times.c */
+/* --times FILE.json: what a generated program measured. times_read checks
+ * every field (located errors on stderr, at most max bytes, 1 MiB cap);
+ * times_check warns when the file is of another plan or reported a
+ * MISMATCH. */
+Status times_read(const char *path, size_t max, Arena *a, Measured *m);
+void times_check(const Measured *m, const Analysis *an);
+
 /* ---------------------------------------------------------------- driver/cli.c */
 /* The command line, read and checked. */
 typedef struct Options {
@@ -165,6 +173,7 @@ typedef struct Options {
 	const char *plot, *html, *trace, *memviz, *dot, *csv;
 	bool dot_backward;      /* --dot-backward: the backward ops too */
 	const char *sweep;      /* --sweep NAME=VALUES */
+	const char *times;      /* --times FILE.json: a program's measured times */
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
 	ReportOptions report;   /* --top, --bytes */
 	GpuCheck gpu;           /* --gpu, --reserve; preset NULL: none */

@@ -28,6 +28,7 @@ typedef struct Run {
 	Analysis an;
 	Arena *a;
 	FILE *rep;      /* the report: stdout, or stderr when -o - takes stdout */
+	Measured measured;      /* --times */
 } Run;
 
 /* The outputs, in the order they are written. */
@@ -327,6 +328,10 @@ compile(Run *r, Source *src, Arena *tree)
 		return st;
 	if (o->gpu.preset)
 		r->an.gpu = &o->gpu;
+	if (o->times) {
+		times_check(&r->measured, &r->an);
+		r->an.measured = &r->measured;
+	}
 	return write_asked(r, NEED_ANALYSIS);
 }
 
@@ -342,6 +347,12 @@ run_net(Options *o)
 
 	ar_init(&a);
 	ar_init(&tree);
+	/* a bad --times file fails before the analysis, not after it */
+	if (o->times && (st = times_read(o->times, o->max_input, &a, &r.measured))) {
+		ar_free(&tree);
+		ar_free(&a);
+		return st;
+	}
 	if (o->onnx)
 		st = onnx_import(o->input, &o->onnx_opt, &o->job.net, &a, &src) ? ST_ERROR : ST_OK;
 	else

@@ -42,6 +42,23 @@ header(const Analysis *an, FILE *out)
 }
 
 
+/* --times: what the generated program measured (report.c's "measured"). */
+static void
+measured_json(const Measured *m, FILE *out)
+{
+	fputs("  \"measured\": {\"file\": ", out);
+	json_put_str(out, m->file);
+	fputs(", \"clock\": ", out);
+	json_put_str(out, m->clock);
+	fputs(", \"mode\": ", out);
+	json_put_str(out, m->mode);
+	fprintf(out, ",\n               \"forward_ms\": %.6f, \"backward_ms\": %.6f, "
+	        "\"recompute_ms\": %.6f,\n               \"measured_peak\": %" PRId64
+	        ", \"predicted_peak\": %" PRId64 ", \"ok\": %s},\n", m->forward_ms,
+	        m->backward_ms, m->recompute_ms, m->measured_peak, m->predicted_peak,
+	        m->ok ? "true" : "false");
+}
+
 static void
 params_and_flops(const Analysis *an, FILE *out)
 {
@@ -66,6 +83,8 @@ params_and_flops(const Analysis *an, FILE *out)
 	        p[CAT_PARAMS], p[CAT_MASTER], grads, p[CAT_OPTIMIZER]);
 	fprintf(out, "  \"flops\": {\"forward\": %" PRId64 ", \"backward\": %" PRId64
 	        ", \"recompute\": %" PRId64 "},\n", fwd, bwd, an->ev.recompute_cost);
+	if (an->measured)
+		measured_json(an->measured, out);
 }
 
 /* issue 9: "baselines": the -O0, sqrt(n) and per-def checkpointing peaks

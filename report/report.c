@@ -291,6 +291,39 @@ flops(const Analysis *an, FILE *out)
 	        fwd + bwd ? 100.0 * (double)rec / (double)(fwd + bwd) : 0.0);
 }
 
+/* --times: the generated program's times beside the FLOPs, and the rate
+ * each phase ran at. */
+static void
+measured(const Analysis *an, const ReportOptions *ro, FILE *out)
+{
+	const Measured *m = an->measured;
+	ReportTotals rt = report_totals(an);
+	struct { const char *name; double ms; int64_t flops; } ph[] = {
+		{"forward", m->forward_ms, rt.forward},
+		{"backward", m->backward_ms, rt.backward},
+		{"recompute", m->recompute_ms, an->ev.recompute_cost},
+	};
+
+	fprintf(out, "measured (%s, %s mode, %s): forward %.3f ms, backward %.3f ms, "
+	        "recompute %.3f ms, step %.3f ms\n", m->clock, m->mode, m->file,
+	        m->forward_ms, m->backward_ms, m->recompute_ms,
+	        m->forward_ms + m->backward_ms + m->recompute_ms);
+	fputs("  rate:", out);
+	for (size_t i = 0; i < sizeof ph / sizeof ph[0]; i++) {
+		fprintf(out, "%s %s ", i ? "," : "", ph[i].name);
+		if (ph[i].ms > 0 && ph[i].flops > 0) {
+			put_flops(out, (int64_t)((double)ph[i].flops / (ph[i].ms / 1000)));
+			fputs("/s", out);
+		} else {
+			fputs("-", out);
+		}
+	}
+	fputs("\n  peak: measured ", out);
+	put_size(out, ro, m->measured_peak, false);
+	fprintf(out, ", %s\n", m->measured_peak == m->predicted_peak ? "= predicted"
+	        : "NOT the predicted peak");
+}
+
 static const char *
 step_label(const Analysis *an, int s, char *buf, size_t n)
 {
@@ -640,6 +673,8 @@ report_human(const Analysis *an, const ReportOptions *ro, FILE *out)
 	distributed(an, ro, out);
 	stages(an, ro, out);
 	flops(an, out);
+	if (an->measured)
+		measured(an, ro, out);
 	peak(an, ro, out);
 	top_tensors(an, ro, out);
 	block_memory(an, ro, out);

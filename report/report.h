@@ -26,6 +26,18 @@ typedef struct StageRow {
 } StageRow;
 
 /* One compilation: the graph, its Dag, the plan and what liveness found. */
+/* What a generated program measured (its --times FILE.json, read by
+ * driver/times.c): shown beside the plan's FLOPs. */
+typedef struct Measured {
+	const char *file;
+	const char *clock;      /* "CUDA events" or "host monotonic clock" */
+	const char *mode;       /* "arena" or "tracked" */
+	int64_t predicted_peak, measured_peak, arena;
+	double forward_ms, backward_ms, recompute_ms;
+	int64_t gemm_calls;
+	bool ok;                /* measured = predicted, checksums sane */
+} Measured;
+
 typedef struct Analysis {
 	Graph g;
 	Dag d;
@@ -46,6 +58,7 @@ typedef struct Analysis {
 	                                   set by main after analyze */
 	int64_t arena_bytes;
 	double seconds;         /* wall time of the whole analysis */
+	const Measured *measured;       /* --times: set by main, or NULL */
 } Analysis;
 
 /* ---------------------------------------------------------------- report/report.c */
