@@ -49,6 +49,8 @@ typedef struct Chain {
 	int64_t *fc;            /* [r + 2] prefix: forward cost of pieces 1..k */
 	bool *held;             /* [nnode] outputs kept though inside a segment */
 	int64_t *obytes;        /* [nnode] bytes a forward node's outputs hold */
+	int64_t top;            /* a bound every DP meets */
+	int64_t base_peak;      /* the -O0 schedule's peak */
 } Chain;
 
 static bool
@@ -151,6 +153,7 @@ chain_background(Chain *K, const int *piece)
 	K->g = ar_alloc(K->a, sizeof *K->g * ((size_t)K->r + 2));
 	if (!ev || ev->nsteps != M->n)
 		return false;
+	K->base_peak = ev->peak;
 	int64_t *fw = ar_alloc(K->a, sizeof *fw * ((size_t)M->n + 2));
 	for (int i = 0; i < ev->ninst; i++) {
 		const Instance *in = &ev->inst[i];
@@ -313,67 +316,94 @@ typedef struct Last {
 	int *buf;
 } Last;
 
-/* The DP's set for bound P, fitted to the cap, as a plan in the pool,
- * unless it is the last one again. */
-static void
-chain_add(Chain *K, RmPool *pool, int64_t P, double cap, Last *l)
+static Last
+last_init(Chain *K)
 {
-	const RmModel *M = K->M;
-	size_t nn = (size_t)M->d->nnode + 1;
+	size_t nn = (size_t)K->M->d->nnode + 1;
+	Last l = {ar_alloc(K->a, nn), ar_alloc(K->a, nn), ar_alloc(K->a, nn),
+	          ar_alloc(K->a, (size_t)K->M->ngap + 1),
+	          ar_alloc(K->a, sizeof *l.buf * nn)};
 
-	if (!chain_dp(K, P))
-		return;
-	chain_keep(K, l->keep);
-	chain_fit_cap(K, l->keep, cap, l->buf);
+	l.prev[0] = true;       /* no plan yet: differs from any set */
+	return l;
+}
+
+/* The plan of l->keep and K->held as a plan in the pool, unless it is the
+ * last one again. */
+static void
+last_add(Chain *K, RmPool *pool, Last *l)
+{
+	size_t nn = (size_t)K->M->d->nnode + 1;
+
 	if (memcmp(l->keep, l->prev, nn) == 0 && memcmp(K->held, l->held, nn) == 0)
 		return;
 	chain_state(K, l->keep, l->st);
 	memcpy(l->prev, l->keep, nn);
 	memcpy(l->held, K->held, nn);
-	rm_pool_add(pool, M, l->st, rm_eval_state(K->S, l->st));
+	rm_pool_add(pool, K->M, l->st, rm_eval_state(K->S, l->st));
+}
+
+/* The DP's set for bound P, fitted to the cap, as a plan in the pool,
+ * unless it is the last one again. */
+static void
+chain_add(Chain *K, RmPool *pool, int64_t P, double cap, Last *l)
+{
+	if (!chain_dp(K, P))
+		return;
+	chain_keep(K, l->keep);
+	chain_fit_cap(K, l->keep, cap, l->buf);
+	last_add(K, pool, l);
+}
+
+/* The cuts, their costs and the background of the graph S scores, in a;
+ * false (a freed) when there is no chain: no backward, no cut, or no
+ * -O0 evaluation. */
+static bool
+chain_init(Chain *K, RmScorer *S, RmRecipe *R, Arena *a)
+{
+	const RmModel *M = S->m;
+	size_t nn = (size_t)M->d->nnode + 1;
+
+	if (!M->has_backward)
+		return false;
+	ar_init(a);
+	K->M = M;
+	K->S = S;
+	K->R = R;
+	K->a = a;
+	K->piece = ar_alloc(a, sizeof *K->piece * nn);
+	find_cuts(K, K->piece);
+	chain_costs(K, K->piece);
+	if (K->r == 0 || !chain_background(K, K->piece)) {
+		ar_free(a);
+		return false;
+	}
+	K->dp = ar_alloc(a, sizeof *K->dp * ((size_t)K->r + 2));
+	K->par = ar_alloc(a, sizeof *K->par * ((size_t)K->r + 2));
+	K->held = ar_alloc(a, nn);
+	/* segments of up to 8 sqrt(r) pieces: the optimum's are about sqrt(r)
+	 * on uniform chains, and longer ones would make the DP quadratic */
+	K->maxlen = 8 * (int)sqrt((double)K->r) + 64;
+	int64_t hi = K->sw[K->r + 1], gmax = 0;
+	for (int k = 0; k <= K->r + 1; k++) {
+		hi = ck_sat_add(hi, K->c[k]);
+		gmax = K->g[k] > gmax ? K->g[k] : gmax;
+	}
+	K->top = ck_sat_add(ck_sat_mul(2, ck_sat_add(hi, gmax)), 1);
+	return true;
 }
 
 void
 rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 {
-	const RmModel *M = S->m;
 	const RmEffort *e = R->eff;
 	Arena a;
 	Chain K = {0};
 
-	if (!M->has_backward)
+	if (!chain_init(&K, S, R, &a))
 		return;
-	ar_init(&a);
-	K.M = M;
-	K.S = S;
-	K.R = R;
-	K.a = &a;
-	int *piece = ar_alloc(&a, sizeof *piece * ((size_t)M->d->nnode + 1));
-	K.piece = piece;
-	find_cuts(&K, piece);
-	chain_costs(&K, piece);
-	if (K.r == 0 || !chain_background(&K, piece)) {
-		ar_free(&a);
-		return;
-	}
-	K.dp = ar_alloc(&a, sizeof *K.dp * ((size_t)K.r + 2));
-	K.par = ar_alloc(&a, sizeof *K.par * ((size_t)K.r + 2));
-	/* segments of up to 8 sqrt(r) pieces: the optimum's are about sqrt(r)
-	 * on uniform chains, and longer ones would make the DP quadratic */
-	K.maxlen = 8 * (int)sqrt((double)K.r) + 64;
-	int64_t hi = K.sw[K.r + 1], gmax = 0;
-	for (int k = 0; k <= K.r + 1; k++) {
-		hi = ck_sat_add(hi, K.c[k]);
-		gmax = K.g[k] > gmax ? K.g[k] : gmax;
-	}
-	int64_t top = ck_sat_add(ck_sat_mul(2, ck_sat_add(hi, gmax)), 1);
-	int64_t P0 = chain_min_bound(&K, top);
-	size_t nn = (size_t)M->d->nnode + 1;
-	Last l = {ar_alloc(&a, nn), ar_alloc(&a, nn), ar_alloc(&a, nn),
-	          ar_alloc(&a, (size_t)M->ngap + 1),
-	          ar_alloc(&a, sizeof *l.buf * nn)};
-	K.held = ar_alloc(&a, nn);
-	l.prev[0] = true;       /* no plan yet: differs from any set */
+	int64_t top = K.top, P0 = chain_min_bound(&K, top);
+	Last l = last_init(&K);
 	/* finely just above the smallest bound (where the model's error
 	 * matters), then geometrically up to one segment: the cheaper plans
 	 * that --budget may want, while the DP's work lasts (a larger bound
@@ -389,6 +419,215 @@ rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 		if (!ck_from_double(P, 0, INT64_MAX, &Pi))
 			break;          /* top near 2^63 (a saturated sum) */
 		chain_add(&K, pool, Pi, cap, &l);
+	}
+	ar_free(&a);
+}
+
+/* ---------------------------------------------------------------- --budget */
+/* Under a budget the question is the other way round: the least recompute
+ * whose peak stays under a bound. The DP above keeps the fewest bytes,
+ * which at a loose bound still drops every segment's inside and
+ * recomputes it (0.74x the forward on a 1000-layer MLP at any budget,
+ * where dropping every other layer needs 0.08-0.38x). So a second DP over
+ * the same boundaries and costs minimizes the recompute estimate: a
+ * segment (i, k] recomputes its forward nodes but cut k, and a piece may
+ * also be kept whole (its inside held, no recompute, all its saved bytes
+ * kept), which is what per-block checkpointing with some blocks left
+ * unwrapped does. The state is the kept bytes as well as the boundary, so
+ * each boundary holds a Pareto front of (kept bytes, recompute) labels,
+ * the best per bucket of kept bytes (NBUCKET buckets of the bound). */
+enum { NBUCKET = 32, BUDGET_RUNGS = 16 };
+
+typedef struct Label {
+	int64_t kb;             /* checkpoint bytes kept up to the boundary */
+	int64_t rc;             /* recompute estimate so far */
+	int from;               /* the boundary before, -1 at the start */
+	int fl;                 /* its label (index in from's front) */
+	bool whole;             /* the piece before this boundary kept whole */
+} Label;
+
+typedef struct Front {
+	Label *lab;             /* [(r + 2) * NBUCKET]: boundary k's front at k * NBUCKET */
+	int *n;                 /* [r + 2] labels of each front, kb ascending, rc descending */
+	int64_t *inner;         /* [r + 2] forward cost of piece k but its cut */
+	int64_t *cb;            /* [r + 2] bytes a kept cut keeps into backward */
+	int *lastsaved;         /* [r + 2] the last piece <= k whose nodes make a
+	                           tensor backward reads, 0: none */
+	long work, maxwork;     /* labels tried, and the cap on them */
+} Front;
+
+/* What keeping cut k costs from its forward to its backward: the bytes of
+ * its outputs that backward reads (a view's base once). K->c also counts
+ * outputs that only the forward reads, which a kept cut frees at -O0's
+ * time anyway (the matmul before a relu): the least-bytes DP was tuned
+ * with that, this one needs the bytes that stay. */
+static int64_t
+cut_backward_bytes(const Chain *K, int k)
+{
+	const Dag *d = K->M->d;
+	const DagNode *n = &d->node[K->cut[k]];
+	int64_t b = 0;
+
+	for (int j = 0; j < n->nout; j++) {
+		int t = n->out[j], rt = dag_root(d, t);
+		bool seen = false;
+		for (int q = 0; q < j; q++)
+			seen |= dag_root(d, n->out[q]) == rt;
+		if (rt >= 0 && !seen && K->M->longgap[t] >= 0)
+			b += d->t[rt].bytes;
+	}
+	return b;
+}
+
+/* Offers (kb, rc) to the bucket table tab of bound P. */
+static void
+offer(Label *tab, int64_t P, Label x)
+{
+	int b = (int)((double)x.kb / ((double)P + 1) * NBUCKET);
+	Label *t = &tab[b < NBUCKET ? b : NBUCKET - 1];
+
+	if (t->from == -2 || x.rc < t->rc || (x.rc == t->rc && x.kb < t->kb))
+		*t = x;
+}
+
+/* The bucket table as boundary k's front: the labels no other beats on
+ * both kept bytes and recompute, kb ascending. */
+static void
+front_set(Front *F, int k, const Label *tab)
+{
+	Label *out = &F->lab[(size_t)k * NBUCKET];
+	int n = 0;
+
+	for (int b = 0; b < NBUCKET; b++) {
+		if (tab[b].from == -2)
+			continue;
+		while (n && out[n - 1].kb >= tab[b].kb && out[n - 1].rc >= tab[b].rc)
+			n--;
+		if (!n || tab[b].rc < out[n - 1].rc)
+			out[n++] = tab[b];
+	}
+	F->n[k] = n;
+}
+
+/* The recompute-minimizing DP for bound P; true when the end is reached. */
+static bool
+chain_dp_rec(Chain *K, Front *F, int64_t P)
+{
+	int end = K->r + 1, maxlen = 4 * (int)sqrt((double)K->r) + 16;
+	Label tab[NBUCKET];
+
+	F->lab[0] = (Label){0, 0, -1, 0, false};
+	F->n[0] = 1;
+	for (int k = 1; k <= end; k++) {
+		int64_t gmax = 0, fixed = F->cb[k] - K->sb[k];
+		bool seen = false;      /* the boundary before k is behind */
+		for (int b = 0; b < NBUCKET; b++)
+			tab[b].from = -2;
+		/* a cut whose outputs backward never reads checkpoints nothing:
+		 * recompute cannot start from it */
+		if (k <= K->r && F->cb[k] == 0) {
+			F->n[k] = 0;
+			continue;
+		}
+		for (int i = k - 1; i >= 0 && i >= k - maxlen; i--) {
+			if (K->g[i + 1] > gmax)
+				gmax = K->g[i + 1];
+			int64_t need = fixed + K->sw[k] - K->sw[i] + gmax;
+			if (need > P)
+				break;
+			/* what backward reads from pieces i+1..k-1 is recomputed, with
+			 * every node before it in the segment (a chain's ancestors);
+			 * the nodes after the last such piece are not needed */
+			int q = F->lastsaved[k - 1];
+			int64_t rec = (q > i ? K->fc[q] - K->fc[i] : 0) + F->inner[k];
+			const Label *src = &F->lab[(size_t)i * NBUCKET];
+			F->work += F->n[i];
+			/* the pieces since the boundary before kept whole: no
+			 * recompute, all they save kept (a block left unwrapped) */
+			bool whole = !seen;
+			seen |= i == 0 || F->cb[i] > 0;
+			whole &= seen;
+			for (int j = 0; j < F->n[i] && src[j].kb + need <= P; j++) {
+				offer(tab, P, (Label){src[j].kb + F->cb[k], src[j].rc + rec, i, j, false});
+				if (whole)
+					offer(tab, P, (Label){src[j].kb + fixed + K->sw[k] - K->sw[i],
+					                      src[j].rc, i, j, true});
+			}
+		}
+		front_set(F, k, tab);
+		if (F->work > F->maxwork)
+			return false;
+	}
+	return F->n[end] > 0;
+}
+
+/* The least-recompute label's plan: its cuts kept, whole pieces held. */
+static void
+chain_keep_rec(Chain *K, const Front *F, bool *keep)
+{
+	const Dag *d = K->M->d;
+	int end = K->r + 1, k = end, l = 0;
+	bool *whole = ar_alloc(K->a, (size_t)K->r + 2);
+
+	for (int j = 1; j < F->n[end]; j++)
+		if (F->lab[(size_t)end * NBUCKET + j].rc < F->lab[(size_t)end * NBUCKET + l].rc)
+			l = j;
+	memset(keep, 0, (size_t)d->nnode + 1);
+	while (k > 0) {
+		const Label *x = &F->lab[(size_t)k * NBUCKET + l];
+		if (k <= K->r)
+			keep[K->cut[k]] = true;
+		for (int p = x->from + 1; p <= k; p++)
+			whole[p] = x->whole;
+		k = x->from;
+		l = x->fl;
+	}
+	for (int v = 0; v < d->nnode; v++)
+		K->held[v] = K->piece[v] > 0 && whole[K->piece[v]];
+}
+
+void
+rm_chain_budget_plans(RmScorer *S, RmRecipe *R, RmPool *pool, int64_t budget)
+{
+	Arena a;
+	Chain K = {0};
+
+	if (!chain_init(&K, S, R, &a))
+		return;
+	int64_t P0 = chain_min_bound(&K, K.top);
+	Last l = last_init(&K);
+	Front F = {.lab = ar_alloc(&a, sizeof *F.lab * ((size_t)K.r + 2) * NBUCKET),
+	           .n = ar_alloc(&a, sizeof *F.n * ((size_t)K.r + 2)),
+	           .inner = ar_alloc(&a, sizeof *F.inner * ((size_t)K.r + 2)),
+	           .cb = ar_alloc(&a, sizeof *F.cb * ((size_t)K.r + 2)),
+	           .lastsaved = ar_alloc(&a, sizeof *F.lastsaved * ((size_t)K.r + 2)),
+	           .maxwork = R->eff->chain_budget_work};
+	for (int k = 1; k <= K.r + 1; k++) {
+		bool saves = K.sw[k] > K.sw[k - 1];
+		F.cb[k] = k <= K.r ? cut_backward_bytes(&K, k) : 0;
+		/* the inside of piece k is recomputed when it makes what backward
+		 * reads (beside the cut's own outputs) */
+		F.inner[k] = K.sw[k] - K.sw[k - 1] > K.sb[k] ?
+		             K.fc[k] - K.fc[k - 1] - (k <= K.r ? K.M->d->node[K.cut[k]].cost : 0) : 0;
+		F.lastsaved[k] = saves ? k : F.lastsaved[k - 1];
+	}
+	/* bounds on a fixed ladder (every 1% of the -O0 peak from the
+	 * smallest the first DP meets): the BUDGET_RUNGS highest up to just
+	 * above the budget (the model's peak is an estimate), while the work
+	 * lasts. A lower bound's plan recomputes no less in the model, so
+	 * the rungs nearest the budget are the ones that can win. */
+	int64_t step = K.base_peak / 100 > 0 ? K.base_peak / 100 : 1;
+	int64_t limit = ck_sat_add(budget, budget / 50);
+	if (P0 < 0 || P0 > limit) {
+		ar_free(&a);
+		return;
+	}
+	for (int64_t j = (limit - P0) / step, j0 = j; j >= 0 && j > j0 - BUDGET_RUNGS &&
+	     F.work <= F.maxwork; j--) {
+		if (!chain_dp_rec(&K, &F, P0 + j * step))
+			continue;
+		chain_keep_rec(&K, &F, l.keep);
+		last_add(&K, pool, &l);
 	}
 	ar_free(&a);
 }

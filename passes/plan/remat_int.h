@@ -39,6 +39,7 @@ typedef struct RmEffort {
 	long size;              /* base steps + uses: what one evaluation costs */
 	long chain_work;        /* remat_chain.c: DP steps before the coarse
 	                           bounds stop */
+	long chain_budget_work; /* rm_chain_budget_plans: labels tried */
 	int chain_fine;         /* bounds tried just above the smallest met */
 	int chain_coarse;       /* then geometrically up to no checkpoint */
 	long desc_size;         /* larger graphs skip the gap descent */
@@ -315,6 +316,9 @@ void rm_pool_baselines(RmScorer *S, RmPool *pool);
  * fitted to the recompute cap (< 0: none) by storing whole segments; sets
  * R->capmet when one met the cap. Budgets from R->eff. */
 void rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap);
+/* --budget: the chain's least-recompute plans (a DP over kept bytes and
+ * recompute) at a fixed ladder of bounds up to just above budget. */
+void rm_chain_budget_plans(RmScorer *S, RmRecipe *R, RmPool *pool, int64_t budget);
 
 /* passes/plan/remat_trim.c */
 /* Plans re-minimizing recompute at a fixed ladder of peak bounds up to the

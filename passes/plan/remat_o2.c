@@ -431,6 +431,7 @@ rm_effort(const RmModel *M)
 
 	e.size = dsize;
 	e.chain_work = 30000000;
+	e.chain_budget_work = 60000000;
 	e.chain_fine = 12;
 	e.chain_coarse = dsize < 50000 ? 24 : 12;
 	e.desc_size = 20000;
@@ -482,6 +483,8 @@ rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 		rm_plan_o1(S, pool);
 		rm_chain_plans(S, R, pool, cap);
 	}
+	if (goal->budget >= 0)
+		rm_chain_budget_plans(S, R, pool, goal->budget);
 	if (M->n > eff.desc_size) {
 		R->eff = NULL;
 		return;
