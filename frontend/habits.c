@@ -67,6 +67,8 @@ is_module(const Expr *recv)
 	return false;
 }
 
+/* Names in the messages are cut to 64 characters: a path may be as long as
+ * the file. */
 Expr *
 ast_member(Ast *ast, Loc dot, Expr *recv, const char *path, bool call)
 {
@@ -85,18 +87,18 @@ ast_member(Ast *ast, Loc dot, Expr *recv, const char *path, bool call)
 	if (is_module(recv) || strchr(path, '.')) {
 		const char *mod = recv->kind == EX_NAME ? recv->name : "";
 		if (!strcmp(name, "Linear"))
-			diag_error(ast->d, recv->loc, "'%s.%s' is PyTorch, not .net (there are no "
+			diag_error(ast->d, recv->loc, "'%.64s.%.64s' is PyTorch, not .net (there are no "
 			           "modules): declare 'param w : f32[IN, OUT];' and 'param b : "
 			           "f32[OUT];' and write 'x @ w + b'", mod, path);
 		else if (ir_op_from_name(lower(name, low, sizeof low)) >= 0 && isupper((unsigned char)name[0]))
-			diag_error(ast->d, recv->loc, "'%s.%s' is PyTorch, not .net (there are no "
+			diag_error(ast->d, recv->loc, "'%.64s.%.64s' is PyTorch, not .net (there are no "
 			           "modules): call %s(...), its weights declared with 'param'",
 			           mod, path, low);
 		else if (ir_op_from_name(name) >= 0)
-			diag_error(ast->d, recv->loc, "'%s.%s%s' is PyTorch, not .net: ops are "
-			           "functions, write %s(...)", mod, path, what, name);
+			diag_error(ast->d, recv->loc, "'%.64s.%.64s%s' is PyTorch, not .net: ops are "
+			           "functions, write %.64s(...)", mod, path, what, name);
 		else
-			diag_error(ast->d, recv->loc, "'%s.%s' is PyTorch, not .net: there are no "
+			diag_error(ast->d, recv->loc, "'%.64s.%.64s' is PyTorch, not .net: there are no "
 			           "modules; write the layer with the ops of docs/ops.md and "
 			           "declare its weights with 'param' (in a def)", mod, path);
 		return recv;
@@ -104,18 +106,18 @@ ast_member(Ast *ast, Loc dot, Expr *recv, const char *path, bool call)
 	self = recv->kind == EX_NAME ? recv->name : "x";
 	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
 		if (!strcmp(name, methods[i].method)) {
-			diag_error(ast->d, dot, "'%s.%s%s' is PyTorch, not .net: write %s%s%s",
+			diag_error(ast->d, dot, "'%.64s.%.64s%s' is PyTorch, not .net: write %s%.64s%s",
 			           self, name, what, methods[i].pre, self, methods[i].post);
 			return recv;
 		}
 	if (!strcmp(name, "contiguous"))
-		diag_error(ast->d, dot, "'%s.%s%s' is PyTorch, not .net: tensors have no "
+		diag_error(ast->d, dot, "'%.64s.%.64s%s' is PyTorch, not .net: tensors have no "
 		           "memory layout here, so drop it", self, name, what);
 	else if (ir_op_from_name(name) >= 0)
-		diag_error(ast->d, dot, "'%s.%s%s' is PyTorch, not .net: ops are functions, "
-		           "write %s(%s, ...)", self, name, what, name, self);
+		diag_error(ast->d, dot, "'%.64s.%.64s%s' is PyTorch, not .net: ops are functions, "
+		           "write %s(%.64s, ...)", self, name, what, name, self);
 	else
-		diag_error(ast->d, dot, "'%s.%s%s' is not .net: tensors have no methods or "
+		diag_error(ast->d, dot, "'%.64s.%.64s%s' is not .net: tensors have no methods or "
 		           "attributes; ops are functions (docs/ops.md)", self, name, what);
 	return recv;
 }
@@ -150,7 +152,7 @@ inst_habit_divide(Inst *in, const Expr *e)
 		           "by zero has no value");
 	else if (e->op == '/' && number_of(e->r, &v))
 		diag_error(in->d, e->oploc, "'/' is not a tensor operator (to divide by %g, "
-		           "write scale(%s, c=%.6g))", v, self, 1 / v);
+		           "write scale(%.64s, c=%.6g))", v, self, 1 / v);
 	else
 		diag_error(in->d, e->oploc, "'%c' is not a tensor operator (use div(a, b))",
 		           e->op);
@@ -159,7 +161,7 @@ inst_habit_divide(Inst *in, const Expr *e)
 void
 inst_habit_redeclared(Inst *in, const Stmt *s)
 {
-	diag_error(in->d, s->name.loc, "%s '%s' is declared again by each round of the "
+	diag_error(in->d, s->name.loc, "%s '%.64s' is declared again by each round of the "
 	           "repeat (declare it in a def and call the def in the repeat: each "
 	           "call has its own)", s->kind == ST_PARAM ? "param" : "input", s->name.s);
 }
