@@ -11,20 +11,26 @@
 # A failure names each option or link that differs.
 set -u
 : "${REMAT:?}" "${SRCDIR:?}" "${BUILDDIR:?}"
+# sort and join must agree on the order ("--dot" before "--dot-backward")
+LC_ALL=C
+export LC_ALL
 out="$BUILDDIR/tests/out/manpage"
 mkdir -p "$out"
 cd "$SRCDIR" || exit 99
 echo "1..3"
+tap() {   # tap N DIFFS FAIL-TEXT OK-TEXT: not ok with each difference, or ok
+	if [ -s "$2" ]; then
+		echo "not ok $1 - $3"
+		sed 's/^/# /' "$2"
+	else
+		echo "ok $1 - $4"
+	fi
+}
 
-# --help's option lines start with two spaces and a dash; the option column
-# ends at the first run of two spaces. "-O0 | -O1" and "--help, --version"
-# list several options. One line per option: NAME<TAB>ARGUMENT.
-"$REMAT" --help >"$out/help.txt" 2>&1 || { echo "Bail out! remat --help failed"; exit 1; }
-awk '
-/^  -/ {
-	spec = substr($0, 3)
-	if ((i = index(spec, "  ")) > 0)
-		spec = substr(spec, 1, i - 1)
+# An option column, "-O0 | -O1 | -O2" or "--help, --version" or
+# "--zero 0|1|2|3", as one line per option: NAME<TAB>ARGUMENT.
+print_opts='
+function print_opts(spec,    n, w, k, name, arg) {
 	n = split(spec, w, " ")
 	name = ""; arg = ""
 	for (k = 1; k <= n; k++) {
@@ -39,6 +45,18 @@ awk '
 		else arg = arg == "" ? w[k] : arg " " w[k]
 	}
 	if (name != "") print name "\t" arg
+}'
+
+# --help's option lines start with two spaces and a dash; the option column
+# ends at the first run of two spaces. "-O0 | -O1" and "--help, --version"
+# list several options.
+"$REMAT" --help >"$out/help.txt" 2>&1 || { echo "Bail out! remat --help failed"; exit 1; }
+awk "$print_opts"'
+/^  -/ {
+	spec = substr($0, 3)
+	if ((i = index(spec, "  ")) > 0)
+		spec = substr(spec, 1, i - 1)
+	print_opts(spec)
 }' "$out/help.txt" | sort -u >"$out/help.opts"
 
 # driver/cli.c: {"name", required_argument, ...} rows, and the short
@@ -64,7 +82,7 @@ intab && /\{"/ {
 
 # remat.1: in OPTIONS, the macro line after each .TP. Alternating-font
 # macros (.BI, .BR, ...) join their arguments, .B and .I put spaces.
-awk '
+awk "$print_opts"'
 function decode(s) {
 	gsub(/\\-/, "-", s); gsub(/\\f[BIRP]/, "", s); gsub(/\\&/, "", s)
 	gsub(/\\e/, "\\", s)
@@ -96,47 +114,30 @@ inopts && tp {
 	if (m !~ /^\.(B|I|BI|IB|BR|RB|IR|RI)$/) next
 	text = decode(args(rest, m != ".B" && m != ".I"))
 	if (substr(text, 1, 1) != "-") next
-	n = split(text, w, " ")
-	name = ""; arg = ""
-	for (k = 1; k <= n; k++) {
-		if (w[k] == "|" && substr(w[k + 1], 1, 1) == "-")
-			continue
-		if (name != "" && substr(w[k], 1, 1) == "-" && (arg == "" || arg ~ /,$/)) {
-			sub(/,$/, "", arg); sub(/,$/, "", name)
-			print name "\t" arg
-			name = ""; arg = ""
-		}
-		if (name == "") name = w[k]
-		else arg = arg == "" ? w[k] : arg " " w[k]
-	}
-	if (name != "") print name "\t" arg
+	print_opts(text)
 }' docs/remat.1 | sort -u >"$out/man.opts"
 
 # 1. cli.c against --help. A short option in --help may carry its value
-# (-O0): it counts as -O with an argument.
-awk -F '\t' '
-FNR == NR { want[$1] = $2; next }
-{
+# (-O0): it counts as -O with an argument. The two lists are joined by
+# name, "-" standing for a side that lacks the option.
+awk -F '\t' '{
 	name = $1; has = $2 != ""
 	if (name !~ /^--/ && length(name) > 2) { name = substr(name, 1, 2); has = 1 }
-	seen[name] = 1
-	if (!(name in want))
-		print "--help lists " $1 ", which driver/cli.c does not accept"
-	else if ((want[name] == "arg") != has)
-		print "--help shows " $1 (has ? " with an argument" : " without an argument") \
-		      " but driver/cli.c says " (want[name] == "arg" ? "it takes one" : "it takes none")
-}
-END {
-	for (o in want)
-		if (!(o in seen))
-			print "--help does not list " o " (driver/cli.c accepts it)"
-}' "$out/cli.opts" "$out/help.opts" | sort >"$out/cli.diff"
-if [ -s "$out/cli.diff" ]; then
-	echo "not ok 1 - driver/cli.c and --help differ"
-	sed 's/^/# /' "$out/cli.diff"
-else
-	echo "ok 1 - driver/cli.c and --help list the same $(wc -l <"$out/cli.opts") options"
-fi
+	print name "\t" (has ? "arg" : "none") "\t" $1
+}' "$out/help.opts" | sort -u -t "$(printf '\t')" -k1,1 >"$out/help.names"
+join -t "$(printf '\t')" -a 1 -a 2 -e - -o 0,1.2,2.2,2.3 "$out/cli.opts" "$out/help.names" |
+	while IFS="$(printf '\t')" read -r name cli help shown; do
+		if [ "$help" = - ]; then
+			echo "--help does not list $name (driver/cli.c accepts it)"
+		elif [ "$cli" = - ]; then
+			echo "--help lists $shown, which driver/cli.c does not accept"
+		elif [ "$cli" != "$help" ]; then
+			echo "--help shows $shown with$([ "$help" = none ] && echo out) an" \
+			     "argument but driver/cli.c says it takes $([ "$cli" = arg ] && echo one || echo none)"
+		fi
+	done | sort >"$out/cli.diff"
+tap 1 "$out/cli.diff" "driver/cli.c and --help differ" \
+	"driver/cli.c and --help list the same $(wc -l <"$out/cli.opts") options"
 
 # 2. --help against remat.1, by name, then by argument form.
 awk -F '\t' '
@@ -152,12 +153,8 @@ END {
 		if (!(o in help))
 			print "docs/remat.1 lists " o ", which --help does not"
 }' "$out/help.opts" "$out/man.opts" | sort >"$out/man.diff"
-if [ -s "$out/man.diff" ]; then
-	echo "not ok 2 - --help and docs/remat.1 differ"
-	sed 's/^/# /' "$out/man.diff"
-else
-	echo "ok 2 - --help and docs/remat.1 list the same $(wc -l <"$out/help.opts") options"
-fi
+tap 2 "$out/man.diff" "--help and docs/remat.1 differ" \
+	"--help and docs/remat.1 list the same $(wc -l <"$out/help.opts") options"
 
 # 3. Markdown links: [text](target) and [label]: target, the target cut at
 # '#'; web and mail links are not checked. A link may span lines, so each
@@ -189,9 +186,5 @@ for f in README.md docs/*.md; do
 	grep -n '\.\./shared\|/shared/spec\|/shared/data' "$f" |
 		sed "s|^\([0-9]*\):.*|$f:\1: points outside the repository (../shared)|" >>"$out/links.diff"
 done
-if [ -s "$out/links.diff" ]; then
-	echo "not ok 3 - documentation links outside the repository or to nothing"
-	sed 's/^/# /' "$out/links.diff"
-else
-	echo "ok 3 - every link of README.md and docs/*.md names a file of the repository"
-fi
+tap 3 "$out/links.diff" "documentation links outside the repository or to nothing" \
+	"every link of README.md and docs/*.md names a file of the repository"
