@@ -183,6 +183,8 @@ typedef struct Ast {
 	bool deep_reported;
 	char tok[40];           /* text of the last token, for messages */
 	int toklen;
+	const Expr *habit;      /* the receiver of the last PyTorch member
+	                           reported (ast_member): one error a chain */
 } Ast;
 
 void ast_init(Ast *ast, Arena *a, Diag *d, const char *file);
@@ -198,6 +200,12 @@ Expr *ast_neg(Ast *ast, Loc loc, Expr *e);
 Expr *ast_call(Ast *ast, Loc loc, const char *name, ArgList *args);
 Expr *ast_list(Ast *ast, Loc loc, ExprList *items);
 Expr *ast_tuple(Ast *ast, Loc loc, ExprList *items);
+/* recv.path or recv.path(...) (call), PyTorch's attribute, method or
+ * module syntax, which .net does not have: reports it with the .net form
+ * (frontend/habits.c, which reads the op table's names) and returns recv,
+ * so that the parse goes on. path is dotted ("nn.functional.relu"); dot
+ * is the first '.'. */
+Expr *ast_member(Ast *ast, Loc dot, Expr *recv, const char *path, bool call);
 
 /* The list builders append to l, making it when l is NULL. */
 ExprList *ast_exprs(Ast *ast, ExprList *l, Expr *e);

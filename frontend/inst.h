@@ -130,6 +130,12 @@ const char *inst_hint_op(Inst *in, const char *word, char *buf, size_t n);
 const char *inst_hint_dim(Inst *in, const char *word, char *buf, size_t n);
 const char *inst_hint_word(const char *const *words, int nwords, const char *word,
                            char *buf, size_t n);
+/* frontend/habits.c: PyTorch habits answered with the .net form.
+ * inst_habit_divide reports the binary '/' e (by a number: scale(x, c=1/v));
+ * inst_habit_redeclared a param or input statement s that a repeat runs
+ * again in the same scope. */
+void inst_habit_divide(Inst *in, const Expr *e);
+void inst_habit_redeclared(Inst *in, const Stmt *s);
 /* frontend/bound.c: false (reported, too_big set) when expanding the
  * program would pass the limit in docs/limits.md. */
 bool inst_bound(Inst *in);

@@ -24,8 +24,9 @@
  * - A def sees the top-level params and inputs declared before the call
  *   in program order, by their declared tensor even if the top level
  *   rebinds the name later.
- * - `/` between tensors is an error (use div(a, b)); numbers, lists and
- *   booleans are not tensors. A def called inside an expression gives its
+ * - `/` is an error: between tensors, use div(a, b); by a number, scale(x,
+ *   c=1/v) (frontend/habits.c says which). Numbers, lists and booleans are
+ *   not tensors. A def called inside an expression gives its
  *   return value and makes no tensor; an unnamed return that is a call of
  *   another def also counts as a binding of `return`.
  * - Return values and operands must be single tensors; a multi-valued
@@ -638,7 +639,7 @@ binop(Inst *in, Scope *sc, const Expr *e, Namer *nm, bool root)
 	int ts[2];
 
 	if (!c) {
-		diag_error(in->d, e->oploc, "'%c' is not a tensor operator (use div(a, b))", e->op);
+		inst_habit_divide(in, e);
 		return poison;
 	}
 	Val l = operand(in, sc, e->l, nm), r = operand(in, sc, e->r, nm);
@@ -742,6 +743,12 @@ decl_type(Inst *in, Scope *sc, Tensor *t, const Type *ty)
 	ir_set_shape(in->g, t, ty->dims->n, shape);
 }
 
+static bool
+same_loc(Loc a, Loc b)
+{
+	return a.line == b.line && a.col == b.col && a.fid == b.fid;
+}
+
 /* param w : T;  input x : T; */
 static void
 declare(Inst *in, Scope *sc, const Stmt *s)
@@ -751,7 +758,11 @@ declare(Inst *in, Scope *sc, const Stmt *s)
 	int t;
 
 	if (b && (b->decl == ST_PARAM || b->decl == ST_INPUT)) {
-		diag_error(in->d, s->name.loc, "duplicate %s '%s'", what, s->name.s);
+		/* declared by this very statement: a repeat runs it again */
+		if (b->v.kind == VK_ONE && same_loc(in->g->t[b->v.t].loc, s->loc))
+			inst_habit_redeclared(in, s);
+		else
+			diag_error(in->d, s->name.loc, "duplicate %s '%s'", what, s->name.s);
 		return;
 	}
 	if (b) {

@@ -53,6 +53,7 @@ static void net_yyerror(NET_YYLTYPE *loc, yyscan_t scanner, Ast *ast, const char
 %token DEF "'def'" RETURN "'return'" REPEAT "'repeat'" OP "'op'"
 %token TRAIN "'train'" OUTPUT "'output'" TRUE "'true'" FALSE "'false'"
 %token ARROW "'->'"
+%token <s> MEMBER "'.name'"
 
 %type <e> expr primary
 %type <el> exprs exprs_opt tuple
@@ -152,6 +153,8 @@ primary: INT				{ $$ = ast_int(ast, L(@1), $1); }
 	| '(' ')'			{ $$ = ast_tuple(ast, L(@1), NULL); }
 	| '(' tuple ')'			{ $$ = ast_tuple(ast, L(@1), $2); }
 	| '[' exprs_opt ']'		{ $$ = ast_list(ast, L(@1), $2); }
+	| primary MEMBER		{ $$ = ast_member(ast, L(@2), $1, $2, false); }
+	| primary MEMBER '(' args_opt ')'	{ $$ = ast_member(ast, L(@2), $1, $2, true); }
 	;
 
 exprs: expr				{ $$ = ast_exprs(ast, NULL, $1); }
@@ -251,6 +254,7 @@ expected_str(const yypcontext_t *ctx, char *out, size_t n)
 		set[charsym(name)] = false;
 	}
 	set[YYSYMBOL_YYUNDEF] = false;
+	set[YYSYMBOL_MEMBER] = false;   /* only PyTorch habits, reported apart */
 	for (int k = 0; k < YYNTOKENS; k++)
 		if (set[k])
 			words[nw++] = k == YYSYMBOL_YYEOF ? "end of file"

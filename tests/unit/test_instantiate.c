@@ -422,7 +422,12 @@ test_errors_names(void **state)
 	expect_error("input x : f32[2];\ninput x : f32[2];\n",
 	             "t.net:2:7: error: duplicate input 'x'");
 	expect_error("param w : f32[2];\nrepeat 2 { param v : f32[2]; }\n",
-	             "t.net:2:18: error: duplicate param 'v'");
+	             "t.net:2:18: error: param 'v' is declared again by each round of "
+	             "the repeat (declare it in a def and call the def in the repeat: "
+	             "each call has its own)");
+	/* two declarations in one round are a plain duplicate */
+	expect_error("repeat 2 { param v : f32[2]; param v : f32[2]; }\n",
+	             "t.net:1:36: error: duplicate param 'v'");
 	expect_error("dim D = 2;\ninput x : f32[D];\nD = relu(x);\n",
 	             "t.net:3:1: error: 'D' is a dim; a tensor cannot take its name");
 	expect_error("input x : f32[2];\ndef f(a) { return a; }\nf = relu(x);\n",
@@ -462,6 +467,9 @@ test_errors_calls(void **state)
 	             "t.net:3:1: error: cannot bind 2 values to 1 name");
 	expect_error("input x : f32[2];\ny = x / x;\n",
 	             "t.net:2:7: error: '/' is not a tensor operator (use div(a, b))");
+	expect_error("input x : f32[2];\ny = x / 4;\n",
+	             "t.net:2:7: error: '/' is not a tensor operator (to divide by 4, "
+	             "write scale(x, c=0.25))");
 	expect_error("input x : f32[2];\ny = x * 2;\n",
 	             "t.net:2:9: error: a number is not a tensor (use scale(x, c=...) to "
 	             "multiply by a constant)");

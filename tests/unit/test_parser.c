@@ -1,6 +1,7 @@
 /* tests/unit/test_parser.c -- the .net grammar: every statement form,
  * operator precedence, error recovery with several errors in one run, the
- * expected-token messages, and deep inputs that must fail cleanly. */
+ * expected-token messages, PyTorch's member syntax answered with the .net
+ * form, and deep inputs that must fail cleanly. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -174,6 +175,36 @@ test_expected_messages(void **state)
 	                    "param 3 : f32[2];\n      ^\n");
 }
 
+/* PyTorch's member syntax is one error per chain, with the .net form, and
+ * the parse goes on after it (no syntax error follows); '.name' is never
+ * offered as an expected token; a real is still one token, and a dot after
+ * an integer is no member. Each case: the source, then its exact errors. */
+static void
+test_pytorch_members(void **state)
+{
+	static const char *const cases[][2] = {
+		{"y = x.view(B, -1).t() @ w;\nz = nn.Linear(D, D);\n",
+		 "p.net:1:6: error: 'x.view(...)' is PyTorch, not .net: write reshape(x, "
+		 "[d0, d1, ...]) (one entry may be -1)\ny = x.view(B, -1).t() @ w;\n     ^\n"
+		 "p.net:2:5: error: 'nn.Linear' is PyTorch, not .net (there are no modules): "
+		 "declare 'param w : f32[IN, OUT];' and 'param b : f32[OUT];' and write "
+		 "'x @ w + b'\nz = nn.Linear(D, D);\n    ^\n"},
+		{"y = relu(x) w;\n",
+		 "p.net:1:13: error: expected ';' before 'w'\ny = relu(x) w;\n            ^\n"},
+		{"y = scale(x, c=1.e3);\n",
+		 "p.net:1:17: error: malformed number (write reals as 1.5 or 1e3)\n"
+		 "y = scale(x, c=1.e3);\n                ^\n"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_null(parse(cases[i][0]));
+		assert_string_equal(errs, cases[i][1]);
+		free(errs);
+		errs = NULL;
+	}
+	assert_non_null(parse("y = scale(x, c=1.5);\n"));
+}
+
 static void
 test_deep_inputs_fail_cleanly(void **state)
 {
@@ -261,6 +292,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_precedence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recovery_several_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expected_messages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pytorch_members, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep_inputs_fail_cleanly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_builders_without_parser, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_repeat_index, setup, teardown),
