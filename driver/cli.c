@@ -275,6 +275,51 @@ parse_dumps(Options *o, char *arg)
 	}
 }
 
+/* --max-batch [SIZE]: a value that does not start with a digit is not
+ * its size but the next argument (`--max-batch --gpu L4`, `--max-batch
+ * FILE.net`; own says the value is a word of its own, not `=VALUE`),
+ * handed back to getopt; then the answer is for --gpu's card
+ * (check_pytorch). arg is NULL when --max-batch is the last word. */
+static void
+parse_max_batch(Options *o, const char *arg, bool own)
+{
+	if (arg && strchr("0123456789", arg[0]) && arg[0]) {
+		if ((o->max_batch = parse_size("--max-batch", arg, "80GiB")) == MAX_BATCH_CARD)
+			diag_usage("--max-batch %s: no batch fits in nothing", arg);
+		return;
+	}
+	if (arg && !own)
+		diag_usage("--max-batch=%s: a size, e.g. 80GiB (or no value: the --gpu card's)", arg);
+	if (arg)
+		optind--;       /* the next argument is not ours */
+	o->max_batch = MAX_BATCH_CARD;
+}
+
+/* --gpu NAME | SIZE: a preset, or a card of SIZE bytes (of unknown
+ * generation, GPU_SM_UNKNOWN). */
+static void
+parse_gpu(Options *o, char *arg)
+{
+	static GpuPreset sized;
+	char hint[96];
+	Suggest sg;
+
+	if ((o->gpu.preset = gpu_preset(arg)))
+		return;
+	if (strchr("0123456789", arg[0]) && arg[0]) {
+		sized = (GpuPreset){arg, parse_size("--gpu", arg, "48GiB"), GPU_SM_UNKNOWN};
+		if (!sized.bytes)
+			diag_usage("--gpu %s: a card needs some memory", arg);
+		o->gpu.preset = &sized;
+		return;
+	}
+	suggest_init(&sg, arg);
+	for (int i = 0; gpu_preset_at(i); i++)
+		suggest_add(&sg, gpu_preset_at(i)->name);
+	diag_usage("--gpu: unknown card '%s'%s (%s, or a size such as 48GiB)", arg,
+	           suggest_hint(&sg, hint, sizeof hint), gpu_preset_names());
+}
+
 static void
 parse_option(Options *o, int c, char *arg)
 {
@@ -362,9 +407,6 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_EXACT: o->job.goal.exact = true; break;
 	case OPT_VERIFY: o->job.verify = true; break;
-	case OPT_MAX_BATCH:
-		o->max_batch = parse_size("--max-batch", arg, "80GiB");
-		break;
 	case OPT_IMPORT:
 		if (strcmp(arg, "checkmate") && strcmp(arg, "onnx"))
 			diag_usage("--import: unknown format '%s' (checkmate or onnx)", arg);
@@ -391,10 +433,7 @@ parse_option(Options *o, int c, char *arg)
 		o->job.net.pytorch_cpu = !strcmp(arg, "pytorch-cpu");
 		break;
 	case OPT_GRAPH_JSON: o->graph_json = true; break;
-	case OPT_GPU:
-		if (!(o->gpu.preset = gpu_preset(arg)))
-			diag_usage("--gpu: unknown card '%s' (%s)", arg, gpu_preset_names());
-		break;
+	case OPT_GPU: parse_gpu(o, arg); break;
 	case OPT_EMIT_TORCH: o->emit_torch = arg; break;
 	case OPT_RESERVE:
 		o->gpu.reserve = parse_size("--reserve", arg, "1GiB, 800MB");
@@ -529,8 +568,18 @@ check_pytorch(Options *o)
 	if (o->gpu.preset && o->gpu.reserve >= o->gpu.preset->bytes)
 		diag_usage("--reserve: %lld bytes leave nothing of %s", (long long)o->gpu.reserve,
 		           o->gpu.preset->name);
-	if (o->gpu.preset && !gpu_alloc_conf(getenv("PYTORCH_CUDA_ALLOC_CONF"), &o->gpu.alloc,
-	                                     why, sizeof why))
+	if (o->max_batch == MAX_BATCH_CARD && !o->gpu.preset)
+		diag_usage("--max-batch needs a SIZE, or --gpu NAME|SIZE to answer for a card");
+	if (o->max_batch > 0 && o->gpu.preset && o->max_batch > gpu_usable(&o->gpu)) {
+		char b1[32], b2[32], b3[32], b4[32];
+		diag_usage("--max-batch %s: %s leaves %s for the step (%s less the --reserve of "
+		           "%s); leave out the size to ask for the card", report_size(o->max_batch, b1),
+		           o->gpu.preset->name, report_size(gpu_usable(&o->gpu), b2),
+		           report_size(o->gpu.preset->bytes, b3), report_size(o->gpu.reserve, b4));
+	}
+	/* what --max-batch and --sweep judge by is the verdict's model */
+	if ((o->gpu.preset || o->max_batch >= 0) &&
+	    !gpu_alloc_conf(getenv("PYTORCH_CUDA_ALLOC_CONF"), &o->gpu.alloc, why, sizeof why))
 		diag_usage("PYTORCH_CUDA_ALLOC_CONF: %s", why);
 	if (o->job.net.pytorch && o->out)
 		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
@@ -573,9 +622,14 @@ cli_parse(Options *o, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":D:O:o:d:", long_options, NULL)) != -1) {
 		if (c == '?')
 			unknown_option(argv[optind - 1]);
-		if (c == ':')
+		if (c == ':' && optopt == OPT_MAX_BATCH)
+			parse_max_batch(o, NULL, false);
+		else if (c == ':')
 			diag_usage("option '%s' needs a value", argv[optind - 1]);
-		parse_option(o, c, optarg);
+		else if (c == OPT_MAX_BATCH)
+			parse_max_batch(o, optarg, optarg == argv[optind - 1]);
+		else
+			parse_option(o, c, optarg);
 	}
 	if (optind != argc - 1)
 		diag_usage(optind == argc ? "no input file" : "exactly one input file expected");

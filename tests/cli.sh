@@ -42,7 +42,7 @@ check 2 "remat: unknown option '--frobnicate'
 $try" --frobnicate
 check 0 "" --budget 80gb
 check 0 "" --budget 80GIB
-check 0 "" --max-batch 1mib
+check 0 "" --max-batch 4mib
 check 2 "remat: --budget 80: a size needs a unit (e.g. 80GiB, 80GB, or 80B for bytes)
 $try" --budget 80
 check 3 "error: no schedule fits in 80 bytes; smallest peak found: 2816 bytes (0.00 GiB)" --budget 80B
