@@ -94,7 +94,10 @@ usage(FILE *f)
 	      "  --optimizer NAME       sgd momentum adagrad rmsprop lion adam adamw\n"
 	      "  --precision P          declared | mixed\n"
 	      "  --accumulate K         gradient accumulation steps (K divides the batch)\n"
-	      "  --max-batch SIZE       print the largest batch whose peak fits in SIZE\n"
+	      "  --max-batch [SIZE]     print the largest batch that fits, as --gpu's\n"
+	      "                         verdict judges (simulated reserved memory): in\n"
+	      "                         SIZE, or without SIZE on the --gpu card less\n"
+	      "                         --reserve\n"
 	      "  --json                 print the JSON report\n"
 	      "  --dump-ir              print every tensor after shape inference\n"
 	      "  -d PASS[,PASS...]      print the state after each PASS instead of the\n"
@@ -128,9 +131,10 @@ usage(FILE *f)
 	      "                         to count (default remat; pytorch: >= 2.4 on CUDA,\n"
 	      "                         pytorch-cpu: 1.13 on the CPU; docs/runtime-pytorch.md)\n"
 	      "  --graph-json           print the graph's ops and tensors as JSON\n"
-	      "  --gpu NAME             say whether the step fits on a card: A100-40GB\n"
-	      "                         A100-80GB H100-80GB H200 RTX4090 RTX3090 L4 T4\n"
-	      "                         V100-16GB V100-32GB\n"
+	      "  --gpu NAME|SIZE        say whether the step fits on a card: A100-40GB\n"
+	      "                         A100-80GB H100-80GB H200 H20 B200 RTX4090\n"
+	      "                         RTX3090 A6000 L40S L40 A10 L4 T4 V100-16GB\n"
+	      "                         V100-32GB, or a card of SIZE (e.g. 48GiB)\n"
 	      "  --reserve SIZE         memory the card keeps for the CUDA context and\n"
 	      "                         workspaces (default 1GiB)\n"
 	      "  --emit-torch FILE.py   write the plan as torch.utils.checkpoint wrapping\n"
@@ -562,7 +566,7 @@ check_pytorch(Options *o)
 	if (o->checkmate && (o->job.net.pytorch || o->gpu.preset || o->emit_torch || o->graph_json))
 		diag_usage("--runtime, --gpu, --emit-torch and --graph-json need a .net file, not --import");
 	if (o->gpu.reserve >= 0 && !o->gpu.preset)
-		diag_usage("--reserve needs --gpu NAME");
+		diag_usage("--reserve needs --gpu NAME|SIZE");
 	if (o->gpu.reserve < 0)
 		o->gpu.reserve = GPU_DEFAULT_RESERVE;
 	if (o->gpu.preset && o->gpu.reserve >= o->gpu.preset->bytes)
@@ -597,9 +601,11 @@ check_pictures(const Options *o)
 {
 	if (o->checkmate && (any_picture(o) || o->sweep))
 		diag_usage("--plot, --html, --trace, --memory-viz, --dot, --csv and --sweep need a .net file");
-	if (o->sweep && (o->json || o->out || (o->max_batch >= 0 && o->job.goal.budget >= 0) ||
+	if (o->sweep && (o->json || o->out ||
+	                 ((o->max_batch >= 0 || o->gpu.preset) && o->job.goal.budget >= 0) ||
 	                 o->html || o->trace || o->memviz || o->dot || o->csv))
-		diag_usage("--sweep prints a table and takes only --plot of the outputs, and one of --budget and --max-batch");
+		diag_usage("--sweep prints a table and takes only --plot of the outputs, and "
+		           "--budget or else --max-batch/--gpu for its last column");
 	if (o->max_batch >= 0 && !o->sweep && any_picture(o))
 		diag_usage("--max-batch prints one line and writes no file (--sweep charts the batch)");
 }
