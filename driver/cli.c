@@ -95,7 +95,10 @@ usage(FILE *f)
 	      "  --optimizer NAME       sgd momentum adagrad rmsprop lion adam adamw\n"
 	      "  --precision P          declared | mixed\n"
 	      "  --accumulate K         gradient accumulation steps (K divides the batch)\n"
-	      "  --max-batch SIZE       print the largest batch whose peak fits in SIZE\n"
+	      "  --max-batch [SIZE]     print the largest batch that fits, as --gpu's\n"
+	      "                         verdict judges (simulated reserved memory): in\n"
+	      "                         SIZE, or without SIZE on the --gpu card less\n"
+	      "                         --reserve\n"
 	      "  --json                 print the JSON report\n"
 	      "  --dump-ir              print every tensor after shape inference\n"
 	      "  -d PASS[,PASS...]      print the state after each PASS instead of the\n"
@@ -133,9 +136,10 @@ usage(FILE *f)
 	      "                         to count (default remat; pytorch: >= 2.4 on CUDA,\n"
 	      "                         pytorch-cpu: 1.13 on the CPU; docs/runtime-pytorch.md)\n"
 	      "  --graph-json           print the graph's ops and tensors as JSON\n"
-	      "  --gpu NAME             say whether the step fits on a card: A100-40GB\n"
-	      "                         A100-80GB H100-80GB H200 RTX4090 RTX3090 L4 T4\n"
-	      "                         V100-16GB V100-32GB\n"
+	      "  --gpu NAME|SIZE        say whether the step fits on a card: A100-40GB\n"
+	      "                         A100-80GB H100-80GB H200 H20 B200 RTX4090\n"
+	      "                         RTX3090 A6000 L40S L40 A10 L4 T4 V100-16GB\n"
+	      "                         V100-32GB, or a card of SIZE (e.g. 48GiB)\n"
 	      "  --reserve SIZE         memory the card keeps for the CUDA context and\n"
 	      "                         workspaces (default 1GiB)\n"
 	      "  --emit-torch FILE.py   write the plan as torch.utils.checkpoint wrapping\n"
@@ -281,6 +285,51 @@ parse_dumps(Options *o, char *arg)
 	}
 }
 
+/* --max-batch [SIZE]: a value that does not start with a digit is not
+ * its size but the next argument (`--max-batch --gpu L4`, `--max-batch
+ * FILE.net`; own says the value is a word of its own, not `=VALUE`),
+ * handed back to getopt; then the answer is for --gpu's card
+ * (check_pytorch). arg is NULL when --max-batch is the last word. */
+static void
+parse_max_batch(Options *o, const char *arg, bool own)
+{
+	if (arg && strchr("0123456789", arg[0]) && arg[0]) {
+		if ((o->max_batch = parse_size("--max-batch", arg, "80GiB")) == MAX_BATCH_CARD)
+			diag_usage("--max-batch %s: no batch fits in nothing", arg);
+		return;
+	}
+	if (arg && !own)
+		diag_usage("--max-batch=%s: a size, e.g. 80GiB (or no value: the --gpu card's)", arg);
+	if (arg)
+		optind--;       /* the next argument is not ours */
+	o->max_batch = MAX_BATCH_CARD;
+}
+
+/* --gpu NAME | SIZE: a preset, or a card of SIZE bytes (of unknown
+ * generation, GPU_SM_UNKNOWN). */
+static void
+parse_gpu(Options *o, char *arg)
+{
+	static GpuPreset sized;
+	char hint[96];
+	Suggest sg;
+
+	if ((o->gpu.preset = gpu_preset(arg)))
+		return;
+	if (strchr("0123456789", arg[0]) && arg[0]) {
+		sized = (GpuPreset){arg, parse_size("--gpu", arg, "48GiB"), GPU_SM_UNKNOWN};
+		if (!sized.bytes)
+			diag_usage("--gpu %s: a card needs some memory", arg);
+		o->gpu.preset = &sized;
+		return;
+	}
+	suggest_init(&sg, arg);
+	for (int i = 0; gpu_preset_at(i); i++)
+		suggest_add(&sg, gpu_preset_at(i)->name);
+	diag_usage("--gpu: unknown card '%s'%s (%s, or a size such as 48GiB)", arg,
+	           suggest_hint(&sg, hint, sizeof hint), gpu_preset_names());
+}
+
 static void
 parse_option(Options *o, int c, char *arg)
 {
@@ -368,9 +417,6 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_EXACT: o->job.goal.exact = true; break;
 	case OPT_VERIFY: o->job.verify = true; break;
-	case OPT_MAX_BATCH:
-		o->max_batch = parse_size("--max-batch", arg, "80GiB");
-		break;
 	case OPT_IMPORT:
 		if (strcmp(arg, "checkmate") && strcmp(arg, "onnx"))
 			diag_usage("--import: unknown format '%s' (checkmate or onnx)", arg);
@@ -398,10 +444,7 @@ parse_option(Options *o, int c, char *arg)
 		o->job.net.pytorch_cpu = !strcmp(arg, "pytorch-cpu");
 		break;
 	case OPT_GRAPH_JSON: o->graph_json = true; break;
-	case OPT_GPU:
-		if (!(o->gpu.preset = gpu_preset(arg)))
-			diag_usage("--gpu: unknown card '%s' (%s)", arg, gpu_preset_names());
-		break;
+	case OPT_GPU: parse_gpu(o, arg); break;
 	case OPT_EMIT_TORCH: o->emit_torch = arg; break;
 	case OPT_RESERVE:
 		o->gpu.reserve = parse_size("--reserve", arg, "1GiB, 800MB");
@@ -533,14 +576,24 @@ check_pytorch(Options *o)
 	if (o->checkmate && (o->job.net.pytorch || o->gpu.preset || o->emit_torch || o->graph_json))
 		diag_usage("--runtime, --gpu, --emit-torch and --graph-json need a .net file, not --import");
 	if (o->gpu.reserve >= 0 && !o->gpu.preset)
-		diag_usage("--reserve needs --gpu NAME");
+		diag_usage("--reserve needs --gpu NAME|SIZE");
 	if (o->gpu.reserve < 0)
 		o->gpu.reserve = GPU_DEFAULT_RESERVE;
 	if (o->gpu.preset && o->gpu.reserve >= o->gpu.preset->bytes)
 		diag_usage("--reserve: %lld bytes leave nothing of %s", (long long)o->gpu.reserve,
 		           o->gpu.preset->name);
-	if (o->gpu.preset && !gpu_alloc_conf(getenv("PYTORCH_CUDA_ALLOC_CONF"), &o->gpu.alloc,
-	                                     why, sizeof why))
+	if (o->max_batch == MAX_BATCH_CARD && !o->gpu.preset)
+		diag_usage("--max-batch needs a SIZE, or --gpu NAME|SIZE to answer for a card");
+	if (o->max_batch > 0 && o->gpu.preset && o->max_batch > gpu_usable(&o->gpu)) {
+		char b1[32], b2[32], b3[32], b4[32];
+		diag_usage("--max-batch %s: %s leaves %s for the step (%s less the --reserve of "
+		           "%s); leave out the size to ask for the card", report_size(o->max_batch, b1),
+		           o->gpu.preset->name, report_size(gpu_usable(&o->gpu), b2),
+		           report_size(o->gpu.preset->bytes, b3), report_size(o->gpu.reserve, b4));
+	}
+	/* what --max-batch and --sweep judge by is the verdict's model */
+	if ((o->gpu.preset || o->max_batch >= 0) &&
+	    !gpu_alloc_conf(getenv("PYTORCH_CUDA_ALLOC_CONF"), &o->gpu.alloc, why, sizeof why))
 		diag_usage("PYTORCH_CUDA_ALLOC_CONF: %s", why);
 	if (o->job.net.pytorch && o->out)
 		diag_usage("-o emits the remat runtime's program; it cannot run a --runtime pytorch plan");
@@ -558,9 +611,11 @@ check_pictures(const Options *o)
 {
 	if (o->checkmate && (any_picture(o) || o->sweep))
 		diag_usage("--plot, --html, --trace, --memory-viz, --dot, --csv and --sweep need a .net file");
-	if (o->sweep && (o->json || o->out || (o->max_batch >= 0 && o->job.goal.budget >= 0) ||
+	if (o->sweep && (o->json || o->out ||
+	                 ((o->max_batch >= 0 || o->gpu.preset) && o->job.goal.budget >= 0) ||
 	                 o->html || o->trace || o->memviz || o->dot || o->csv))
-		diag_usage("--sweep prints a table and takes only --plot of the outputs, and one of --budget and --max-batch");
+		diag_usage("--sweep prints a table and takes only --plot of the outputs, and "
+		           "--budget or else --max-batch/--gpu for its last column");
 	if (o->max_batch >= 0 && !o->sweep && any_picture(o))
 		diag_usage("--max-batch prints one line and writes no file (--sweep charts the batch)");
 }
@@ -583,9 +638,14 @@ cli_parse(Options *o, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":D:O:o:d:", long_options, NULL)) != -1) {
 		if (c == '?')
 			unknown_option(argv[optind - 1]);
-		if (c == ':')
+		if (c == ':' && optopt == OPT_MAX_BATCH)
+			parse_max_batch(o, NULL, false);
+		else if (c == ':')
 			diag_usage("option '%s' needs a value", argv[optind - 1]);
-		parse_option(o, c, optarg);
+		else if (c == OPT_MAX_BATCH)
+			parse_max_batch(o, optarg, optarg == argv[optind - 1]);
+		else
+			parse_option(o, c, optarg);
 	}
 	if (optind != argc - 1)
 		diag_usage(optind == argc ? "no input file" : "exactly one input file expected");

@@ -101,15 +101,28 @@ Status zero_table(const Job *job, FILE *out);
 int sweep_parse(const char *values, int64_t *out, int max, char *err, size_t n);
 /* --sweep NAME=VALUES: analyzes the job at each value and prints the table
  * on out, whose last column says whether each fits the goal's --budget,
- * or without one the --max-batch size (-1: no column); with plot, the
+ * or without one the card of --gpu or the --max-batch size as --max-batch
+ * judges them (fit_target; size -1: neither, no column); with plot, the
  * chart of the peaks through out_write. */
-Status sweep_run(const Job *job, const char *spec, int64_t size, const char *plot,
-                 FILE *out);
+Status sweep_run(const Job *job, const char *spec, const GpuCheck *gpu, int64_t size,
+                 const char *plot, FILE *out);
 
 /* ---------------------------------------------------------------- driver/max_batch.c */
-/* --max-batch: the largest batch whose peak fits in size, printed on out;
- * an is the analysis at the source's batch. ST_NO_FIT when none fits. */
-Status max_batch(const Job *job, int64_t size, const Analysis *an, FILE *out);
+/* What every batch question is judged by (gpu_fits): --gpu's card
+ * (gpu->preset set, size 0), that card with SIZE for tensors (size > 0),
+ * or without --gpu a card of SIZE bytes, no reserve, of unknown
+ * generation. g.preset points into the struct: it stays where it is made. */
+typedef struct FitTarget {
+	GpuCheck g;
+	GpuPreset card;
+	char name[32];
+} FitTarget;
+void fit_target(const GpuCheck *gpu, int64_t size, FitTarget *t);
+/* --max-batch: the largest batch that fits fit_target(gpu, size), printed
+ * on out; an is the analysis at the source's batch. ST_NO_FIT when none
+ * fits. */
+Status max_batch(const Job *job, const GpuCheck *gpu, int64_t size, const Analysis *an,
+                 FILE *out);
 
 /* ---------------------------------------------------------------- driver/cm_run.c */
 /* remat --import checkmate FILE.json: imports job->file, plans it for
@@ -174,13 +187,15 @@ typedef struct Options {
 	bool dot_backward;      /* --dot-backward: the backward ops too */
 	const char *sweep;      /* --sweep NAME=VALUES */
 	const char *times;      /* --times FILE.json: a program's measured times */
-	int64_t max_batch;      /* --max-batch SIZE, or -1 */
+	int64_t max_batch;      /* --max-batch SIZE, MAX_BATCH_CARD without a
+	                           size (the --gpu card's), or -1 */
 	ReportOptions report;   /* --top, --bytes */
 	GpuCheck gpu;           /* --gpu, --reserve; preset NULL: none */
 	/* flags given, for cli.c's checks */
 	bool level_set, prefetch_set, top_set, bytes_set, max_recompute_set;
 } Options;
 
+#define MAX_BATCH_CARD 0
 /* Reads argv into o; a usage error exits 2 with a message, --help and
  * --version exit 0. */
 void cli_parse(Options *o, int argc, char **argv);

@@ -113,7 +113,7 @@ write_ir(Run *r, const char *arg)
 static Status
 write_sweep(Run *r, const char *spec)
 {
-	return sweep_run(&r->o->job, spec, r->o->max_batch, r->o->plot, stdout);
+	return sweep_run(&r->o->job, spec, &r->o->gpu, r->o->max_batch, r->o->plot, stdout);
 }
 
 static Status
@@ -127,7 +127,7 @@ static Status
 write_max_batch(Run *r, const char *arg)
 {
 	(void)arg;
-	return max_batch(&r->o->job, r->o->max_batch, &r->an, stdout);
+	return max_batch(&r->o->job, &r->o->gpu, r->o->max_batch, &r->an, stdout);
 }
 
 /* -o: the generated program; with --stages, every stage analysed again. */

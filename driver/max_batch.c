@@ -1,6 +1,11 @@
-/* driver/max_batch.c -- `remat --max-batch SIZE`: the largest batch whose
- * peak fits in SIZE. Each probe is a whole analysis of a copy of the job
- * at one batch (analyze_probe; with --stages, the largest stage's peak),
+/* driver/max_batch.c -- `remat --max-batch [SIZE]`: the largest batch
+ * that fits, where "fits" is the --gpu verdict's test (report/gpu.c,
+ * gpu_fits: the caching allocator's reserved memory, simulated, within the
+ * card less its reserve). fit_target makes the card every way of asking
+ * judges by: --gpu's card, that card holding only SIZE for tensors, or
+ * without --gpu a card of SIZE with no reserve. --sweep's column uses it
+ * too. Each probe is a whole analysis of a copy of the job at one batch
+ * (analyze_probe; with --stages, the stage the reports describe),
  * searched by doubling then bisection over multiples of the accumulation
  * steps. Reads the Job and the analysis at the source's batch; writes one
  * line (and notes) on its stream. */
@@ -9,15 +14,35 @@
 
 #include "driver.h"
 
-/* Peak at batch b, or -1 when the analysis fails at that batch; then why[]
- * holds its first diagnostic line (the messages are not printed). */
+void
+fit_target(const GpuCheck *gpu, int64_t size, FitTarget *t)
+{
+	memset(t, 0, sizeof *t);
+	t->g = *gpu;
+	if (gpu->preset) {
+		t->card = *gpu->preset;
+		if (size > 0)   /* cli.c: within what the card leaves */
+			t->card.bytes = size + gpu->reserve;
+	} else {
+		report_size(size, t->name);
+		t->card = (GpuPreset){t->name, size, GPU_SM_UNKNOWN};
+		t->g.reserve = 0;
+	}
+	t->g.preset = &t->card;
+}
+
+/* Analyzes the job at batch b and judges it by t: *fits, and the reserved
+ * bytes, or -1 when the analysis fails at that batch; then why[] holds its
+ * first diagnostic line (the messages are not printed). */
 static int64_t
-peak_at(const Job *job, const char *bname, int64_t b, char *why, size_t nwhy)
+reserved_at(const Job *job, const FitTarget *t, const char *bname, int64_t b,
+            bool *fits, char *why, size_t nwhy)
 {
 	Job j = *job;
 	Arena a;
 	Analysis an;
-	int64_t peak;
+	GpuSim sim;
+	int64_t reserved = -1;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&text, &len);
@@ -26,7 +51,12 @@ peak_at(const Job *job, const char *bname, int64_t b, char *why, size_t nwhy)
 	progress_begin("--max-batch: analyzing %s=%lld", bname, (long long)b);
 	j.goal.budget = -1;
 	st = analyze_probe(&j, bname, b, mem, &an, &a);
-	peak = st == ST_OK ? an.ev.peak : -1;
+	*fits = false;
+	if (st == ST_OK) {
+		an.gpu = &t->g;
+		*fits = gpu_fits(&an, &sim);
+		reserved = sim.run.reserved;
+	}
 	ar_free(&a);
 	if (mem)
 		fclose(mem);
@@ -35,32 +65,51 @@ peak_at(const Job *job, const char *bname, int64_t b, char *why, size_t nwhy)
 		snprintf(why, nwhy, "%s, reported above",
 		         st == ST_INTERNAL ? "an internal error" : "an error");
 	free(text);
-	return peak;
+	return reserved;
 }
 
-/* The peak grows with the batch in every graph we know; probes that
- * contradict it are reported. A batch the analysis rejects (sizes past
- * 2^62 bytes, FLOPs past 2^63) bounds the search: the answer states it as
- * an upper limit. */
+/* "23.00 GiB (24696061952 bytes) on RTX4090 (24.00 GiB less a 1.00 GiB
+ * reserve)"; with a size, "20.00 GiB (21474836480 bytes) on RTX4090";
+ * without a card, "20.00 GiB (21474836480 bytes)". */
+static void
+limit_text(const FitTarget *t, const GpuCheck *gpu, int64_t size, char *buf, size_t n)
+{
+	char b1[32], b2[32], b3[32];
+	int64_t usable = gpu_usable(&t->g);
+	int k = snprintf(buf, n, "%s (%lld bytes)", report_size(usable, b1), (long long)usable);
+
+	if (gpu->preset && size > 0)
+		snprintf(buf + k, n - (size_t)k, " on %s", t->card.name);
+	else if (gpu->preset)
+		snprintf(buf + k, n - (size_t)k, " on %s (%s less a %s reserve)", t->card.name,
+		         report_size(t->card.bytes, b2), report_size(t->g.reserve, b3));
+}
+
+/* The reserved memory grows with the batch in every graph we know;
+ * probes that contradict it are reported. A batch the analysis rejects
+ * (sizes past 2^62 bytes, FLOPs past 2^63) bounds the search: the answer
+ * states it as an upper limit. */
 Status
-max_batch(const Job *job, int64_t size, const Analysis *an, FILE *out)
+max_batch(const Job *job, const GpuCheck *gpu, int64_t size, const Analysis *an, FILE *out)
 {
 	const char *bname = an->g.batch_dim;
 	int64_t step = an->g.settings.accumulate, lo = 0, hi, p, last = -1, failed = -1;
-	bool monotone = true;
-	char buf[32], why[512], firstwhy[512] = "";
+	bool monotone = true, fits;
+	char buf[32], limit[160], why[512], firstwhy[512] = "";
+	FitTarget t;
 
 	if (!bname) {
 		fprintf(stderr, "remat: --max-batch: %s declares no `batch` dimension\n", job->file);
 		return ST_ERROR;
 	}
+	fit_target(gpu, size, &t);
 	for (hi = step;; ) {
-		p = peak_at(job, bname, hi, why, sizeof why);
+		p = reserved_at(job, &t, bname, hi, &fits, why, sizeof why);
 		if (p < 0 && failed < 0) {
 			failed = hi;
 			snprintf(firstwhy, sizeof firstwhy, "%s", why);
 		}
-		if (p < 0 || p > size)
+		if (!fits)
 			break;
 		if (p < last)
 			monotone = false;
@@ -73,34 +122,38 @@ max_batch(const Job *job, int64_t size, const Analysis *an, FILE *out)
 	}
 	while (hi - lo > step) {
 		int64_t mid = lo + (hi - lo) / step / 2 * step;
-		p = peak_at(job, bname, mid, why, sizeof why);
+		p = reserved_at(job, &t, bname, mid, &fits, why, sizeof why);
 		if (p < 0 && (failed < 0 || mid < failed)) {
 			failed = mid;
 			snprintf(firstwhy, sizeof firstwhy, "%s", why);
 		}
-		if (p >= 0 && p <= size)
+		if (fits)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	p = peak_at(job, bname, lo ? lo : step, why, sizeof why);
+	p = reserved_at(job, &t, bname, lo ? lo : step, &fits, why, sizeof why);
 	progress_end();          /* before printing on the same terminal */
+	limit_text(&t, gpu, size, limit, sizeof limit);
 	if (lo == 0) {
 		if (failed == step) {   /* the analysis fails at the smallest batch */
 			fprintf(stderr, "remat: --max-batch: batch %lld cannot be analyzed: %s\n",
 			        (long long)step, firstwhy);
 			return ST_ERROR;
 		}
-		fprintf(out, "no batch fits in %s (%lld bytes): batch %lld needs %lld bytes\n",
-		        report_size(size, buf), (long long)size, (long long)step, (long long)p);
+		fprintf(out, "no batch fits in %s: batch %lld reserves %s (%lld bytes)\n",
+		        limit, (long long)step, report_size(p, buf), (long long)p);
 		return ST_NO_FIT;
 	}
-	fprintf(out, "max batch %s = %lld: peak %s (%lld bytes) fits in %lld bytes\n",
-	        bname, (long long)lo, report_size(p, buf), (long long)p, (long long)size);
+	fprintf(out, "max batch %s = %lld: reserved %s (%lld bytes, caching allocator, "
+	        "simulated) %s %s\n", bname, (long long)lo, report_size(p, buf), (long long)p,
+	        p <= gpu_usable(&t.g) ? "fits in" : "fits only by freeing cached segments in",
+	        limit);
 	if (failed >= 0 && failed == hi)
 		fprintf(out, "note: an upper limit: batch %lld cannot be analyzed (%s)\n",
 		        (long long)failed, firstwhy);
 	if (!monotone)
-		fprintf(out, "note: the peak was not monotone in the batch at the probed sizes\n");
+		fprintf(out, "note: the reserved memory was not monotone in the batch at the "
+		        "probed sizes\n");
 	return ST_OK;
 }

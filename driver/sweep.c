@@ -1,7 +1,9 @@
 /* driver/sweep.c -- --sweep NAME=VALUES: analyzes the program once
  * per value of a dim (or the batch) and prints a table of the -O0 peak,
- * the planned peak, the recompute and whether it fits the --budget or
- * --max-batch size; with --plot, a chart of the peaks against the value.
+ * the planned peak, the recompute and whether it fits the --budget, or
+ * else the card of --gpu / the --max-batch size as --max-batch judges it
+ * (fit_target and gpu_fits: the simulated reserved memory, which the table
+ * shows too); with --plot, a chart of the peaks against the value.
  *
  * VALUES is a comma-separated list of items, each a number or a range:
  *   A..B*K   A, A*K, A*K^2, ... up to B (K >= 2)
@@ -20,14 +22,17 @@ enum { SWEEP_MAX = 256 };
 
 typedef struct Row {
 	int64_t value, base, peak, recompute, forward;
-	bool fits;              /* the plan met the --budget (or fits the size) */
+	int64_t reserved;       /* simulated, when the column is a card's */
+	bool fits;              /* the plan met the --budget (or fits the card) */
 } Row;
 
 typedef struct Sweep {
 	const Job *job;
 	const char *name;       /* the swept dim or batch */
-	int64_t fit;            /* --budget or --max-batch size, or -1 */
+	int64_t fit;            /* --budget, or the card's usable bytes, or -1 */
 	bool fit_is_budget;
+	const FitTarget *card;  /* without --budget: what --max-batch judges by */
+	char fit_name[48];      /* the column's head: "fits RTX4090", "fits 4.00 GiB" */
 	Row r[SWEEP_MAX];
 	int n;
 } Sweep;
@@ -114,11 +119,16 @@ analyze_at(const Sweep *s, int64_t value, Row *r)
 
 	if (st == ST_OK || st == ST_NO_FIT) {
 		bool fits = st == ST_OK;
-		*r = (Row){value, an.base.peak, fits ? an.ev.peak : an.plan.peak,
-		           fits ? an.ev.recompute_cost : an.plan.recompute_cost,
-		           an.d.forward_cost, fits};
-		if (!s->fit_is_budget)
-			r->fits = s->fit < 0 || r->peak <= s->fit;
+		*r = (Row){.value = value, .base = an.base.peak,
+		           .peak = fits ? an.ev.peak : an.plan.peak,
+		           .recompute = fits ? an.ev.recompute_cost : an.plan.recompute_cost,
+		           .forward = an.d.forward_cost, .fits = fits};
+		if (s->card) {
+			GpuSim sim;
+			an.gpu = &s->card->g;
+			r->fits = gpu_fits(&an, &sim);
+			r->reserved = sim.run.reserved;
+		}
 		st = ST_OK;
 	}
 	ar_free(&a);
@@ -131,16 +141,18 @@ table(const Sweep *s, FILE *out)
 	const char *name = s->name;
 	const Row *r = s->r;
 	int n = s->n;
-	char b1[32], b2[32], fit[48];
+	char b1[32], b2[32];
 
-	snprintf(fit, sizeof fit, "fits %s", s->fit >= 0 ? report_size(s->fit, b1) : "");
 	fprintf(out, "sweep %s: %s, -O%d\n", name, s->job->file, s->job->goal.level);
-	fprintf(out, "%10s  %12s  %12s  %10s%s%s\n", name, "-O0 peak", "planned peak", "recompute",
-	        s->fit >= 0 ? "  " : "", s->fit >= 0 ? fit : "");
+	fprintf(out, "%10s  %12s  %12s  %10s%s%s%s%s\n", name, "-O0 peak", "planned peak",
+	        "recompute", s->card ? "  " : "", s->card ? "    reserved" : "",
+	        s->fit >= 0 ? "  " : "", s->fit_name);
 	for (int i = 0; i < n; i++) {
 		fprintf(out, "%10" PRId64 "  %12s  %12s  %9.1f%%", r[i].value,
 		        report_size(r[i].base, b1), report_size(r[i].peak, b2),
 		        r[i].forward ? 100.0 * (double)r[i].recompute / (double)r[i].forward : 0.0);
+		if (s->card)
+			fprintf(out, "  %12s", r[i].reserved ? report_size(r[i].reserved, b1) : "-");
 		if (s->fit >= 0)
 			fputs(r[i].fits ? "  yes" : "  no", out);
 		fputc('\n', out);
@@ -222,11 +234,13 @@ write_chart(FILE *f, const void *ctx)
 }
 
 Status
-sweep_run(const Job *job, const char *spec, int64_t size, const char *plot, FILE *out)
+sweep_run(const Job *job, const char *spec, const GpuCheck *gpu, int64_t size,
+          const char *plot, FILE *out)
 {
 	const char *eq = strchr(spec, '=');
 	int64_t vals[SWEEP_MAX];
 	Sweep s;
+	FitTarget card;
 	char err[160], *name;
 	Status st = ST_OK;
 
@@ -240,7 +254,17 @@ sweep_run(const Job *job, const char *spec, int64_t size, const char *plot, FILE
 	s.job = job;
 	s.name = name;
 	s.fit_is_budget = job->goal.budget >= 0;
-	s.fit = s.fit_is_budget ? job->goal.budget : size;
+	s.card = NULL;
+	s.fit = job->goal.budget;
+	if (!s.fit_is_budget && (gpu->preset || size > 0)) {
+		fit_target(gpu, size, &card);
+		s.card = &card;
+		s.fit = gpu_usable(&card.g);
+	}
+	s.fit_name[0] = 0;
+	if (s.fit >= 0)
+		snprintf(s.fit_name, sizeof s.fit_name, "fits %s", gpu->preset && size <= 0 && s.card
+		         ? card.card.name : report_size(s.fit, err));
 	for (int i = 0; i < s.n && !st; i++) {
 		progress_begin("--sweep: analyzing %s=%" PRId64 " (%d of %d)", name, vals[i], i + 1,
 		               s.n);

@@ -23,20 +23,33 @@
  *   A100 40/80GB: nvidia.com/en-us/data-center/a100/ (datasheet table)
  *   H100 80GB:    nvidia.com/en-us/data-center/h100/ (SXM and PCIe: 80GB)
  *   H200 141GB:   nvidia.com/en-us/data-center/h200/ (141GB HBM3e)
+ *   H20 96GB:     NVIDIA H20 product brief (96GB HBM3)
+ *   B200 180GB:   NVIDIA DGX B200 datasheet, nvidia.com/en-us/data-center/dgx-b200/
+ *                 (1,440GB of GPU memory for 8 GPUs: 180GB usable each of the
+ *                 192GB of HBM3e on the package)
  *   RTX 4090:     nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4090/ (24 GB GDDR6X)
  *   RTX 3090:     nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3090-3090ti/ (24 GB GDDR6X)
+ *   RTX A6000:    nvidia.com/en-us/design-visualization/rtx-a6000/ (48 GB GDDR6)
+ *   L40S:         nvidia.com/en-us/data-center/l40s/ (48GB GDDR6)
+ *   L40:          nvidia.com/en-us/data-center/l40/ (48 GB GDDR6)
+ *   A10:          nvidia.com/en-us/data-center/products/a10-gpu/ (24GB GDDR6)
  *   L4:           nvidia.com/en-us/data-center/l4/ (24GB)
  *   T4:           nvidia.com/en-us/data-center/tesla-t4/ (16 GB GDDR6)
  *   V100 16/32GB: nvidia.com/en-us/data-center/v100/ (datasheet: 16GB or 32GB HBM2)
- * Compute capabilities: developer.nvidia.com/cuda-gpus (A100 8.0, H100 and
- * H200 9.0, RTX 4090 and L4 8.9, RTX 3090 8.6, T4 7.5, V100 7.0). */
+ * Compute capabilities: developer.nvidia.com/cuda-gpus (A100 8.0, H100,
+ * H200 and H20 9.0, B200 10.0, RTX 4090, L40S, L40 and L4 8.9, RTX 3090,
+ * RTX A6000 and A10 8.6, T4 7.5, V100 7.0). docs/runtime-pytorch.md has
+ * the same table; --help and the unknown-card error list these names. */
 static const GpuPreset presets[] = {
 	{"A100-40GB", 40 * GIB, 80}, {"A100-80GB", 80 * GIB, 80},
 	{"H100-80GB", 80 * GIB, 90}, {"H200", 141 * GIB, 90},
+	{"H20", 96 * GIB, 90}, {"B200", 180 * GIB, 100},
 	{"RTX4090", 24 * GIB, 89}, {"RTX3090", 24 * GIB, 86},
-	{"L4", 24 * GIB, 89}, {"T4", 16 * GIB, 75}, {"V100-16GB", 16 * GIB, 70},
-	{"V100-32GB", 32 * GIB, 70},
+	{"A6000", 48 * GIB, 86}, {"L40S", 48 * GIB, 89}, {"L40", 48 * GIB, 89},
+	{"A10", 24 * GIB, 86}, {"L4", 24 * GIB, 89}, {"T4", 16 * GIB, 75},
+	{"V100-16GB", 16 * GIB, 70}, {"V100-32GB", 32 * GIB, 70},
 };
+enum { NPRESETS = sizeof presets / sizeof presets[0] };
 
 /* "a100-40", "A100-40GB", "rtx 4090", "RTX-4090": case and the separators
  * '-', ' ', '_' are ignored, and a trailing "GB" is optional. */
@@ -62,17 +75,36 @@ same_name(const char *a, const char *b)
 const GpuPreset *
 gpu_preset(const char *name)
 {
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+	for (size_t i = 0; i < NPRESETS; i++)
 		if (same_name(name, presets[i].name))
 			return &presets[i];
 	return NULL;
 }
 
+const GpuPreset *
+gpu_preset_at(int i)
+{
+	return i >= 0 && i < NPRESETS ? &presets[i] : NULL;
+}
+
+/* "A100-40GB A100-80GB ...": built from the table once, so that the
+ * messages cannot miss a card. */
 const char *
 gpu_preset_names(void)
 {
-	return "A100-40GB A100-80GB H100-80GB H200 RTX4090 RTX3090 L4 T4 "
-	       "V100-16GB V100-32GB";
+	static char names[NPRESETS * 12];
+
+	if (!names[0])
+		for (size_t i = 0; i < NPRESETS; i++)
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+			         i ? " " : "", presets[i].name);
+	return names;
+}
+
+int64_t
+gpu_usable(const GpuCheck *g)
+{
+	return g->preset->bytes - g->reserve;
 }
 
 /* cuBLAS's workspace per handle and stream, which PyTorch allocates
@@ -80,11 +112,12 @@ gpu_preset_names(void)
  * (aten/src/ATen/cuda/CublasHandlePool.cpp, parseChosenWorkspaceSize,
  * CUBLAS_WORKSPACE_CONFIG unset): 32 MiB on Hopper and Blackwell (compute
  * capability 9.x, 10.x, 12.x), else ":4096:2:16:8", 4096 KiB twice and
- * 16 KiB eight times. */
+ * 16 KiB eight times. A card given by its size (GPU_SM_UNKNOWN) gets the
+ * larger one: an answer that errs, errs on the side of fitting less. */
 static int64_t
 cublas_workspace(int sm)
 {
-	if (sm >= 90)
+	if (sm >= 90 || sm == GPU_SM_UNKNOWN)
 		return 32 * MIB;
 	return (4096 * 2 + 16 * 8) * (int64_t)1024;
 }
@@ -123,7 +156,7 @@ gpu_simulate(const Analysis *an, GpuSim *sim)
 	CaLazy lazy[2];
 	const Settings *st = &an->g.settings;
 	int nlazy = st->pytorch && !st->pytorch_cpu ? gemm_steps(an, g->preset->sm, lazy) : 0;
-	int64_t usable = g->preset->bytes - g->reserve;
+	int64_t usable = gpu_usable(g);
 
 	memset(sim, 0, sizeof *sim);
 	o.capacity = 0;
@@ -135,6 +168,13 @@ gpu_simulate(const Analysis *an, GpuSim *sim)
 		ca_replay(&an->d, &an->ev, &o, lazy, nlazy, &capped);
 		sim->fits_by_freeing = capped.ooms == 0;
 	}
+}
+
+bool
+gpu_fits(const Analysis *an, GpuSim *sim)
+{
+	gpu_simulate(an, sim);
+	return sim->fits || sim->fits_by_freeing;
 }
 
 /* PYTORCH_CUDA_ALLOC_CONF: "key:value" pairs split by commas. The
@@ -191,8 +231,7 @@ static void
 verdict(const Analysis *an, const GpuSim *sim, char *buf, size_t n)
 {
 	const GpuCheck *g = an->gpu;
-	int64_t usable = g->preset->bytes - g->reserve;
-	int64_t spare = usable - sim->run.reserved;
+	int64_t spare = gpu_usable(g) - sim->run.reserved;
 
 	if (spare >= 0)
 		snprintf(buf, n, "fits on %s with %.1f GiB to spare", g->preset->name,
@@ -213,7 +252,7 @@ gpu_report_human(const Analysis *an, FILE *out)
 	GpuSim sim;
 	char buf[32], v[160];
 
-	gpu_simulate(an, &sim);
+	gpu_fits(an, &sim);
 	verdict(an, &sim, v, sizeof v);
 	/* continues the "arena:" line; the caller ends the last one */
 	fprintf(out, "\n  allocated %s", report_size(an->ev.peak, buf));
@@ -231,8 +270,8 @@ gpu_report_json(const Analysis *an, FILE *out)
 	const GpuCheck *g = an->gpu;
 	GpuSim sim;
 	char v[160];
+	bool fits = gpu_fits(an, &sim);
 
-	gpu_simulate(an, &sim);
 	verdict(an, &sim, v, sizeof v);
 	fprintf(out, "  \"gpu\": {\"name\": \"%s\", \"total_bytes\": %" PRId64
 	        ", \"reserve_bytes\": %" PRId64 ", \"allocated_bytes\": %" PRId64
@@ -240,5 +279,5 @@ gpu_report_json(const Analysis *an, FILE *out)
 	        ", \"fits\": %s, \"verdict\": \"%s\"},\n",
 	        g->preset->name, g->preset->bytes, g->reserve, an->ev.peak,
 	        sim.run.true_peak, sim.run.reserved,
-	        sim.fits || sim.fits_by_freeing ? "true" : "false", v);
+	        fits ? "true" : "false", v);
 }

@@ -93,12 +93,16 @@ void report_json(const Analysis *an, FILE *out);
 
 /* ---------------------------------------------------------------- report/gpu.c */
 /* "Fits on my card": card presets, the schedule through the caching
- * allocator's model, and the verdict line (docs/runtime-pytorch.md). */
+ * allocator's model, and the verdict line (docs/runtime-pytorch.md).
+ * gpu_fits is the one test of "does the step fit" behind the verdict,
+ * --max-batch and --sweep's column. */
 typedef struct GpuPreset {
-	const char *name;       /* "H100-80GB" */
+	const char *name;       /* "H100-80GB", or a size as given ("48GiB") */
 	int64_t bytes;          /* total memory, vendor's figure */
-	int sm;                 /* compute capability, major * 10 + minor */
+	int sm;                 /* compute capability, major * 10 + minor, or
+	                           GPU_SM_UNKNOWN for a card given by its size */
 } GpuPreset;
+#define GPU_SM_UNKNOWN 0
 typedef struct GpuCheck {
 	const GpuPreset *preset;
 	int64_t reserve;        /* CUDA context and library workspaces */
@@ -106,7 +110,9 @@ typedef struct GpuCheck {
 } GpuCheck;
 #define GPU_DEFAULT_RESERVE ((int64_t)1 << 30)  /* 1 GiB */
 const GpuPreset *gpu_preset(const char *name);  /* NULL if unknown */
-const char *gpu_preset_names(void);
+const GpuPreset *gpu_preset_at(int i);  /* the i-th preset, NULL past the end */
+const char *gpu_preset_names(void);     /* "A100-40GB A100-80GB ..." */
+int64_t gpu_usable(const GpuCheck *g);  /* the card's memory less the reserve */
 /* Parses PYTORCH_CUDA_ALLOC_CONF's text into o; false + why when PyTorch
  * would refuse it. */
 bool gpu_alloc_conf(const char *conf, CaOptions *o, char *why, size_t n);
@@ -118,6 +124,9 @@ typedef struct GpuSim {
 	                           cached segments and retries) */
 } GpuSim;
 void gpu_simulate(const Analysis *an, GpuSim *sim);     /* an->gpu set */
+/* gpu_simulate, and whether the verdict says "fits" (with or without
+ * freeing cached segments). */
+bool gpu_fits(const Analysis *an, GpuSim *sim);
 void gpu_report_human(const Analysis *an, FILE *out);
 void gpu_report_json(const Analysis *an, FILE *out);
 

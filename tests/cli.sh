@@ -31,7 +31,7 @@ check() {   # check RC STDERR ARGS...
 	fi
 }
 try='Try '\''remat --help'\'' for more information.'
-echo "1..23"
+echo "1..28"
 check 2 "remat: unknown option '--bugdet' (did you mean '--budget'?)
 $try" --bugdet 1GiB
 check 2 "remat: unknown option '--max-recompte' (did you mean '--max-recompute'?)
@@ -42,7 +42,7 @@ check 2 "remat: unknown option '--frobnicate'
 $try" --frobnicate
 check 0 "" --budget 80gb
 check 0 "" --budget 80GIB
-check 0 "" --max-batch 1mib
+check 0 "" --max-batch 4mib
 check 2 "remat: --budget 80: a size needs a unit (e.g. 80GiB, 80GB, or 80B for bytes)
 $try" --budget 80
 check 3 "error: no schedule fits in 80 bytes; smallest peak found: 2816 bytes (0.00 GiB)" --budget 80B
@@ -70,6 +70,16 @@ PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:8
 check 2 "remat: PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb '8': a number of MiB above 20
 $try" --gpu T4
 unset PYTORCH_CUDA_ALLOC_CONF
+# --gpu: a preset (did you mean), or a size; --max-batch without a size
+# answers for --gpu's card (tests/one_answer.sh asks the rest)
+check 2 "remat: --gpu: unknown card 'A600' (did you mean 'A6000'?) (A100-40GB A100-80GB H100-80GB H200 H20 B200 RTX4090 RTX3090 A6000 L40S L40 A10 L4 T4 V100-16GB V100-32GB, or a size such as 48GiB)
+$try" --gpu A600
+check 0 "" --gpu 48gib
+check 2 "remat: --gpu 48: a size needs a unit (e.g. 48GiB, 48GB, or 48B for bytes)
+$try" --gpu 48
+check 2 "remat: --max-batch needs a SIZE, or --gpu NAME|SIZE to answer for a card
+$try" --max-batch
+check 0 "" --max-batch --gpu T4
 # --max-input caps the source (a stream such as /dev/zero never ends):
 # tiny.net is 858 bytes
 check 1 "examples/tiny.net: error: larger than 857 bytes, the input cap (--max-input SIZE raises it)" \

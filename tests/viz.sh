@@ -215,7 +215,7 @@ else
 fi
 
 # sweeps
-"$REMAT" examples/tiny.net --sweep B=2..32*2 --max-batch 3KiB --plot "$out/sweep.svg" >"$out/sweep.txt" 2>&1
+"$REMAT" examples/tiny.net --sweep B=2048..65536*2 --max-batch 4MiB --plot "$out/sweep.svg" >"$out/sweep.txt" 2>&1
 golden tiny-sweep.txt "$out/sweep.txt"
 golden tiny-sweep.svg "$out/sweep.svg"
 "$REMAT" examples/tiny.net --sweep B=4:12:4,16 >"$out/sweep2.txt" 2>&1

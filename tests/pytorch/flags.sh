@@ -27,7 +27,7 @@ usage_case() {
 	fi
 }
 usage_case "--runtime must be 'remat', 'pytorch' or 'pytorch-cpu'" --runtime jax examples/tiny.net
-usage_case "unknown card 'B200'" --gpu B200 examples/tiny.net
+usage_case "unknown card 'B300' (did you mean 'B200'?)" --gpu B300 examples/tiny.net
 usage_case "--reserve needs --gpu" --reserve 1GiB examples/tiny.net
 usage_case "cannot read size" --gpu T4 --reserve lots examples/tiny.net
 usage_case "leave nothing of T4" --gpu T4 --reserve 16GiB examples/tiny.net

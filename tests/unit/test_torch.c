@@ -147,6 +147,21 @@ test_gpu_presets(void **state)
 	assert_int_equal(gpu_preset("h200")->bytes, (int64_t)141 << 30);
 	assert_int_equal(gpu_preset("h200")->sm, 90);
 	assert_int_equal(gpu_preset("t4")->sm, 75);
+	/* issue 28's presets; B200 is the 180 GB NVIDIA lists as usable */
+	assert_int_equal(gpu_preset("A6000")->bytes, (int64_t)48 << 30);
+	assert_int_equal(gpu_preset("l40s")->bytes, (int64_t)48 << 30);
+	assert_int_equal(gpu_preset("L40")->sm, 89);
+	assert_int_equal(gpu_preset("a10")->bytes, (int64_t)24 << 30);
+	assert_int_equal(gpu_preset("a10")->sm, 86);
+	assert_int_equal(gpu_preset("H20")->bytes, (int64_t)96 << 30);
+	assert_int_equal(gpu_preset("b200")->bytes, (int64_t)180 << 30);
+	assert_int_equal(gpu_preset("B200")->sm, 100);
+	/* the names of the messages are the table's, every one found again */
+	for (int i = 0; gpu_preset_at(i); i++) {
+		assert_ptr_equal(gpu_preset(gpu_preset_at(i)->name), gpu_preset_at(i));
+		assert_non_null(strstr(gpu_preset_names(), gpu_preset_at(i)->name));
+	}
+	assert_null(gpu_preset_at(-1));
 	assert_null(gpu_preset("H2000"));
 	assert_null(gpu_preset("A100"));
 	assert_null(gpu_preset(""));
