@@ -129,8 +129,9 @@ typedef struct OutFile {
 	char *tmp;              /* the temporary file, or NULL */
 } OutFile;
 
-/* Whether out is the input file in (same device and inode: a symlink or
- * a hard link to it counts; in "-" is stdin's descriptor). */
+/* Whether out is the regular file that is the input in (same device and
+ * inode: a symlink or a hard link to it counts; in "-" is stdin's
+ * descriptor). */
 bool out_is_input(const char *out, const char *in);
 Status out_open(OutFile *o, const char *path);
 Status out_commit(OutFile *o);

@@ -103,16 +103,16 @@ final_target(const char *path)
 	return NULL;
 }
 
-/* The same file, not the same name: a symlink or a hard link to the input
- * is the input (st_dev and st_ino). Stdin as the input ("-") is compared
+/* The same regular file, not the same name: a symlink or a hard link to
+ * the input is the input (st_dev and st_ino). Stdin as the input ("-") is compared
  * through its descriptor, so `remat --html m.net - <m.net` is caught too. */
 bool
 out_is_input(const char *out, const char *in)
 {
 	struct stat so, si;
 
-	if (!strcmp(out, "-") || stat(out, &so))
-		return false;
+	if (!strcmp(out, "-") || stat(out, &so) || !S_ISREG(so.st_mode))
+		return false;       /* /dev/null as both stdin and output is fine */
 	if (!strcmp(in, "-") ? fstat(STDIN_FILENO, &si) : stat(in, &si))
 		return false;
 	return so.st_dev == si.st_dev && so.st_ino == si.st_ino;
@@ -151,9 +151,9 @@ out_open(OutFile *o, const char *path)
 	pending = o->tmp;
 	catch_signals(true);
 	fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-	/* a replaced file keeps its permissions */
+	/* a replaced file keeps its permission bits (not set-id ones) */
 	if (fd >= 0 && stat(o->target, &st) == 0)
-		fchmod(fd, st.st_mode & 07777);
+		fchmod(fd, st.st_mode & 0777);
 	if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
 		e = errno;
 		if (fd >= 0)

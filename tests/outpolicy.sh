@@ -184,6 +184,8 @@ check "--html - --plot -: a usage error" 2 "both ask for stdout"
 in=m.onnx insum=$(sum m.onnx)
 run "" m.onnx - --graph-json --import onnx --infer -Dbatch=2 --emit-net
 check "--emit-net - with --graph-json: a usage error" 2 "both print on stdout"
+run "" m.onnx - --import onnx --infer -Dbatch=2 --emit-net
+check "--emit-net -: the report names the text <stdin>, as remat - would" 0 "^remat <stdin>: infer"
 in=m.net insum=$(sum m.net)
 run "" m.net same.svg --html same.svg --plot
 check "--html F --plot F: a usage error" 2 "both write 'same.svg'"
@@ -191,6 +193,8 @@ check "--html F --plot F: a usage error" 2 "both write 'same.svg'"
 "$REMAT" --html m.net - <m.net >run.out 2>run.err
 rc=$?
 check "stdin is the input: --html onto its file is refused" 2 "refusing to overwrite"
+run "" m.net "" --html
+check "--html '': a usage error" 2 "the file name is empty"
 run "" m.net dropped.html --dump-ir --html
 check "--dump-ir --html F: a usage error, not a silent drop" 2 "--html has no effect with --dump-ir"
 run "" m.net dropped.html -d plan --html
