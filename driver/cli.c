@@ -147,7 +147,9 @@ usage(FILE *f)
 	      "\n"
 	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
 	      "(powers of 1000), B, or plain bytes (at least 1 MiB without a unit);\n"
-	      "units are case-blind. See remat(1) and docs/ in the source tree.\n"
+	      "units are case-blind. An output FILE '-' is stdout, and the report then\n"
+	      "goes to stderr; no output overwrites the input (remat(1), OUTPUT FILES).\n"
+	      "See remat(1) and docs/ in the source tree.\n"
 	      "Exit status: 0 ok, 1 errors in the input, 2 usage, 3 budget unmet,\n"
 	      "4 internal error.\n", f);
 }
