@@ -104,8 +104,9 @@ final_target(const char *path)
 }
 
 /* The same regular file, not the same name: a symlink or a hard link to
- * the input is the input (st_dev and st_ino). Stdin as the input ("-") is compared
- * through its descriptor, so `remat --html m.net - <m.net` is caught too. */
+ * the input is the input (st_dev and st_ino). Stdin as the input ("-") is
+ * compared through its descriptor, so `remat --html m.net - <m.net` is
+ * caught too. */
 bool
 out_is_input(const char *out, const char *in)
 {
