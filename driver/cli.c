@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "driver.h"
 
@@ -156,7 +157,9 @@ usage(FILE *f)
 	      "\n"
 	      "SIZE takes K M G T or KiB MiB GiB TiB (powers of 1024), KB MB GB TB\n"
 	      "(powers of 1000), B, or plain bytes (at least 1 MiB without a unit);\n"
-	      "units are case-blind. See remat(1) and docs/ in the source tree.\n"
+	      "units are case-blind. An output FILE '-' is stdout, and the report then\n"
+	      "goes to stderr; no output overwrites the input (remat(1), OUTPUT FILES).\n"
+	      "See remat(1) and docs/ in the source tree.\n"
 	      "Exit status: 0 ok, 1 errors in the input, 2 usage, 3 budget unmet,\n"
 	      "4 internal error.\n", f);
 }
@@ -534,8 +537,62 @@ check_modes(const Options *o)
 		if (flag)
 			diag_usage("%s has no effect with --max-batch", flag);
 	}
-	if (o->out && out_is_input(o->out, o->input))
-		diag_usage("-o '%s' is the input file; refusing to overwrite it", o->out);
+}
+
+/* Whether paths a and b name one regular file (an existing one by inode,
+ * a new one by name): two outputs into it would keep only the last. Two
+ * devices or FIFOs (/dev/null twice) are fine. */
+static bool
+same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+
+	if (ea && eb)
+		return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	return !ea && !eb && !strcmp(a, b);
+}
+
+/* The output policy's checks on the paths themselves, before any work:
+ * no output onto the input (nor a symlink or hard link to it), no two
+ * outputs into one file, and stdout carries one document. "-" as a file
+ * takes stdout, so the report moves to stderr (o->stdout_taken); the
+ * outputs that are themselves stdout documents cannot share it. */
+static void
+check_outputs(Options *o)
+{
+	const struct { const char *flag, *path; } files[] = {
+		{"-o", o->out}, {"--plot", o->plot}, {"--html", o->html},
+		{"--trace", o->trace}, {"--memory-viz", o->memviz}, {"--dot", o->dot},
+		{"--csv", o->csv}, {"--emit-torch", o->emit_torch},
+		{"--emit-net", o->onnx_opt.emit_net},
+	};
+	const char *dash = NULL;
+	const size_t n = sizeof files / sizeof files[0];
+
+	for (size_t i = 0; i < n; i++) {
+		const char *f = files[i].flag, *p = files[i].path;
+		if (!p)
+			continue;
+		if (!*p)
+			diag_usage("%s: the file name is empty", f);
+		if (out_is_input(p, o->input))
+			diag_usage("%s '%s' is the input file; refusing to overwrite it", f, p);
+		if (!strcmp(p, "-")) {
+			if (dash)
+				diag_usage("%s - and %s - both ask for stdout (it carries one document)",
+				           dash, f);
+			dash = f;
+			continue;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (files[j].path && strcmp(files[j].path, "-") && same_file(files[j].path, p))
+				diag_usage("%s and %s both write '%s'", files[j].flag, f, p);
+	}
+	if (dash && (o->graph_json || o->dump_ir || o->job.passes.dump))
+		diag_usage("%s - and %s both print on stdout (it carries one document)", dash,
+		           o->graph_json ? "--graph-json" : o->dump_ir ? "--dump-ir" : "-d");
+	o->stdout_taken = dash != NULL;
 }
 
 /* --ranks, --zero, --offload, --stages and their company. */
@@ -651,6 +708,7 @@ cli_parse(Options *o, int argc, char **argv)
 		diag_usage(optind == argc ? "no input file" : "exactly one input file expected");
 	o->input = argv[optind];
 	check_modes(o);
+	check_outputs(o);
 	if (!o->onnx && (o->onnx_opt.params || o->onnx_opt.loss || o->onnx_opt.emit_net))
 		diag_usage("--params, --loss and --emit-net need --import onnx");
 	if (o->job.goal.budget >= 0 && o->job.goal.level < 2)

@@ -131,8 +131,9 @@ Status max_batch(const Job *job, const GpuCheck *gpu, int64_t size, const Analys
 Status cm_run(const Job *job, bool json, FILE *out);
 
 /* ---------------------------------------------------------------- driver/outfile.c */
-/* Output files written safely (temporary file + rename for
- * regular files, in place for devices and pipes, "-" for stdout). Every
+/* The output policy (docs/limits.md, "Output files"): files written safely (temporary file
+ * + rename for regular files, symlinks followed; in place for devices and
+ * pipes; "-" for stdout; a signal ignored at start stays ignored). Every
  * function prints the reason of a failure and returns ST_ERROR. */
 typedef struct OutFile {
 	FILE *f;
@@ -141,7 +142,10 @@ typedef struct OutFile {
 	char *tmp;              /* the temporary file, or NULL */
 } OutFile;
 
-bool out_is_input(const char *out, const char *in); /* same inode */
+/* Whether out is the regular file that is the input in (same device and
+ * inode: a symlink or a hard link to it counts; in "-" is stdin's
+ * descriptor). */
+bool out_is_input(const char *out, const char *in);
 Status out_open(OutFile *o, const char *path);
 Status out_commit(OutFile *o);
 void out_abort(OutFile *o);     /* removes the temporary file */
@@ -184,6 +188,9 @@ typedef struct Options {
 	const char *out;        /* -o: generated CUDA C */
 	const char *emit_torch; /* --emit-torch FILE.py */
 	const char *plot, *html, *trace, *memviz, *dot, *csv;
+	bool stdout_taken;      /* an output file is "-": the report (human or
+	                           --json, or the --sweep, --zero-table or
+	                           --max-batch table) goes to stderr */
 	bool dot_backward;      /* --dot-backward: the backward ops too */
 	const char *sweep;      /* --sweep NAME=VALUES */
 	const char *times;      /* --times FILE.json: a program's measured times */

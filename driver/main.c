@@ -27,7 +27,8 @@ typedef struct Run {
 	const Source *src;
 	Analysis an;
 	Arena *a;
-	FILE *rep;      /* the report: stdout, or stderr when -o - takes stdout */
+	FILE *rep;      /* the report: stdout, or stderr when a file "-" takes
+	                   stdout (the output policy: one document on stdout) */
 	Measured measured;      /* --times */
 } Run;
 
@@ -113,21 +114,21 @@ write_ir(Run *r, const char *arg)
 static Status
 write_sweep(Run *r, const char *spec)
 {
-	return sweep_run(&r->o->job, spec, &r->o->gpu, r->o->max_batch, r->o->plot, stdout);
+	return sweep_run(&r->o->job, spec, &r->o->gpu, r->o->max_batch, r->o->plot, r->rep);
 }
 
 static Status
 write_zero_table(Run *r, const char *arg)
 {
 	(void)arg;
-	return zero_table(&r->o->job, stdout);
+	return zero_table(&r->o->job, r->rep);
 }
 
 static Status
 write_max_batch(Run *r, const char *arg)
 {
 	(void)arg;
-	return max_batch(&r->o->job, &r->o->gpu, r->o->max_batch, &r->an, stdout);
+	return max_batch(&r->o->job, &r->o->gpu, r->o->max_batch, &r->an, r->rep);
 }
 
 /* -o: the generated program; with --stages, every stage analysed again. */
@@ -242,6 +243,25 @@ write_asked(Run *r, Need n)
 	return ST_OK;
 }
 
+/* An output that stands alone ends the run: a file asked of an output
+ * after it would silently not be written, so asking for one is a usage
+ * error (--sweep writes its own --plot). */
+static void
+check_reached(const Options *o)
+{
+	for (int k = 0; k < OUT_COUNT; k++) {
+		if (!outputs[k].alone || !asked(o, k))
+			continue;
+		for (int j = k + 1; j < OUT_COUNT; j++) {
+			const char *arg = asked(o, j);
+			if (arg && *arg && !(k == OUT_SWEEP && j == OUT_PLOT))
+				diag_usage("%s has no effect with %s", outputs[j].option,
+				           outputs[k].option);
+		}
+		return;
+	}
+}
+
 /* Reads the whole file (or stdin for "-"), at most max bytes, into a
  * malloc'd text (the caller frees it unless source_drop did). */
 static Status
@@ -340,9 +360,9 @@ run_net(Options *o)
 {
 	Arena a, tree;
 	Source src = {NULL, NULL, 0, false};
-	/* with -o - the program is on stdout: the report goes to stderr */
-	Run r = {.o = o, .src = &src, .a = &a,
-	         .rep = o->out && !strcmp(o->out, "-") ? stderr : stdout};
+	/* with -o - (any file "-") that file is on stdout: the report goes to
+	 * stderr */
+	Run r = {.o = o, .src = &src, .a = &a, .rep = o->stdout_taken ? stderr : stdout};
 	Status st;
 
 	ar_init(&a);
@@ -404,6 +424,7 @@ main(int argc, char **argv)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cli_parse(&o, argc, argv);
+	check_reached(&o);
 	if (o.checkmate) {
 		o.job.file = o.input;
 		st = cm_run(&o.job, o.json, stdout);

@@ -1,14 +1,16 @@
-/* driver/outfile.c -- the one way remat writes an output file (-o,
+/* driver/outfile.c -- the one output policy: every file remat writes (-o,
  * --plot, --html, --trace, --memory-viz, --dot, --csv, --emit-torch,
- * --emit-net).
+ * --emit-net, --sweep's --plot) is opened here, and cli.c checks every
+ * output path with out_is_input before the run.
  * A regular file (or a new path) is written to a temporary file beside its
- * real target (symlinks followed) and renamed over it only once complete,
- * so an error leaves no partial file and the old one intact; SIGINT,
- * SIGTERM, SIGHUP and SIGPIPE remove the temporary file (the handler only
- * unlinks a path built beforehand). Devices, pipes and sockets
- * (/dev/null, /dev/full, a FIFO) are written in place, never replaced;
- * "-" is stdout. Writing onto the input file itself is refused. */
-#define _XOPEN_SOURCE 700     /* realpath */
+ * final target (symlinks followed, even a dangling one) and renamed over it
+ * only once complete, so an error leaves no partial file and the old one
+ * intact; SIGINT, SIGTERM, SIGHUP and SIGPIPE remove the temporary file (the
+ * handler only unlinks a path built beforehand), except a signal ignored
+ * when remat started (nohup), which stays ignored. Devices, pipes and
+ * sockets (/dev/null, /dev/full, a FIFO) are written in place, never
+ * replaced; "-" is stdout. */
+#define _XOPEN_SOURCE 700     /* readlink, lstat */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -33,36 +35,95 @@ on_signal(int sig)
 	raise(sig);
 }
 
+static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+static struct sigaction saved[sizeof caught / sizeof caught[0]];
+static bool installed[sizeof caught / sizeof caught[0]];
+
+/* Installs on_signal while a temporary file exists, and puts the previous
+ * handlers back after. A signal ignored at that point (nohup ignores
+ * SIGHUP, a shell may ignore SIGINT for a background job) keeps being
+ * ignored: the old handler is read first, and on_signal is not installed
+ * over SIG_IGN. */
 static void
 catch_signals(bool on)
 {
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on ? on_signal : SIG_DFL;
+	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaction(sigs[i], &sa, NULL);
+	for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++) {
+		if (!on) {
+			if (installed[i])
+				sigaction(caught[i], &saved[i], NULL);
+			installed[i] = false;
+		} else if (!installed[i] && !sigaction(caught[i], NULL, &saved[i]) &&
+		           saved[i].sa_handler != SIG_IGN) {
+			installed[i] = !sigaction(caught[i], &sa, NULL);
+		}
+	}
 }
 
+/* The file that path names once its symlinks are followed, a dangling
+ * one's missing target included (malloc'd): the temporary file goes beside
+ * it and is renamed onto it, so a link stays a link. NULL and errno on a
+ * loop or an unreadable link. */
+static char *
+final_target(const char *path)
+{
+	size_t len = strlen(path);
+	char *p = memcpy(xmalloc(len + 1), path, len + 1);
+
+	for (int hops = 0; hops < 40; hops++) {     /* Linux's own limit */
+		char link[PATH_MAX];
+		struct stat st;
+		const char *slash;
+		size_t dir;
+		ssize_t n;
+		char *q;
+
+		if (lstat(p, &st) || !S_ISLNK(st.st_mode))
+			return p;
+		if ((n = readlink(p, link, sizeof link - 1)) < 0) {
+			free(p);
+			return NULL;
+		}
+		link[n] = 0;
+		/* a relative link is relative to the directory that holds it */
+		slash = strrchr(p, '/');
+		dir = link[0] == '/' || !slash ? 0 : (size_t)(slash - p) + 1;
+		q = xmalloc(dir + (size_t)n + 1);
+		memcpy(q, p, dir);
+		memcpy(q + dir, link, (size_t)n + 1);
+		free(p);
+		p = q;
+	}
+	free(p);
+	errno = ELOOP;
+	return NULL;
+}
+
+/* The same regular file, not the same name: a symlink or a hard link to
+ * the input is the input (st_dev and st_ino). Stdin as the input ("-") is
+ * compared through its descriptor, so `remat --html m.net - <m.net` is
+ * caught too. */
 bool
 out_is_input(const char *out, const char *in)
 {
 	struct stat so, si;
 
-	if (!strcmp(out, "-") || !strcmp(in, "-"))
+	if (!strcmp(out, "-") || stat(out, &so) || !S_ISREG(so.st_mode))
+		return false;       /* /dev/null as both stdin and output is fine */
+	if (!strcmp(in, "-") ? fstat(STDIN_FILENO, &si) : stat(in, &si))
 		return false;
-	return stat(out, &so) == 0 && stat(in, &si) == 0 && so.st_dev == si.st_dev &&
-	       so.st_ino == si.st_ino;
+	return so.st_dev == si.st_dev && so.st_ino == si.st_ino;
 }
 
 Status
 out_open(OutFile *o, const char *path)
 {
 	struct stat st;
-	char *real;
-	int fd;
+	int fd, e;
 
 	memset(o, 0, sizeof *o);
 	o->path = path;
@@ -70,21 +131,32 @@ out_open(OutFile *o, const char *path)
 		o->f = stdout;
 		return ST_OK;
 	}
+	/* a device, a FIFO, a socket: written in place, never replaced (a
+	 * directory fails here: "Is a directory") */
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		if (!(o->f = fopen(path, "w")))
 			goto fail;
 		return ST_OK;
 	}
-	/* the real target: a symlink is written through, not replaced */
-	real = realpath(path, NULL);
-	o->target = real ? real : strcpy(xmalloc(strlen(path) + 1), path);
+	if (!(o->target = final_target(path)))
+		goto fail;
+	/* a file we could not write in place is not replaced either */
+	if (stat(o->target, &st) == 0 && access(o->target, W_OK)) {
+		e = errno;
+		out_abort(o);
+		errno = e;
+		goto fail;
+	}
 	o->tmp = xmalloc(strlen(o->target) + 32);
 	sprintf(o->tmp, "%s.tmp%ld", o->target, (long)getpid());
 	pending = o->tmp;
 	catch_signals(true);
 	fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+	/* a replaced file keeps its permission bits (not set-id ones) */
+	if (fd >= 0 && stat(o->target, &st) == 0)
+		fchmod(fd, st.st_mode & 0777);
 	if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
-		int e = errno;
+		e = errno;
 		if (fd >= 0)
 			close(fd);
 		out_abort(o);

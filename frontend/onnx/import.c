@@ -734,8 +734,10 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	note_inference(&I);
 	assemble(&I, m, &text);
 	/* named as --emit-net's file, so that reports on the import and on
-	 * that file are the same bytes */
-	out->name = o->emit_net ? o->emit_net : ar_printf(a, "%s.net", name);
+	 * that file are the same bytes ("<stdin>" for "-": the name remat
+	 * gives the text when it is piped back in) */
+	out->name = !o->emit_net ? ar_printf(a, "%s.net", name)
+	            : strcmp(o->emit_net, "-") ? o->emit_net : "<stdin>";
 	out->text = ar_strndup(a, text.s, text.n);
 	out->len = text.n;
 	out->reread = false;    /* the text is generated, not the file */
