@@ -162,7 +162,7 @@ bad = "\"</script>*/\"\"\"\x01\x1b]]>\nparam injected : f32[9];\n"
 m = model([node("Relu", ["x"], ["r"], name="/a" + bad + "blocks.0/Relu"),
            node("Relu", ["r"], ["y"], name="/a" + bad + "blocks.1/Relu")],
           [value_info("x", FLOAT, [2, 4])], [value_info("y", FLOAT, [2, 4])],
-          producer="p" + bad)
+          producer=("p" + bad).encode() + b"caf\xe9")
 open(sys.argv[2], "wb").write(m)
 EOF
 	if "$REMAT" --import onnx --infer --emit-net "$out/h.net" "$out/h.onnx" >/dev/null 2>"$out/onnx.err"; then

@@ -283,19 +283,30 @@ esc_c_comment(Arena *a, const char *s)
 	return b;
 }
 
+/* The bytes of the character at s that esc_line keeps, or 0: printable
+ * ASCII and valid UTF-8 stay, control bytes and invalid UTF-8 do not. */
+static size_t
+line_char(const char *s)
+{
+	size_t n = utf8_len(s);
+
+	return n == 1 && ((unsigned char)*s < ' ' || *s == 0x7f) ? 0 : n;
+}
+
 const char *
 esc_line(Arena *a, const char *s)
 {
 	const char *p = s;
-	char *t;
+	char *t, *q;
+	size_t n;
 
-	while (*p && (unsigned char)*p >= ' ' && *p != 0x7f)
-		p++;
+	while (*p && (n = line_char(p)) > 0)
+		p += n;
 	if (!*p)
 		return s;       /* the common case: no copy */
 	t = ar_strdup(a, s);
-	for (char *q = t + (p - s); *q; q++)
-		if ((unsigned char)*q < ' ' || *q == 0x7f)
+	for (q = t + (p - s); *q; q += n ? n : 1)
+		if ((n = line_char(q)) == 0)
 			*q = '?';
 	return t;
 }

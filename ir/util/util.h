@@ -211,8 +211,8 @@ void py_put_str(FILE *out, const char *s);
  * (non-printable bytes as '?', "*" "/" and "/" "*" split). In arena a. */
 const char *esc_c_str(Arena *a, const char *s);
 const char *esc_c_comment(Arena *a, const char *s);
-/* s on one line, for a '#' comment of .net or a message: control bytes
- * as '?'. s itself when it has none, else a copy in a. */
+/* s on one line of UTF-8, for a '#' comment of .net: control bytes and
+ * invalid UTF-8 bytes as '?'. s itself when it has none, else a copy in a. */
 const char *esc_line(Arena *a, const char *s);
 
 /* ---------------------------------------------------------------- ir/util/json_read.c */

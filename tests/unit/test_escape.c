@@ -111,6 +111,7 @@ test_c(void **state)
 	assert_string_equal(esc_c_comment(&a, "x*/ int y; /*z\n\xe9"), "x* / int y; / *z??");
 	assert_string_equal(esc_line(&a, "p\nparam q;\x7f"), "p?param q;?");
 	assert_string_equal(esc_line(&a, "plain"), "plain");
+	assert_string_equal(esc_line(&a, "caf\xe9 \xc3\xa9\x1b"), "caf? \xc3\xa9?");
 	ar_free(&a);
 }
 
