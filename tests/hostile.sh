@@ -19,13 +19,14 @@ PY=$(command -v python3 || true)
 XMLLINT=$(command -v xmllint || true)
 DOT=$(command -v dot || true)
 i=0
-ok() { i=$((i + 1)); echo "ok $i - $1"; }
-notok() { i=$((i + 1)); echo "not ok $i - $1"; }
-skip() { i=$((i + 1)); echo "ok $i - $1 # SKIP $2"; }
-check() { # check LABEL CMD...: ok when CMD succeeds
+say() { i=$((i + 1)); echo "$1 $i - $2"; }      # say "ok"|"not ok" LABEL
+skip() { say ok "$1 # SKIP $2"; }
+check() { # check LABEL CMD...: ok when CMD succeeds, else its output
 	label=$1
 	shift
-	if "$@" >"$out/check.log" 2>&1; then ok "$label"; else notok "$label"; sed 's/^/# /' "$out/check.log" | head -20; fi
+	if "$@" >"$out/check.log" 2>&1; then say ok "$label"; return; fi
+	say "not ok" "$label"
+	sed 's/^/# /' "$out/check.log" | head -20
 }
 
 # The checkers, in Python: each reads one file and fails loudly.
@@ -77,9 +78,9 @@ writers() { # writers NAME INPUT [remat flags...]
 	   "$REMAT" "$@" -o "$d/p.cu" --emit-torch "$d/p.py" --html "$d/p.html" --plot "$d/p.svg" \
 	            --trace "$d/t.json" --memory-viz "$d/m.pickle" --dot "$d/p.dot" --csv "$d/p.csv" \
 	            "$in" >"$d/human" 2>>"$d/err"; then
-		ok "$name: every writer runs"
+		say ok "$name: every writer runs"
 	else
-		notok "$name: every writer runs"; sed 's/^/# /' "$d/err" | head -5
+		say "not ok" "$name: every writer runs"; sed 's/^/# /' "$d/err" | head -5
 		return
 	fi
 	if [ -z "$PY" ]; then
@@ -126,7 +127,7 @@ for p in "q\"uote'd,x.net" "new${nl}line.net" "c*/ int injected; /*x/t.net" \
 	mkdir -p "$(dirname "$T/$p")"
 	cp "$SRCDIR/examples/tiny.net" "$T/$p"
 	writers "path$n" "$T/$p"
-	[ -e "$out/PWNED" ] && notok "path$n: a name ran a command"
+	[ -e "$out/PWNED" ] && say "not ok" "path$n: a name ran a command"
 done
 
 # A Checkmate graph whose graph and node names are hostile (--json only).
@@ -140,14 +141,14 @@ if "$REMAT" --import checkmate --json "$out/cm.json" >"$out/cm.out" 2>"$out/cm.e
 	if [ -n "$PY" ]; then check "checkmate: --json is strict UTF-8 JSON" py json "$out/cm.out"
 	else skip "checkmate: --json parses" "no python3"; fi
 else
-	notok "checkmate: --json runs"; sed 's/^/# /' "$out/cm.err" | head -5
+	say "not ok" "checkmate: --json runs"; sed 's/^/# /' "$out/cm.err" | head -5
 fi
 cp "$out/cm.json" "$T/${latin1}\"<script>.json"
 if "$REMAT" --import checkmate --json "$T/${latin1}\"<script>.json" >"$out/cm2.out" 2>"$out/cm.err" &&
    [ -n "$PY" ]; then
 	check "checkmate: a Latin-1 path in --json is strict UTF-8" py json "$out/cm2.out"
 else
-	notok "checkmate: hostile path"; sed 's/^/# /' "$out/cm.err" | head -5
+	say "not ok" "checkmate: hostile path"; sed 's/^/# /' "$out/cm.err" | head -5
 fi
 
 # An ONNX model whose node names and producer are hostile,
@@ -168,16 +169,16 @@ EOF
 	if "$REMAT" --import onnx --infer --emit-net "$out/h.net" "$out/h.onnx" >/dev/null 2>"$out/onnx.err"; then
 		if ! grep -q '^param' "$out/h.net" && py text "$out/h.net" &&
 		   "$REMAT" --infer "$out/h.net" | grep -q '^parameters: 0 elements'; then
-			ok "onnx: hostile names stay in the comments of --emit-net"
+			say ok "onnx: hostile names stay in the comments of --emit-net"
 		else
-			notok "onnx: --emit-net injected"; sed 's/^/# /' "$out/h.net" | head -8
+			say "not ok" "onnx: --emit-net injected"; sed 's/^/# /' "$out/h.net" | head -8
 		fi
 		writers onnx "$out/h.net" --infer
 	else
-		notok "onnx: hostile names import"; sed 's/^/# /' "$out/onnx.err" | head -5
+		say "not ok" "onnx: hostile names import"; sed 's/^/# /' "$out/onnx.err" | head -5
 	fi
 else
 	skip "onnx: hostile names" "no python3"
 fi
-[ -e "$out/PWNED" ] && notok "a name ran a command"
+[ -e "$out/PWNED" ] && say "not ok" "a name ran a command"
 echo "1..$i"

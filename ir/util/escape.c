@@ -245,17 +245,28 @@ py_put_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-const char *
-esc_c_str(Arena *a, const char *s)
+/* C text: in a string literal, quotes, backslashes, '?' (no trigraph)
+ * and bytes outside printable ASCII escaped, in octal where needed; in a
+ * comment, those bytes as '?' and neither "*" "/" (the end) nor "/" "*"
+ * (-Wcomment). A comment holds no line end, so a trigraph "??/" splices
+ * nothing. */
+static const char *
+c_text(Arena *a, const char *s, bool comment)
 {
 	size_t n = strlen(s);
 	char *b = ar_alloc(a, 4 * n + 1), *q = b;
 
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\')
+		bool odd = c < ' ' || c >= 127;
+
+		if (comment) {
+			*q++ = odd ? '?' : (char)c;
+			if ((c == '*' && s[i + 1] == '/') || (c == '/' && s[i + 1] == '*'))
+				*q++ = ' ';
+		} else if (c == '"' || c == '\\')
 			q += sprintf(q, "\\%c", c);
-		else if (c < ' ' || c >= 127 || c == '?')  /* '?': no trigraph */
+		else if (odd || c == '?')
 			q += sprintf(q, "\\%03o", c);
 		else
 			*q++ = (char)c;
@@ -265,22 +276,15 @@ esc_c_str(Arena *a, const char *s)
 }
 
 const char *
+esc_c_str(Arena *a, const char *s)
+{
+	return c_text(a, s, false);
+}
+
+const char *
 esc_c_comment(Arena *a, const char *s)
 {
-	size_t n = strlen(s);
-	char *b = ar_alloc(a, 2 * n + 1), *q = b;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		*q++ = c < ' ' || c >= 127 ? '?' : (char)c;
-		/* neither "*" "/" (the end) nor "/" "*" (-Wcomment); the
-		 * comment holds no line end, so a trigraph "??/" splices
-		 * nothing */
-		if ((c == '*' && s[i + 1] == '/') || (c == '/' && s[i + 1] == '*'))
-			*q++ = ' ';
-	}
-	*q = 0;
-	return b;
+	return c_text(a, s, true);
 }
 
 /* The bytes of the character at s that esc_line keeps, or 0: printable
