@@ -46,57 +46,47 @@ test_utf8(void **state)
 	assert_int_equal(utf8_len(""), 0);
 }
 
+/* One case of a writer: what it makes of in. */
+typedef struct Case {
+	void (*put)(FILE *, const char *);
+	const char *in, *want;
+} Case;
+
+static const Case cases[] = {
+	/* JSON: quotes, backslashes, control bytes; invalid UTF-8 as U+FFFD */
+	{json_put_str, "a\"b\\c\n\x01</x>", "\"a\\\"b\\\\c\\u000a\\u0001</x>\""},
+	{json_put_str, "caf\xe9 \xc3\xa9", "\"caf\\ufffd \xc3\xa9\""},
+	/* in a <script> CDATA: no "</", no "]]>" */
+	{json_put_script_str, "</script>]]>&", "\"\\u003c/script\\u003e]]\\u003e\\u0026\""},
+	/* XML: entities; tab and LF kept, CR as a reference; other control
+	 * bytes, U+FFFE and invalid UTF-8 as U+FFFD */
+	{esc_xml, "<a href=\"x\">&'</a>", "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;"},
+	{esc_xml, "a\tb\nc\rd\x01" "e\xe9\xef\xbf\xbe\xc3\xa9",
+	 "a\tb\nc&#13;d\xef\xbf\xbd" "e\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9"},
+	/* DOT: no \N expands, a newline is the label's */
+	{dot_put_str, "a\"b\\N\nc\x02\xe9", "\"a\\\"b\\\\N\\nc\xef\xbf\xbd\xef\xbf\xbd\""},
+	/* CSV: RFC 4180 quoting, no formula */
+	{csv_put_field, "plain name", "plain name"},
+	{csv_put_field, "a,b", "\"a,b\""},
+	{csv_put_field, "say \"hi\"\r\n", "\"say \"\"hi\"\"\r\n\""},
+	{csv_put_field, "=HYPERLINK(1)", "\"'=HYPERLINK(1)\""},
+	{csv_put_field, "-x", "\"'-x\""},
+	{csv_put_field, "@x", "\"'@x\""},
+	{csv_put_field, "caf\xe9", "\"caf\xef\xbf\xbd\""},
+	{csv_put_field, "", ""},
+	/* Python: no end of the docstring, no \N{...}; surrogateescape */
+	{py_put_str, "\"\"\"'\\N{x}\n\x01\x7f\xe9\xc3\xa9",
+	 "\"\\\"\\\"\\\"\\'\\\\N{x}\\n\\x01\\x7f\\udce9\xc3\xa9\""},
+};
+
 static void
-test_json(void **state)
+test_writers(void **state)
 {
 	(void)state;
-	assert_string_equal(run(json_put_str, "a\"b\\c\n\x01</x>"),
-	                    "\"a\\\"b\\\\c\\u000a\\u0001</x>\"");
-	assert_string_equal(run(json_put_str, "caf\xe9 \xc3\xa9"), "\"caf\\ufffd \xc3\xa9\"");
-	assert_string_equal(run(json_put_script_str, "</script>]]>&"),
-	                    "\"\\u003c/script\\u003e]]\\u003e\\u0026\"");
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+		assert_string_equal(run(cases[k].put, cases[k].in), cases[k].want);
 	assert_int_equal(json_plain_len("abc\"d"), 3);
 	assert_int_equal(json_plain_len("ab\xc3\xa9"), 2);
-}
-
-static void
-test_xml(void **state)
-{
-	(void)state;
-	assert_string_equal(run(esc_xml, "<a href=\"x\">&'</a>"),
-	                    "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
-	assert_string_equal(run(esc_xml, "a\tb\nc\rd\x01" "e\xe9\xef\xbf\xbe\xc3\xa9"),
-	                    "a\tb\nc&#13;d\xef\xbf\xbd" "e\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9");
-}
-
-static void
-test_dot(void **state)
-{
-	(void)state;
-	assert_string_equal(run(dot_put_str, "a\"b\\N\nc\x02\xe9"),
-	                    "\"a\\\"b\\\\N\\nc\xef\xbf\xbd\xef\xbf\xbd\"");
-}
-
-static void
-test_csv(void **state)
-{
-	(void)state;
-	assert_string_equal(run(csv_put_field, "plain name"), "plain name");
-	assert_string_equal(run(csv_put_field, "a,b"), "\"a,b\"");
-	assert_string_equal(run(csv_put_field, "say \"hi\"\r\n"), "\"say \"\"hi\"\"\r\n\"");
-	assert_string_equal(run(csv_put_field, "=HYPERLINK(1)"), "\"'=HYPERLINK(1)\"");
-	assert_string_equal(run(csv_put_field, "-x"), "\"'-x\"");
-	assert_string_equal(run(csv_put_field, "@x"), "\"'@x\"");
-	assert_string_equal(run(csv_put_field, "caf\xe9"), "\"caf\xef\xbf\xbd\"");
-	assert_string_equal(run(csv_put_field, ""), "");
-}
-
-static void
-test_python(void **state)
-{
-	(void)state;
-	assert_string_equal(run(py_put_str, "\"\"\"'\\N{x}\n\x01\x7f\xe9\xc3\xa9"),
-	                    "\"\\\"\\\"\\\"\\'\\\\N{x}\\n\\x01\\x7f\\udce9\xc3\xa9\"");
 }
 
 static void
@@ -120,11 +110,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8),
-		cmocka_unit_test(test_json),
-		cmocka_unit_test(test_xml),
-		cmocka_unit_test(test_dot),
-		cmocka_unit_test(test_csv),
-		cmocka_unit_test(test_python),
+		cmocka_unit_test(test_writers),
 		cmocka_unit_test(test_c),
 	};
 	return cmocka_run_group_tests_name("escape", tests, NULL, NULL);
