@@ -97,6 +97,11 @@ writers() { # writers NAME INPUT [remat flags...]
 	check "$name: -o compiles, nothing injected" c_ok "$d/p.cu"
 	if [ -n "$XMLLINT" ]; then
 		check "$name: --plot is XML" "$XMLLINT" --noout "$d/p.svg"
+		# the sweep's title holds the path too (tiny.net's batch B)
+		if grep -q '^batch B' "$in"; then
+			check "$name: --sweep --plot runs" "$REMAT" "$@" --sweep B=1,2 --plot "$d/sweep.svg" "$in"
+			check "$name: --sweep --plot is XML" "$XMLLINT" --noout "$d/sweep.svg"
+		fi
 		check "$name: --html is XML" "$XMLLINT" --noout "$d/p.html"
 		check "$name: --html is HTML" "$XMLLINT" --html --noout "$d/p.html"
 	else
