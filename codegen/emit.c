@@ -173,43 +173,17 @@ emit_begin(Em *e, int i, int64_t tb)
 	    (long long)(e->ev->temp_offset ? e->ev->temp_offset[i] : -1));
 }
 
-/* s made safe inside a C comment: control and non-ASCII bytes become '?',
- * and "*" never meets "/" (a path may hold "*" "/" or a newline). */
+/* s inside a C comment, and as the body of a C string literal. */
 static const char *
 cmt(Em *e, const char *s)
 {
-	size_t n = strlen(s);
-	char *b = ar_alloc(&e->refs, 2 * n + 1), *q = b;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		*q++ = c < ' ' || c >= 127 ? '?' : (char)c;
-		if (c == '*' && s[i + 1] == '/')
-			*q++ = ' ';
-	}
-	*q = 0;
-	return b;
+	return esc_c_comment(&e->refs, s);
 }
 
-/* s as the body of a C string literal (quotes, backslashes and
- * non-printable bytes escaped in octal). */
 static const char *
 str(Em *e, const char *s)
 {
-	size_t n = strlen(s);
-	char *b = ar_alloc(&e->refs, 4 * n + 1), *q = b;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\')
-			q += sprintf(q, "\\%c", c);
-		else if (c < ' ' || c >= 127 || c == '?')
-			q += sprintf(q, "\\%03o", c);
-		else
-			*q++ = (char)c;
-	}
-	*q = 0;
-	return b;
+	return esc_c_str(&e->refs, s);
 }
 
 static const Tensor *
@@ -886,7 +860,8 @@ emit_backward(Em *e, const Op *o, int *next, const int64_t *toff)
 				e->cur[ac->tensor] = k;
 				continue;
 			}
-			out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, e->d->t[ac->tensor].name);
+			out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k,
+			    cmt(e, e->d->t[ac->tensor].name));
 			snprintf(dst, sizeof dst, "D[%d]", k);
 		}
 		for (int q = e->qhead[a]; q >= 0; q = qnext[q]) {
@@ -1155,8 +1130,8 @@ emit_step(Em *e, int i)
 	e->node = nd;
 	e->step = i;
 	ir_assert(tb == ev_temp(e->ev, i));
-	out(e, "\t/* step %d: %s %s (%s) */\n", i, step_kind_name(e->ev->kind[i]), nd->name,
-	    o->kind == OP_CUSTOM ? o->p->custom->name : ir_optab[o->kind].name);
+	out(e, "\t/* step %d: %s %s (%s) */\n", i, step_kind_name(e->ev->kind[i]), cmt(e, nd->name),
+	    cmt(e, o->kind == OP_CUSTOM ? o->p->custom->name : ir_optab[o->kind].name));
 	emit_begin(e, i, tb);
 	for (int j = 0; j < nd->nout; j++) {
 		int k = next++, t = nd->out[j];
@@ -1172,7 +1147,7 @@ emit_step(Em *e, int i)
 			emit_view(e, o, oj, k, src);
 		} else {
 			e->cur[t] = k;
-			out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, dt->name);
+			out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, cmt(e, dt->name));
 		}
 	}
 	if (nd->is_backward)
@@ -1358,7 +1333,7 @@ emit_tables(Em *e)
 		else
 			emit_shape(e, inst_dtype(e, in->tensor), ten(e, e->d->t[in->tensor].ir_tensor));
 		out(e, ", %lld, %lld},  /* %d: %s, steps %d..%d */\n", (long long)in->owned,
-		    (long long)ev_offset(ev, k), k, e->d->t[in->tensor].name, in->start, e->end[k]);
+		    (long long)ev_offset(ev, k), k, cmt(e, e->d->t[in->tensor].name), in->start, e->end[k]);
 	}
 	out(e, "\t{0, 0, {0}, 0, -1}\n};\n");
 	out(e, "\nstatic const RtInst rt_par[%d] = {\n", e->nparam + 1);
@@ -1367,7 +1342,7 @@ emit_tables(Em *e)
 		out(e, "\t");
 		emit_shape(e, t->dtype, t);
 		out(e, ", %lld, %lld},  /* %d: %s */\n", (long long)t->bytes,
-		    (long long)e->par_off[p], p, t->id);
+		    (long long)e->par_off[p], p, cmt(e, t->id));
 	}
 	out(e, "\t{0, 0, {0}, 0, -1}\n};\n");
 	out(e, "\nstatic RtT D[%d], P[%d];\n", ev->ninst + 1, e->nparam + 1);
@@ -1438,7 +1413,7 @@ emit_prologue(Em *e)
 			out(e, "\trt_alloc(%lld, %lld);  /* %s of %s */\n",
 			    (long long)d->persistent_buf[i], (long long)e->ev->persistent_offset[i],
 			    d->persistent_cat[i] == CAT_MASTER ? "master copy" : "optimizer state",
-			    t->id);
+			    cmt(e, t->id));
 		}
 	}
 	for (int k = 0; k < e->ev->step_prod[1]; k++) {
@@ -1452,7 +1427,7 @@ emit_prologue(Em *e)
 			out(e, "\trt_init(D[%d], rt_dkey(\"%s\"), %lld);\n", k, str(e, dt->name),
 			    (long long)e->range[dt->ir_tensor]);
 		else
-			out(e, "\trt_fill(D[%d], 0);  /* %s */\n", k, dt->name);
+			out(e, "\trt_fill(D[%d], 0);  /* %s */\n", k, cmt(e, dt->name));
 	}
 	out(e, "}\n");
 }

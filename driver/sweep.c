@@ -177,10 +177,11 @@ polyline(FILE *f, const Sweep *c, const VizAxis *x, const VizAxis *y, bool base,
 	for (int i = 0; i < c->n; i++) {
 		char b[32];
 		int64_t v = base ? c->r[i].base : c->r[i].peak;
-		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>%s=%" PRId64
-		        ": %s %s</title></circle>\n", viz_map(x, i), viz_map(y, (double)v),
-		        base ? "#222" : "#e15759", c->name, c->r[i].value, base ? "-O0 peak" : "planned peak",
-		        report_size(v, b));
+		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>",
+		        viz_map(x, i), viz_map(y, (double)v), base ? "#222" : "#e15759");
+		esc_xml(f, c->name);
+		fprintf(f, "=%" PRId64 ": %s %s</title></circle>\n", c->r[i].value,
+		        base ? "-O0 peak" : "planned peak", report_size(v, b));
 	}
 }
 
@@ -203,7 +204,7 @@ write_chart(FILE *f, const void *ctx)
 	         c->job->goal.level);
 	viz_svg_begin(f, 900, 460, title, true);
 	fputs("<text x=\"16\" y=\"26\" font-size=\"16\" font-weight=\"bold\">", f);
-	viz_xml(f, title);
+	esc_xml(f, title);
 	fputs("</text>\n", f);
 	viz_svg_yaxis(f, &y, 80, 700);
 	fprintf(f, "<line x1=\"80\" y1=\"400\" x2=\"700\" y2=\"400\" stroke=\"#333\"/>\n");
@@ -212,7 +213,7 @@ write_chart(FILE *f, const void *ctx)
 			fprintf(f, "<text x=\"%.1f\" y=\"418\" text-anchor=\"middle\">%" PRId64 "</text>\n",
 			        viz_map(&x, i), c->r[i].value);
 	fprintf(f, "<text x=\"390\" y=\"442\" text-anchor=\"middle\">");
-	viz_xml(f, c->name);
+	esc_xml(f, c->name);
 	fputs("</text>\n", f);
 	polyline(f, c, &x, &y, true, "stroke=\"#222\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"");
 	if (c->job->goal.level > 0 || c->job->goal.budget >= 0)

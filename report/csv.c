@@ -5,27 +5,6 @@
 
 #include "report.h"
 
-/* An op name as a CSV field: quoted when it holds a comma or a quote. */
-static void
-put_field(FILE *f, const char *s)
-{
-	bool quote = false;
-
-	for (const char *p = s; *p; p++)
-		quote |= *p == ',' || *p == '"' || *p == '\n';
-	if (!quote) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 int
 viz_write_csv(FILE *f, const void *ctx)
 {
@@ -43,7 +22,7 @@ viz_write_csv(FILE *f, const void *ctx)
 	viz_cursor_init(&c, &an->d, &an->ev, &a);
 	while ((s = viz_cursor_step(&c, cat)) >= 0) {
 		fprintf(f, "%d,%s,", s, step_kind_name(an->ev.kind[s]));
-		put_field(f, an->d.node[an->plan.sched.step[s]].name);
+		csv_put_field(f, an->d.node[an->plan.sched.step[s]].name);
 		fprintf(f, ",%d", viz_step_line(an, s));
 		for (int k = 0; k < CAT_COUNT; k++)
 			fprintf(f, ",%" PRId64, cat[k]);

@@ -23,22 +23,6 @@ typedef struct Dot {
 	Arena *a;
 } Dot;
 
-static void
-put_quoted(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '\n') {
-			fputs("\\n", f);
-			continue;
-		}
-		if (*s == '"' || *s == '\\')
-			fputc('\\', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static MemCat
 ir_cat(const Dot *D, int t)
 {
@@ -65,7 +49,7 @@ tensor_node(Dot *D, int t)
 	D->drawn[t] = true;
 	fprintf(D->f, "  t%d [label=", t);
 	ir_shape_str(x, shape, sizeof shape);
-	put_quoted(D->f, ar_printf(D->a, "%s\n%s%s %s%s%s%s", x->id, dtype_name(x->dtype), shape,
+	dot_put_str(D->f, ar_printf(D->a, "%s\n%s%s %s%s%s%s", x->id, dtype_name(x->dtype), shape,
 	           report_size(x->bytes, size), x->saved ? "\nsaved" : "",
 	           st & VIZ_KEPT ? ", kept" : "", st & VIZ_RECOMPUTED ? ", recomputed" : ""));
 	fprintf(D->f, ", fillcolor=\"%s\", width=%.2f, height=%.2f", viz_cat_color(ir_cat(D, t)),
@@ -101,7 +85,7 @@ forward(Dot *D)
 	for (int o = 0; o < g->nop; o++) {
 		const Op *op = &g->op[o];
 		fprintf(D->f, "  f%d [shape=box, style=\"rounded,filled\", fillcolor=\"#f4f4f4\", label=", o);
-		put_quoted(D->f, ar_printf(D->a, "%s = %s\nline %d", g->t[op->out[0]].id, ir_tensor_op(g, op->out[0]),
+		dot_put_str(D->f, ar_printf(D->a, "%s = %s\nline %d", g->t[op->out[0]].id, ir_tensor_op(g, op->out[0]),
 		                           ir_op_loc(g, op).line));
 		fputs("];\n", D->f);
 		for (int i = 0; i < op->nin; i++)
@@ -123,7 +107,7 @@ backward(Dot *D)
 		if (!n->is_backward)
 			continue;
 		fprintf(D->f, "  b%d [shape=box, style=\"rounded,filled\", fillcolor=\"#e9e2f3\", label=", v);
-		put_quoted(D->f, ar_printf(D->a, "backward %s", n->name));
+		dot_put_str(D->f, ar_printf(D->a, "backward %s", n->name));
 		fputs("];\n", D->f);
 		for (int i = 0; i < n->nin; i++)
 			if (d->t[n->in[i]].ir_tensor >= 0)
@@ -169,7 +153,7 @@ viz_write_dot(FILE *f, const void *ctx)
 	D.status = viz_tensor_status(an, &a);
 	fputs("digraph remat {\n  rankdir=TB;\n  node [fontname=\"sans-serif\", fontsize=10, "
 	      "style=filled];\n  edge [color=\"#666666\"];\n  label=", f);
-	put_quoted(f, viz_settings(an, &a));
+	dot_put_str(f, viz_settings(an, &a));
 	fputs(";\n  labelloc=t;\n", f);
 	legend(f);
 	forward(&D);

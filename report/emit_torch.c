@@ -625,10 +625,10 @@ put_policy(FILE *f, const Analysis *an, const TorchPlan *tp, int r, const bool *
 			fprintf(f, "        # %s (%s): remat keeps it, but it cannot be cached "
 			        "selectively (%s): recomputed with the call\n", id, kind, why);
 		fputs("        (", f);
-		json_put_str(f, id);
+		py_put_str(f, id);
 		fputs(", ", f);
 		if (ap.cls)
-			json_put_str(f, ap.cls);
+			py_put_str(f, ap.cls);
 		else
 			fputs("None", f);
 		fprintf(f, ", %s),\n", keep[o] ? "MUST_SAVE" : "PREFER_RECOMPUTE");
@@ -774,11 +774,14 @@ write_py(FILE *f, const Analysis *an, const TorchPlan *tp, const Figures *fg)
 {
 	const Graph *g = &an->g;
 
-	fprintf(f, "\"\"\"Checkpoint plan for %s, written by remat --emit-torch.\n\n"
+	/* the path, escaped, cannot end the docstring nor hold a bad escape */
+	fputs("\"\"\"Checkpoint plan for ", f);
+	py_put_body(f, g->file);
+	fprintf(f, ", written by remat --emit-torch.\n\n"
 	        "Wrap each def call named in CHECKPOINT with checkpoint_call(); the\n"
 	        "step then peaks at PREDICTED_PEAK bytes under PyTorch eager\n"
 	        "(remat --runtime %s accounting), for the PyTorch that imports this.\n\"\"\"\n\n",
-	        g->file, g->settings.pytorch_cpu ? "pytorch-cpu" : "pytorch");
+	        g->settings.pytorch_cpu ? "pytorch-cpu" : "pytorch");
 	fputs("MUST_SAVE = \"must_save\"\nPREFER_RECOMPUTE = \"prefer_recompute\"\n", f);
 	fprintf(f, "# CHECKPOINT recomputed whole, PyTorch >= 2.1 (the recompute stops after\n"
 	        "# a call's last saved tensor), and PyTorch 1.13 (it reruns the whole call)\n"

@@ -26,22 +26,6 @@ static const char css[] =
 	"font-size:12px;pointer-events:none;box-shadow:2px 2px 6px #0003;min-width:220px}"
 	".muted{color:#777}.names{font-family:monospace;font-size:12px}";
 
-/* A string inside a JS string literal in CDATA: no '<', '>', quotes. */
-static void
-js_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 static void
 size_td(FILE *f, int64_t bytes)
 {
@@ -64,7 +48,7 @@ summary(const Analysis *an, FILE *f)
 	fprintf(f, "<td>at step %d of %d: %s ", ev->peak_step, ev->nsteps,
 	        ev->nsteps ? step_kind_name(ev->kind[ev->peak_step]) : "");
 	if (ev->nsteps)
-		viz_xml(f, an->d.node[an->plan.sched.step[ev->peak_step]].name);
+		esc_xml(f, an->d.node[an->plan.sched.step[ev->peak_step]].name);
 	fprintf(f, " (line %d)</td></tr>", ev->nsteps ? viz_step_line(an, ev->peak_step) : 0);
 	fputs("<tr><th>-O0 peak</th>", f);
 	size_td(f, an->base.peak);
@@ -104,7 +88,7 @@ points_js(const Analysis *an, const VizTimeline *tl, FILE *f)
 		const VizPoint *p = &tl->p[b];
 		fprintf(f, "%s\n[%d,%d,%d,\"%s\",", b ? "," : "", p->lo, p->hi, p->step,
 		        step_kind_name(an->ev.kind[p->step]));
-		js_str(f, an->d.node[an->plan.sched.step[p->step]].name);
+		json_put_script_str(f, an->d.node[an->plan.sched.step[p->step]].name);
 		fprintf(f, ",%d,%" PRId64 ",%" PRId64 ",[", viz_step_line(an, p->step), p->total, p->base);
 		for (int c = 0; c < CAT_COUNT; c++)
 			fprintf(f, "%s%" PRId64, c ? "," : "", p->cat[c]);
@@ -112,7 +96,7 @@ points_js(const Analysis *an, const VizTimeline *tl, FILE *f)
 		for (int j = 0; j < tl->ntop && p->top[j] >= 0; j++) {
 			const Instance *in = &an->ev.inst[p->top[j]];
 			fputs(j ? ",[" : "[", f);
-			js_str(f, an->d.t[in->tensor].name);
+			json_put_script_str(f, an->d.t[in->tensor].name);
 			fprintf(f, ",%" PRId64 ",%d,%d]", in->owned, viz_tensor_line(an, in->tensor),
 			        (int)an->d.t[in->tensor].cat);
 		}
@@ -189,13 +173,13 @@ peak_tensors(const Analysis *an, FILE *f)
 		const DagTensor *dt = &an->d.t[in->tensor];
 		const Tensor *t = dt->ir_tensor >= 0 ? &an->g.t[dt->ir_tensor] : NULL;
 		fputs("<tr><td>", f);
-		viz_xml(f, dt->name);
+		esc_xml(f, dt->name);
 		fputs("</td><td>", f);
-		viz_xml(f, t ? ir_tensor_op(&an->g, dt->ir_tensor) : "");
+		esc_xml(f, t ? ir_tensor_op(&an->g, dt->ir_tensor) : "");
 		fputs("</td><td>", f);
 		if (t) {
 			fputs(dtype_name(t->dtype), f);
-			viz_xml(f, ir_shape_str(t, shape, sizeof shape));
+			esc_xml(f, ir_shape_str(t, shape, sizeof shape));
 		}
 		fputs("</td>", f);
 		size_td(f, in->owned);
@@ -323,7 +307,7 @@ names(const Analysis *an, int t, const int *next, const unsigned char *st, int w
 		if (!(st[t] & want) || n++ >= LIST_MAX)
 			continue;
 		fputs(n > 1 ? ", " : "", f);
-		viz_xml(f, an->d.t[t].name);
+		esc_xml(f, an->d.t[t].name);
 	}
 	if (n > LIST_MAX)
 		fprintf(f, " ... (%d in all)", n);
@@ -415,9 +399,9 @@ viz_write_html(FILE *f, const void *ctx)
 	title = viz_settings(an, &a);
 	fputs("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\"><head>"
 	      "<meta charset=\"utf-8\"/><title>remat: ", f);
-	viz_xml(f, title);
+	esc_xml(f, title);
 	fprintf(f, "</title><style>%s</style></head><body>\n<h1>remat: ", css);
-	viz_xml(f, title);
+	esc_xml(f, title);
 	fputs("</h1>\n", f);
 	summary(an, f);
 	timeline(an, f, &a);

@@ -192,29 +192,17 @@ o_puts(Out *o, const char *s)
 /* A string literal: its length is known, so the copy is inlined. */
 #define O_LIT(o, s) o_write((o), "" s, sizeof(s) - 1)
 
-/* As put_escaped. */
+/* The body of a JSON string: what needs no escape straight into the
+ * buffer, the rest through esc_json. */
 static void
 o_escaped(Out *o, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
+	size_t n = json_plain_len(s);
 
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		const unsigned char *q = p;
-		while (*q >= 0x20 && *q != '"' && *q != '\\')
-			q++;
-		if (q > p) {    /* a run that needs no escapes */
-			o_write(o, (const char *)p, (size_t)(q - p));
-			p = q - 1;
-			continue;
-		}
-		if (*p == '"' || *p == '\\') {
-			o_putc(o, '\\');
-			o_putc(o, (char)*p);
-		} else {        /* a control character */
-			O_LIT(o, "\\u00");
-			o_putc(o, hex[*p >> 4]);
-			o_putc(o, hex[*p & 15]);
-		}
+	o_write(o, s, n);
+	if (s[n]) {
+		o_flush(o);
+		esc_json(o->f, s + n);
 	}
 }
 

@@ -242,8 +242,6 @@ double viz_map(const VizAxis *ax, double v);
 void viz_svg_begin(FILE *f, int w, int h, const char *title, bool prolog);
 void viz_svg_yaxis(FILE *f, const VizAxis *y, double x0, double x1);
 void viz_svg_xaxis(FILE *f, const VizAxis *x, double y0, const char *label);
-/* Writes s escaped for XML text or attributes. */
-void viz_xml(FILE *f, const char *s);
 const char *viz_cat_color(MemCat c);
 
 /* ---------------------------------------------------------------- the writers */

@@ -26,22 +26,6 @@ viz_cat_color(MemCat c)
 	return cat_colors[c];
 }
 
-void
-viz_xml(FILE *f, const char *s)
-{
-	for (; *s; s++)
-		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&#39;", f); break;
-		default:
-			if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
-				fputc(*s, f);
-		}
-}
-
 double
 viz_map(const VizAxis *ax, double v)
 {
@@ -68,7 +52,7 @@ viz_svg_begin(FILE *f, int w, int h, const char *title, bool prolog)
 	        "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n",
 	        w, h, w, h);
 	fputs("<title>", f);
-	viz_xml(f, title);
+	esc_xml(f, title);
 	fputs("</title>\n", f);
 	fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
 }
@@ -116,7 +100,7 @@ viz_svg_xaxis(FILE *f, const VizAxis *x, double y0, const char *label)
 	}
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", (x->px0 + x->px1) / 2,
 	        y0 + 36);
-	viz_xml(f, label);
+	esc_xml(f, label);
 	fputs("</text>\n", f);
 }
 
@@ -218,7 +202,7 @@ legend_row(FILE *f, int *y, const char *color, const char *dash, const char *lab
 		fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"%s\" "
 		        "stroke=\"#0003\"/>\n", x, *y, color);
 	fprintf(f, "<text x=\"%d\" y=\"%d\">", x + 20, *y + 9);
-	viz_xml(f, label);
+	esc_xml(f, label);
 	fputs("</text>\n", f);
 	*y += 16;
 }
@@ -264,7 +248,7 @@ peak_mark(const Analysis *an, const VizAxis *x, const VizAxis *y, FILE *f, int t
 	        report_size(ev->peak, buf));
 	fprintf(f, "<text x=\"%d\" y=\"%d\">step %d: %s ", tx, ty + 16, ps,
 	        step_kind_name(ev->kind[ps]));
-	viz_xml(f, an->d.node[an->plan.sched.step[ps]].name);
+	esc_xml(f, an->d.node[an->plan.sched.step[ps]].name);
 	fprintf(f, "</text>\n<text x=\"%d\" y=\"%d\">line %d; largest live:</text>\n", tx, ty + 32,
 	        viz_step_line(an, ps));
 	for (int i = 0; i < n; i++) {
@@ -274,7 +258,7 @@ peak_mark(const Analysis *an, const VizAxis *x, const VizAxis *y, FILE *f, int t
 		snprintf(name, sizeof name, "%s", an->d.t[in->tensor].name);
 		if (strlen(name) > 26)
 			strcpy(name + 24, "..");  /* the box is 230 pixels wide */
-		viz_xml(f, name);
+		esc_xml(f, name);
 		fprintf(f, " %s</text>\n", report_size(in->owned, buf));
 	}
 	fputs("</g>\n", f);
@@ -287,7 +271,7 @@ titles(const Analysis *an, FILE *f, Arena *a)
 	char p[32], b[32];
 
 	fputs("<text x=\"16\" y=\"24\" font-size=\"16\" font-weight=\"bold\">", f);
-	viz_xml(f, viz_settings(an, a));
+	esc_xml(f, viz_settings(an, a));
 	fputs("</text>\n<text x=\"16\" y=\"44\" fill=\"#444\">", f);
 	fprintf(f, "memory over one training step: peak %s at step %d of %d", report_size(an->ev.peak, p),
 	        an->ev.peak_step, an->ev.nsteps);

@@ -15,8 +15,9 @@
 
 #include "onnx_int.h"
 
-/* Writes s to f with control bytes as '?': a name's newline must not
- * start a line of its own in the message. */
+/* Writes s to f with control bytes as '?', as esc_line, but without an
+ * allocation: ox_fail may report that memory ran out. A name's newline
+ * must not start a line of its own in the message. */
 static void
 put_clean(FILE *f, const char *s)
 {
@@ -27,19 +28,7 @@ put_clean(FILE *f, const char *s)
 const char *
 ox_clean(Imp *I, const char *s)
 {
-	char *t;
-
-	if (!s)
-		return "";
-	for (const char *p = s; *p; p++)
-		if ((unsigned char)*p < ' ' || *p == 0x7f) {
-			t = ar_strdup(I->a, s);
-			for (char *q = t + (p - s); *q; q++)
-				if ((unsigned char)*q < ' ' || *q == 0x7f)
-					*q = '?';
-			return t;
-		}
-	return s;
+	return s ? esc_line(I->a, s) : "";
 }
 
 _Noreturn void

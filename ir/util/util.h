@@ -1,7 +1,7 @@
 /* ir/util/util.h -- the support module: what every layer uses and that
  * knows no tensors. Arenas (arena.c), diagnostics with source locations
- * (diag.c), a monotonic clock (clock.c), a JSON string writer
- * (json_write.c) and a small JSON reader (json_read.c).
+ * (diag.c), a monotonic clock (clock.c), the escapers of every output
+ * language (escape.c) and a small JSON reader (json_read.c).
  */
 #ifndef REMAT_UTIL_H
 #define REMAT_UTIL_H
@@ -184,10 +184,36 @@ const char *suggest_hint(const Suggest *s, char *buf, size_t n);
 
 double util_now(void);                  /* monotonic clock, in seconds */
 
-/* ---------------------------------------------------------------- ir/util/json_write.c */
+/* ---------------------------------------------------------------- ir/util/escape.c */
 
-/* Writes s as a JSON string literal, quotes included. */
-void json_put_str(FILE *out, const char *s);
+/* Every writer puts a name or a path through one of these (the rules per
+ * output: docs/limits.md, "Names and paths in the outputs"). Where the
+ * output is UTF-8, an invalid byte becomes U+FFFD. */
+size_t utf8_len(const char *s);         /* bytes of the valid UTF-8 char at s, or 0 */
+void json_put_str(FILE *out, const char *s);        /* "s", JSON */
+void esc_json(FILE *out, const char *s);            /* a JSON string's body */
+/* The bytes at the start of s that esc_json writes as they are (for a
+ * writer with a buffer of its own: copy those, esc_json the rest). */
+size_t json_plain_len(const char *s);
+/* "s", JSON that may sit in an HTML <script> or CDATA: '<', '>' and '&'
+ * as \u003c, \u003e, \u0026 too, so neither "</" nor "]]>" appears. */
+void json_put_script_str(FILE *out, const char *s);
+void esc_xml(FILE *out, const char *s);  /* XML text or attribute value */
+void dot_put_str(FILE *out, const char *s);         /* "s", a DOT quoted ID */
+void csv_put_field(FILE *out, const char *s);       /* RFC 4180 field, no formula */
+/* Python: the body of a '...', "..." or """...""" literal (quotes,
+ * backslashes and line ends escaped; an invalid byte as \udcXX, the
+ * surrogateescape form), and "s" whole. */
+void py_put_body(FILE *out, const char *s);
+void py_put_str(FILE *out, const char *s);
+/* C: the body of a string literal (quotes, backslashes, '?' and
+ * non-printable bytes in octal), and the text of a block comment
+ * (non-printable bytes as '?', "*" "/" and "/" "*" split). In arena a. */
+const char *esc_c_str(Arena *a, const char *s);
+const char *esc_c_comment(Arena *a, const char *s);
+/* s on one line of UTF-8, for a '#' comment of .net: control bytes and
+ * invalid UTF-8 bytes as '?'. s itself when it has none, else a copy in a. */
+const char *esc_line(Arena *a, const char *s);
 
 /* ---------------------------------------------------------------- ir/util/json_read.c */
 
