@@ -164,6 +164,7 @@ typedef struct Options {
 	const char *emit_torch; /* --emit-torch FILE.py */
 	const char *plot, *html, *trace, *memviz, *dot, *csv;
 	bool dot_backward;      /* --dot-backward: the backward ops too */
+	bool dot_full;          /* --dot-full: every def call, none collapsed */
 	const char *sweep;      /* --sweep NAME=VALUES */
 	int64_t max_batch;      /* --max-batch SIZE, or -1 */
 	ReportOptions report;   /* --top, --bytes */

@@ -260,6 +260,8 @@ int viz_write_dot(FILE *f, const void *ctx);     /* dot.c: ctx is VizDot */
 typedef struct VizDot {
 	const Analysis *an;
 	bool backward;
+	bool full;              /* --dot-full: every call drawn; by default the
+	                           repeated calls of a def are one cluster */
 } VizDot;
 
 #endif
