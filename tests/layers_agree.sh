@@ -8,15 +8,10 @@
 # examples at -O0 and -O2. (--csv, --trace and --memory-viz are per step and
 # have no per-layer figures; viz.sh checks them against --json's
 # live_bytes.) Prints TAP.
-set -u
-: "${REMAT:?}" "${SRCDIR:?}" "${BUILDDIR:?}"
-out="$BUILDDIR/tests/out/layers_agree"
-rm -rf "$out"
-mkdir -p "$out" || exit 99
-cd "$SRCDIR" || exit 99
-i=0 failed=0
-ok() { i=$((i + 1)); echo "ok $i - $*"; }
-notok() { i=$((i + 1)); failed=1; echo "not ok $i - $*"; }
+: "${SRCDIR:?}"
+# shellcheck source=tests/tap.sh
+. "$SRCDIR/tests/tap.sh"
+tap_init layers_agree
 
 # The human report's table: "NAME SAVED PEAK" in bytes. --bytes prints
 # "1.50 KiB (1536 bytes)" above 1 KiB and "512 B" below.
