@@ -6,14 +6,16 @@
  * dashed red = recomputed, dotted = a view (owns no bytes); the label says
  * "saved" when a backward op reads it.
  *
- * Each def call is a cluster, and consecutive calls of one def that make
- * the same ops with the same shapes (a `repeat`) are one cluster, "block
- * x12", with the first call's ops drawn once: an edge from a later call's
- * tensor is drawn from the first call's, so the edges into and out of the
- * cluster stay, and a tensor's marks count its calls ("kept in 4 of 12
- * calls"). A real network is then a few hundred nodes whatever its
- * depth, which Graphviz lays out in seconds; drawn in full (--dot-full),
- * GPT-2's backward took Graphviz more than 5 minutes. Reads an Analysis
+ * The calls of one def that make the same ops (a `repeat`, or a def
+ * called from several places) are one cluster, "block x12", with the first
+ * call's ops drawn once: a later call's tensor is drawn as the first
+ * call's, so the edges out of the cluster stay, and a later call's input
+ * from outside (its call site) is an edge into the first call's op. A
+ * tensor's marks count its calls ("kept in 4 of 12 calls"), and its label
+ * says where the calls' shapes differ (DenseNet's growing dense layers). A
+ * real network is then a few hundred nodes whatever its depth, which
+ * Graphviz lays out in seconds; drawn in full (--dot-full), GPT-2 with its
+ * backward kept Graphviz busy for more than 5 minutes. Reads an Analysis
  * (graph, Dag, chosen MemEval); writes text. */
 #include <inttypes.h>
 #include <math.h>
@@ -22,9 +24,10 @@
 
 #include "report.h"
 
-/* Consecutive calls of one def drawn as one cluster. */
+/* The calls of one def drawn as one cluster. */
 typedef struct Group {
-	int layer, last;        /* its first and last call (report_layers) */
+	int layer;              /* its first call (report_layers) */
+	int ncalls;
 	int member, tail;       /* its first and last node in Dot.mem, or -1 */
 } Group;
 
@@ -54,6 +57,7 @@ typedef struct Dot {
 	int *nkept, *nrec;      /* [g.nt] a collapsed group's tensor: in how
 	                           many of its calls the plan keeps it, and
 	                           recomputes it */
+	bool *varies;           /* [g.nt] its calls' shapes differ */
 } Dot;
 
 static void
@@ -114,8 +118,9 @@ plan_status(const Dot *D, int t)
 }
 
 /* Do calls k and l (layers whose ops are op0[.] .. op0[.] + nops[.] - 1)
- * call one def and make the same ops with the same shapes? The plan may
- * treat them differently: the drawn tensor counts its calls' marks. */
+ * call one def and make the same ops? Their shapes may differ (the drawn
+ * tensor says so), and the plan may treat them differently (the drawn
+ * tensor counts its calls' marks). */
 static bool
 same_call(const Dot *D, int l, int k, const int *op0, const int *nops)
 {
@@ -130,16 +135,13 @@ same_call(const Dot *D, int l, int k, const int *op0, const int *nops)
 		if (a->kind != b->kind || a->nin != b->nin || a->nout != b->nout ||
 		    a->nextra != b->nextra)
 			return false;
-		for (int i = 0; i < a->nout + a->nextra; i++)
-			if (!same_tensor_shape(&g->t[a->out[i]], &g->t[b->out[i]]))
-				return false;
 	}
 	return true;
 }
 
-/* The groups: every def call whose ops are contiguous (they are, as calls
- * are instantiated in program order) starts one, and takes the calls
- * after it that same_call matches. */
+/* The groups: a def call whose ops are contiguous (they are, as calls are
+ * instantiated in program order) joins the first group of its def whose
+ * first call same_call matches, or starts one. */
 static void
 find_groups(Dot *D)
 {
@@ -160,25 +162,28 @@ find_groups(Dot *D)
 		nops[l]++;
 	}
 	D->grp = ar_alloc(D->a, sizeof *D->grp * ((size_t)ly->n + 1));
-	for (int l = 0; l < ly->n; l++) {
-		int k = l + 1;
-		if (!ly->l[l].len || !nops[l] || broken[l])
+	for (int c = 0; c < ly->n; c++) {
+		int k = 0, l;
+		if (!ly->l[c].len || !nops[c] || broken[c])
 			continue;
-		while (k < ly->n && !broken[k] && same_call(D, l, k, op0, nops))
+		while (k < D->ngrp && !same_call(D, D->grp[k].layer, c, op0, nops))
 			k++;
-		for (int c = l; c < k; c++)
-			for (int j = 0; j < nops[l]; j++) {
-				const Op *p = &g->op[op0[c] + j], *r = &g->op[op0[l] + j];
-				D->rep[op0[c] + j] = op0[l] + j;
-				D->group[op0[c] + j] = D->ngrp;
-				for (int i = 0; i < p->nout + p->nextra; i++) {
-					unsigned st = plan_status(D, p->out[i]);
-					D->nkept[r->out[i]] += (st & VIZ_KEPT) != 0;
-					D->nrec[r->out[i]] += (st & VIZ_RECOMPUTED) != 0;
-				}
+		if (k == D->ngrp)
+			D->grp[D->ngrp++] = (Group){c, 0, -1, -1};
+		D->grp[k].ncalls++;
+		l = D->grp[k].layer;
+		for (int j = 0; j < nops[l]; j++) {
+			const Op *p = &g->op[op0[c] + j], *r = &g->op[op0[l] + j];
+			D->rep[op0[c] + j] = op0[l] + j;
+			D->group[op0[c] + j] = k;
+			for (int i = 0; i < p->nout + p->nextra; i++) {
+				unsigned st = plan_status(D, p->out[i]);
+				if (!same_tensor_shape(&g->t[p->out[i]], &g->t[r->out[i]]))
+					D->varies[r->out[i]] = true;
+				D->nkept[r->out[i]] += (st & VIZ_KEPT) != 0;
+				D->nrec[r->out[i]] += (st & VIZ_RECOMPUTED) != 0;
 			}
-		D->grp[D->ngrp++] = (Group){l, k - 1, -1, -1};
-		l = k - 1;
+		}
 	}
 }
 
@@ -259,6 +264,7 @@ tensor_node(Dot *D, int t, int hint)
 	char size[32], shape[256];
 	const char *kept = st & VIZ_KEPT ? ", kept" : "";
 	const char *rec = st & VIZ_RECOMPUTED ? ", recomputed" : "";
+	const char *varies = "";
 	int k;
 
 	if (D->drawn[t])
@@ -268,15 +274,18 @@ tensor_node(Dot *D, int t, int hint)
 	add_member(D, k, 't', t);
 	if (k >= 0 && D->nkept && x->producer >= 0) {
 		/* the marks of every call: "kept in 3 of 12 calls" where they differ */
-		int n = D->grp[k].last - D->grp[k].layer + 1;
+		int n = D->grp[k].ncalls;
 		kept = mark(D, ", kept", D->nkept[t], n);
 		rec = mark(D, ", recomputed", D->nrec[t], n);
 		st = (D->nkept[t] ? VIZ_KEPT : 0) | (D->nrec[t] ? VIZ_RECOMPUTED : 0);
+		if (D->varies[t])
+			varies = ar_printf(D->a, "\nshape varies by call, %s's shown",
+			                   report_layer_name(&D->ly.l[D->grp[k].layer], D->a));
 	}
 	fprintf(D->f, "  t%d [label=", t);
 	ir_shape_str(x, shape, sizeof shape);
-	put_quoted(D->f, ar_printf(D->a, "%s\n%s%s %s%s%s%s", x->id, dtype_name(x->dtype), shape,
-	           report_size(x->bytes, size), x->saved ? "\nsaved" : "", kept, rec));
+	put_quoted(D->f, ar_printf(D->a, "%s\n%s%s %s%s%s%s%s", x->id, dtype_name(x->dtype), shape,
+	           report_size(x->bytes, size), varies, x->saved ? "\nsaved" : "", kept, rec));
 	fprintf(D->f, ", fillcolor=\"%s\", width=%.2f, height=%.2f", viz_cat_color(ir_cat(D, t)),
 	        w, w * 0.45);
 	if (x->view_of >= 0)
@@ -310,16 +319,49 @@ edge_out(Dot *D, const char *op, int o, int t, int k)
 	fprintf(D->f, "  %s%d -> t%d;\n", op, o, t);
 }
 
+/* A later call's input from outside its group (the call site of a def
+ * called between other code): an edge into the op drawn for it, once. */
+static void
+call_site(Dot *D, const Op *op, int o, int *head, Member *seen, int *nseen)
+{
+	const Graph *g = &D->an->g;
+	const Op *r = &g->op[D->rep[o]];
+
+	for (int i = 0; i < op->nin; i++) {
+		int t = drawn_tensor(D, op->in[i]), p = g->t[t].producer, m;
+		if (p < 0 || t == drawn_tensor(D, r->in[i]) || D->group[p] == D->group[o] ||
+		    (g->t[t].kind != TK_ACT && g->t[t].kind != TK_EXTRA))
+			continue;
+		for (m = head[D->rep[o]]; m >= 0 && seen[m].id != t; m = seen[m].next)
+			;
+		if (m >= 0)
+			continue;
+		seen[*nseen] = (Member){'t', t, head[D->rep[o]]};
+		head[D->rep[o]] = (*nseen)++;
+		tensor_node(D, t, -1);
+		fprintf(D->f, "  t%d -> f%d;\n", t, D->rep[o]);
+	}
+}
+
 static void
 forward(Dot *D)
 {
 	const Graph *g = &D->an->g;
+	int *head = ar_alloc(D->a, sizeof *head * ((size_t)g->nop + 1)), nseen = 0, nin = 0;
+	Member *seen;
 
+	for (int o = 0; o < g->nop; o++) {
+		head[o] = -1;
+		nin += g->op[o].nin;
+	}
+	seen = ar_alloc(D->a, sizeof *seen * ((size_t)nin + 1));
 	for (int o = 0; o < g->nop; o++) {
 		const Op *op = &g->op[o];
 		int k = D->group[o];
-		if (D->rep[o] != o)
+		if (D->rep[o] != o) {
+			call_site(D, op, o, head, seen, &nseen);
 			continue;
+		}
 		add_member(D, k, 'f', o);
 		fprintf(D->f, "  f%d [shape=box, style=\"rounded,filled\", fillcolor=\"#f4f4f4\", label=", o);
 		put_quoted(D->f, ar_printf(D->a, "%s = %s\nline %d", g->t[op->out[0]].id, ir_tensor_op(g, op->out[0]),
@@ -368,11 +410,10 @@ clusters(Dot *D)
 {
 	for (int k = 0; k < D->ngrp; k++) {
 		const Group *gr = &D->grp[k];
-		const ReportLayer *x = &D->ly.l[gr->layer], *y = &D->ly.l[gr->last];
-		const char *label = gr->last == gr->layer ? report_layer_name(x, D->a) :
-		                    ar_printf(D->a, "%.*s \xc3\x97" "%d (%s to %s)", (int)def_len(x), x->name,
-		                              gr->last - gr->layer + 1, report_layer_name(x, D->a),
-		                              report_layer_name(y, D->a));
+		const ReportLayer *x = &D->ly.l[gr->layer];
+		const char *label = gr->ncalls == 1 ? report_layer_name(x, D->a) :
+		                    ar_printf(D->a, "%.*s \xc3\x97" "%d (%s shown)", (int)def_len(x), x->name,
+		                              gr->ncalls, report_layer_name(x, D->a));
 		fprintf(D->f, "  subgraph cluster_%d {\n    label=", k);
 		put_quoted(D->f, label);
 		fputs("; style=\"rounded,dashed\"; color=\"#888888\";\n   ", D->f);
@@ -425,6 +466,7 @@ viz_write_dot(FILE *f, const void *ctx)
 		report_layers(an, &D.ly, &a);
 		D.nkept = ar_alloc(&a, sizeof *D.nkept * ((size_t)an->g.nt + 1));
 		D.nrec = ar_alloc(&a, sizeof *D.nrec * ((size_t)an->g.nt + 1));
+		D.varies = ar_alloc(&a, (size_t)an->g.nt + 1);
 		find_groups(&D);
 		/* every drawn op, backward node and tensor is a member at most once */
 		D.mem = ar_alloc(&a, sizeof *D.mem * ((size_t)an->g.nop + (size_t)an->d.nnode +
