@@ -1,7 +1,8 @@
 #!/bin/sh
-# tests/dot.sh -- issue 28: --dot draws a def's repeated calls once. Each
-# run of identical calls is one cluster ("block ×12"), the node count does
-# not grow with the depth, edges still lead into and out of the cluster,
+# tests/dot.sh -- issue 28: --dot draws a def's repeated calls once. The
+# calls of a def are one cluster ("block ×12") in every example, the node
+# count does not grow with the depth, edges still lead into and out of the
+# cluster,
 # --dot-backward works on the collapsed graph, --dot-full draws every call,
 # and Graphviz lays out GPT-2 and a T5-style encoder-decoder (12 + 12
 # layers, tests/bench/t5.net) with their backward in under 10 s each (that
@@ -32,12 +33,12 @@ dot_of t5 tests/bench/t5.net --dot-backward
 dot_of whisper examples/whisper.net
 
 # one cluster per def, named with its calls
-if [ "$(clusters "$out/gpt2.dot")" = "block ×12 (block.0 to block.11)" ]; then
+if [ "$(clusters "$out/gpt2.dot")" = "block ×12 (block.0 shown)" ]; then
 	ok "gpt2: one cluster, block ×12"
 else
 	notok "gpt2: clusters: $(clusters "$out/gpt2.dot" | tr '\n' '|')"
 fi
-want="enc_layer ×12 (enc_layer.0 to enc_layer.11)|dec_layer ×12 (dec_layer.0 to dec_layer.11)|"
+want="enc_layer ×12 (enc_layer.0 shown)|dec_layer ×12 (dec_layer.0 shown)|"
 if [ "$(clusters "$out/t5.dot" | tr '\n' '|')" = "$want" ]; then
 	ok "t5: one cluster per def, ×12 each"
 else
@@ -46,6 +47,28 @@ fi
 n=$(clusters "$out/whisper.dot" | grep -c '×12')
 if [ "$n" -eq 2 ]; then ok "whisper: encoder and decoder layers collapsed"
 else notok "whisper: $n clusters of 12 calls"; fi
+
+# every example: one cluster per def, whatever calls it makes in between
+# (DenseNet's dense layers grow, SD-UNet's res and xattn alternate), and
+# a few hundred nodes
+bad=
+for f in examples/*.net; do
+	b=$(basename "$f" .net)
+	dot_of "ex-$b" "$f" --dot-backward || continue
+	defs=$(clusters "$out/ex-$b.dot" | sed 's/[ .].*//' | sort)
+	n=$(nodes "$out/ex-$b.dot")
+	if [ "$defs" != "$(echo "$defs" | uniq)" ] || [ "$n" -gt 700 ]; then
+		bad="$bad $b($n nodes; $(echo $defs))"
+	fi
+done
+if [ -z "$bad" ]; then ok "every example: one cluster per def, at most 700 nodes"
+else notok "clusters or nodes:$bad"; fi
+if clusters "$out/ex-densenet.dot" | grep -q '^dense ×58 ' &&
+   grep -q 'shape varies by call, dense.0.s shown' "$out/ex-densenet.dot"; then
+	ok "densenet: the growing dense layers are one cluster, their shapes marked"
+else
+	notok "densenet: $(clusters "$out/ex-densenet.dot" | tr '\n' '|')"
+fi
 
 # the node count does not grow with the depth; only one call is drawn
 a=$(nodes "$out/gpt2-L2.dot") b=$(nodes "$out/gpt2.dot")
@@ -59,8 +82,12 @@ else
 	notok "gpt2: calls other than the first drawn"
 fi
 
-# edges into and out of the cluster: members against the other nodes
-awk '
+# edges into and out of the clusters: members against the other nodes
+edges_io() { # edges_io FILE: "INTO OUTOF ACTS", edges from outside into a
+	# cluster and from a cluster out (fails when either is 0), and of the
+	# edges into it, those from activations (red) outside every cluster
+	awk '
+	/^  t[0-9]* \[.*fillcolor="#e15759"/ { act[$1] = 1 }
 	/^  subgraph cluster_/ { inside = 1; next }
 	inside && /^  }/ { inside = 0; next }
 	inside && !/label=/ { for (k = 1; k <= NF; k++) { m = $k; sub(/;$/, "", m); member[m] = 1 } next }
@@ -68,13 +95,22 @@ awk '
 	END {
 		for (k = 1; k <= n; k++) {
 			if (!(from[k] in member) && to[k] in member) into++
+			if (!(from[k] in member) && to[k] in member && from[k] in act) acts++
 			if (from[k] in member && !(to[k] in member)) outof++
 		}
-		printf "%d %d\n", into, outof
+		printf "%d %d %d\n", into, outof, acts
 		exit !(into > 0 && outof > 0)
-	}' "$out/gpt2.dot" >"$out/edges" 2>&1
-if [ $? -eq 0 ]; then ok "gpt2: edges into and out of the cluster ($(cat "$out/edges"))"
-else notok "gpt2: edges into / out of the cluster: $(cat "$out/edges")"; fi
+	}' "$1"
+}
+if io=$(edges_io "$out/gpt2.dot"); then ok "gpt2: edges into and out of the cluster ($io)"
+else notok "gpt2: edges into / out of the cluster: $io"; fi
+# U-Net calls double_conv from 9 places and cbr from 4, between top-level
+# ops: each call site's input is an edge from a top-level activation into
+# the cluster (9 + 4 - 1: the first call's input is the image)
+dot_of unet examples/unet.net
+io=$(edges_io "$out/unet.dot")
+if [ "${io##* }" -ge 12 ]; then ok "unet: every call site leads into the cluster ($io)"
+else notok "unet: edges into / out of the clusters: $io"; fi
 
 # --dot-backward on the collapsed graph: the first call's backward ops
 if grep -q '^  b[0-9]* \[.*label="backward block\.0\.' "$out/gpt2.dot" &&
