@@ -22,7 +22,8 @@ enum {
 	OPT_STAGES, OPT_MICRO_BATCHES, OPT_SCHEDULE, OPT_STAGE_BLOCKS,
 	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH,
 	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET, OPT_PREFETCH, OPT_PLOT, OPT_HTML, OPT_TRACE,
-	OPT_MEMVIZ, OPT_DOT, OPT_DOT_BACKWARD, OPT_CSV, OPT_SWEEP, OPT_MAX_INPUT, OPT_TIMES
+	OPT_MEMVIZ, OPT_DOT, OPT_DOT_BACKWARD, OPT_DOT_FULL, OPT_CSV, OPT_SWEEP, OPT_MAX_INPUT,
+	OPT_TIMES
 };
 
 static const struct option long_options[] = {
@@ -65,6 +66,7 @@ static const struct option long_options[] = {
 	{"memory-viz", required_argument, NULL, OPT_MEMVIZ},
 	{"dot", required_argument, NULL, OPT_DOT},
 	{"dot-backward", no_argument, NULL, OPT_DOT_BACKWARD},
+	{"dot-full", no_argument, NULL, OPT_DOT_FULL},
 	{"csv", required_argument, NULL, OPT_CSV},
 	{"sweep", required_argument, NULL, OPT_SWEEP},
 	{"params", required_argument, NULL, OPT_PARAMS},
@@ -148,8 +150,8 @@ usage(FILE *f)
 	      "  --html FILE.html       self-contained page: timeline, layers, plan\n"
 	      "  --trace FILE.json      Chrome trace events (Perfetto, chrome://tracing)\n"
 	      "  --memory-viz FILE.pickle  snapshot for PyTorch's memory_viz\n"
-	      "  --dot FILE.dot         graph for Graphviz\n"
-	      "  --dot-backward         with --dot: the backward ops as well\n"
+	      "  --dot FILE.dot         graph for Graphviz, a def's repeated calls drawn once\n"
+	      "                         (--dot-backward: with backward; --dot-full: every call)\n"
 	      "  --csv FILE.csv         one row per step, bytes per category\n"
 	      "  --sweep NAME=VALUES    analyze each value of a dim or the batch:\n"
 	      "                         8,16,32 | 8..128*2 | 128..1024+128 | 128:1024:128\n"
@@ -460,6 +462,7 @@ parse_option(Options *o, int c, char *arg)
 	case OPT_MEMVIZ: o->memviz = arg; break;
 	case OPT_DOT: o->dot = arg; break;
 	case OPT_DOT_BACKWARD: o->dot_backward = true; break;
+	case OPT_DOT_FULL: o->dot_full = true; break;
 	case OPT_CSV: o->csv = arg; break;
 	case OPT_SWEEP: o->sweep = arg; break;
 	default: diag_usage("unknown option");
@@ -675,6 +678,9 @@ check_pictures(const Options *o)
 		           "--budget or else --max-batch/--gpu for its last column");
 	if (o->max_batch >= 0 && !o->sweep && any_picture(o))
 		diag_usage("--max-batch prints one line and writes no file (--sweep charts the batch)");
+	if (!o->dot && (o->dot_backward || o->dot_full))
+		diag_usage("%s has no effect without --dot FILE.dot",
+		           o->dot_backward ? "--dot-backward" : "--dot-full");
 }
 
 void

@@ -192,6 +192,7 @@ typedef struct Options {
 	                           --json, or the --sweep, --zero-table or
 	                           --max-batch table) goes to stderr */
 	bool dot_backward;      /* --dot-backward: the backward ops too */
+	bool dot_full;          /* --dot-full: every def call, none collapsed */
 	const char *sweep;      /* --sweep NAME=VALUES */
 	const char *times;      /* --times FILE.json: a program's measured times */
 	int64_t max_batch;      /* --max-batch SIZE, MAX_BATCH_CARD without a

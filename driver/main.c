@@ -152,7 +152,7 @@ write_cuda(Run *r, const char *path)
 static Status
 write_dot(Run *r, const char *path)
 {
-	return out_write(path, viz_write_dot, &(VizDot){&r->an, r->o->dot_backward});
+	return out_write(path, viz_write_dot, &(VizDot){&r->an, r->o->dot_backward, r->o->dot_full});
 }
 
 static Status

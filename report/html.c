@@ -195,77 +195,19 @@ peak_tensors(const Analysis *an, FILE *f)
 	free(live);
 }
 
-/* Blocks, as the human report groups them: runs of tensors in program
- * order with the same block prefix ("enc.1.conv.0." -> "enc.1.";
- * top-level tensors form "(top level)" runs). */
-typedef struct Block {
-	const char *name;
-	size_t len;
-	int64_t saved, at_peak, kept, recomputed;
-	int nkept, nrec;
-} Block;
-
-
-static int
-find_blocks(const Analysis *an, Block *l, int *block_of)
-{
-	const Graph *g = &an->g;
-	int nl = 0;
-
-	for (int i = 0; i < g->nt; i++) {
-		const Tensor *t = &g->t[i];
-		size_t len = ir_outer_scope_len(t->scope);
-		block_of[i] = -1;
-		if (t->kind != TK_ACT && t->kind != TK_EXTRA)
-			continue;
-		if (!nl || l[nl - 1].len != len || strncmp(l[nl - 1].name, t->scope, len)) {
-			l[nl].name = t->scope;
-			l[nl++].len = len;
-		}
-		int j = nl - 1;
-		block_of[i] = j;
-		if (t->saved && t->view_of < 0)
-			l[j].saved += t->bytes;
-	}
-	return nl;
-}
-
+/* The Dag tensors of each layer in order: head[layer] is the first,
+ * next[t] the one after t, -1 at the end. */
 static void
-block_name(FILE *f, const Block *l)
+layer_lists(const Analysis *an, const ReportLayers *ly, int *head, int *next)
 {
-	if (!l->len)
-		fputs("(top level)", f);
-	else
-		fprintf(f, "%.*s", (int)l->len - 1, l->name);
-}
-
-/* Bytes live at the peak, and the activations kept and recomputed, per
- * block; head/next list each block's Dag tensors in order. */
-static void
-block_stats(const Analysis *an, Block *l, int nl, const int *block_of,
-            const unsigned char *st, int *head, int *next)
-{
-	const MemEval *ev = &an->ev;
-
-	for (int k = 0; k < ev->ninst; k++) {
-		const Instance *in = &ev->inst[k];
-		int ir = an->d.t[in->tensor].ir_tensor;
-		if (ir >= 0 && block_of[ir] >= 0 && in->start <= ev->peak_step && ev->peak_step <= in->end)
-			l[block_of[ir]].at_peak += in->owned;
-	}
-	for (int i = 0; i < nl; i++)
+	for (int i = 0; i < ly->n; i++)
 		head[i] = -1;
 	for (int t = an->d.nt - 1; t >= 0; t--) {
 		int ir = an->d.t[t].ir_tensor;
-		if (ir < 0 || block_of[ir] < 0)
+		if (ir < 0 || ly->of[ir] < 0)
 			continue;
-		Block *y = &l[block_of[ir]];
-		next[t] = head[block_of[ir]];
-		head[block_of[ir]] = t;
-		if (st[t] & VIZ_KEPT)
-			y->kept += an->d.t[t].bytes, y->nkept++;
-		if (st[t] & VIZ_RECOMPUTED)
-			y->recomputed += an->d.t[t].bytes, y->nrec++;
+		next[t] = head[ly->of[ir]];
+		head[ly->of[ir]] = t;
 	}
 }
 
@@ -279,19 +221,20 @@ count_td(FILE *f, int n, int64_t bytes)
 }
 
 static void
-block_table(const Block *l, int nl, FILE *f)
+block_table(const ReportLayers *ly, FILE *f, Arena *a)
 {
 	fputs("<section id=\"layers\"><h2>Activations per layer</h2><table><tr><th>layer</th>"
 	      "<th class=\"n\">saved for backward</th><th class=\"n\">live at the peak</th>"
 	      "<th class=\"n\">kept</th><th class=\"n\">recomputed</th></tr>\n", f);
-	for (int i = 0; i < nl; i++) {
+	for (int i = 0; i < ly->n; i++) {
+		const ReportLayer *y = &ly->l[i];
 		fputs("<tr><td>", f);
-		block_name(f, &l[i]);
+		viz_xml(f, report_layer_name(y, a));
 		fputs("</td>", f);
-		size_td(f, l[i].saved);
-		size_td(f, l[i].at_peak);
-		count_td(f, l[i].nkept, l[i].kept);
-		count_td(f, l[i].nrec, l[i].recomputed);
+		size_td(f, y->saved);
+		size_td(f, y->at_peak);
+		count_td(f, y->nkept, y->kept);
+		count_td(f, y->nrec, y->recomputed);
 		fputs("</tr>\n", f);
 	}
 	fputs("</table></section>\n", f);
@@ -314,8 +257,8 @@ names(const Analysis *an, int t, const int *next, const unsigned char *st, int w
 }
 
 static void
-plan_table(const Analysis *an, const Block *l, int nl, const int *head, const int *next,
-           const unsigned char *st, FILE *f)
+plan_table(const Analysis *an, const ReportLayers *ly, const int *head, const int *next,
+           FILE *f, Arena *a)
 {
 	fputs("<section id=\"plan\"><h2>Plan</h2>", f);
 	if (an->goal.level == 0 && an->goal.budget < 0) {
@@ -325,13 +268,13 @@ plan_table(const Analysis *an, const Block *l, int nl, const int *head, const in
 	}
 	fputs("<table><tr><th>layer</th><th>kept from the forward pass</th><th>recomputed"
 	      "</th></tr>\n", f);
-	for (int i = 0; i < nl; i++) {
+	for (int i = 0; i < ly->n; i++) {
 		fputs("<tr><td>", f);
-		block_name(f, &l[i]);
+		viz_xml(f, report_layer_name(&ly->l[i], a));
 		fputs("</td><td class=\"names\">", f);
-		names(an, head[i], next, st, VIZ_KEPT, f);
+		names(an, head[i], next, ly->status, VIZ_KEPT, f);
 		fputs("</td><td class=\"names\">", f);
-		names(an, head[i], next, st, VIZ_RECOMPUTED, f);
+		names(an, head[i], next, ly->status, VIZ_RECOMPUTED, f);
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table></section>\n", f);
@@ -340,16 +283,15 @@ plan_table(const Analysis *an, const Block *l, int nl, const int *head, const in
 static void
 block_section(const Analysis *an, FILE *f, Arena *a)
 {
-	Block *l = ar_alloc(a, sizeof *l * (size_t)(an->g.nt + 1));
-	int *block_of = ar_alloc(a, sizeof *block_of * (size_t)(an->g.nt + 1));
+	ReportLayers ly;
 	int *next = ar_alloc(a, sizeof *next * (size_t)(an->d.nt + 1));
-	unsigned char *st = viz_tensor_status(an, a);
-	int nl = find_blocks(an, l, block_of);
-	int *head = ar_alloc(a, sizeof *head * (size_t)(nl + 1));
+	int *head;
 
-	block_stats(an, l, nl, block_of, st, head, next);
-	block_table(l, nl, f);
-	plan_table(an, l, nl, head, next, st, f);
+	report_layers(an, &ly, a);
+	head = ar_alloc(a, sizeof *head * (size_t)(ly.n + 1));
+	layer_lists(an, &ly, head, next);
+	block_table(&ly, f, a);
+	plan_table(an, &ly, head, next, f, a);
 }
 
 /* A checkpointing baseline's row, when the analysis made it (a planned

@@ -363,6 +363,30 @@ stages(const Analysis *an, FILE *out)
 	fputs("  ],\n", out);
 }
 
+/* Activations per layer, from report_layers like the human report and the
+ * HTML page (top-level runs too, named "(top level)"). */
+static void
+layers(const Analysis *an, FILE *out)
+{
+	ReportLayers ly;
+	Arena a;
+
+	ar_init(&a);
+	report_layers(an, &ly, &a);
+	fputs("  \"layers\": [", out);
+	for (int i = 0; i < ly.n; i++) {
+		const ReportLayer *y = &ly.l[i];
+		fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
+		json_put_str(out, report_layer_name(y, &a));
+		fprintf(out, ", \"saved_bytes\": %" PRId64 ", \"live_at_peak_bytes\": %" PRId64
+		        ", \"kept\": %d, \"kept_bytes\": %" PRId64 ", \"recomputed\": %d"
+		        ", \"recomputed_bytes\": %" PRId64 "}", y->saved, y->at_peak, y->nkept,
+		        y->kept, y->nrec, y->recomputed);
+	}
+	fputs(ly.n ? "\n  ],\n" : "],\n", out);
+	ar_free(&a);
+}
+
 void
 report_json(const Analysis *an, FILE *out)
 {
@@ -371,6 +395,7 @@ report_json(const Analysis *an, FILE *out)
 	distributed(an, out);
 	stages(an, out);
 	peaks(an, out);
+	layers(an, out);
 	static Out o;   /* 64 KiB: not on the stack */
 
 	o.f = out;

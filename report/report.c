@@ -493,111 +493,33 @@ top_tensors(const Analysis *an, const ReportOptions *ro, FILE *out)
 }
 
 
-typedef struct Block {
-	const char *name;
-	size_t len;
-	int first;              /* its first tensor */
-	int64_t saved, at_peak;
-} Block;
-
-/* The tensor's outer scope length when it is a block's activation, else 0. */
-static size_t
-block_scope(const Tensor *t)
-{
-	if (t->kind != TK_ACT && t->kind != TK_EXTRA)
-		return 0;
-	return ir_outer_scope_len(t->scope);
-}
-
-/* The blocks (outermost calls) in program order; returns
- * how many: a block starts at each activation whose outer scope differs
- * from the block before it. Fills l when it is not NULL. */
-static int
-find_blocks(const Graph *g, Block *l)
-{
-	int nl = 0;
-	const char *name = NULL;
-	size_t len = 0;
-
-	for (int i = 0; i < g->nt; i++) {
-		const Tensor *t = &g->t[i];
-		size_t k = block_scope(t);
-		if (!k || (name && len == k && !strncmp(name, t->scope, k)))
-			continue;
-		name = t->scope;
-		len = k;
-		if (l)
-			l[nl] = (Block){name, len, i, 0, 0};
-		nl++;
-	}
-	return nl;
-}
-
-/* The block of IR tensor i, or -1: the last block that starts at or
- * before it, since a block runs until the next one starts. */
-static int
-block_of(const Graph *g, const Block *l, int nl, int i)
-{
-	int lo = 0, hi = nl;
-
-	if (!block_scope(&g->t[i]))
-		return -1;
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (l[mid].first <= i)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo - 1;
-}
-
-/* Activation memory per block ("per layer" in the report's words): the
- * storage that backward's saved tensors hold (per ops.md; a saved view
- * holds its base), and what this schedule holds at its peak. Blocks in
- * program order. Memory in the blocks, not
- * in the tensors: a 300k-op graph without a def has none. */
+/* Activation memory per layer (def instance), as report_layers counts it
+ * for every writer: what backward's saved tensors hold, and what this
+ * schedule holds at its peak. Top-level runs are left out: the table is
+ * about def calls, and a 300k-op graph without a def prints none. */
 static void
 block_memory(const Analysis *an, const ReportOptions *ro, FILE *out)
 {
-	const Graph *g = &an->g;
-	const MemEval *ev = &an->ev;
-	int nl = find_blocks(g, NULL);
-	Block *l;
-	uint8_t *held;
+	ReportLayers ly;
+	Arena a;
+	bool any = false;
 
-	if (!nl)
-		return;
-	l = xcalloc((size_t)nl, sizeof *l);
-	find_blocks(g, l);
-	/* A saved view holds its base's storage: count roots, once each. */
-	held = xcalloc((size_t)g->nt / 8 + 1, 1);
-	for (int i = 0; i < g->nt; i++)
-		if (g->t[i].saved) {
-			int r = ir_storage_root(g, i);
-			held[r / 8] |= (uint8_t)(1u << (r % 8));
-		}
-	for (int i = 0; i < g->nt; i++) {
-		int k = held[i / 8] >> (i % 8) & 1 ? block_of(g, l, nl, i) : -1;
-		if (k >= 0)
-			l[k].saved += g->t[i].bytes;
-	}
-	free(held);
-	for (int i = 0; i < ev->ninst; i++) {
-		const Instance *in = &ev->inst[i];
-		int ir = an->d.t[in->tensor].ir_tensor, k;
-		if (ir >= 0 && is_live_at(in, ev->peak_step) && (k = block_of(g, l, nl, ir)) >= 0)
-			l[k].at_peak += in->owned;
-	}
-	fputs("\nactivations per layer (def instance):  saved for backward  /  live at the peak\n", out);
-	for (int i = 0; i < nl; i++) {
-		fprintf(out, "  %-24.*s ", (int)l[i].len - 1, l[i].name);
-		put_size(out, ro, l[i].saved, false);
+	ar_init(&a);
+	report_layers(an, &ly, &a);
+	for (int i = 0; i < ly.n; i++) {
+		const ReportLayer *y = &ly.l[i];
+		if (!y->len)
+			continue;
+		if (!any)
+			fputs("\nactivations per layer (def instance):  saved for backward  /  live at the peak\n", out);
+		any = true;
+		fprintf(out, "  %-24s ", report_layer_name(y, &a));
+		put_size(out, ro, y->saved, false);
 		fputs("  /  ", out);
-		put_size(out, ro, l[i].at_peak, false);
+		put_size(out, ro, y->at_peak, false);
 		fputc('\n', out);
 	}
-	free(l);
+	ar_free(&a);
 }
 
 enum { LIST_MAX = 60, LIST_WIDTH = 78 };

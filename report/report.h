@@ -86,6 +86,32 @@ double report_over_peak(int64_t arena, int64_t peak);
 /* "data parallel: 8 ranks, ZeRO stage 3, ...": the settings line. */
 void dist_settings_line(const DistOptions *o, FILE *out);
 
+/* ---------------------------------------------------------------- report/layers.c */
+/* Activations per layer, as every writer shows them (one computation, so
+ * the human report, --json and --html agree). A layer is a run of
+ * activations in program order with the same outermost scope: a def call
+ * ("block.3"), or a "(top level)" run outside every def. */
+typedef struct ReportLayer {
+	const char *name;       /* the scope of its first activation */
+	size_t len;             /* of the outermost scope in name, with its
+	                           '.'; 0: a top-level run */
+	int64_t saved;          /* storage held by backward's saved tensors:
+	                           a saved view holds its base's storage,
+	                           counted once, in the base's layer */
+	int64_t at_peak;        /* owned bytes live at the peak step */
+	int64_t kept, recomputed;       /* bytes of the activations the plan */
+	int nkept, nrec;                /* keeps for backward / recomputes */
+} ReportLayer;
+typedef struct ReportLayers {
+	int n;
+	ReportLayer *l;         /* [n] in program order */
+	int *of;                /* [g.nt] layer of an IR tensor, or -1 */
+	unsigned char *status;  /* [d.nt] viz_tensor_status */
+} ReportLayers;
+void report_layers(const Analysis *an, ReportLayers *ly, Arena *a);
+/* "block.3", or "(top level)". */
+const char *report_layer_name(const ReportLayer *y, Arena *a);
+
 /* ---------------------------------------------------------------- report/json.c */
 /* --json: the report of memory-model.md as one JSON object. */
 void report_json(const Analysis *an, FILE *out);
@@ -254,6 +280,8 @@ int viz_write_dot(FILE *f, const void *ctx);     /* dot.c: ctx is VizDot */
 typedef struct VizDot {
 	const Analysis *an;
 	bool backward;
+	bool full;              /* --dot-full: every call drawn; by default the
+	                           repeated calls of a def are one cluster */
 } VizDot;
 
 #endif
