@@ -229,7 +229,7 @@ block_table(const ReportLayers *ly, FILE *f, Arena *a)
 	for (int i = 0; i < ly->n; i++) {
 		const ReportLayer *y = &ly->l[i];
 		fputs("<tr><td>", f);
-		viz_xml(f, report_layer_name(y, a));
+		esc_xml(f, report_layer_name(y, a));
 		fputs("</td>", f);
 		size_td(f, y->saved);
 		size_td(f, y->at_peak);
@@ -270,7 +270,7 @@ plan_table(const Analysis *an, const ReportLayers *ly, const int *head, const in
 	      "</th></tr>\n", f);
 	for (int i = 0; i < ly->n; i++) {
 		fputs("<tr><td>", f);
-		viz_xml(f, report_layer_name(&ly->l[i], a));
+		esc_xml(f, report_layer_name(&ly->l[i], a));
 		fputs("</td><td class=\"names\">", f);
 		names(an, head[i], next, ly->status, VIZ_KEPT, f);
 		fputs("</td><td class=\"names\">", f);
