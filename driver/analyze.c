@@ -209,10 +209,12 @@ check_excess(const Analysis *an, const char *file, Diag *d)
 	at = x.tensor >= 0 && dg->t[x.tensor].ir_tensor >= 0
 	     ? an->g.t[dg->t[x.tensor].ir_tensor].loc
 	     : x.node >= 0 && dg->node[x.node].ir_op >= 0
-	     ? ir_op_loc(&an->g, &an->g.op[dg->node[x.node].ir_op]) : loc_make(file, 0, 0);
+	     ? ir_op_loc(&an->g, &an->g.op[dg->node[x.node].ir_op])
+	     : x.ir >= 0 ? an->g.t[x.ir].loc : loc_make(file, 0, 0);
 	diag_error(d, at, "network too large: the total of its %s passes 2^60 at '%s' (see "
 	           "docs/limits.md)", x.what, x.tensor >= 0 ? dg->t[x.tensor].name
-	           : x.node >= 0 ? dg->node[x.node].name : "the parameters");
+	           : x.node >= 0 ? dg->node[x.node].name
+	           : x.ir >= 0 ? an->g.t[x.ir].id : "the parameters");
 	return ST_ERROR;
 }
 
