@@ -174,6 +174,50 @@ chain_background(Chain *K, const int *piece)
 	return true;
 }
 
+/* On a long chain, only one cut in every m may be kept: the cheapest to
+ * keep (smallest c) of each run of m. The DP costs r x maxlen per bound,
+ * r^1.5, and a chain of 400,000 pieces took minutes; with m about
+ * sqrt(r) / 16 it works over 16 sqrt(r) boundaries, r^0.75, and a
+ * segment of the optimum's about sqrt(r) pieces still has some 16
+ * boundaries to choose from. A boundary's piece absorbs the pieces since
+ * the previous one: sw and fc are prefixes (read at the kept boundary),
+ * g the most over the absorbed pieces. Chains of up to 1,023 cuts (every
+ * example) keep every cut. */
+static void
+chain_coarsen(Chain *K)
+{
+	int m = (int)(sqrt((double)K->r) / 16), nr = 0, prev = 0;
+
+	if (m < 2)
+		return;
+	/* boundary nr (at most the old index it takes, so reads stay ahead
+	 * of writes): the cheapest cut of each run, then the end */
+	for (int lo = 1; lo <= K->r + 1; lo += m) {
+		int best = lo;
+		int64_t gm = 0;
+		if (lo > K->r)
+			best = K->r + 1;
+		for (int k = lo + 1; lo <= K->r && k < lo + m && k <= K->r; k++)
+			if (K->c[k] < K->c[best])
+				best = k;
+		for (int k = prev + 1; k <= best; k++)
+			gm = K->g[k] > gm ? K->g[k] : gm;
+		nr++;
+		K->cut[nr] = K->cut[best];
+		K->c[nr] = K->c[best];
+		K->sb[nr] = K->sb[best];
+		K->sw[nr] = K->sw[best];
+		K->fc[nr] = K->fc[best];
+		K->g[nr] = gm;
+		prev = best;
+		if (best == K->r + 1)
+			break;
+		if (lo + m > K->r + 1)     /* the end after the last run */
+			lo = K->r + 1 - m;
+	}
+	K->r = nr - 1;
+}
+
 /* The DP for bound P; true when the end boundary is reachable. */
 static bool
 chain_dp(Chain *K, int64_t P)
@@ -356,6 +400,7 @@ rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 		ar_free(&a);
 		return;
 	}
+	chain_coarsen(&K);
 	K.dp = ar_alloc(&a, sizeof *K.dp * ((size_t)K.r + 2));
 	K.par = ar_alloc(&a, sizeof *K.par * ((size_t)K.r + 2));
 	/* segments of up to 8 sqrt(r) pieces: the optimum's are about sqrt(r)
