@@ -171,6 +171,14 @@ heap_return(void)
 #endif
 }
 
+/* The work of a pipeline: each of the K stages analyses the whole step
+ * once (about 2 us a node), and builds M copies of its share of it (about
+ * 1 us and 240 bytes a node copied, all stages together), so stages x
+ * nodes and micro-batches x nodes (of the step's DAG) bound it; past
+ * them, a usage error (docs/limits.md, "Bounded work"). */
+#define PIPE_STAGE_CAP ((int64_t)1 << 22)
+#define PIPE_MICRO_CAP ((int64_t)1 << 21)
+
 /* --stages needs as many blocks (outermost def calls) as stages, and --stage-blocks
  * must name every one. */
 static Status
@@ -179,6 +187,14 @@ check_stages(const Graph *g, const Dag *d)
 	const PipeOptions *po = &g->settings.pipe;
 	int nb = pipeline_blocks(d), sum = 0;
 
+	if ((int64_t)po->stages * d->nnode > PIPE_STAGE_CAP)
+		diag_usage("--stages: %d stages x %d operations in %s's training step pass the "
+		           "cap of %lld (see docs/limits.md)", po->stages, d->nnode, g->file,
+		           (long long)PIPE_STAGE_CAP);
+	if ((int64_t)po->micro_batches * d->nnode > PIPE_MICRO_CAP)
+		diag_usage("--micro-batches: %d micro-batches x %d operations in %s's training "
+		           "step pass the cap of %lld (see docs/limits.md)", po->micro_batches,
+		           d->nnode, g->file, (long long)PIPE_MICRO_CAP);
 	if (nb < po->stages) {
 		fprintf(stderr, "remat: --stages %d: %s has %d outermost def call%s; each stage "
 		        "needs at least one\n", po->stages, g->file, nb, nb == 1 ? "" : "s");
