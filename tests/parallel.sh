@@ -42,7 +42,7 @@ usage "remat: --stages: the pipeline's --micro-batches replace --accumulate (giv
 usage "remat: --prefetch needs --zero 3 (only sharded weights are gathered)" \
 	--ranks 8 --zero 2 --prefetch 1
 # the pipeline's work caps (docs/limits.md): refused before any stage is built
-usage "remat: --micro-batches: 65536 micro-batches x 566 operations in examples/gpt2.net's training step pass the cap of 2097152 (see docs/limits.md)" \
+usage "remat: --micro-batches: 65536 micro-batches x 566 operations in examples/gpt2.net's training step pass the cap of 4194304 (see docs/limits.md)" \
 	--stages 2 --micro-batches 65536
 sh tests/bench/gen_chain.sh 30000 >"$out/chain30k.net"
 "$REMAT" --stages 70 "$out/chain30k.net" >/dev/null 2>"$out/err"
