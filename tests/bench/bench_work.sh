@@ -33,7 +33,7 @@ row() {
 ratio() {
 	awk -v w="$1" -v a="$2" -v b="$3" -v t="$4" 'BEGIN {
 		r = a / (b > 0.01 ? b : 0.01)
-		printf "  %s: %.1fx (target: within %sx)%s\n", w, r, t, r > t ? "  OVER" : "" }'
+		printf "  %s: %.1fx (target: within %sx)%s\n", w, r, t, (r > t ? "  OVER" : "") }'
 }
 
 for n in 50000 400000; do
