@@ -20,6 +20,11 @@
 # FUZZ_TIMEOUT=S sets it outright. Memory is capped per run at
 # -rss_limit_mb=2048 (CPU-independent).
 #
+# libFuzzer's -max_total_time is wall clock too, and includes running the
+# seeds first: at nice 19 on a loaded machine, 300 seeds of 3 s of CPU
+# took 70 s, and a 60 s run ended before its first mutation. So the run
+# gets the same factor times the seeds' total CPU on top of FUZZ_SECONDS.
+#
 # A run must fuzz: libFuzzer's final stats (-print_final_stats=1) must show
 # more executed units than there were inputs to start from
 # (stat::number_of_executed_units), else the run failed, whatever its
@@ -50,33 +55,36 @@ TIME=${TIME_CMD:-/usr/bin/time}
 cpu_file=$out/seed-cpu
 if [ -z "${FUZZ_TIMEOUT:-}" ] && { [ ! -s "$cpu_file" ] || [ "$bin" -nt "$cpu_file" ]; }; then
 	if "$TIME" -f %U true >/dev/null 2>&1; then
-		slow=0
+		slow=0 total=0
 		for d in $seeds; do
 			for f in "$d"/*; do
 				[ -f "$f" ] || continue
 				"$TIME" -o "$out/time" -f '%U %S' "$bin" -runs=1 -rss_limit_mb=2048 \
 					"$f" >/dev/null 2>&1
-				slow=$(awk -v s="$slow" '{ c = $1 + $2; print (c > s ? c : s) }' "$out/time")
+				# (the last line: GNU time may say first how the command exited)
+				set -- $(tail -n 1 "$out/time" | awk -v s="$slow" -v t="$total" \
+					'{ c = $1 + $2; print (c > s ? c : s), t + c }')
+				slow=$1 total=$2
 			done
 		done
-		echo "$slow" >"$cpu_file"
+		echo "$slow $total" >"$cpu_file"
 		rm -f "$out/time"
 	else
 		echo "run.sh: no GNU time at $TIME: the timeout is the floor" >&2
 	fi
 fi
-if [ -n "${FUZZ_TIMEOUT:-}" ]; then
-	timeout=$FUZZ_TIMEOUT
-else
-	slow=$(cat "$cpu_file" 2>/dev/null || echo 0)
-	timeout=$(awk -v s="$slow" -v k="${FUZZ_TIMEOUT_FACTOR:-20}" -v f="${FUZZ_TIMEOUT_FLOOR:-30}" \
-		'BEGIN { t = s * k; t = t > f ? t : f; printf "%d", t + 0.999 }')
-	echo "run.sh: $name: slowest seed ${slow} s CPU: -timeout=$timeout"
-fi
+set -- $(cat "$cpu_file" 2>/dev/null) 0 0
+slow=$1 total=$2
+k=${FUZZ_TIMEOUT_FACTOR:-20}
+timeout=${FUZZ_TIMEOUT:-$(awk -v s="$slow" -v k="$k" -v f="${FUZZ_TIMEOUT_FLOOR:-30}" \
+	'BEGIN { t = s * k; t = t > f ? t : f; printf "%d", t + 0.999 }')}
+seconds=$(awk -v s="${FUZZ_SECONDS:-60}" -v t="$total" -v k="$k" \
+	'BEGIN { printf "%d", s + t * k + 0.999 }')
+echo "run.sh: $name: seeds ${total} s CPU, the slowest ${slow} s: -timeout=$timeout -max_total_time=$seconds"
 
 log=$out/log
 # shellcheck disable=SC2086
-"$bin" -max_total_time="${FUZZ_SECONDS:-60}" -max_len="$max" -timeout="$timeout" \
+"$bin" -max_total_time="$seconds" -max_len="$max" -timeout="$timeout" \
 	-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/crashes/" \
 	"$out/corpus" $seeds >"$log" 2>&1
 rc=$?
