@@ -21,7 +21,7 @@
 #include "randdag.h"
 #include "remat_int.h"
 
-enum { MAXN = 256 };
+enum { MAXN = 4096 };
 
 static PlanResult
 plan(const Dag *d, int level, double cap, Arena *a)
@@ -321,6 +321,30 @@ test_segments_recompute_from_checkpoints(void **state)
 	ar_free(&a);
 }
 
+/* Issue 29: past 1,023 cuts the chain DP keeps only the cheapest cut of
+ * each run of sqrt(r)/16 (remat_chain.c). On 1,500 layers (3,000 cuts,
+ * runs of 3) its best plan must still hold no more than sqrt(n) layers'
+ * activations beyond the params and their gradients (it holds 21). */
+static void
+test_long_chain_coarsened(void **state)
+{
+	static Net f;
+	Arena a;
+	Dag d;
+	(void)state;
+
+	ar_init(&a);
+	mlp(&f, 1500);
+	net_lower(&f, &d, &a);
+	int64_t params = d.persistent[CAT_PARAMS], grads = 1500 * 50;
+	int64_t bound = params + grads + 55 * 1000;
+	int64_t chain = best_of(&d, chain_nocap);
+	if (chain > bound)
+		fail_msg("long chain: best peak %lld over %lld", (long long)chain,
+		         (long long)bound);
+	ar_free(&a);
+}
+
 int
 main(void)
 {
@@ -328,6 +352,7 @@ main(void)
 		cmocka_unit_test(test_random_dags),
 		cmocka_unit_test(test_chains_and_stacks),
 		cmocka_unit_test(test_segments_recompute_from_checkpoints),
+		cmocka_unit_test(test_long_chain_coarsened),
 	};
 	return cmocka_run_group_tests_name("remat_o2", tests, NULL, NULL);
 }
