@@ -297,24 +297,34 @@ best_of(const Dag *d, void (*gen)(RmScorer *, RmRecipe *, RmPool *))
  * Plans that release only each tensor's forward-to-backward gap keep every
  * matmul output alive through its tail (the relu recompute reads the old
  * instance), so they cannot go below the 120 matmul outputs. */
+/* The chain plans' best peak on an mlp of L layers, lowered into *d,
+ * which must hold at most `layers` layers' activations beyond the params
+ * and their gradients. */
+static int64_t
+mlp_chain_within(int L, int layers, Dag *d, Arena *a)
+{
+	static Net f;
+
+	mlp(&f, L);
+	net_lower(&f, d, a);
+	int64_t bound = d->persistent[CAT_PARAMS] + L * 50 + layers * 1000;
+	int64_t chain = best_of(d, chain_nocap);
+	if (chain > bound)
+		fail_msg("mlp %d: the chain plans' best peak %lld over %lld: segments are "
+		         "not recomputed from their checkpoints", L, (long long)chain,
+		         (long long)bound);
+	return chain;
+}
+
 static void
 test_segments_recompute_from_checkpoints(void **state)
 {
-	static Net f;
 	Arena a;
 	Dag d;
 	(void)state;
 
 	ar_init(&a);
-	mlp(&f, 120);
-	net_lower(&f, &d, &a);
-	int64_t params = d.persistent[CAT_PARAMS], grads = 120 * 50;
-	int64_t bound = params + grads + 30 * 1000;
-	int64_t chain = best_of(&d, chain_nocap);
-	if (chain > bound)
-		fail_msg("chain plans' best peak %lld over %lld: segments are not "
-		         "recomputed from their checkpoints", (long long)chain,
-		         (long long)bound);
+	int64_t chain = mlp_chain_within(120, 30, &d, &a);
 	PlanResult r2 = plan(&d, 2, 1.0, &a);
 	assert_true(r2.peak <= chain);
 	check_plan(&d, &r2, &a, "mlp 120 -O2");
@@ -328,20 +338,12 @@ test_segments_recompute_from_checkpoints(void **state)
 static void
 test_long_chain_coarsened(void **state)
 {
-	static Net f;
 	Arena a;
 	Dag d;
 	(void)state;
 
 	ar_init(&a);
-	mlp(&f, 1500);
-	net_lower(&f, &d, &a);
-	int64_t params = d.persistent[CAT_PARAMS], grads = 1500 * 50;
-	int64_t bound = params + grads + 55 * 1000;
-	int64_t chain = best_of(&d, chain_nocap);
-	if (chain > bound)
-		fail_msg("long chain: best peak %lld over %lld", (long long)chain,
-		         (long long)bound);
+	mlp_chain_within(1500, 55, &d, &a);
 	ar_free(&a);
 }
 
