@@ -171,6 +171,15 @@ heap_return(void)
 #endif
 }
 
+/* The work of a pipeline: each of the K stages analyses the whole step
+ * once (about 2 us a node), and builds M copies of its share of it (about
+ * 1 us and 240 bytes a node copied, all stages together), so stages x
+ * nodes and micro-batches x nodes (of the step's DAG) bound it; past
+ * either, a usage error (docs/limits.md, "Bounded work"). At the cap,
+ * 64 stages of a 30k-op chain take about 8 s, and M copies of a stage
+ * about 4 s and 1 GB. */
+#define PIPE_WORK_CAP ((int64_t)1 << 22)
+
 /* --stages needs as many blocks (outermost def calls) as stages, and --stage-blocks
  * must name every one. */
 static Status
@@ -179,6 +188,14 @@ check_stages(const Graph *g, const Dag *d)
 	const PipeOptions *po = &g->settings.pipe;
 	int nb = pipeline_blocks(d), sum = 0;
 
+	if ((int64_t)po->stages * d->nnode > PIPE_WORK_CAP)
+		diag_usage("--stages: %d stages x %d operations in %s's training step pass the "
+		           "cap of %lld (see docs/limits.md)", po->stages, d->nnode, g->file,
+		           (long long)PIPE_WORK_CAP);
+	if ((int64_t)po->micro_batches * d->nnode > PIPE_WORK_CAP)
+		diag_usage("--micro-batches: %d micro-batches x %d operations in %s's training "
+		           "step pass the cap of %lld (see docs/limits.md)", po->micro_batches,
+		           d->nnode, g->file, (long long)PIPE_WORK_CAP);
 	if (nb < po->stages) {
 		fprintf(stderr, "remat: --stages %d: %s has %d outermost def call%s; each stage "
 		        "needs at least one\n", po->stages, g->file, nb, nb == 1 ? "" : "s");
@@ -209,10 +226,12 @@ check_excess(const Analysis *an, const char *file, Diag *d)
 	at = x.tensor >= 0 && dg->t[x.tensor].ir_tensor >= 0
 	     ? an->g.t[dg->t[x.tensor].ir_tensor].loc
 	     : x.node >= 0 && dg->node[x.node].ir_op >= 0
-	     ? ir_op_loc(&an->g, &an->g.op[dg->node[x.node].ir_op]) : loc_make(file, 0, 0);
+	     ? ir_op_loc(&an->g, &an->g.op[dg->node[x.node].ir_op])
+	     : x.ir >= 0 ? an->g.t[x.ir].loc : loc_make(file, 0, 0);
 	diag_error(d, at, "network too large: the total of its %s passes 2^60 at '%s' (see "
 	           "docs/limits.md)", x.what, x.tensor >= 0 ? dg->t[x.tensor].name
-	           : x.node >= 0 ? dg->node[x.node].name : "the parameters");
+	           : x.node >= 0 ? dg->node[x.node].name
+	           : x.ir >= 0 ? an->g.t[x.ir].id : "the parameters");
 	return ST_ERROR;
 }
 

@@ -34,13 +34,25 @@ num() {
 	grep -o "\"$1\": [0-9]*" "$2" | head -1 | sed 's/.*: //'
 }
 
-echo "1..13"
+echo "1..15"
 usage "remat: --stages: the pipeline's --micro-batches replace --accumulate (give the micro-batch count with --micro-batches M)" \
 	--stages 2 --ranks 2 --accumulate 2
 usage "remat: --stages: the pipeline's --micro-batches replace --accumulate (give the micro-batch count with --micro-batches M)" \
 	--stages 2 --accumulate 1
 usage "remat: --prefetch needs --zero 3 (only sharded weights are gathered)" \
 	--ranks 8 --zero 2 --prefetch 1
+# the pipeline's work caps (docs/limits.md): refused before any stage is built
+usage "remat: --micro-batches: 65536 micro-batches x 566 operations in examples/gpt2.net's training step pass the cap of 4194304 (see docs/limits.md)" \
+	--stages 2 --micro-batches 65536
+sh tests/bench/gen_chain.sh 30000 >"$out/chain30k.net"
+"$REMAT" --stages 70 "$out/chain30k.net" >/dev/null 2>"$out/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "^remat: --stages: 70 stages x 60002 operations in .*chain30k.net's training step pass the cap of 4194304" "$out/err"; then
+	ok "--stages 70 on a 30k-op chain: usage error"
+else
+	fail "--stages 70 on a 30k-op chain: exit $rc"
+	sed 's/^/# /' "$out/err"
+fi
 usage "remat: --prefetch needs --zero 3 (only sharded weights are gathered)" --prefetch 0
 usage "remat: --prefetch: expected an integer from 0 to 1048576, got 'x'" \
 	--ranks 8 --zero 3 --prefetch x

@@ -56,10 +56,11 @@ dag_excess(const Dag *d, DagExcess *x)
 {
 	int64_t bytes = 0, cost = 0;
 
-	*x = (DagExcess){NULL, -1, -1};
-	for (int c = 0; c < CAT_COUNT; c++)
-		if (!ck_add(bytes, d->persistent[c], &bytes) || bytes > DAG_LIMIT) {
+	*x = (DagExcess){NULL, -1, -1, -1};
+	for (int i = 0; i < d->npersistent; i++)  /* persistent[] may saturate */
+		if (!ck_add(bytes, d->persistent_buf[i], &bytes) || bytes > DAG_LIMIT) {
 			x->what = "bytes";
+			x->ir = d->persistent_ir[i];
 			return true;
 		}
 	for (int t = 0; t < d->nt; t++)

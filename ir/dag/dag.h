@@ -362,7 +362,8 @@ void eval_dump(const Dag *d, const MemEval *ev, bool offsets, FILE *out);
 #define DAG_LIMIT ((int64_t)1 << 60)
 typedef struct DagExcess {
 	const char *what;       /* "bytes" or "FLOPs" */
-	int tensor, node;       /* where the total passes; both -1: persistent */
+	int tensor, node;       /* where the total passes, or -1 */
+	int ir;                 /* else the IR param whose persistent buffer passes it */
 } DagExcess;
 bool dag_excess(const Dag *d, DagExcess *x);    /* true when past DAG_LIMIT */
 

@@ -63,7 +63,10 @@ add_node(Lowering *L, int o, bool backward)
 	return n;
 }
 
-/* Appends one persistent buffer and counts it in persistent[]. */
+/* Appends one persistent buffer and counts it in persistent[]. The count
+ * saturates: params that nothing reads are not capped by the frontend,
+ * and two of 2^62 bytes would wrap it; dag_excess() then names the param
+ * whose buffer passes 2^60. */
 static void
 add_persistent(Lowering *L, int ir, MemCat cat, int64_t bytes)
 {
@@ -73,7 +76,7 @@ add_persistent(Lowering *L, int ir, MemCat cat, int64_t bytes)
 	d->persistent_buf[i] = bytes;
 	d->persistent_cat[i] = cat;
 	d->persistent_ir[i] = ir;
-	d->persistent[cat] += bytes;
+	d->persistent[cat] = ck_sat_add(d->persistent[cat], bytes);
 }
 
 /* The persistent buffers of param i, in the order dag.h documents: its

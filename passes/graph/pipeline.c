@@ -45,8 +45,20 @@ typedef struct Pipe {
 	bool grads_per_copy;    /* param gradients reduced per micro-batch */
 	int *stage_of;          /* [full nnode] the stage of each node */
 	int *producer;          /* [full nt] node making the tensor, or -1 */
-	int *copy_t;            /* [M * full nt] stage tensor of (copy, tensor), or -1 */
-	int *copy_n;            /* [M * full nnode] stage node of (copy, node) */
+	/* Only what the stage touches has a copy per micro-batch: the
+	 * tables below are M x the stage's size, not M x the whole DAG's,
+	 * and each micro-batch walks the stage's lists, not the DAG. */
+	int *lt;                /* [full nt] the stage's index of a tensor, or -1 */
+	int nlt;
+	int *ln;                /* [full nnode] the stage's index of a forward node, or -1 */
+	int nln;
+	int *copy_t;            /* [M * nlt] stage tensor of (copy, tensor), or -1 */
+	int *copy_n;            /* [M * nln] stage node of (copy, forward node) */
+	int *fwd, nfwd;         /* the stage's forward nodes, in node order */
+	int *bwd, nbwd;         /* its backward nodes, in base order */
+	int *rg, nrg;           /* tensors whose gradient comes back (recv_grad) */
+	int *sg, nsg;           /* received tensors whose gradient may go back */
+	int **peer, *npeer;     /* [full nt] later stages reading a sent tensor */
 	int cap_t, cap_n;
 	PipeStats *st;
 } Pipe;
@@ -94,7 +106,13 @@ block_costs(const Graph *g, const Dag *full, int nblocks, Arena *a)
 /* Each stage's first block (first[K] = nblocks + 1): the stage-blocks
  * option, or the contiguous split that minimises the largest stage's
  * estimate "persistent bytes + in-flight micro-batches x activation bytes",
- * by dynamic programming over split points (O(K nblocks^2)). */
+ * by dynamic programming over split points. For stage s ending at block
+ * b, the candidates j (stage s holds blocks j+1..b) are scanned down from
+ * b - 1: the stage's own estimate only grows as j falls, so the scan stops
+ * once it passes the best found, and takes the first j reaching the best,
+ * as the full scan did. The full scan was O(K nblocks^2), and each stage's
+ * analysis makes it: 64 stages of 3,000 blocks took minutes; this one
+ * looks at about a stage's worth of blocks per (s, b). */
 static void
 split_blocks(const Graph *g, const Dag *full, const PipeOptions *o, int nblocks,
              int *first, Arena *a)
@@ -130,12 +148,17 @@ split_blocks(const Graph *g, const Dag *full, const PipeOptions *o, int nblocks,
 			int64_t bestv = INT64_MAX;
 			if (s == K - 1 && b != nblocks)
 				continue;
-			for (int j = s; j < b; j++) {       /* stage s holds blocks j+1..b */
-				int64_t here = (pa[b] - pa[j] + ra) * fl + pp[b] - pp[j] + rp, prev;
+			/* stage s holds blocks j+1..b; stage 0 all of 1..b */
+			for (int j = s ? b - 1 : 0; j >= s; j--) {
+				/* saturating: fl reaches 65,536 and the bytes 2^60 */
+				int64_t here = ck_sat_add(ck_sat_mul(ck_sat_add(pa[b] - pa[j], ra), fl),
+				                          ck_sat_add(pp[b] - pp[j], rp)), prev;
+				if (here > bestv)
+					break;
 				prev = s ? best[(s - 1) * W + j] : (j ? INT64_MAX : 0);
 				if (prev == INT64_MAX)
 					continue;
-				if ((here > prev ? here : prev) < bestv) {
+				if ((here > prev ? here : prev) <= bestv && (here > prev ? here : prev) < INT64_MAX) {
 					bestv = here > prev ? here : prev;
 					arg[s * W + b] = j;
 				}
@@ -216,6 +239,23 @@ local(const Pipe *P, int t)
 	return P->producer[t] >= 0 && P->stage_of[P->producer[t]] == P->stage;
 }
 
+/* The slot of full tensor t in copy c, or NULL when the stage never
+ * touches t. */
+static int *
+slot_of(const Pipe *P, int c, int t)
+{
+	return P->lt[t] < 0 ? NULL : &P->copy_t[(size_t)c * (size_t)P->nlt + (size_t)P->lt[t]];
+}
+
+/* Whether full tensor t has a copy c yet. */
+static bool
+has_copy(const Pipe *P, int c, int t)
+{
+	const int *slot = slot_of(P, c, t);
+
+	return slot && *slot >= 0;
+}
+
 /* The stage tensor of full tensor t in copy c, made on first use. Param
  * gradients are shared by every copy, as they accumulate over the
  * micro-batches, unless ZeRO 2/3 reduce-scatters each micro-batch's
@@ -230,7 +270,8 @@ tensor_of(Pipe *P, int c, int t)
 
 	if (shared)
 		c = 0;
-	slot = &P->copy_t[(size_t)c * (size_t)P->full->nt + (size_t)t];
+	slot = slot_of(P, c, t);
+	ir_assert(slot);
 	if (*slot < 0) {
 		int x = add_t(P, src, shared ? src->name : copy_name(P, c, src->name));
 		*slot = x;
@@ -248,7 +289,6 @@ tensor_of(Pipe *P, int c, int t)
 static int
 add_boundary(Pipe *P, DagPipe k, const char *name, int t, bool backward)
 {
-	const Dag *f = P->full;
 	int x = add_n(P, name, backward, 1, 1, 1);
 	DagXfer *n = dag_xfer_set(P->d, x, P->a);
 
@@ -261,14 +301,9 @@ add_boundary(Pipe *P, DagPipe k, const char *name, int t, bool backward)
 		n->peer[n->npeer++] = P->stage_of[P->producer[t]];
 		return x;
 	}
-	for (int v = 0; v < f->nnode; v++) {
-		const DagNode *fn = &f->node[v];
-		bool reads = false;
-		for (int i = 0; !fn->is_backward && i < fn->nin; i++)
-			reads |= fn->in[i] == t;
-		if (reads && P->stage_of[v] > P->stage)
-			push_unique(n->peer, &n->npeer, P->stage_of[v]);
-	}
+	n->npeer = P->npeer[t];
+	if (n->npeer)
+		memcpy(n->peer, P->peer[t], sizeof(int) * (size_t)n->npeer);
 	return x;
 }
 
@@ -280,13 +315,11 @@ forward_copy(Pipe *P, int c, int *order, int *n, const bool *sent_later)
 {
 	const Dag *f = P->full;
 
-	for (int v = 0; v < f->nnode; v++) {
-		const DagNode *fn = &f->node[v];
-		if (P->stage_of[v] != P->stage || fn->is_backward)
-			continue;
+	for (int k = 0; k < P->nfwd; k++) {
+		const DagNode *fn = &f->node[P->fwd[k]];
 		for (int i = 0; i < fn->nin; i++) {
 			int t = fn->in[i], x;
-			if (local(P, t) || P->copy_t[(size_t)c * (size_t)f->nt + (size_t)t] >= 0)
+			if (local(P, t) || has_copy(P, c, t))
 				continue;
 			x = add_boundary(P, P->producer[t] < 0 ? PIPE_LOAD : PIPE_RECV,
 			                 ar_printf(P->a, "%s(%s)", P->producer[t] < 0 ? "load" : "recv",
@@ -297,14 +330,13 @@ forward_copy(Pipe *P, int c, int *order, int *n, const bool *sent_later)
 			P->st->recv_bytes += P->producer[t] < 0 ? 0 : f->t[t].bytes;
 		}
 	}
-	for (int v = 0; v < f->nnode; v++) {
+	for (int k = 0; k < P->nfwd; k++) {
+		int v = P->fwd[k];
 		const DagNode *fn = &f->node[v];
 		DagNode *nn;
 		int x;
-		if (P->stage_of[v] != P->stage || fn->is_backward)
-			continue;
 		x = add_n(P, copy_name(P, c, fn->name), false, fn->nin, fn->nout, 0);
-		P->copy_n[(size_t)c * (size_t)f->nnode + (size_t)v] = x;
+		P->copy_n[(size_t)c * (size_t)P->nln + (size_t)P->ln[v]] = x;
 		nn = &P->d->node[x];
 		nn->cost = fn->cost;
 		dag_set_workspace(P->d, x, dag_workspace(f, v), P->a);
@@ -333,27 +365,22 @@ forward_copy(Pipe *P, int c, int *order, int *n, const bool *sent_later)
  * send back, the stage's backward nodes in order, then send_grad for the
  * gradients of what this stage received. */
 static void
-backward_copy(Pipe *P, int c, int *order, int *n, const int *grad_of_t,
-              const bool *sent_later)
+backward_copy(Pipe *P, int c, int *order, int *n, const int *grad_of_t)
 {
 	const Dag *f = P->full;
 
-	for (int t = 0; t < f->nt; t++) {
-		int g = grad_of_t[t], x;
-		if (g < 0 || !sent_later[t] || !local(P, t))
-			continue;
+	for (int k = 0; k < P->nrg; k++) {
+		int t = P->rg[k], g = grad_of_t[t], x;
 		x = add_boundary(P, PIPE_RECV_GRAD, ar_printf(P->a, "recv_grad(%s)",
 		                 copy_name(P, c, f->t[t].name)), t, true);
 		P->d->node[x].acc[0] = (DagAcc){tensor_of(P, c, g), -1, false};
 		P->d->node[x].nacc = 1;
 		order[(*n)++] = x;
 	}
-	for (int i = 0; i < f->nbase; i++) {
-		int v = f->base_order[i], x;
+	for (int i = 0; i < P->nbwd; i++) {
+		int v = P->bwd[i], x;
 		const DagNode *fn = &f->node[v];
 		DagNode *nn;
-		if (P->stage_of[v] != P->stage || !fn->is_backward)
-			continue;
 		x = add_n(P, copy_name(P, c, fn->name), true, fn->nin, 0, fn->nacc);
 		nn = &P->d->node[x];
 		nn->cost = fn->cost;
@@ -361,21 +388,21 @@ backward_copy(Pipe *P, int c, int *order, int *n, const int *grad_of_t,
 		nn->ir_op = fn->ir_op;
 		nn->block_plus1 = fn->block_plus1 ? c * P->st->nblocks + fn->block_plus1 : 0;
 		nn->fwd_plus1 = fn->fwd_plus1
-		              ? P->copy_n[(size_t)c * (size_t)f->nnode + (size_t)(fn->fwd_plus1 - 1)] + 1 : 0;
+		              ? P->copy_n[(size_t)c * (size_t)P->nln + (size_t)P->ln[fn->fwd_plus1 - 1]] + 1 : 0;
 		for (int k = 0; k < fn->nin; k++)
 			push_unique(nn->in, &nn->nin, tensor_of(P, c, fn->in[k]));
 		for (int k = 0; k < fn->nacc; k++) {
 			int vs = fn->acc[k].view_src;
 			nn->acc[nn->nacc].tensor = tensor_of(P, c, fn->acc[k].tensor);
-			nn->acc[nn->nacc].view_src = vs >= 0 && P->copy_t[(size_t)c * (size_t)f->nt + (size_t)vs] >= 0
+			nn->acc[nn->nacc].view_src = vs >= 0 && has_copy(P, c, vs)
 			                           ? tensor_of(P, c, vs) : -1;
 			nn->nacc++;
 		}
 		order[(*n)++] = x;
 	}
-	for (int t = 0; t < f->nt; t++) {
-		int g = grad_of_t[t], x;
-		if (g < 0 || local(P, t) || P->copy_t[(size_t)c * (size_t)f->nt + (size_t)g] < 0)
+	for (int k = 0; k < P->nsg; k++) {
+		int t = P->sg[k], g = grad_of_t[t], x;
+		if (!has_copy(P, c, g))
 			continue;
 		x = add_boundary(P, PIPE_SEND_GRAD, ar_printf(P->a, "send_grad(%s)",
 		                 copy_name(P, c, f->t[t].name)), t, true);
@@ -459,10 +486,10 @@ pipeline_order(Pipe *P, int *order, int *n, const int *grad,
 		P->cur = f;
 		forward_copy(P, f, order, n, sent_later);
 		P->cur = b;
-		backward_copy(P, b, order, n, grad, sent_later);
+		backward_copy(P, b, order, n, grad);
 	}
 	for (P->cur = b; P->g->train && P->cur < P->M; P->cur++)
-		backward_copy(P, P->cur, order, n, grad, sent_later);
+		backward_copy(P, P->cur, order, n, grad);
 }
 
 /* The stage's sends and receives keep the pipeline order: each runs after
@@ -493,6 +520,77 @@ pipeline_blocks(const Dag *d)
 		if (d->node[v].block_plus1 > nb)
 			nb = d->node[v].block_plus1;
 	return nb;
+}
+
+/* Gives full tensor t, and the tensors it is a view of, a stage index. */
+static void
+touch(Pipe *P, int t)
+{
+	for (; t >= 0 && P->lt[t] < 0; t = P->full->t[t].view_src)
+		P->lt[t] = P->nlt++;
+}
+
+/* The stage's nodes, the tensors they touch, the boundary candidates and
+ * each sent tensor's peers, found once (a micro-batch walks these lists,
+ * in the order the whole DAG would give them). */
+static void
+stage_lists(Pipe *P, const int *grad, const bool *sent_later)
+{
+	const Dag *f = P->full;
+	Arena *a = P->a;
+
+	P->lt = ar_alloc(a, sizeof(int) * (size_t)(f->nt + 1));
+	P->ln = ar_alloc(a, sizeof(int) * (size_t)(f->nnode + 1));
+	P->fwd = ar_alloc(a, sizeof(int) * (size_t)(f->nnode + 1));
+	P->bwd = ar_alloc(a, sizeof(int) * (size_t)(f->nnode + 1));
+	P->rg = ar_alloc(a, sizeof(int) * (size_t)(f->nt + 1));
+	P->sg = ar_alloc(a, sizeof(int) * (size_t)(f->nt + 1));
+	P->peer = ar_alloc(a, sizeof(int *) * (size_t)(f->nt + 1));
+	P->npeer = ar_alloc(a, sizeof(int) * (size_t)(f->nt + 1));
+	for (int t = 0; t < f->nt; t++)
+		P->lt[t] = -1;
+	for (int v = 0; v < f->nnode; v++) {
+		const DagNode *n = &f->node[v];
+		P->ln[v] = -1;
+		if (!n->is_backward && P->stage_of[v] > P->stage)
+			for (int i = 0; i < n->nin; i++) {
+				int t = n->in[i];
+				if (!sent_later[t])
+					continue;
+				if (!P->peer[t])
+					P->peer[t] = ar_alloc(a, sizeof(int) * (size_t)(P->K + 1));
+				push_unique(P->peer[t], &P->npeer[t], P->stage_of[v]);
+			}
+		if (P->stage_of[v] != P->stage)
+			continue;
+		if (!n->is_backward) {
+			P->ln[v] = P->nln++;
+			P->fwd[P->nfwd++] = v;
+		}
+		for (int i = 0; i < n->nin; i++)
+			touch(P, n->in[i]);
+		for (int i = 0; i < n->nout; i++)
+			touch(P, n->out[i]);
+		for (int i = 0; i < n->nacc; i++) {
+			touch(P, n->acc[i].tensor);
+			touch(P, n->acc[i].view_src);
+		}
+	}
+	for (int i = 0; i < f->nbase; i++) {
+		int v = f->base_order[i];
+		if (P->stage_of[v] == P->stage && f->node[v].is_backward)
+			P->bwd[P->nbwd++] = v;
+	}
+	for (int t = 0; t < f->nt; t++) {
+		if (grad[t] < 0)
+			continue;
+		if (sent_later[t] && local(P, t)) {
+			P->rg[P->nrg++] = t;
+			touch(P, grad[t]);
+		} else if (!local(P, t)) {
+			P->sg[P->nsg++] = t;
+		}
+	}
 }
 
 void
@@ -528,15 +626,19 @@ pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage, PipeStat
 		for (int i = 0; !full.node[v].is_backward && i < full.node[v].nin; i++)
 			if (P.stage_of[v] > stage && local(&P, full.node[v].in[i]))
 				sent_later[full.node[v].in[i]] = true;
-	nct = (size_t)P.M * (size_t)full.nt;
+	grad = grads_by_tensor(&P);
+	stage_lists(&P, grad, sent_later);
+	nct = (size_t)P.M * (size_t)P.nlt;
 	P.copy_t = ar_alloc(a, sizeof(int) * (nct + 1));
-	P.copy_n = ar_alloc(a, sizeof(int) * ((size_t)P.M * (size_t)full.nnode + 1));
+	P.copy_n = ar_alloc(a, sizeof(int) * ((size_t)P.M * (size_t)P.nln + 1));
 	for (size_t i = 0; i < nct; i++)
 		P.copy_t[i] = -1;
 	memset(d, 0, sizeof *d);
-	grad = grads_by_tensor(&P);
 	stage_persistent(&P);
-	order = ar_alloc(a, sizeof(int) * ((size_t)P.M * (size_t)(full.nnode + 2 * full.nt) + 1));
+	/* per micro-batch: the stage's nodes, a receive or load per tensor
+	 * read, a send per tensor made, and the gradient transfers */
+	order = ar_alloc(a, sizeof(int) * ((size_t)P.M * (size_t)(P.nfwd + P.nbwd + 2 * P.nlt
+	                                                          + P.nrg + P.nsg) + 1));
 	pipeline_order(&P, order, &n, grad, sent_later);
 	ir_assert(n == d->nnode);
 	d->base_order = order;

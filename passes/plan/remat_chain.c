@@ -177,6 +177,50 @@ chain_background(Chain *K, const int *piece)
 	return true;
 }
 
+/* On a long chain, only one cut in every m may be kept: the cheapest to
+ * keep (smallest c) of each run of m. The DP costs r x maxlen per bound,
+ * r^1.5, and a chain of 400,000 pieces took minutes; with m about
+ * sqrt(r) / 16 it works over 16 sqrt(r) boundaries, r^0.75, and a
+ * segment of the optimum's about sqrt(r) pieces still has some 16
+ * boundaries to choose from. A boundary's piece absorbs the pieces since
+ * the previous one: sw and fc are prefixes (read at the kept boundary),
+ * g the most over the absorbed pieces. Chains of up to 1,023 cuts (every
+ * example) keep every cut. */
+static void
+chain_coarsen(Chain *K)
+{
+	int m = (int)(sqrt((double)K->r) / 16), nr = 0, prev = 0;
+
+	if (m < 2)
+		return;
+	/* boundary nr (at most the old index it takes, so reads stay ahead
+	 * of writes): the cheapest cut of each run, then the end */
+	for (int lo = 1; lo <= K->r + 1; lo += m) {
+		int best = lo;
+		int64_t gm = 0;
+		if (lo > K->r)
+			best = K->r + 1;
+		for (int k = lo + 1; lo <= K->r && k < lo + m && k <= K->r; k++)
+			if (K->c[k] < K->c[best])
+				best = k;
+		for (int k = prev + 1; k <= best; k++)
+			gm = K->g[k] > gm ? K->g[k] : gm;
+		nr++;
+		K->cut[nr] = K->cut[best];
+		K->c[nr] = K->c[best];
+		K->sb[nr] = K->sb[best];
+		K->sw[nr] = K->sw[best];
+		K->fc[nr] = K->fc[best];
+		K->g[nr] = gm;
+		prev = best;
+		if (best == K->r + 1)
+			break;
+		if (lo + m > K->r + 1)     /* the end after the last run */
+			lo = K->r + 1 - m;
+	}
+	K->r = nr - 1;
+}
+
 /* The DP for bound P; true when the end boundary is reachable. */
 static bool
 chain_dp(Chain *K, int64_t P)
@@ -355,6 +399,22 @@ chain_add(Chain *K, RmPool *pool, int64_t P, double cap, Last *l)
 	last_add(K, pool, l);
 }
 
+/* The DP's segment length and a bound every DP meets, for the cuts as
+ * they are now. */
+static void
+chain_limits(Chain *K)
+{
+	/* segments of up to 8 sqrt(r) pieces: the optimum's are about sqrt(r)
+	 * on uniform chains, and longer ones would make the DP quadratic */
+	K->maxlen = 8 * (int)sqrt((double)K->r) + 64;
+	int64_t hi = K->sw[K->r + 1], gmax = 0;
+	for (int k = 0; k <= K->r + 1; k++) {
+		hi = ck_sat_add(hi, K->c[k]);
+		gmax = K->g[k] > gmax ? K->g[k] : gmax;
+	}
+	K->top = ck_sat_add(ck_sat_mul(2, ck_sat_add(hi, gmax)), 1);
+}
+
 /* The cuts, their costs and the background of the graph S scores, in a;
  * false (a freed) when there is no chain: no backward, no cut, or no
  * -O0 evaluation. */
@@ -381,15 +441,7 @@ chain_init(Chain *K, RmScorer *S, RmRecipe *R, Arena *a)
 	K->dp = ar_alloc(a, sizeof *K->dp * ((size_t)K->r + 2));
 	K->par = ar_alloc(a, sizeof *K->par * ((size_t)K->r + 2));
 	K->held = ar_alloc(a, nn);
-	/* segments of up to 8 sqrt(r) pieces: the optimum's are about sqrt(r)
-	 * on uniform chains, and longer ones would make the DP quadratic */
-	K->maxlen = 8 * (int)sqrt((double)K->r) + 64;
-	int64_t hi = K->sw[K->r + 1], gmax = 0;
-	for (int k = 0; k <= K->r + 1; k++) {
-		hi = ck_sat_add(hi, K->c[k]);
-		gmax = K->g[k] > gmax ? K->g[k] : gmax;
-	}
-	K->top = ck_sat_add(ck_sat_mul(2, ck_sat_add(hi, gmax)), 1);
+	chain_limits(K);
 	return true;
 }
 
@@ -402,6 +454,9 @@ rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 
 	if (!chain_init(&K, S, R, &a))
 		return;
+	/* past 1,023 cuts, the cheapest cut of each run (chain_coarsen) */
+	chain_coarsen(&K);
+	chain_limits(&K);
 	int64_t top = K.top, P0 = chain_min_bound(&K, top);
 	Last l = last_init(&K);
 	/* finely just above the smallest bound (where the model's error
@@ -594,7 +649,6 @@ rm_chain_budget_plans(RmScorer *S, RmRecipe *R, RmPool *pool, int64_t budget)
 
 	if (!chain_init(&K, S, R, &a))
 		return;
-	int64_t P0 = chain_min_bound(&K, K.top);
 	Last l = last_init(&K);
 	Front F = {.lab = ar_alloc(&a, sizeof *F.lab * ((size_t)K.r + 2) * NBUCKET),
 	           .n = ar_alloc(&a, sizeof *F.n * ((size_t)K.r + 2)),
@@ -611,20 +665,17 @@ rm_chain_budget_plans(RmScorer *S, RmRecipe *R, RmPool *pool, int64_t budget)
 		             K.fc[k] - K.fc[k - 1] - (k <= K.r ? K.M->d->node[K.cut[k]].cost : 0) : 0;
 		F.lastsaved[k] = saves ? k : F.lastsaved[k - 1];
 	}
-	/* bounds on a fixed ladder (every 1% of the -O0 peak from the
-	 * smallest the first DP meets): the BUDGET_RUNGS highest up to just
-	 * above the budget (the model's peak is an estimate), while the work
-	 * lasts. A lower bound's plan recomputes no less in the model, so
-	 * the rungs nearest the budget are the ones that can win. */
+	/* bounds on a fixed ladder (the multiples of 1% of the -O0 peak):
+	 * the BUDGET_RUNGS highest up to just above the budget (the model's
+	 * peak is an estimate), while the work lasts. A lower bound's plan
+	 * recomputes no less in the model, so the rungs nearest the budget
+	 * are the ones that can win; below the smallest bound the DP meets,
+	 * a rung fails at once. */
 	int64_t step = K.base_peak / 100 > 0 ? K.base_peak / 100 : 1;
 	int64_t limit = ck_sat_add(budget, budget / 50);
-	if (P0 < 0 || P0 > limit) {
-		ar_free(&a);
-		return;
-	}
-	for (int64_t j = (limit - P0) / step, j0 = j; j >= 0 && j > j0 - BUDGET_RUNGS &&
+	for (int64_t j = limit / step, j0 = j; j > 0 && j > j0 - BUDGET_RUNGS &&
 	     F.work <= F.maxwork; j--) {
-		if (!chain_dp_rec(&K, &F, P0 + j * step))
+		if (!chain_dp_rec(&K, &F, j * step))
 			continue;
 		chain_keep_rec(&K, &F, l.keep);
 		last_add(&K, pool, &l);

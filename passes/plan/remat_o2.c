@@ -432,8 +432,11 @@ rm_effort(const RmModel *M)
 	e.size = dsize;
 	e.chain_work = 30000000;
 	e.chain_budget_work = 60000000;
-	e.chain_fine = 12;
-	e.chain_coarse = dsize < 50000 ? 24 : 12;
+	/* each chain plan is a whole evaluation: on the largest chains (a
+	 * 50,000-step one is about 450,000) six of each keep -O2 within
+	 * about 5x of -O0 */
+	e.chain_fine = dsize < 200000 ? 12 : 6;
+	e.chain_coarse = dsize < 50000 ? 24 : dsize < 200000 ? 12 : 6;
 	e.desc_size = 20000;
 	e.desc_evals = (M->has_backward ? 10000000L : 6000000L) / size;
 	if (e.desc_evals > 20000)

@@ -129,4 +129,36 @@ for f in gather-15-axes expand-negative expand-huge constantofshape-huge conv-pa
 	row "ONNX: bad/$f" "$REMAT" --import onnx --infer "$SRCDIR/tests/onnx/bad/$f.onnx"
 done
 
+# ---------------------------------------------------------------- bounded work
+# (issue 29) -O2 against -O0 on chains whose every step reads one param,
+# --emit-torch against -O2 and --stages on a 30k-op chain, --micro-batches
+# up to and past the pipeline's cap (docs/limits.md, "Bounded work"): each
+# ratio is printed against its target; the large runs pass 1 s by design.
+# ratio WHAT A B TARGET: A / B against the target
+ratio() {
+	awk -v w="$1" -v a="$2" -v b="$3" -v t="$4" 'BEGIN {
+		r = a / (b > 0.01 ? b : 0.01)
+		printf "  %s: %.1fx (target: within %sx)%s\n", w, r, t, (r > t ? "  OVER" : "") }'
+}
+for k in 50000 400000; do
+	sh "$SRCDIR/tests/bench/gen_shared.sh" $k >"$tmp/shared$k.net"
+	row "$k steps sharing one param, -O0" "$REMAT" -O0 "$tmp/shared$k.net"
+	o0=$cpu
+	row "$k steps sharing one param, -O2" "$REMAT" -O2 "$tmp/shared$k.net"
+	ratio "-O2 / -O0" "$cpu" "$o0" 5
+done
+sh "$SRCDIR/tests/bench/gen_chain.sh" 30000 >"$tmp/chain30k.net"
+row "30k-op chain, -O2" "$REMAT" -O2 "$tmp/chain30k.net"
+o2=$cpu
+row "30k-op chain, -O2 --emit-torch" "$REMAT" -O2 --emit-torch "$tmp/helper.py" "$tmp/chain30k.net"
+ratio "--emit-torch / -O2" "$cpu" "$o2" 3
+row "30k-op chain, --stages 8" "$REMAT" --stages 8 "$tmp/chain30k.net"
+row "30k-op chain, --stages 64" "$REMAT" --stages 64 "$tmp/chain30k.net"
+row "30k-op chain, --stages 70 (the cap: exit 2)" "$REMAT" --stages 70 "$tmp/chain30k.net"
+sh "$SRCDIR/tests/bench/gen_chain.sh" 100 >"$tmp/chain100.net"
+for m in 1024 20000 65536; do
+	row "100-op chain, --stages 2 --micro-batches $m" "$REMAT" --stages 2 \
+		--micro-batches $m "$tmp/chain100.net"
+done
+
 echo "$over over the target (1 s CPU, 10^8 bytes)"

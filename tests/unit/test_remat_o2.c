@@ -21,7 +21,7 @@
 #include "randdag.h"
 #include "remat_int.h"
 
-enum { MAXN = 256 };
+enum { MAXN = 4096 };
 
 static PlanResult
 plan(const Dag *d, int level, double cap, Arena *a)
@@ -297,27 +297,53 @@ best_of(const Dag *d, void (*gen)(RmScorer *, RmRecipe *, RmPool *))
  * Plans that release only each tensor's forward-to-backward gap keep every
  * matmul output alive through its tail (the relu recompute reads the old
  * instance), so they cannot go below the 120 matmul outputs. */
+/* The chain plans' best peak on an mlp of L layers, lowered into *d,
+ * which must hold at most `layers` layers' activations beyond the params
+ * and their gradients. */
+static int64_t
+mlp_chain_within(int L, int layers, Dag *d, Arena *a)
+{
+	static Net f;
+
+	mlp(&f, L);
+	net_lower(&f, d, a);
+	int64_t bound = d->persistent[CAT_PARAMS] + L * 50 + layers * 1000;
+	int64_t chain = best_of(d, chain_nocap);
+	if (chain > bound)
+		fail_msg("mlp %d: the chain plans' best peak %lld over %lld: segments are "
+		         "not recomputed from their checkpoints", L, (long long)chain,
+		         (long long)bound);
+	return chain;
+}
+
 static void
 test_segments_recompute_from_checkpoints(void **state)
 {
-	static Net f;
 	Arena a;
 	Dag d;
 	(void)state;
 
 	ar_init(&a);
-	mlp(&f, 120);
-	net_lower(&f, &d, &a);
-	int64_t params = d.persistent[CAT_PARAMS], grads = 120 * 50;
-	int64_t bound = params + grads + 30 * 1000;
-	int64_t chain = best_of(&d, chain_nocap);
-	if (chain > bound)
-		fail_msg("chain plans' best peak %lld over %lld: segments are not "
-		         "recomputed from their checkpoints", (long long)chain,
-		         (long long)bound);
+	int64_t chain = mlp_chain_within(120, 30, &d, &a);
 	PlanResult r2 = plan(&d, 2, 1.0, &a);
 	assert_true(r2.peak <= chain);
 	check_plan(&d, &r2, &a, "mlp 120 -O2");
+	ar_free(&a);
+}
+
+/* Issue 29: past 1,023 cuts the chain DP keeps only the cheapest cut of
+ * each run of sqrt(r)/16 (remat_chain.c). On 1,500 layers (3,000 cuts,
+ * runs of 3) its best plan must still hold no more than sqrt(n) layers'
+ * activations beyond the params and their gradients (it holds 21). */
+static void
+test_long_chain_coarsened(void **state)
+{
+	Arena a;
+	Dag d;
+	(void)state;
+
+	ar_init(&a);
+	mlp_chain_within(1500, 55, &d, &a);
 	ar_free(&a);
 }
 
@@ -328,6 +354,7 @@ main(void)
 		cmocka_unit_test(test_random_dags),
 		cmocka_unit_test(test_chains_and_stacks),
 		cmocka_unit_test(test_segments_recompute_from_checkpoints),
+		cmocka_unit_test(test_long_chain_coarsened),
 	};
 	return cmocka_run_group_tests_name("remat_o2", tests, NULL, NULL);
 }
