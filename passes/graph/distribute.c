@@ -485,34 +485,71 @@ grad_shards(Dist *D, int nold)
 /* ---------------------------------------------------------------- order */
 
 /* The units with a gather in one direction, in the order the base
- * schedule enters them (their first operation: boundary nodes, which read
- * no weight, do not enter a unit), and which of them ran their gather. */
+ * schedule enters them, and which of them ran their gather. A unit is
+ * entered at its first operation of that direction that reads its
+ * gathered weights (DeepSpeed gathers a module's parameters when the
+ * module that uses them runs): a unit's backward starts with operations
+ * that read no weight (the loss's backward, the root's), and gathering
+ * there would hold the weights, at the steps where a checkpointing plan
+ * recomputes the unit's forward, twice (the recompute's gather and this
+ * one). A unit that no operation of that direction reads is entered at
+ * its first operation of that direction; boundary nodes (send, recv),
+ * which read no weight, enter none. */
 typedef struct Seq {
 	const int *gather;      /* gather_f or gather_b */
 	int *unit, n;           /* the units in order */
 	int *pos;               /* [nunits] index in unit[], or -1 */
 	bool *done;             /* [nunits] gather placed */
+	int *head;              /* [nbase] the first unit entered at that base
+	                           index, or -1 */
+	int *next;              /* [nunits] the next unit entered there */
 } Seq;
 
 static Seq
 sequence(const Dist *D, bool bwd)
 {
 	const Dag *d = D->d;
+	const int *gathered = bwd ? D->gathered_b : D->gathered_f;
+	int *gunit = ar_alloc(D->a, sizeof(int) * (size_t)(d->nt + 1));
+	int *first_read = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+	int *first_op = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	Seq q = {bwd ? D->gather_b : D->gather_f,
 	         ar_alloc(D->a, sizeof(int) * (size_t)D->nunits), 0,
 	         ar_alloc(D->a, sizeof(int) * (size_t)D->nunits),
-	         ar_alloc(D->a, (size_t)D->nunits)};
+	         ar_alloc(D->a, (size_t)D->nunits),
+	         ar_alloc(D->a, sizeof(int) * (size_t)(d->nbase + 1)),
+	         ar_alloc(D->a, sizeof(int) * (size_t)D->nunits)};
 
-	for (int u = 0; u < D->nunits; u++)
-		q.pos[u] = -1;
+	for (int u = 0; u < D->nunits; u++) {
+		q.pos[u] = first_read[u] = first_op[u] = -1;
+		if (q.gather[u] >= 0)
+			gunit[gathered[u]] = u + 1;
+	}
 	for (int i = 0; i < d->nbase; i++) {
 		int v = d->base_order[i], u = unit_of_node(D, v);
-		if (d->node[v].is_backward != bwd || d->node[v].ir_op < 0 ||
-		    q.gather[u] < 0 || q.pos[u] >= 0)
+		const DagNode *n = &d->node[v];
+		q.head[i] = -1;
+		if (n->is_backward != bwd || n->ir_op < 0)
 			continue;
-		q.pos[u] = q.n;
-		q.unit[q.n++] = u;
+		if (q.gather[u] >= 0 && first_op[u] < 0)
+			first_op[u] = i;
+		for (int j = 0; j < n->nin; j++)
+			if (gunit[n->in[j]] && first_read[gunit[n->in[j]] - 1] < 0)
+				first_read[gunit[n->in[j]] - 1] = i;
 	}
+	/* each base index's units in unit order: pushed from the last */
+	for (int u = D->nunits - 1; u >= 0; u--) {
+		int i = first_read[u] >= 0 ? first_read[u] : first_op[u];
+		if (i < 0)
+			continue;
+		q.next[u] = q.head[i];
+		q.head[i] = u;
+	}
+	for (int i = 0; i < d->nbase; i++)
+		for (int u = q.head[i]; u >= 0; u = q.next[u]) {
+			q.pos[u] = q.n;
+			q.unit[q.n++] = u;
+		}
 	return q;
 }
 
@@ -528,9 +565,9 @@ enter(const Dist *D, Seq *q, int u, int *order, int *n)
 		}
 }
 
-/* The new base order: each unit's forward gather right before the unit's
- * first forward operation (or up to --prefetch units earlier), its
- * backward gather likewise before its first backward operation, and each
+/* The new base order: each unit's forward gather right before the
+ * operation that enters it in the forward (sequence; or up to --prefetch
+ * units earlier), its backward gather likewise in the backward, and each
  * bucket node right after the step that completes its bucket. */
 static void
 base_order(Dist *D, int nold)
@@ -545,8 +582,10 @@ base_order(Dist *D, int nold)
 	}
 	for (int i = 0; i < d->nbase; i++) {
 		int v = d->base_order[i];
-		if (D->gather_f && d->node[v].ir_op >= 0)
-			enter(D, d->node[v].is_backward ? &b : &f, unit_of_node(D, v), order, &n);
+		for (int u = D->gather_f ? f.head[i] : -1; u >= 0; u = f.next[u])
+			enter(D, &f, u, order, &n);
+		for (int u = D->gather_f ? b.head[i] : -1; u >= 0; u = b.next[u])
+			enter(D, &b, u, order, &n);
 		order[n++] = v;
 		if (D->bucket_after && D->bucket_after[v] >= 0) {
 			order[n++] = D->bucket_after[v];
