@@ -55,7 +55,11 @@ typedef struct Dist {
 	int ncopies;            /* a pipeline stage's in-flight copies, else 1 */
 	int nblocks;            /* the largest block number of any node */
 	int nunits;             /* units: blocks 1..nblocks, 0 for the root of
-	                           copy 0, nblocks + c for the root of copy c */
+	                           copy 0, nblocks + c for the root of copy c,
+	                           nblocks + ncopies + c for the head of copy c */
+	bool *head;             /* [nhead] a root node after its copy's last
+	                           block (its head), or its backward */
+	int nhead;
 	int64_t *unit_bytes;    /* [nunits] full weight bytes each unit gathers */
 	int *unit_copy;         /* [nunits] the copy its nodes belong to */
 	int **unit_list;        /* [nunits] its params, in IR order */
@@ -138,16 +142,56 @@ add_input(Dist *D, int v, int t)
 
 /* ---------------------------------------------------------------- ZeRO-3 */
 
-/* The unit node v belongs to: its block, or its copy's root. A pipeline
- * stage's copies already have blocks of their own (pipeline.c numbers
- * them per copy); their roots are told apart by DagNode.micro_batch. */
+/* The unit node v belongs to: its block, its copy's head (after the
+ * copy's last block) or its copy's root (the rest). A pipeline stage's
+ * copies already have blocks of their own (pipeline.c numbers them per
+ * copy); their roots and heads are told apart by DagNode.micro_batch. */
 static int
 unit_of_node(const Dist *D, int v)
 {
 	const DagNode *n = &D->d->node[v];
 	int mb = dag_micro_batch(D->d, n);
 
-	return n->block_plus1 ? n->block_plus1 : mb ? D->nblocks + mb : 0;
+	if (n->block_plus1)
+		return n->block_plus1;
+	if (v < D->nhead && D->head[v])
+		return D->nblocks + D->ncopies + mb;
+	return mb ? D->nblocks + mb : 0;
+}
+
+/* Which root nodes are a head: forward nodes after the last forward node
+ * of a block of their copy in the base order, and their backward nodes.
+ * The operations outside every def before the blocks (the embeddings, a
+ * stem) and after them (the final norm, the head, the loss) are two
+ * units, as DeepSpeed gathers each module's parameters when that module
+ * runs: with one unit for both, the backward gather made at the head's
+ * backward would hold the embeddings' weights through the whole backward,
+ * and a plan that recomputes the embeddings there would gather them a
+ * second time. */
+static void
+find_heads(Dist *D)
+{
+	const Dag *d = D->d;
+	int *last = ar_alloc(D->a, sizeof(int) * (size_t)D->ncopies);
+
+	D->nhead = d->nnode;
+	D->head = ar_alloc(D->a, (size_t)d->nnode + 1);
+	for (int c = 0; c < D->ncopies; c++)
+		last[c] = -1;
+	for (int i = 0; i < d->nbase; i++) {
+		const DagNode *n = &d->node[d->base_order[i]];
+		if (!n->is_backward && n->block_plus1)
+			last[dag_micro_batch(d, n)] = i;
+	}
+	for (int i = 0; i < d->nbase; i++) {
+		const DagNode *n = &d->node[d->base_order[i]];
+		int c = dag_micro_batch(d, n);
+		if (!n->is_backward && !n->block_plus1 && last[c] >= 0 && i > last[c])
+			D->head[d->base_order[i]] = true;
+	}
+	for (int v = 0; v < d->nnode; v++)
+		if (d->node[v].is_backward && d->node[v].fwd_plus1)
+			D->head[v] = D->head[d->node[v].fwd_plus1 - 1];
 }
 
 /* The slot of param p read by a node of copy c in unit_of_param. */
@@ -174,7 +218,8 @@ find_units(Dist *D)
 		if (mb + 1 > D->ncopies)
 			D->ncopies = mb + 1;
 	}
-	D->nunits = D->nblocks + D->ncopies;
+	D->nunits = D->nblocks + 2 * D->ncopies;
+	find_heads(D);
 	D->unit_of_param = ar_alloc(D->a, sizeof(int) * (size_t)D->ncopies * (size_t)(g->nt + 1));
 	D->unit_bytes = ar_alloc(D->a, sizeof(int64_t) * (size_t)D->nunits);
 	D->unit_copy = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
@@ -234,8 +279,11 @@ gathers(Dist *D)
 	D->gathered_f = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	D->gathered_b = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	for (int u = 0; u < D->nunits; u++) {
+		int hc = u - D->nblocks - D->ncopies;   /* a head's copy */
 		const char *nm = !u ? "allgather(root)"
 		               : u <= D->nblocks ? ar_printf(D->a, "allgather(unit %d)", u)
+		               : hc == 0 ? "allgather(head)"
+		               : hc > 0 ? ar_printf(D->a, "allgather(head, micro-batch %d)", hc)
 		               : ar_printf(D->a, "allgather(root, micro-batch %d)", u - D->nblocks);
 		D->gather_f[u] = D->gather_b[u] = -1;
 		if (!D->unit_bytes[u])
