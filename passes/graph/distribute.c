@@ -534,15 +534,11 @@ grad_shards(Dist *D, int nold)
 
 /* The units with a gather in one direction, in the order the base
  * schedule enters them, and which of them ran their gather. A unit is
- * entered at its first operation of that direction that reads its
- * gathered weights (DeepSpeed gathers a module's parameters when the
- * module that uses them runs): a unit's backward starts with operations
- * that read no weight (the loss's backward, the root's), and gathering
- * there would hold the weights, at the steps where a checkpointing plan
- * recomputes the unit's forward, twice (the recompute's gather and this
- * one). A unit that no operation of that direction reads is entered at
- * its first operation of that direction; boundary nodes (send, recv),
- * which read no weight, enter none. */
+ * entered at its first operation of that direction (FSDP's pre-forward
+ * and pre-backward hooks of the unit), or earlier where an operation of
+ * another unit reads its weights first: a tied head reads the root's
+ * embedding in the forward, and its backward runs before the root's.
+ * Boundary nodes (send, recv), which read no weight, enter none. */
 typedef struct Seq {
 	const int *gather;      /* gather_f or gather_b */
 	int *unit, n;           /* the units in order */
@@ -587,7 +583,9 @@ sequence(const Dist *D, bool bwd)
 	}
 	/* each base index's units in unit order: pushed from the last */
 	for (int u = D->nunits - 1; u >= 0; u--) {
-		int i = first_read[u] >= 0 ? first_read[u] : first_op[u];
+		int i = first_read[u] < 0 ? first_op[u]
+		      : first_op[u] < 0 ? first_read[u]
+		      : first_read[u] < first_op[u] ? first_read[u] : first_op[u];
 		if (i < 0)
 			continue;
 		q.next[u] = q.head[i];
