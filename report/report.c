@@ -234,6 +234,24 @@ distributed(const Analysis *an, const ReportOptions *ro, FILE *out)
 		put_size(out, ro, st->max_gather, true);
 		fputc('\n', out);
 	}
+	/* ZeRO-3 under a checkpointing plan: the all-gathers its recomputes
+	 * run again, which the FLOPs of the recompute leave out (an
+	 * all-gather costs none) but the interconnect carries */
+	int regathers = 0;
+	int64_t regathered = 0;
+	for (int s = 0; s < an->ev.nsteps && s < an->plan.sched.n; s++) {
+		int v = an->plan.sched.step[s];
+		if (an->ev.kind[s] != STEP_RECOMPUTE ||
+		    dag_xfer(&an->d, v)->comm != COMM_ALLGATHER)
+			continue;
+		regathers++;
+		regathered += an->d.t[an->d.node[v].out[0]].bytes;
+	}
+	if (regathers) {
+		fprintf(out, "  re-gathered        %d all-gathers in recomputes, ", regathers);
+		put_size(out, ro, regathered, true);
+		fputc('\n', out);
+	}
 	fputs("  host (offloaded)   ", out);
 	put_size(out, ro, host, true);
 	fputc('\n', out);

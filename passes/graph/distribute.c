@@ -55,7 +55,11 @@ typedef struct Dist {
 	int ncopies;            /* a pipeline stage's in-flight copies, else 1 */
 	int nblocks;            /* the largest block number of any node */
 	int nunits;             /* units: blocks 1..nblocks, 0 for the root of
-	                           copy 0, nblocks + c for the root of copy c */
+	                           copy 0, nblocks + c for the root of copy c,
+	                           nblocks + ncopies + c for the head of copy c */
+	bool *head;             /* [nhead] a root node after its copy's last
+	                           block (its head), or its backward */
+	int nhead;
 	int64_t *unit_bytes;    /* [nunits] full weight bytes each unit gathers */
 	int *unit_copy;         /* [nunits] the copy its nodes belong to */
 	int **unit_list;        /* [nunits] its params, in IR order */
@@ -138,16 +142,56 @@ add_input(Dist *D, int v, int t)
 
 /* ---------------------------------------------------------------- ZeRO-3 */
 
-/* The unit node v belongs to: its block, or its copy's root. A pipeline
- * stage's copies already have blocks of their own (pipeline.c numbers
- * them per copy); their roots are told apart by DagNode.micro_batch. */
+/* The unit node v belongs to: its block, its copy's head (after the
+ * copy's last block) or its copy's root (the rest). A pipeline stage's
+ * copies already have blocks of their own (pipeline.c numbers them per
+ * copy); their roots and heads are told apart by DagNode.micro_batch. */
 static int
 unit_of_node(const Dist *D, int v)
 {
 	const DagNode *n = &D->d->node[v];
 	int mb = dag_micro_batch(D->d, n);
 
-	return n->block_plus1 ? n->block_plus1 : mb ? D->nblocks + mb : 0;
+	if (n->block_plus1)
+		return n->block_plus1;
+	if (v < D->nhead && D->head[v])
+		return D->nblocks + D->ncopies + mb;
+	return mb ? D->nblocks + mb : 0;
+}
+
+/* Which root nodes are a head: forward nodes after the last forward node
+ * of a block of their copy in the base order, and their backward nodes.
+ * The operations outside every def before the blocks (the embeddings, a
+ * stem) and after them (the final norm, the head, the loss) are two
+ * units, as DeepSpeed gathers each module's parameters when that module
+ * runs: with one unit for both, the backward gather made at the head's
+ * backward would hold the embeddings' weights through the whole backward,
+ * and a plan that recomputes the embeddings there would gather them a
+ * second time. */
+static void
+find_heads(Dist *D)
+{
+	const Dag *d = D->d;
+	int *last = ar_alloc(D->a, sizeof(int) * (size_t)D->ncopies);
+
+	D->nhead = d->nnode;
+	D->head = ar_alloc(D->a, (size_t)d->nnode + 1);
+	for (int c = 0; c < D->ncopies; c++)
+		last[c] = -1;
+	for (int i = 0; i < d->nbase; i++) {
+		const DagNode *n = &d->node[d->base_order[i]];
+		if (!n->is_backward && n->block_plus1)
+			last[dag_micro_batch(d, n)] = i;
+	}
+	for (int i = 0; i < d->nbase; i++) {
+		const DagNode *n = &d->node[d->base_order[i]];
+		int c = dag_micro_batch(d, n);
+		if (!n->is_backward && !n->block_plus1 && last[c] >= 0 && i > last[c])
+			D->head[d->base_order[i]] = true;
+	}
+	for (int v = 0; v < d->nnode; v++)
+		if (d->node[v].is_backward && d->node[v].fwd_plus1)
+			D->head[v] = D->head[d->node[v].fwd_plus1 - 1];
 }
 
 /* The slot of param p read by a node of copy c in unit_of_param. */
@@ -174,7 +218,8 @@ find_units(Dist *D)
 		if (mb + 1 > D->ncopies)
 			D->ncopies = mb + 1;
 	}
-	D->nunits = D->nblocks + D->ncopies;
+	D->nunits = D->nblocks + 2 * D->ncopies;
+	find_heads(D);
 	D->unit_of_param = ar_alloc(D->a, sizeof(int) * (size_t)D->ncopies * (size_t)(g->nt + 1));
 	D->unit_bytes = ar_alloc(D->a, sizeof(int64_t) * (size_t)D->nunits);
 	D->unit_copy = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
@@ -234,8 +279,11 @@ gathers(Dist *D)
 	D->gathered_f = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	D->gathered_b = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	for (int u = 0; u < D->nunits; u++) {
+		int hc = u - D->nblocks - D->ncopies;   /* a head's copy */
 		const char *nm = !u ? "allgather(root)"
 		               : u <= D->nblocks ? ar_printf(D->a, "allgather(unit %d)", u)
+		               : hc == 0 ? "allgather(head)"
+		               : hc > 0 ? ar_printf(D->a, "allgather(head, micro-batch %d)", hc)
 		               : ar_printf(D->a, "allgather(root, micro-batch %d)", u - D->nblocks);
 		D->gather_f[u] = D->gather_b[u] = -1;
 		if (!D->unit_bytes[u])
@@ -485,34 +533,69 @@ grad_shards(Dist *D, int nold)
 /* ---------------------------------------------------------------- order */
 
 /* The units with a gather in one direction, in the order the base
- * schedule enters them (their first operation: boundary nodes, which read
- * no weight, do not enter a unit), and which of them ran their gather. */
+ * schedule enters them, and which of them ran their gather. A unit is
+ * entered at its first operation of that direction (FSDP's pre-forward
+ * and pre-backward hooks of the unit), or earlier where an operation of
+ * another unit reads its weights first: a tied head reads the root's
+ * embedding in the forward, and its backward runs before the root's.
+ * Boundary nodes (send, recv), which read no weight, enter none. */
 typedef struct Seq {
 	const int *gather;      /* gather_f or gather_b */
 	int *unit, n;           /* the units in order */
 	int *pos;               /* [nunits] index in unit[], or -1 */
 	bool *done;             /* [nunits] gather placed */
+	int *head;              /* [nbase] the first unit entered at that base
+	                           index, or -1 */
+	int *next;              /* [nunits] the next unit entered there */
 } Seq;
 
 static Seq
 sequence(const Dist *D, bool bwd)
 {
 	const Dag *d = D->d;
+	const int *gathered = bwd ? D->gathered_b : D->gathered_f;
+	int *gunit = ar_alloc(D->a, sizeof(int) * (size_t)(d->nt + 1));
+	int *first_read = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+	int *first_op = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	Seq q = {bwd ? D->gather_b : D->gather_f,
 	         ar_alloc(D->a, sizeof(int) * (size_t)D->nunits), 0,
 	         ar_alloc(D->a, sizeof(int) * (size_t)D->nunits),
-	         ar_alloc(D->a, (size_t)D->nunits)};
+	         ar_alloc(D->a, (size_t)D->nunits),
+	         ar_alloc(D->a, sizeof(int) * (size_t)(d->nbase + 1)),
+	         ar_alloc(D->a, sizeof(int) * (size_t)D->nunits)};
 
-	for (int u = 0; u < D->nunits; u++)
-		q.pos[u] = -1;
+	for (int u = 0; u < D->nunits; u++) {
+		q.pos[u] = first_read[u] = first_op[u] = -1;
+		if (q.gather[u] >= 0)
+			gunit[gathered[u]] = u + 1;
+	}
 	for (int i = 0; i < d->nbase; i++) {
 		int v = d->base_order[i], u = unit_of_node(D, v);
-		if (d->node[v].is_backward != bwd || d->node[v].ir_op < 0 ||
-		    q.gather[u] < 0 || q.pos[u] >= 0)
+		const DagNode *n = &d->node[v];
+		q.head[i] = -1;
+		if (n->is_backward != bwd || n->ir_op < 0)
 			continue;
-		q.pos[u] = q.n;
-		q.unit[q.n++] = u;
+		if (q.gather[u] >= 0 && first_op[u] < 0)
+			first_op[u] = i;
+		for (int j = 0; j < n->nin; j++)
+			if (gunit[n->in[j]] && first_read[gunit[n->in[j]] - 1] < 0)
+				first_read[gunit[n->in[j]] - 1] = i;
 	}
+	/* each base index's units in unit order: pushed from the last */
+	for (int u = D->nunits - 1; u >= 0; u--) {
+		int i = first_read[u] < 0 ? first_op[u]
+		      : first_op[u] < 0 ? first_read[u]
+		      : first_read[u] < first_op[u] ? first_read[u] : first_op[u];
+		if (i < 0)
+			continue;
+		q.next[u] = q.head[i];
+		q.head[i] = u;
+	}
+	for (int i = 0; i < d->nbase; i++)
+		for (int u = q.head[i]; u >= 0; u = q.next[u]) {
+			q.pos[u] = q.n;
+			q.unit[q.n++] = u;
+		}
 	return q;
 }
 
@@ -528,9 +611,9 @@ enter(const Dist *D, Seq *q, int u, int *order, int *n)
 		}
 }
 
-/* The new base order: each unit's forward gather right before the unit's
- * first forward operation (or up to --prefetch units earlier), its
- * backward gather likewise before its first backward operation, and each
+/* The new base order: each unit's forward gather right before the
+ * operation that enters it in the forward (sequence; or up to --prefetch
+ * units earlier), its backward gather likewise in the backward, and each
  * bucket node right after the step that completes its bucket. */
 static void
 base_order(Dist *D, int nold)
@@ -545,8 +628,10 @@ base_order(Dist *D, int nold)
 	}
 	for (int i = 0; i < d->nbase; i++) {
 		int v = d->base_order[i];
-		if (D->gather_f && d->node[v].ir_op >= 0)
-			enter(D, d->node[v].is_backward ? &b : &f, unit_of_node(D, v), order, &n);
+		for (int u = D->gather_f ? f.head[i] : -1; u >= 0; u = f.next[u])
+			enter(D, &f, u, order, &n);
+		for (int u = D->gather_f ? b.head[i] : -1; u >= 0; u = b.next[u])
+			enter(D, &b, u, order, &n);
 		order[n++] = v;
 		if (D->bucket_after && D->bucket_after[v] >= 0) {
 			order[n++] = D->bucket_after[v];

@@ -83,6 +83,8 @@ find_cuts(Chain *K, int *piece)
 		if (!is_fwd(M, v))
 			continue;
 		piece[v] = K->r + 1;
+		if (rm_is_gather(M, v))
+			continue;
 		if (reach <= x)
 			K->cut[++K->r] = v;
 		for (int j = 0; j < d->node[v].nout; j++)

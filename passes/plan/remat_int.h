@@ -236,6 +236,14 @@ typedef struct RmPool {
 /* passes/plan/remat_model.c (the model; calls no planner) */
 void rm_model_init(RmModel *M, const Dag *d);
 void rm_model_free(RmModel *M);
+/* Whether node v is a ZeRO-3 all-gather (DagXfer.comm): it reads nothing
+ * of the Dag, only the persistent weight shards, so a recompute can
+ * gather its output again at any step with nothing kept for it. The
+ * checkpoint finders (remat_o1.c, remat_chain.c) make no such node a cut
+ * and let its output join no forward steps into one segment: the root
+ * unit's weights, read by the embedding and by the head, would otherwise
+ * leave no cut in the whole forward. */
+bool rm_is_gather(const RmModel *M, int v);
 void rm_scorer_init(RmScorer *S, const RmModel *M);
 void rm_scorer_free(RmScorer *S);
 /* The three parts on d, the recipe's empty; rm_ctx_free frees them. */

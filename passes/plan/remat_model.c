@@ -260,6 +260,12 @@ rm_model_init(RmModel *M, const Dag *d)
 	M->simple = dag_simple(d);
 }
 
+bool
+rm_is_gather(const RmModel *M, int v)
+{
+	return dag_xfer(M->d, v)->comm == COMM_ALLGATHER;
+}
+
 void
 rm_model_free(RmModel *M)
 {

@@ -57,7 +57,7 @@ cut_nodes(const RmModel *M, int *cut, int64_t *wpre, int64_t *a, int64_t *wtotal
 	}
 	for (int x = 0; x < M->n; x++) {
 		int v = d->base_order[x];
-		if (!is_forward(M, v))
+		if (!is_forward(M, v) || rm_is_gather(M, v))
 			continue;
 		if (reach <= x) {
 			cut[r] = v;

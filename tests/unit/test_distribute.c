@@ -247,6 +247,68 @@ test_gathers(void **state)
 	ar_free(&r.a);
 }
 
+/* Params outside every def, before the blocks (an embedding) and after
+ * them (a head, with the loss), are two units: the root and the head.
+ * The head's backward gather runs right before the loss's backward, the
+ * head's first; the root's after every block's backward, not at the
+ * start of the backward as one unit of both would. At -O0 no step holds
+ * one unit's weights twice. */
+static void
+test_root_and_head(void **state)
+{
+	static const char *net =
+		"batch B = 4;\n"
+		"dim D = 64;\n"
+		"train { optimizer = adamw; precision = mixed; }\n"
+		"input x : bf16[B, D];\n"
+		"param we : bf16[D, D];\n"
+		"param wh : bf16[D, D];\n"
+		"def layer(h) { param w : bf16[D, D]; return relu(h @ w); }\n"
+		"h = x @ we;\n"
+		"repeat 3 { h = layer(h); }\n"
+		"loss = mean(h @ wh);\n"
+		"output loss;\n";
+	const Schedule *s;
+	const Dag *d;
+	NetOptions o;
+	Run r;
+	int root_b = -1, head_b = -1, last_block_b = -1, loss_b = -1;
+
+	(void)state;
+	memset(&o, 0, sizeof o);
+	o.dist = (DistOptions){4, 3, 25 << 20, false, false, 0};
+	run_net(&r, net, &o);
+	d = &r.an.d;
+	s = &r.an.plan.sched;
+	assert_int_equal(r.an.dist.nunits, 5);
+	assert_int_equal(find_node(d, "allgather(root)"), 2);
+	assert_int_equal(find_node(d, "allgather(head)"), 2);
+	for (int i = 0; i < s->n; i++) {
+		const DagNode *n = &d->node[s->step[i]];
+		if (!n->is_backward)
+			continue;
+		if (!strcmp(n->name, "allgather(root)"))
+			root_b = i;
+		else if (!strcmp(n->name, "allgather(head)"))
+			head_b = i;
+		else if (n->block_plus1)
+			last_block_b = i;
+		else if (!strcmp(n->name, "loss"))
+			loss_b = i;
+	}
+	assert_true(head_b >= 0 && loss_b == head_b + 1);
+	assert_true(last_block_b > head_b && root_b > last_block_b);
+	for (int i = 0; i < r.an.ev.ninst; i++)
+		for (int j = 0; j < i; j++) {
+			const Instance *a = &r.an.ev.inst[i], *b = &r.an.ev.inst[j];
+			if (strncmp(d->t[a->tensor].name, "allgather(", 10) ||
+			    strcmp(d->t[a->tensor].name, d->t[b->tensor].name))
+				continue;
+			assert_true(a->end < b->start || b->end < a->start);
+		}
+	ar_free(&r.a);
+}
+
 /* Pipeline stages combined with data parallelism: each stage of 2 holds
  * Ps = P4 / 2 params (2 layers; the loss reads none) and shards them over
  * its N ranks, so its model states per rank are DeepSpeed's formulas (see
@@ -392,6 +454,7 @@ main(void)
 		cmocka_unit_test(test_zero1_padding),
 		cmocka_unit_test(test_buckets),
 		cmocka_unit_test(test_gathers),
+		cmocka_unit_test(test_root_and_head),
 		cmocka_unit_test(test_stages_with_ranks),
 		cmocka_unit_test(test_stage_units),
 		cmocka_unit_test(test_prefetch),
