@@ -2998,17 +2998,31 @@ rt_reg_del(void *p)
 	rt_reg_n--;
 }
 
+/* bytes (at least one) of device memory, or of pinned host memory
+ * (pinned); the host build has only malloc. Dies when none is left. */
 RT_FN void *
-rt_raw_alloc(int64_t bytes)
+rt_sys_alloc(int64_t bytes, int pinned)
 {
 	void *p = NULL;
+	size_t b = (size_t)(bytes ? bytes : 1);
 #ifdef RT_GPU
-	rt_cuda(cudaMalloc(&p, (size_t)(bytes ? bytes : 1)), "cudaMalloc");
+	if (pinned)
+		rt_cuda(cudaMallocHost(&p, b), "cudaMallocHost");
+	else
+		rt_cuda(cudaMalloc(&p, b), "cudaMalloc");
 #else
-	p = malloc((size_t)(bytes ? bytes : 1));
+	(void)pinned;
+	p = malloc(b);
 	if (!p)
 		rt_die("out of memory");
 #endif
+	return p;
+}
+
+RT_FN void *
+rt_raw_alloc(int64_t bytes)
+{
+	void *p = rt_sys_alloc(bytes, 0);
 	rt_reg_put(p);
 	return p;
 }

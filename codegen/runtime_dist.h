@@ -222,18 +222,12 @@ rt_dist_end(int bad)
 RT_FN void *
 rt_host_alloc(int64_t bytes)
 {
-	void *p = NULL;
+	void *p;
 	void **l = (void **)realloc(rt_hostp, sizeof *l * (size_t)(rt_nhost + 1));
 	if (!l)
 		rt_die("out of memory");
 	rt_hostp = l;
-#ifdef RT_GPU
-	rt_cuda(cudaMallocHost(&p, (size_t)(bytes ? bytes : 1)), "cudaMallocHost");
-#else
-	p = malloc((size_t)(bytes ? bytes : 1));
-	if (!p)
-		rt_die("out of memory");
-#endif
+	p = rt_sys_alloc(bytes, 1);
 	rt_hostp[rt_nhost++] = p;
 	rt_host_bytes += bytes;
 	return p;
