@@ -677,6 +677,18 @@ budget_free(void *data, void *p)
 	free(p);
 }
 
+/* Frees what the import holds outside the caller's arena: the unpacked
+ * model, the importer's own arena, names and buffers, and the text. */
+static void
+imp_free(Imp *I, Onnx__ModelProto *m, ProtobufCAllocator *pa, Buf *text)
+{
+	onnx__model_proto__free_unpacked(m, pa);
+	ar_free(I->a);
+	ox_names_free(&I->used);
+	free(I->head.s), free(I->ops.s), free(I->defs.s), free(I->body.s), free(text->s);
+	free(I->custom_decl), free(I->custom_kind), free(I->custom_name);
+}
+
 int
 onnx_translate(const char *name, const uint8_t *data, size_t len,
                const OnnxOptions *o, NetOptions *net, Arena *a,
@@ -704,11 +716,7 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 		return 1;
 	}
 	if (setjmp(I.fail)) {
-		onnx__model_proto__free_unpacked(m, &pa);
-		ar_free(I.a);
-		ox_names_free(&I.used);
-		free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
-	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);
+		imp_free(&I, m, &pa, &text);
 		return 1;
 	}
 	setup(&I, m);
@@ -739,11 +747,7 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	out->text = ar_strndup(a, text.s, text.n);
 	out->len = text.n;
 	out->reread = false;    /* the text is generated, not the file */
-	onnx__model_proto__free_unpacked(m, &pa);
-	ar_free(I.a);
-	ox_names_free(&I.used);
-	free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
-	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);
+	imp_free(&I, m, &pa, &text);
 	return 0;
 }
 
