@@ -115,6 +115,22 @@ void mp_work_set(MpPlacer *p, int64_t work);     /* the units left, now */
 int64_t mp_temp_layout(const Dag *d, const MemEval *ev, const Schedule *s,
                        int step, int64_t *off);
 
+/* ---------------------------------------------------------------- passes/eval/treap.c */
+/* An ordered set of distinct keys (k1, k2) over nodes in the caller's array
+ * (-1: none). The caller sets a node's keys and priority (a fixed hash, so
+ * the same inserts build the same tree) before tp_insert, and may reuse it
+ * after tp_erase; a key may change in place while it keeps its order. */
+typedef struct TpNode {
+	int64_t k1, k2;
+	uint64_t pri;
+	int kid[2];             /* set by tp_insert */
+} TpNode;
+void tp_insert(TpNode *n, int *root, int x);
+int tp_erase(TpNode *n, int *root, int64_t k1, int64_t k2);    /* must be there */
+int tp_find(TpNode *n, int root, int64_t k1, int64_t k2);      /* must be there */
+int tp_ceil(const TpNode *n, int root, int64_t k1, int64_t k2);  /* smallest >=, or -1 */
+int tp_below(const TpNode *n, int root, int64_t k1, int64_t k2); /* largest <, or -1 */
+
 /* ---------------------------------------------------------------- passes/eval/cuda_alloc.c */
 /* c10's CUDA caching allocator (PyTorch's CUDACachingAllocator.cpp), one
  * device and one stream: the pools, rounding, segment sizes, best fit,
