@@ -83,34 +83,29 @@ tp_find(TpNode *n, int root, int64_t k1, int64_t k2)
 	return t;
 }
 
-int
-tp_ceil(const TpNode *n, int root, int64_t k1, int64_t k2)
+/* The nearest key to (k1, k2): the smallest >= it, or the largest below. */
+static int
+nearest(const TpNode *n, int root, int64_t k1, int64_t k2, bool below)
 {
 	int best = -1;
 
 	for (int t = root; t >= 0;) {
-		if (key_lt(&n[t], k1, k2)) {
-			t = n[t].kid[1];
-		} else {
+		bool lt = key_lt(&n[t], k1, k2);
+		if (lt == below)
 			best = t;
-			t = n[t].kid[0];
-		}
+		t = n[t].kid[lt];
 	}
 	return best;
 }
 
 int
+tp_ceil(const TpNode *n, int root, int64_t k1, int64_t k2)
+{
+	return nearest(n, root, k1, k2, false);
+}
+
+int
 tp_below(const TpNode *n, int root, int64_t k1, int64_t k2)
 {
-	int best = -1;
-
-	for (int t = root; t >= 0;) {
-		if (key_lt(&n[t], k1, k2)) {
-			best = t;
-			t = n[t].kid[1];
-		} else {
-			t = n[t].kid[0];
-		}
-	}
-	return best;
+	return nearest(n, root, k1, k2, true);
 }
