@@ -3019,6 +3019,21 @@ rt_sys_alloc(int64_t bytes, int pinned)
 	return p;
 }
 
+/* Gives back what rt_sys_alloc (with the same pinned) returned. */
+RT_FN void
+rt_sys_free(void *p, int pinned)
+{
+#ifdef RT_GPU
+	if (pinned)
+		cudaFreeHost(p);
+	else
+		cudaFree(p);
+#else
+	(void)pinned;
+	free(p);
+#endif
+}
+
 RT_FN void *
 rt_raw_alloc(int64_t bytes)
 {
@@ -3043,13 +3058,8 @@ RT_FN void
 rt_free_all(void)
 {
 	for (int64_t i = 0; i < rt_reg_cap; i++)
-		if (rt_reg[i] && rt_reg[i] != RT_GONE) {
-#ifdef RT_GPU
-			cudaFree(rt_reg[i]);
-#else
-			free(rt_reg[i]);
-#endif
-		}
+		if (rt_reg[i] && rt_reg[i] != RT_GONE)
+			rt_sys_free(rt_reg[i], 0);
 	free(rt_reg);
 	rt_reg = NULL;
 	rt_reg_cap = rt_reg_n = rt_reg_used = 0;

@@ -190,13 +190,8 @@ rt_dist_start(int *argc, char ***argv, int ranks, int stages)
 RT_FN int
 rt_dist_end(int bad)
 {
-	for (int64_t i = 0; i < rt_nhost; i++) {
-#ifdef RT_GPU
-		cudaFreeHost(rt_hostp[i]);
-#else
-		free(rt_hostp[i]);
-#endif
-	}
+	for (int64_t i = 0; i < rt_nhost; i++)
+		rt_sys_free(rt_hostp[i], 1);
 	free(rt_hostp);
 	free(rt_mb_loss);
 #ifdef REMAT_MPI
