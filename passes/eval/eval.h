@@ -79,6 +79,9 @@ typedef struct MpStats {
  * ev. The linear scan is O(n log n) in the number of extents; the search
  * after it stops at the floor and is bounded by a count of work. */
 int64_t mp_plan(const Dag *d, MemEval *ev, Arena *a);
+/* Views keep their base alive: end[k] is instance k's last live step,
+ * widened over the views of it (mp_plan's lifetimes, and the emitter's). */
+void mp_widen_ends(const MemEval *ev, int64_t *end);
 /* mp_plan with one method only (MP_ALL: the search as mp_plan runs it);
  * st, when not NULL, receives what was tried. A single method that cannot
  * run (too many extents, out of work) leaves the linear scan's offsets. */

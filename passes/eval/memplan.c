@@ -226,7 +226,7 @@ sp_free(Space *sp, int64_t off, int64_t size)
 /* The extents to place, 4 bytes each on a big graph: extent i is an owning
  * instance (id[i] = its index) or a step's temporaries (id[i] = -1 -
  * step). Size and start are read from the MemEval, and so is the end while
- * it is parked in MemEval.offset (see widen_bases); the placement made is
+ * it is parked in MemEval.offset (see mp_widen_ends); the placement made is
  * then kept in the extent's own destination (MemEval.offset,
  * temp_offset[s]), base added at the end. The extents are in the order the
  * linear scan takes them: by start, larger first within a start, then by
@@ -347,7 +347,7 @@ live_pop(Live *L)
  * rounded up). Before the extents of a start are placed, every extent that
  * ended earlier is freed; the order of those frees does not matter, freed
  * ranges merge with their neighbours whatever it is. Each extent's end is
- * read where widen_bases parked it, just before its placement replaces
+ * read where mp_widen_ends parked it, just before its placement replaces
  * it. */
 static int64_t
 linear_scan(const Extents *B, int64_t *most, Arena *a)
@@ -373,18 +373,15 @@ linear_scan(const Extents *B, int64_t *most, Arena *a)
 	return sp.top;
 }
 
-/* Views keep their base alive: each owning instance's last step widened
- * over its views, parked in MemEval.offset (the placement is made only
- * after the extents have copied it). */
-static void
-widen_bases(MemEval *ev)
+void
+mp_widen_ends(const MemEval *ev, int64_t *end)
 {
 	for (int k = 0; k < ev->ninst; k++)
-		ev->offset[k] = ev->inst[k].end;
+		end[k] = ev->inst[k].end;
 	for (int k = 0; k < ev->ninst; k++) {
 		int b = ev->inst[k].base;
-		if (b >= 0 && b != k && b < ev->ninst && ev->offset[k] > ev->offset[b])
-			ev->offset[b] = ev->offset[k];
+		if (b >= 0 && b != k && b < ev->ninst && end[k] > end[b])
+			end[b] = end[k];
 	}
 }
 
@@ -573,7 +570,9 @@ mp_plan_with(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st)
 	for (int s = 0; ntemp && s < ev->nsteps; s++)
 		ev->temp_offset[s] = -1;
 	ev->offset = ar_array(a, (size_t)ev->ninst + 1, sizeof *ev->offset);
-	widen_bases(ev);
+	/* parked in MemEval.offset: the placement is made only after the
+	 * extents have copied it */
+	mp_widen_ends(ev, ev->offset);
 	step_range(ev, &B.lo, &B.hi);
 	B.id = ar_array(&scratch, (size_t)B.n + 1, sizeof *B.id);
 	ar_init(&buckets);      /* a step's worth each: freed for the scan to reuse */
