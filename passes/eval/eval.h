@@ -3,8 +3,9 @@
  * independent verifier behind --verify (verify.c), the memory planner
  * that gives every instance an arena offset (memplan.c), and a model of
  * PyTorch's CUDA caching allocator (cuda_alloc.c) that a schedule's
- * allocations can be replayed through (cuda_replay.c). DAG only: nothing
- * here knows .net.
+ * allocations can be replayed through (cuda_replay.c); the planner and
+ * the allocator keep their free space in one ordered set (treap.c). DAG
+ * only: nothing here knows .net.
  */
 #ifndef REMAT_EVAL_H
 #define REMAT_EVAL_H
