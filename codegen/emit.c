@@ -103,7 +103,7 @@ typedef struct Em {
 	int64_t *par_off;       /* param number -> arena offset of its weight */
 	int nparam;
 	int *cur;               /* Dag tensor -> serving instance, or -1 */
-	int *end;               /* instance -> last live step, views included */
+	int64_t *end;           /* instance -> last live step, views included */
 	int *drop, *dnext;      /* step -> owning instances whose end it is */
 	int64_t *range;         /* IR tensor -> integer init range */
 	const DagNode *node;    /* the step being emitted */
@@ -1210,17 +1210,11 @@ static void
 lifetimes(Em *e)
 {
 	const MemEval *ev = e->ev;
-	for (int k = 0; k < ev->ninst; k++)
-		e->end[k] = ev->inst[k].end;
-	for (int k = 0; k < ev->ninst; k++) {
-		int b = ev->inst[k].base;
-		if (b >= 0 && b != k && e->end[k] > e->end[b])
-			e->end[b] = e->end[k];
-	}
+	mp_widen_ends(ev, e->end);
 	for (int i = 0; i < ev->nsteps; i++)
 		e->drop[i] = -1;
 	for (int k = ev->ninst - 1; k >= 0; k--) {
-		int s = e->end[k];
+		int s = (int)e->end[k];
 		e->dnext[k] = -1;
 		/* to_end instances stay for the checksums */
 		if (ev->inst[k].owned > 0 && s >= 0 && s < ev->nsteps &&
@@ -1289,7 +1283,7 @@ setup(Em *e)
 	for (int t = 0; t < g->nt; t++)
 		e->qhead[t] = -1;
 	e->cur = ar_alloc(&e->a, sizeof(int) * (size_t)(d->nt + 1));
-	e->end = ar_alloc(&e->a, sizeof(int) * (size_t)(e->ev->ninst + 1));
+	e->end = ar_alloc(&e->a, sizeof *e->end * (size_t)(e->ev->ninst + 1));
 	e->dnext = ar_alloc(&e->a, sizeof(int) * (size_t)(e->ev->ninst + 1));
 	e->drop = ar_alloc(&e->a, sizeof(int) * (size_t)(e->ev->nsteps + 1));
 	for (int t = 0; t < g->nt; t++) {
@@ -1333,7 +1327,7 @@ emit_tables(Em *e)
 		else
 			emit_shape(e, inst_dtype(e, in->tensor), ten(e, e->d->t[in->tensor].ir_tensor));
 		out(e, ", %lld, %lld},  /* %d: %s, steps %d..%d */\n", (long long)in->owned,
-		    (long long)ev_offset(ev, k), k, cmt(e, e->d->t[in->tensor].name), in->start, e->end[k]);
+		    (long long)ev_offset(ev, k), k, cmt(e, e->d->t[in->tensor].name), in->start, (int)e->end[k]);
 	}
 	out(e, "\t{0, 0, {0}, 0, -1}\n};\n");
 	out(e, "\nstatic const RtInst rt_par[%d] = {\n", e->nparam + 1);

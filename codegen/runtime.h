@@ -646,6 +646,14 @@ rt_args(RtT *a, int n)
 }
 #define rt_after() ((void)0)
 #endif
+/* One launch: kernel k over n (go: RT_GO or RT_RGO) on the tensors ts, a
+ * parenthesized list, then the kernel's arguments; then the launch check. */
+#define RT_LIST(...) __VA_ARGS__
+#define RT_RUN(go, k, n, ts, ...) do { \
+		RtT rt_ts_[] = {RT_LIST ts}; \
+		go(k, n)(rt_args(rt_ts_, (int)(sizeof rt_ts_ / sizeof rt_ts_[0])), __VA_ARGS__); \
+		rt_after(); \
+	} while (0)
 
 /* ------------------------------------------------------------ trees */
 
@@ -908,17 +916,13 @@ k_unary_b(const RtT *T, int64_t n, int op, double c, int add)
 RT_FN void
 rt_f_unary(int op, RtT x, RtT y, double c)
 {
-	RtT a[2] = {x, y};
-	RT_GO(k_unary_f, y.n)(rt_args(a, 2), y.n, op, c);
-	rt_after();
+	RT_RUN(RT_GO, k_unary_f, y.n, (x, y), y.n, op, c);
 }
 
 RT_FN void
 rt_b_unary(int op, RtT s, RtT g, RtT dst, int add, double c)
 {
-	RtT a[3] = {s, g, dst};
-	RT_GO(k_unary_b, dst.n)(rt_args(a, 3), dst.n, op, c, add);
-	rt_after();
+	RT_RUN(RT_GO, k_unary_b, dst.n, (s, g, dst), dst.n, op, c, add);
 }
 
 RT_FN RtT
@@ -939,9 +943,7 @@ k_copy(const RtT *T, int64_t n, int add)
 RT_FN void
 rt_copy(RtT src, RtT dst, int add)
 {
-	RtT a[2] = {src, dst};
-	RT_GO(k_copy, dst.n)(rt_args(a, 2), dst.n, add);
-	rt_after();
+	RT_RUN(RT_GO, k_copy, dst.n, (src, dst), dst.n, add);
 }
 
 RT_K
@@ -971,9 +973,7 @@ k_dropout_f(const RtT *T, int64_t n, double p, uint64_t key)
 RT_FN void
 rt_f_dropout(RtT x, RtT y, RtT mask, double p, uint64_t key)
 {
-	RtT a[3] = {x, y, mask};
-	RT_GO(k_dropout_f, y.n)(rt_args(a, 3), y.n, p, key);
-	rt_after();
+	RT_RUN(RT_GO, k_dropout_f, y.n, (x, y, mask), y.n, p, key);
 }
 
 RT_K
@@ -986,9 +986,7 @@ k_dropout_b(const RtT *T, int64_t n, double p, int add)
 RT_FN void
 rt_b_dropout(RtT mask, RtT g, RtT dst, int add, double p)
 {
-	RtT a[3] = {mask, g, dst};
-	RT_GO(k_dropout_b, dst.n)(rt_args(a, 3), dst.n, p, add);
-	rt_after();
+	RT_RUN(RT_GO, k_dropout_b, dst.n, (mask, g, dst), dst.n, p, add);
 }
 
 /* ------------------------------------------------------------ binary */
@@ -1033,9 +1031,7 @@ k_binary_f(const RtT *T, int64_t n, int op)
 RT_FN void
 rt_f_binary(int op, RtT x, RtT y, RtT out)
 {
-	RtT a[3] = {x, y, out};
-	RT_GO(k_binary_f, out.n)(rt_args(a, 3), out.n, op);
-	rt_after();
+	RT_RUN(RT_GO, k_binary_f, out.n, (x, y, out), out.n, op);
 }
 
 /* T: a, b (either may be absent when not saved), g, dst. The contribution
@@ -1788,12 +1784,25 @@ rt_b_matmul(int slot, RtT x, RtT w, RtT g, RtT dst, int add)
  * are in the output's shape. conv1d runs these kernels with H of size 1. */
 typedef struct RtConv { int64_t sh, sw, ph, pw, dh, dw, g; } RtConv;
 
+/* The element of x [N, C, H, W] that output position (oh, ow) reads
+ * through tap (kh, kw) in plane bc (= b * C + channel), or -1 where the
+ * tap falls in the padding. */
+RT_DFN int64_t
+rt_conv_tap(const RtT *X, RtConv c, int64_t bc, int64_t oh, int64_t ow, int64_t kh, int64_t kw)
+{
+	int64_t H = X->shape[2], W = X->shape[3];
+	int64_t h = oh * c.sh - c.ph + kh * c.dh, w = ow * c.sw - c.pw + kw * c.dw;
+	if (h < 0 || h >= H || w < 0 || w >= W)
+		return -1;
+	return (bc * H + h) * W + w;
+}
+
 /* T: x [N, C, H, W], w [O, C/g, KH, KW], y [N, O, OH, OW] */
 RT_K
 k_conv_f(const RtT *T, int64_t n, RtConv c)
 {
 	const RtT *X = &T[0], *Wt = &T[1], *Y = &T[2];
-	int64_t C = X->shape[1], H = X->shape[2], W = X->shape[3];
+	int64_t C = X->shape[1];
 	int64_t O = Wt->shape[0], Cg = Wt->shape[1], KH = Wt->shape[2], KW = Wt->shape[3];
 	int64_t OH = Y->shape[2], OW = Y->shape[3];
 	RT_FOR(i, n) {
@@ -1803,11 +1812,10 @@ k_conv_f(const RtT *T, int64_t n, RtConv c)
 		for (int64_t ci = 0; ci < Cg; ci++)
 			for (int64_t kh = 0; kh < KH; kh++)
 				for (int64_t kw = 0; kw < KW; kw++) {
-					int64_t h = oh * c.sh - c.ph + kh * c.dh, w = ow * c.sw - c.pw + kw * c.dw;
-					if (h < 0 || h >= H || w < 0 || w >= W)
-						continue;
-					s += rt_get(X, ((b * C + grp * Cg + ci) * H + h) * W + w) *
-					     rt_get(Wt, ((o * Cg + ci) * KH + kh) * KW + kw);
+					int64_t at = rt_conv_tap(X, c, b * C + grp * Cg + ci, oh, ow, kh, kw);
+					if (at >= 0)
+						s += rt_get(X, at) *
+						     rt_get(Wt, ((o * Cg + ci) * KH + kh) * KW + kw);
 				}
 		rt_put(Y, i, s);
 	}
@@ -1988,11 +1996,10 @@ k_conv_b(const RtT *T, int64_t n, RtConv c, int slot, int add)
 			for (int64_t b = 0; b < N; b++)
 				for (int64_t oh = 0; oh < OH; oh++)
 					for (int64_t ow = 0; ow < OW; ow++) {
-						int64_t h = oh * c.sh - c.ph + kh * c.dh, w = ow * c.sw - c.pw + kw * c.dw;
-						if (h < 0 || h >= H || w < 0 || w >= W)
-							continue;
-						s += rt_get(G, ((b * O + o) * OH + oh) * OW + ow) *
-						     rt_get(X, ((b * C + ci) * H + h) * W + w);
+						int64_t at = rt_conv_tap(X, c, b * C + ci, oh, ow, kh, kw);
+						if (at >= 0)
+							s += rt_get(G, ((b * O + o) * OH + oh) * OW + ow) *
+							     rt_get(X, at);
 					}
 		}
 		rt_out(D, i, s, add);
@@ -2044,6 +2051,25 @@ rt_dot(const RtT *A, int64_t ai, const RtT *B, int64_t bi, int64_t Dh)
 	return s;
 }
 
+/* One key of the online softmax: its score s rescales the running max m,
+ * sum l and output row acc, then adds its weight (times w) of V's row vr. */
+RT_DFN void
+rt_online(rt_real *acc, rt_real *m, rt_real *l, rt_real s, rt_real w, const RtT *V, int64_t vr,
+          int64_t Dh)
+{
+	if (s > *m) {
+		rt_real corr = rt_exp(*m - s);
+		*l *= corr;
+		for (int64_t d = 0; d < Dh; d++)
+			acc[d] *= corr;
+		*m = s;
+	}
+	rt_real p = rt_exp(s - *m);
+	*l += p;
+	for (int64_t d = 0; d < Dh; d++)
+		acc[d] += p * w * rt_get(V, vr * Dh + d);
+}
+
 /* T: q, k, v, out, lse. One thread per query row; causal keeps keys j <= i. */
 RT_K
 k_attn_f(const RtT *T, int64_t rows, int causal)
@@ -2055,35 +2081,48 @@ k_attn_f(const RtT *T, int64_t rows, int causal)
 		int64_t i = r % S, bh = r / S, kend = causal && i + 1 < Tk ? i + 1 : Tk;
 		for (int64_t d = 0; d < Dh; d++)
 			acc[d] = 0;
-		for (int64_t j = 0; j < kend; j++) {
-			rt_real s = rt_score(Q, K, r, bh * Tk + j, Dh);
-			if (s > m) {
-				rt_real corr = rt_exp(m - s);
-				l *= corr;
-				for (int64_t d = 0; d < Dh; d++)
-					acc[d] *= corr;
-				m = s;
-			}
-			rt_real p = rt_exp(s - m);
-			l += p;
-			for (int64_t d = 0; d < Dh; d++)
-				acc[d] += p * rt_get(V, (bh * Tk + j) * Dh + d);
-		}
+		for (int64_t j = 0; j < kend; j++)
+			rt_online(acc, &m, &l, rt_score(Q, K, r, bh * Tk + j, Dh), 1, V, bh * Tk + j, Dh);
 		for (int64_t d = 0; d < Dh; d++)
 			rt_put(&T[3], r * Dh + d, acc[d] / l);
 		rt_put(&T[4], r, m + rt_log(l));
 	}
 }
 
+/* The query rows of q [B, H, S, Dh], one thread each; a row's Dh values
+ * must fit the kernels' RT_MAXDH accumulators. */
+RT_FN int64_t
+rt_attn_rows(RtT q)
+{
+	if (q.shape[3] > RT_MAXDH)
+		rt_die("attention head size above RT_MAXDH");
+	return q.n / q.shape[3];
+}
+
 RT_FN void
 rt_f_attention(RtT q, RtT k, RtT v, RtT y, RtT lse, int causal)
 {
-	RtT a[5] = {q, k, v, y, lse};
-	int64_t rows = q.n / q.shape[3];
-	if (q.shape[3] > RT_MAXDH)
-		rt_die("attention head size above RT_MAXDH");
-	RT_GO(k_attn_f, rows)(rt_args(a, 5), rows, causal);
-	rt_after();
+	int64_t rows = rt_attn_rows(q);
+	RT_RUN(RT_GO, k_attn_f, rows, (q, k, v, y, lse), rows, causal);
+}
+
+/* Query row qi's and key row kj's term of attention's backward, added to
+ * acc; P: q, k, v, out, g; p: the softmax weight, w: its dropout weight.
+ * Slot 2 (dv) adds p w g[qi]; slots 0, 1 (dq, dk) add ds times k[kj] or
+ * q[qi], where ds = p (w g[qi].v[kj] - g[qi].out[qi]) sc. */
+RT_DFN void
+rt_attn_bterm(rt_real *acc, const RtT *const *P, int slot, int64_t qi, int64_t kj, rt_real p,
+              rt_real w, rt_real sc, int64_t Dh)
+{
+	const RtT *Q = P[0], *K = P[1], *V = P[2], *O = P[3], *G = P[4];
+	if (slot == 2) {
+		for (int64_t d = 0; d < Dh; d++)
+			acc[d] += p * w * rt_get(G, qi * Dh + d);
+		return;
+	}
+	rt_real ds = p * (w * rt_dot(G, qi, V, kj, Dh) - rt_dot(G, qi, O, qi, Dh)) * sc;
+	for (int64_t d = 0; d < Dh; d++)
+		acc[d] += ds * (slot ? rt_get(Q, qi * Dh + d) : rt_get(K, kj * Dh + d));
 }
 
 /* T: q, k, v, out, lse, g, dst. slot 0: one thread per query row (dq);
@@ -2091,7 +2130,8 @@ rt_f_attention(RtT q, RtT k, RtT v, RtT y, RtT lse, int causal)
 RT_K
 k_attn_b(const RtT *T, int64_t rows, int causal, int slot, int add)
 {
-	const RtT *Q = &T[0], *K = &T[1], *V = &T[2], *O = &T[3], *L = &T[4], *G = &T[5], *D = &T[6];
+	const RtT *Q = &T[0], *K = &T[1], *L = &T[4], *D = &T[6];
+	const RtT *P[5] = {Q, K, &T[2], &T[3], &T[5]};
 	int64_t S = Q->shape[2], Tk = K->shape[2], Dh = Q->shape[3];
 	rt_real sc = 1 / rt_sqrt((rt_real)Dh);
 	RT_FOR(r, rows) {
@@ -2104,14 +2144,7 @@ k_attn_b(const RtT *T, int64_t rows, int causal, int slot, int add)
 		for (int64_t x = lo; x < hi; x++) {
 			int64_t qi = slot ? bh * S + x : r, kj = slot ? r : bh * Tk + x;
 			rt_real p = rt_exp(rt_score(Q, K, qi, kj, Dh) - rt_get(L, qi));
-			if (slot == 2) {
-				for (int64_t d = 0; d < Dh; d++)
-					acc[d] += p * rt_get(G, qi * Dh + d);
-				continue;
-			}
-			rt_real ds = p * (rt_dot(G, qi, V, kj, Dh) - rt_dot(G, qi, O, qi, Dh)) * sc;
-			for (int64_t d = 0; d < Dh; d++)
-				acc[d] += ds * (slot ? rt_get(Q, qi * Dh + d) : rt_get(K, kj * Dh + d));
+			rt_attn_bterm(acc, P, slot, qi, kj, p, 1, sc, Dh);
 		}
 		for (int64_t d = 0; d < Dh; d++)
 			rt_out(D, r * Dh + d, acc[d], add);
@@ -2122,10 +2155,8 @@ RT_FN void
 rt_b_attention(int slot, RtT q, RtT k, RtT v, RtT y, RtT lse, RtT g, RtT dst,
                int add, int causal)
 {
-	RtT a[7] = {q, k, v, y, lse, g, dst};
 	int64_t rows = dst.n / dst.shape[3];
-	RT_GO(k_attn_b, rows)(rt_args(a, 7), rows, causal, slot, add);
-	rt_after();
+	RT_RUN(RT_GO, k_attn_b, rows, (q, k, v, y, lse, g, dst), rows, causal, slot, add);
 }
 
 /* ------------------------------------------------------------ norms */
@@ -2297,9 +2328,7 @@ k_bn_f(const RtT *T, int64_t C)
 RT_FN void
 rt_f_batchnorm(RtT x, RtT g, RtT b, RtT y, RtT mean, RtT rstd)
 {
-	RtT a[6] = {x, g, b, y, mean, rstd};
-	RT_RGO(k_bn_f, x.shape[1])(rt_args(a, 6), x.shape[1]);
-	rt_after();
+	RT_RUN(RT_RGO, k_bn_f, x.shape[1], (x, g, b, y, mean, rstd), x.shape[1]);
 }
 
 /* T: x, gamma, mean, rstd, g, dst; a channel's two sums as trees for every
@@ -2344,9 +2373,8 @@ k_bn_b(const RtT *T, int64_t C, int slot, int add)
 RT_FN void
 rt_b_batchnorm(int slot, RtT x, RtT gamma, RtT mean, RtT rstd, RtT g, RtT dst, int add)
 {
-	RtT a[6] = {x, gamma, mean, rstd, g, dst};
-	RT_RGO(k_bn_b, x.shape[1])(rt_args(a, 6), x.shape[1], slot, add);
-	rt_after();
+	RT_RUN(RT_RGO, k_bn_b, x.shape[1], (x, gamma, mean, rstd, g, dst), x.shape[1], slot,
+	       add);
 }
 
 /* ------------------------------------------------------------ softmax */
@@ -2568,17 +2596,13 @@ k_gap_b(const RtT *T, int64_t n, int add)
 RT_FN void
 rt_f_gap(RtT x, RtT y)
 {
-	RtT a[2] = {x, y};
-	RT_GO(k_gap_f, y.n)(rt_args(a, 2), y.n);
-	rt_after();
+	RT_RUN(RT_GO, k_gap_f, y.n, (x, y), y.n);
 }
 
 RT_FN void
 rt_b_gap(RtT g, RtT dst, int add)
 {
-	RtT a[2] = {g, dst};
-	RT_GO(k_gap_b, dst.n)(rt_args(a, 2), dst.n, add);
-	rt_after();
+	RT_RUN(RT_GO, k_gap_b, dst.n, (g, dst), dst.n, add);
 }
 
 /* T: x [N, C, H, W], y [N, C, H*s, W*s] (forward) or g, dst (backward) */
@@ -2605,9 +2629,7 @@ k_upsample(const RtT *T, int64_t n, int64_t sc, int bwd, int add)
 RT_FN void
 rt_upsample(RtT src, RtT dst, int64_t sc, int bwd, int add)
 {
-	RtT a[2] = {src, dst};
-	RT_GO(k_upsample, dst.n)(rt_args(a, 2), dst.n, sc, bwd, add);
-	rt_after();
+	RT_RUN(RT_GO, k_upsample, dst.n, (src, dst), dst.n, sc, bwd, add);
 }
 
 /* ------------------------------------------------------------ reductions */
@@ -2695,9 +2717,7 @@ k_xent_b(const RtT *T, int64_t n, int add)
 RT_FN void
 rt_b_xent(RtT lsm, RtT labels, RtT g, RtT dst, int add)
 {
-	RtT a[4] = {lsm, labels, g, dst};
-	RT_GO(k_xent_b, dst.n)(rt_args(a, 4), dst.n, add);
-	rt_after();
+	RT_RUN(RT_GO, k_xent_b, dst.n, (lsm, labels, g, dst), dst.n, add);
 }
 
 /* T: a, b, y: the mean of squared differences (rt_reduce) */
@@ -2722,9 +2742,7 @@ k_mse_b(const RtT *T, int64_t n, int slot, int add)
 RT_FN void
 rt_b_mse(int slot, RtT x, RtT y, RtT g, RtT dst, int add)
 {
-	RtT a[4] = {x, y, g, dst};
-	RT_GO(k_mse_b, dst.n)(rt_args(a, 4), dst.n, slot, add);
-	rt_after();
+	RT_RUN(RT_GO, k_mse_b, dst.n, (x, y, g, dst), dst.n, slot, add);
 }
 
 /* ------------------------------------------------------------ embedding */
@@ -2743,9 +2761,7 @@ k_embed_f(const RtT *T, int64_t n)
 RT_FN void
 rt_f_embedding(RtT idx, RtT table, RtT y)
 {
-	RtT a[3] = {idx, table, y};
-	RT_GO(k_embed_f, y.n)(rt_args(a, 3), y.n);
-	rt_after();
+	RT_RUN(RT_GO, k_embed_f, y.n, (idx, table, y), y.n);
 }
 
 /* T: idx, g, dst [V, D]. One thread per table row scans every position in
@@ -2832,9 +2848,7 @@ k_custom_f(const RtT *T, int64_t n, int first)
 RT_FN void
 rt_f_custom(RtT x, RtT y, int first)
 {
-	RtT a[2] = {x, y};
-	RT_GO(k_custom_f, y.n)(rt_args(a, 2), y.n, first);
-	rt_after();
+	RT_RUN(RT_GO, k_custom_f, y.n, (x, y), y.n, first);
 }
 
 /* T: g, dst */
@@ -2853,9 +2867,7 @@ k_custom_b(const RtT *T, int64_t n, int add)
 RT_FN void
 rt_b_custom(RtT g, RtT dst, int add)
 {
-	RtT a[2] = {g, dst};
-	RT_GO(k_custom_b, dst.n)(rt_args(a, 2), dst.n, add);
-	rt_after();
+	RT_RUN(RT_GO, k_custom_b, dst.n, (g, dst), dst.n, add);
 }
 
 /* ------------------------------------------------------------ init, checks */
@@ -2990,17 +3002,46 @@ rt_reg_del(void *p)
 	rt_reg_n--;
 }
 
+/* bytes (at least one) of device memory, or of pinned host memory
+ * (pinned); the host build has only malloc. Dies when none is left. */
 RT_FN void *
-rt_raw_alloc(int64_t bytes)
+rt_sys_alloc(int64_t bytes, int pinned)
 {
 	void *p = NULL;
+	size_t b = (size_t)(bytes ? bytes : 1);
 #ifdef RT_GPU
-	rt_cuda(cudaMalloc(&p, (size_t)(bytes ? bytes : 1)), "cudaMalloc");
+	if (pinned)
+		rt_cuda(cudaMallocHost(&p, b), "cudaMallocHost");
+	else
+		rt_cuda(cudaMalloc(&p, b), "cudaMalloc");
 #else
-	p = malloc((size_t)(bytes ? bytes : 1));
+	(void)pinned;
+	p = malloc(b);
 	if (!p)
 		rt_die("out of memory");
 #endif
+	return p;
+}
+
+/* Gives back what rt_sys_alloc (with the same pinned) returned. */
+RT_FN void
+rt_sys_free(void *p, int pinned)
+{
+#ifdef RT_GPU
+	if (pinned)
+		cudaFreeHost(p);
+	else
+		cudaFree(p);
+#else
+	(void)pinned;
+	free(p);
+#endif
+}
+
+RT_FN void *
+rt_raw_alloc(int64_t bytes)
+{
+	void *p = rt_sys_alloc(bytes, 0);
 	rt_reg_put(p);
 	return p;
 }
@@ -3021,13 +3062,8 @@ RT_FN void
 rt_free_all(void)
 {
 	for (int64_t i = 0; i < rt_reg_cap; i++)
-		if (rt_reg[i] && rt_reg[i] != RT_GONE) {
-#ifdef RT_GPU
-			cudaFree(rt_reg[i]);
-#else
-			free(rt_reg[i]);
-#endif
-		}
+		if (rt_reg[i] && rt_reg[i] != RT_GONE)
+			rt_sys_free(rt_reg[i], 0);
 	free(rt_reg);
 	rt_reg = NULL;
 	rt_reg_cap = rt_reg_n = rt_reg_used = 0;

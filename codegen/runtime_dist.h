@@ -192,13 +192,8 @@ rt_dist_start(int *argc, char ***argv, int ranks, int stages)
 RT_FN int
 rt_dist_end(int bad)
 {
-	for (int64_t i = 0; i < rt_nhost; i++) {
-#ifdef RT_GPU
-		cudaFreeHost(rt_hostp[i]);
-#else
-		free(rt_hostp[i]);
-#endif
-	}
+	for (int64_t i = 0; i < rt_nhost; i++)
+		rt_sys_free(rt_hostp[i], 1);
 	free(rt_hostp);
 	free(rt_mb_loss);
 #ifdef REMAT_MPI
@@ -224,18 +219,12 @@ rt_dist_end(int bad)
 RT_FN void *
 rt_host_alloc(int64_t bytes)
 {
-	void *p = NULL;
+	void *p;
 	void **l = (void **)realloc(rt_hostp, sizeof *l * (size_t)(rt_nhost + 1));
 	if (!l)
 		rt_die("out of memory");
 	rt_hostp = l;
-#ifdef RT_GPU
-	rt_cuda(cudaMallocHost(&p, (size_t)(bytes ? bytes : 1)), "cudaMallocHost");
-#else
-	p = malloc((size_t)(bytes ? bytes : 1));
-	if (!p)
-		rt_die("out of memory");
-#endif
+	p = rt_sys_alloc(bytes, 1);
 	rt_hostp[rt_nhost++] = p;
 	rt_host_bytes += bytes;
 	return p;

@@ -52,17 +52,13 @@ k_act_b(const RtT *T, int64_t n, int op, double lo, double hi, int add)
 RT_FN void
 rt_f_act(int op, RtT x, RtT y, double lo, double hi)
 {
-	RtT a[2] = {x, y};
-	RT_GO(k_act_f, y.n)(rt_args(a, 2), y.n, op, lo, hi);
-	rt_after();
+	RT_RUN(RT_GO, k_act_f, y.n, (x, y), y.n, op, lo, hi);
 }
 
 RT_FN void
 rt_b_act(int op, RtT s, RtT g, RtT dst, int add, double lo, double hi)
 {
-	RtT a[3] = {s, g, dst};
-	RT_GO(k_act_b, dst.n)(rt_args(a, 3), dst.n, op, lo, hi, add);
-	rt_after();
+	RT_RUN(RT_GO, k_act_b, dst.n, (s, g, dst), dst.n, op, lo, hi, add);
 }
 
 /* ------------------------------------------------------------ indexing */
@@ -78,14 +74,16 @@ rt_bidx(const RtT *idx, const int64_t *ix)
 	return f;
 }
 
-/* gather, T: x, idx, y. y[ix] = x[ix with axis = idx[ix]]. */
+/* gather and index_select, T: x, idx, y. y[ix] = x[ix with axis = k],
+ * where k = idx[ix] for gather and idx[ix[axis]] for index_select (sel,
+ * its idx is 1-D); an index out of range reads 0. */
 RT_K
-k_gather_f(const RtT *T, int64_t n, int ax)
+k_take_f(const RtT *T, int64_t n, int ax, int sel)
 {
 	RT_FOR(i, n) {
 		int64_t ix[RT_MAXDIM], k;
 		rt_unravel(&T[2], i, ix);
-		k = rt_geti(&T[1], i);
+		k = rt_geti(&T[1], sel ? ix[ax] : i);
 		if (k < 0 || k >= T[0].shape[ax]) {
 			rt_put(&T[2], i, 0);
 			continue;
@@ -95,19 +93,20 @@ k_gather_f(const RtT *T, int64_t n, int ax)
 	}
 }
 
-/* gather backward, T: idx, g, dst (x's shape): dst[ix] = sum over the
- * positions p along the axis with idx[ix with axis = p] == ix[axis]. */
+/* Their backward, T: idx, g (y's shape), dst (x's shape): dst[ix] = sum
+ * over the positions p along the axis whose index (idx[ix with axis = p],
+ * or idx[p] for index_select) is ix[axis]. */
 RT_K
-k_gather_b(const RtT *T, int64_t n, int ax, int add)
+k_take_b(const RtT *T, int64_t n, int ax, int add, int sel)
 {
 	RT_FOR(i, n) {
 		int64_t ix[RT_MAXDIM], own;
 		rt_real s = 0;
 		rt_unravel(&T[2], i, ix);
 		own = ix[ax];
-		for (int64_t p = 0; p < T[0].shape[ax]; p++) {
+		for (int64_t p = 0; p < (sel ? T[0].n : T[0].shape[ax]); p++) {
 			ix[ax] = p;
-			if (rt_geti(&T[0], rt_at(&T[0], ix)) == own)
+			if (rt_geti(&T[0], sel ? p : rt_at(&T[0], ix)) == own)
 				s += rt_get(&T[1], T[1].dt == RT_DT_ONE ? 0 : rt_at(&T[1], ix));
 		}
 		rt_out(&T[2], i, s, add);
@@ -115,72 +114,22 @@ k_gather_b(const RtT *T, int64_t n, int ax, int add)
 }
 
 RT_FN void
-rt_f_gather(RtT x, RtT idx, RtT y, int ax)
+rt_f_take(RtT x, RtT idx, RtT y, int ax, int sel)
 {
-	RtT a[3] = {x, idx, y};
-	RT_GO(k_gather_f, y.n)(rt_args(a, 3), y.n, ax);
-	rt_after();
+	RT_RUN(RT_GO, k_take_f, y.n, (x, idx, y), y.n, ax, sel);
 }
 
 RT_FN void
-rt_b_gather(RtT idx, RtT g, RtT dst, int add, int ax)
+rt_b_take(RtT idx, RtT g, RtT dst, int add, int ax, int sel)
 {
-	RtT a[3] = {idx, g, dst};
-	RT_GO(k_gather_b, dst.n)(rt_args(a, 3), dst.n, ax, add);
-	rt_after();
+	RT_RUN(RT_GO, k_take_b, dst.n, (idx, g, dst), dst.n, ax, add, sel);
 }
 
-/* index_select, T: x, idx (1-D), y. y[ix] = x[ix with axis = idx[ix[axis]]]. */
-RT_K
-k_isel_f(const RtT *T, int64_t n, int ax)
-{
-	RT_FOR(i, n) {
-		int64_t ix[RT_MAXDIM], k;
-		rt_unravel(&T[2], i, ix);
-		k = rt_geti(&T[1], ix[ax]);
-		if (k < 0 || k >= T[0].shape[ax]) {
-			rt_put(&T[2], i, 0);
-			continue;
-		}
-		ix[ax] = k;
-		rt_put(&T[2], i, rt_get(&T[0], rt_at(&T[0], ix)));
-	}
-}
-
-/* index_select backward, T: idx, g (y's shape), dst (x's shape). */
-RT_K
-k_isel_b(const RtT *T, int64_t n, int ax, int add)
-{
-	RT_FOR(i, n) {
-		int64_t ix[RT_MAXDIM], own;
-		rt_real s = 0;
-		rt_unravel(&T[2], i, ix);
-		own = ix[ax];
-		for (int64_t p = 0; p < T[0].n; p++) {
-			if (rt_geti(&T[0], p) != own)
-				continue;
-			ix[ax] = p;
-			s += rt_get(&T[1], T[1].dt == RT_DT_ONE ? 0 : rt_at(&T[1], ix));
-		}
-		rt_out(&T[2], i, s, add);
-	}
-}
-
-RT_FN void
-rt_f_index_select(RtT x, RtT idx, RtT y, int ax)
-{
-	RtT a[3] = {x, idx, y};
-	RT_GO(k_isel_f, y.n)(rt_args(a, 3), y.n, ax);
-	rt_after();
-}
-
-RT_FN void
-rt_b_index_select(RtT idx, RtT g, RtT dst, int add, int ax)
-{
-	RtT a[3] = {idx, g, dst};
-	RT_GO(k_isel_b, dst.n)(rt_args(a, 3), dst.n, ax, add);
-	rt_after();
-}
+/* The names the generated step calls */
+#define rt_f_gather(x, idx, y, ax) rt_f_take(x, idx, y, ax, 0)
+#define rt_f_index_select(x, idx, y, ax) rt_f_take(x, idx, y, ax, 1)
+#define rt_b_gather(idx, g, dst, add, ax) rt_b_take(idx, g, dst, add, ax, 0)
+#define rt_b_index_select(idx, g, dst, add, ax) rt_b_take(idx, g, dst, add, ax, 1)
 
 /* scatter_add, T: x, idx, src, y. y[ix] = x[ix] + the src elements at the
  * positions p along the axis whose index (broadcast) is ix[axis]. */
@@ -204,9 +153,7 @@ k_scatter_f(const RtT *T, int64_t n, int ax)
 RT_FN void
 rt_f_scatter_add(RtT x, RtT idx, RtT src, RtT y, int ax)
 {
-	RtT a[4] = {x, idx, src, y};
-	RT_GO(k_scatter_f, y.n)(rt_args(a, 4), y.n, ax);
-	rt_after();
+	RT_RUN(RT_GO, k_scatter_f, y.n, (x, idx, src, y), y.n, ax);
 }
 
 /* scatter_add backward for src, T: idx, g (x's shape), dst (src's shape):
@@ -230,9 +177,7 @@ k_scatter_b(const RtT *T, int64_t n, int ax, int add)
 RT_FN void
 rt_b_scatter_add(RtT idx, RtT g, RtT dst, int add, int ax)
 {
-	RtT a[3] = {idx, g, dst};
-	RT_GO(k_scatter_b, dst.n)(rt_args(a, 3), dst.n, ax, add);
-	rt_after();
+	RT_RUN(RT_GO, k_scatter_b, dst.n, (idx, g, dst), dst.n, ax, add);
 }
 
 /* topk, T: x, values, indices; one thread per row along the axis: the k
@@ -294,9 +239,7 @@ k_topk_b(const RtT *T, int64_t n, RtAxis a, int64_t k, int add)
 RT_FN void
 rt_b_topk(RtT idx, RtT g, RtT dst, int add, int ax, int64_t k)
 {
-	RtT a[3] = {idx, g, dst};
-	RT_GO(k_topk_b, dst.n)(rt_args(a, 3), dst.n, rt_axis(dst, ax), k, add);
-	rt_after();
+	RT_RUN(RT_GO, k_topk_b, dst.n, (idx, g, dst), dst.n, rt_axis(dst, ax), k, add);
 }
 
 /* ------------------------------------------------------------ cross_entropy(ignore_index=) */
@@ -408,19 +351,8 @@ k_attn2_f(const RtT *T, int64_t rows, RtAttn c)
 				rt_put(&T[6], r * Tk + j, keep);
 				w = keep ? 1 / (1 - (rt_real)c.pd) : 0;
 			}
-			if (s == -INFINITY)
-				continue;
-			if (s > m) {
-				rt_real corr = rt_exp(m - s);
-				l *= corr;
-				for (int64_t d = 0; d < Dh; d++)
-					acc[d] *= corr;
-				m = s;
-			}
-			rt_real p = rt_exp(s - m);
-			l += p;
-			for (int64_t d = 0; d < Dh; d++)
-				acc[d] += p * w * rt_get(V, (kb + j) * Dh + d);
+			if (s != -INFINITY)
+				rt_online(acc, &m, &l, s, w, V, kb + j, Dh);
 		}
 		for (int64_t d = 0; d < Dh; d++)
 			rt_put(&T[4], r * Dh + d, l > 0 ? acc[d] / l : 0);
@@ -432,13 +364,9 @@ RT_FN void
 rt_f_attn2(RtT q, RtT k, RtT v, RtT mask, RtT y, RtT lse, RtT dmask,
            int causal, int mkind, double pd, uint64_t key)
 {
-	RtT a[7] = {q, k, v, mask, y, lse, dmask};
 	RtAttn c = {causal, mkind, pd, key};
-	int64_t rows = q.n / q.shape[3];
-	if (q.shape[3] > RT_MAXDH)
-		rt_die("attention head size above RT_MAXDH");
-	RT_GO(k_attn2_f, rows)(rt_args(a, 7), rows, c);
-	rt_after();
+	int64_t rows = rt_attn_rows(q);
+	RT_RUN(RT_GO, k_attn2_f, rows, (q, k, v, mask, y, lse, dmask), rows, c);
 }
 
 /* T: q, k, v, mask, out, lse, dmask, g, dst. slot 0: one thread per query
@@ -447,8 +375,8 @@ rt_f_attn2(RtT q, RtT k, RtT v, RtT mask, RtT y, RtT lse, RtT dmask,
 RT_K
 k_attn2_b(const RtT *T, int64_t rows, RtAttn c, int slot, int add)
 {
-	const RtT *Q = &T[0], *K = &T[1], *V = &T[2], *O = &T[4], *L = &T[5];
-	const RtT *DM = &T[6], *G = &T[7], *D = &T[8];
+	const RtT *Q = &T[0], *K = &T[1], *L = &T[5], *DM = &T[6], *D = &T[8];
+	const RtT *P[5] = {Q, K, &T[2], &T[4], &T[7]};
 	int64_t S = Q->shape[2], H = Q->shape[1], Hk = K->shape[1], Tk = K->shape[2];
 	int64_t Dh = Q->shape[3], grp = H / Hk;
 	rt_real sc = 1 / rt_sqrt((rt_real)Dh);
@@ -472,15 +400,8 @@ k_attn2_b(const RtT *T, int64_t rows, RtAttn c, int slot, int add)
 			rt_real s = rt_ascore(T, c, qi, j);
 			if (s == -INFINITY)
 				continue;
-			rt_real p = rt_exp(s - rt_get(L, qi)), w = rt_akeep(DM, c, qi * Tk + j);
-			if (slot == 2) {
-				for (int64_t d = 0; d < Dh; d++)
-					acc[d] += p * w * rt_get(G, qi * Dh + d);
-				continue;
-			}
-			rt_real ds = p * (w * rt_dot(G, qi, V, kr, Dh) - rt_dot(G, qi, O, qi, Dh)) * sc;
-			for (int64_t d = 0; d < Dh; d++)
-				acc[d] += ds * (slot ? rt_get(Q, qi * Dh + d) : rt_get(K, kr * Dh + d));
+			rt_attn_bterm(acc, P, slot, qi, kr, rt_exp(s - rt_get(L, qi)),
+			              rt_akeep(DM, c, qi * Tk + j), sc, Dh);
 		}
 		for (int64_t d = 0; d < Dh; d++)
 			rt_out(D, r * Dh + d, acc[d], add);
@@ -491,11 +412,9 @@ RT_FN void
 rt_b_attn2(int slot, RtT q, RtT k, RtT v, RtT mask, RtT y, RtT lse, RtT dmask,
            RtT g, RtT dst, int add, int causal, int mkind, double pd)
 {
-	RtT a[9] = {q, k, v, mask, y, lse, dmask, g, dst};
 	RtAttn c = {causal, mkind, pd, 0};
 	int64_t rows = dst.n / dst.shape[3];
-	RT_GO(k_attn2_b, rows)(rt_args(a, 9), rows, c, slot, add);
-	rt_after();
+	RT_RUN(RT_GO, k_attn2_b, rows, (q, k, v, mask, y, lse, dmask, g, dst), rows, c, slot, add);
 }
 
 /* ------------------------------------------------------------ issue 28: views for conv1d, axis lists, expand */
@@ -568,9 +487,7 @@ k_expand_b(const RtT *T, int64_t n, int add)
 RT_FN void
 rt_b_expand(RtT g, RtT dst, int add)
 {
-	RtT a[2] = {g, dst};
-	RT_GO(k_expand_b, dst.n)(rt_args(a, 2), dst.n, add);
-	rt_after();
+	RT_RUN(RT_GO, k_expand_b, dst.n, (g, dst), dst.n, add);
 }
 
 /* ------------------------------------------------------------ issue 28: groupnorm */

@@ -425,6 +425,27 @@ eval_const(Inst *in, const Expr *e, int64_t *out)
 
 /* Registers every dim name in declaration order, before any is evaluated,
  * so that a forward reference gets a clear message. */
+/* Name's slot in m (in->dims or in->customs) for a new dim or custom op, or
+ * NULL, reported, where a def or an earlier one of m has the name. */
+static int *
+claim_name(Inst *in, Map *m, const char *name, Loc loc)
+{
+	int *v;
+
+	if (map_find(&in->defs, name, 0)) {
+		diag_error(in->d, loc, "'%s' is already a def", name);
+		return NULL;
+	}
+	v = map_put(m, &in->tmp, name, 0);
+	if (*v < 0)
+		return v;
+	if (m == &in->dims)
+		diag_error(in->d, loc, "duplicate dim '%s'", name);
+	else
+		diag_error(in->d, loc, "op '%s' is already declared", name);
+	return NULL;
+}
+
 static void
 collect_dims(Inst *in)
 {
@@ -449,15 +470,9 @@ collect_dims(Inst *in)
 		}
 		for (int j = 0; j < s->kvs->n; j++) {
 			const Kv *kv = &s->kvs->v[j];
-			if (map_find(&in->defs, kv->key.s, 0)) {
-				diag_error(in->d, kv->key.loc, "'%s' is already a def", kv->key.s);
+			int *v = claim_name(in, &in->dims, kv->key.s, kv->key.loc);
+			if (!v)
 				continue;
-			}
-			int *v = map_put(&in->dims, &in->tmp, kv->key.s, 0);
-			if (*v >= 0) {
-				diag_error(in->d, kv->key.loc, "duplicate dim '%s'", kv->key.s);
-				continue;
-			}
 			/* the graph outlives the syntax tree (the driver may
 			 * free it once instantiated): names are copied */
 			const char *name = ar_strdup(g->arena, kv->key.s);
@@ -807,15 +822,9 @@ inst_customs(Inst *in)
 			diag_error(in->d, s->name.loc, "op '%s' is already a built-in op", s->name.s);
 			continue;
 		}
-		if (map_find(&in->defs, s->name.s, 0)) {
-			diag_error(in->d, s->name.loc, "'%s' is already a def", s->name.s);
+		int *v = claim_name(in, &in->customs, s->name.s, s->name.loc);
+		if (!v)
 			continue;
-		}
-		int *v = map_put(&in->customs, &in->tmp, s->name.s, 0);
-		if (*v >= 0) {
-			diag_error(in->d, s->name.loc, "op '%s' is already declared", s->name.s);
-			continue;
-		}
 		*v = in->ncustom;
 		in->custom[in->ncustom].s = s;
 		in->custom[in->ncustom++].op = custom_eval(in, s);

@@ -211,7 +211,7 @@ static void
 check_size(Imp *I, const Val *v)
 {
 	int64_t n = 1;
-	for (int i = 0; i < v->rank; i++)
+	for (int i = 0; i < v->ndim; i++)
 		if (!ck_mul(n, v->dim[i], &n) || n > OX_MAXELEMS)
 			ox_fail(I, "'%s' has more than 2^50 elements", v->name);
 }
@@ -222,7 +222,7 @@ int64_t
 ox_numel(const Val *v)
 {
 	int64_t n = 1;
-	for (int i = 0; i < v->rank; i++)
+	for (int i = 0; i < v->ndim; i++)
 		n *= v->dim[i];
 	return n;
 }
@@ -231,7 +231,7 @@ void
 ox_shape(Buf *b, const Val *v)
 {
 	ox_printf(b, "[");
-	for (int i = 0; i < v->rank; i++)
+	for (int i = 0; i < v->ndim; i++)
 		ox_printf(b, "%s%lld", i ? ", " : "", (long long)v->dim[i]);
 	ox_printf(b, "]");
 }
@@ -293,7 +293,7 @@ read_type(Imp *I, Val *v, const Onnx__ValueInfoProto *vi)
 	if (s->n_dim > OX_MAXRANK)
 		ox_fail(I, "graph value '%s' has %zu axes (at most %d)", vi->name,
 		        s->n_dim, OX_MAXRANK);
-	v->rank = (int)s->n_dim;
+	v->ndim = (int)s->n_dim;
 	for (size_t i = 0; i < s->n_dim; i++) {
 		const Onnx__TensorShapeProto__Dimension *d = s->dim[i];
 		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
@@ -372,7 +372,7 @@ declare(Imp *I, Val *v)
 	ox_printf(&I->head, "%s %s : %s", v->kind == V_DATA ? "input" : "param",
 	          v->net, ox_dtype(I, v->dt));
 	ox_printf(&I->head, "[");
-	for (int i = 0; i < v->rank; i++)
+	for (int i = 0; i < v->ndim; i++)
 		ox_printf(&I->head, "%s%s", i ? ", " : "", v->sym && v->sym[i] ? v->sym[i]
 		          : ar_printf(I->a, "%lld", (long long)v->dim[i]));
 	ox_printf(&I->head, "]%s;\n", v->kind == V_BUFFER ? " buffer" : "");
@@ -400,7 +400,7 @@ read_initializers(Imp *I)
 		Onnx__TensorProto *t = g->initializer[i];
 		Val *v = ox_lookup(I, t->name ? t->name : "");
 		if (v) {        /* a graph input's default, or named twice: one type */
-			bool same = v->dt == t->data_type && v->rank == (int)t->n_dims;
+			bool same = v->dt == t->data_type && v->ndim == (int)t->n_dims;
 			for (size_t k = 0; same && k < t->n_dims; k++)
 				same = v->dim[k] == t->dims[k];
 			if (!same)
@@ -409,7 +409,7 @@ read_initializers(Imp *I)
 		} else {
 			v = ox_new(I, t->name ? t->name : "");
 		}
-		v->rank = (int)t->n_dims;   /* at most OX_MAXRANK: ox_door */
+		v->ndim = (int)t->n_dims;   /* at most OX_MAXRANK: ox_door */
 		v->dt = t->data_type;
 		ox_dtype(I, v->dt);
 		for (size_t k = 0; k < t->n_dims; k++)
@@ -486,13 +486,13 @@ check_order(Imp *I)
 			ox_lookup(I, g->output[i]->name)->nuse++;
 }
 
-/* The labels' shape: out's first rank axes; the first is the batch dim
+/* The labels' shape: out's first ndim axes; the first is the batch dim
  * when the model declares one of that size (it scales with -D). */
 static void
-labels_shape(Imp *I, const Val *out, int rank)
+labels_shape(Imp *I, const Val *out, int ndim)
 {
 	ox_printf(&I->head, "[");
-	for (int i = 0; i < rank; i++)
+	for (int i = 0; i < ndim; i++)
 		if (i == 0 && I->has_batch && out->dim[0] == I->batch_value)
 			ox_printf(&I->head, "%s", I->sym[I->batch_sym].net);
 		else
@@ -512,7 +512,7 @@ add_outputs(Imp *I)
 	if (I->net->infer || !kind) {
 		if (!I->net->infer) {
 			Val *v = ox_lookup(I, g->output[0]->name);
-			if (v->rank != 0)
+			if (v->ndim != 0)
 				ox_fail(I, "output '%s' is not a scalar loss: add one with "
 				        "--loss cross_entropy or --loss mse, or analyze "
 				        "inference with --infer", v->name);
@@ -543,7 +543,7 @@ add_outputs(Imp *I)
 		ox_fail(I, "--loss: no tensor output '%s'", colon ? colon + 1 : "");
 	/* named as the model's values are: a model may have its own "labels"
 	 * or "loss", which then keep their names */
-	if (strcmp(k, "mse") && (out->rank < 1 || !is_float(out->dt)))
+	if (strcmp(k, "mse") && (out->ndim < 1 || !is_float(out->dt)))
 		ox_fail(I, "--loss cross_entropy needs float logits [..., C]");
 	if (!strcmp(k, "mse") && !is_float(out->dt))
 		ox_fail(I, "--loss mse needs a floating-point output, and '%s' is %s",
@@ -552,11 +552,11 @@ add_outputs(Imp *I)
 	loss = ox_netname(I, "loss");
 	if (!strcmp(k, "mse")) {
 		ox_printf(&I->head, "input %s : %s", I->labels, ox_dtype(I, out->dt));
-		labels_shape(I, out, out->rank);
+		labels_shape(I, out, out->ndim);
 		ox_printf(&I->body, "%s = mse_loss(%s, %s);\n", loss, out->net, I->labels);
 	} else {
 		ox_printf(&I->head, "input %s : i64", I->labels);
-		labels_shape(I, out, out->rank - 1);
+		labels_shape(I, out, out->ndim - 1);
 		ox_printf(&I->body, "%s = cross_entropy(%s, %s);\n", loss, out->net, I->labels);
 	}
 	ox_printf(&I->body, "output %s;\n", loss);
@@ -666,6 +666,18 @@ budget_free(void *data, void *p)
 	free(p);
 }
 
+/* Frees what the import holds outside the caller's arena: the unpacked
+ * model, the importer's own arena, names and buffers, and the text. */
+static void
+imp_free(Imp *I, Onnx__ModelProto *m, ProtobufCAllocator *pa, Buf *text)
+{
+	onnx__model_proto__free_unpacked(m, pa);
+	ar_free(I->a);
+	ox_names_free(&I->used);
+	free(I->head.s), free(I->ops.s), free(I->defs.s), free(I->body.s), free(text->s);
+	free(I->custom_decl), free(I->custom_kind), free(I->custom_name);
+}
+
 int
 onnx_translate(const char *name, const uint8_t *data, size_t len,
                const OnnxOptions *o, NetOptions *net, Arena *a,
@@ -693,11 +705,7 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 		return 1;
 	}
 	if (setjmp(I.fail)) {
-		onnx__model_proto__free_unpacked(m, &pa);
-		ar_free(I.a);
-		ox_names_free(&I.used);
-		free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
-	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);
+		imp_free(&I, m, &pa, &text);
 		return 1;
 	}
 	setup(&I, m);
@@ -730,11 +738,7 @@ onnx_translate(const char *name, const uint8_t *data, size_t len,
 	out->text = ar_strndup(a, text.s, text.n);
 	out->len = text.n;
 	out->reread = false;    /* the text is generated, not the file */
-	onnx__model_proto__free_unpacked(m, &pa);
-	ar_free(I.a);
-	ox_names_free(&I.used);
-	free(I.head.s), free(I.ops.s), free(I.defs.s), free(I.body.s), free(text.s);
-	free(I.custom_decl), free(I.custom_kind), free(I.custom_name);
+	imp_free(&I, m, &pa, &text);
 	return 0;
 }
 

@@ -36,7 +36,7 @@ enum { V_DATA, V_PARAM, V_BUFFER, V_ACT, V_CONST };
 typedef struct Val {
 	const char *name;       /* ONNX name */
 	int dt;                 /* ONNX TensorProto data type */
-	int rank;
+	int ndim;               /* axes (ONNX calls it the rank) */
 	int64_t dim[OX_MAXRANK];
 	int kind;
 	double *k;              /* V_CONST: the values (at most OX_MAXFOLD) */

@@ -103,25 +103,25 @@ out(Imp *I, const Node *n, size_t k)
 	return ox_lookup(I, n->output[k]);
 }
 
-/* Axis ax of a tensor of rank axes as an index in [0, rank): a scalar has
+/* Axis ax of a tensor of ndim axes as an index in [0, ndim): a scalar has
  * none (.net's concat or split of one fails at the generated line). */
 static int
-norm_axis(Imp *I, int64_t ax, int rank)
+norm_axis(Imp *I, int64_t ax, int ndim)
 {
-	if (ax < -rank || ax >= rank)
-		ox_fail(I, "axis %lld is out of range for rank %d", (long long)ax, rank);
-	return (int)(ax < 0 ? ax + rank : ax);
+	if (ax < -ndim || ax >= ndim)
+		ox_fail(I, "axis %lld is out of range for rank %d", (long long)ax, ndim);
+	return (int)(ax < 0 ? ax + ndim : ax);
 }
 
 static void
-set_shape(Imp *I, Val *o, int dt, int rank, const int64_t *dim)
+set_shape(Imp *I, Val *o, int dt, int ndim, const int64_t *dim)
 {
 	int64_t n = 1;
-	if (rank > OX_MAXRANK || rank < 0)
-		ox_fail(I, "result has %d axes (at most %d)", rank, OX_MAXRANK);
+	if (ndim > OX_MAXRANK || ndim < 0)
+		ox_fail(I, "result has %d axes (at most %d)", ndim, OX_MAXRANK);
 	o->dt = dt;
-	o->rank = rank;
-	for (int i = 0; i < rank; i++) {
+	o->ndim = ndim;
+	for (int i = 0; i < ndim; i++) {
 		if (dim[i] < 0 || dim[i] > OX_MAXDIM)
 			ox_fail(I, "result dimension %lld is out of range", (long long)dim[i]);
 		if (!ck_mul(n, dim[i] ? dim[i] : 1, &n) || n > OX_MAXELEMS)
@@ -167,7 +167,7 @@ float_args(Imp *I, const char *netop, Val *const *args, int n, bool same)
 static void
 need_vector(Imp *I, const Val *v, int64_t d, const char *what)
 {
-	if (v->rank != 1 || v->dim[0] != d)
+	if (v->ndim != 1 || v->dim[0] != d)
 		ox_fail(I, "%s '%s' must be [%lld]", what, v->name, (long long)d);
 }
 
@@ -196,9 +196,9 @@ knum(Imp *I, int64_t x)
 }
 
 static void
-make_const(Imp *I, Val *o, int dt, int rank, const int64_t *dim, double *k)
+make_const(Imp *I, Val *o, int dt, int ndim, const int64_t *dim, double *k)
 {
-	set_shape(I, o, dt, rank, dim);
+	set_shape(I, o, dt, ndim, dim);
 	o->kind = V_CONST;
 	o->k = k;
 }
@@ -220,11 +220,11 @@ kalloc(Imp *I, int64_t n)
  * kint or a broadcast), checked before any is allocated: eight dims of
  * 2^41 multiply past 2^63. */
 static int64_t
-fold_elems(Imp *I, int rank, const int64_t *dim)
+fold_elems(Imp *I, int ndim, const int64_t *dim)
 {
 	int64_t n = 1;
 
-	for (int i = 0; i < rank; i++)
+	for (int i = 0; i < ndim; i++)
 		if (dim[i] < 0 || !ck_mul(n, dim[i], &n) || n > OX_MAXFOLD)
 			ox_fail(I, "constant of more than %d elements is too large to fold",
 			        OX_MAXFOLD);
@@ -282,7 +282,7 @@ ox_const_tensor(Imp *I, Val *o, const Onnx__TensorProto *t)
 static void
 not_empty(Imp *I, const Val *v)
 {
-	for (int i = 0; i < v->rank; i++)
+	for (int i = 0; i < v->ndim; i++)
 		if (v->dim[i] < 1)
 			ox_fail(I, "'%s' is empty (axis %d has size %lld): a tensor needs "
 			        "sizes of at least 1", v->name, i, (long long)v->dim[i]);
@@ -319,7 +319,7 @@ alias(Val *o, Val *v)
 {
 	if (!o)
 		return;
-	*o = (Val){.name = o->name, .dt = v->dt, .rank = v->rank, .kind = v->kind,
+	*o = (Val){.name = o->name, .dt = v->dt, .ndim = v->ndim, .kind = v->kind,
 	           .k = v->k, .net = v->net, .nuse = o->nuse, .nusers = o->nusers,
 	           .users = o->users, .producer = o->producer};
 	memcpy(o->dim, v->dim, sizeof o->dim);
@@ -338,7 +338,7 @@ list(Imp *I, const int64_t *v, int n)
 static void
 reshape_to(Imp *I, Val *o, Val *v)
 {
-	if (o->rank == v->rank && !memcmp(o->dim, v->dim, sizeof(int64_t) * (size_t)v->rank)) {
+	if (o->ndim == v->ndim && !memcmp(o->dim, v->dim, sizeof(int64_t) * (size_t)v->ndim)) {
 		const char *nm = ref(I, v);
 		alias(o, v);
 		o->net = nm;
@@ -347,7 +347,7 @@ reshape_to(Imp *I, Val *o, Val *v)
 	const char *src = ref(I, v);
 	bind(I, o);
 	ox_printf(&I->body, "reshape(%s, ", src);
-	list(I, o->dim, o->rank);
+	list(I, o->dim, o->ndim);
 	ox_printf(&I->body, ");\n");
 }
 
@@ -424,11 +424,11 @@ custom(Imp *I, Val *o, const char *kind, Val **args, int nargs, int64_t flops,
 /* ------------------------------------------------------------ shapes */
 
 static void
-broadcast(Imp *I, const Val *a, const Val *b, int *rank, int64_t *dim)
+broadcast(Imp *I, const Val *a, const Val *b, int *ndim, int64_t *dim)
 {
-	*rank = a->rank > b->rank ? a->rank : b->rank;
-	for (int i = 0; i < *rank; i++) {
-		int ia = i - (*rank - a->rank), ib = i - (*rank - b->rank);
+	*ndim = a->ndim > b->ndim ? a->ndim : b->ndim;
+	for (int i = 0; i < *ndim; i++) {
+		int ia = i - (*ndim - a->ndim), ib = i - (*ndim - b->ndim);
 		int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
 		if (da != db && da != 1 && db != 1)
 			ox_fail(I, "cannot broadcast axis %d: %lld against %lld", i,
@@ -439,12 +439,12 @@ broadcast(Imp *I, const Val *a, const Val *b, int *rank, int64_t *dim)
 
 /* Index of element `flat` of the broadcast result in v. */
 static int64_t
-bidx(const Val *v, int rank, const int64_t *dim, int64_t flat)
+bidx(const Val *v, int ndim, const int64_t *dim, int64_t flat)
 {
 	int64_t idx = 0, stride = 1;
-	for (int i = rank - 1; i >= 0; i--) {
+	for (int i = ndim - 1; i >= 0; i--) {
 		int64_t c = flat % dim[i];
-		int iv = i - (rank - v->rank);
+		int iv = i - (ndim - v->ndim);
 		flat /= dim[i];
 		if (iv >= 0) {
 			if (v->dim[iv] != 1)
@@ -477,21 +477,21 @@ apply(Imp *I, const char *op, double x, double y)
 static void
 fold_binary(Imp *I, const Node *n, Val *a, Val *b, Val *o)
 {
-	int rank, dt = a->dt;
+	int ndim, dt = a->dt;
 	int64_t dim[OX_MAXRANK], nel;
 	double *k;
 
-	broadcast(I, a, b, &rank, dim);
-	nel = fold_elems(I, rank, dim);
+	broadcast(I, a, b, &ndim, dim);
+	nel = fold_elems(I, ndim, dim);
 	k = kalloc(I, nel);
 	for (int64_t i = 0; i < nel; i++) {
-		k[i] = apply(I, n->op_type, a->k[bidx(a, rank, dim, i)], b->k[bidx(b, rank, dim, i)]);
+		k[i] = apply(I, n->op_type, a->k[bidx(a, ndim, dim, i)], b->k[bidx(b, ndim, dim, i)]);
 		if (!strcmp(n->op_type, "Div") && dt != 1 && dt != 10 && dt != 11 && dt != 16)
 			k[i] = trunc(k[i]);
 	}
 	if (strstr("Equal Less Greater And Or", n->op_type))
 		dt = 9;
-	make_const(I, o, dt, rank, dim, k);
+	make_const(I, o, dt, ndim, dim, k);
 }
 
 /* ------------------------------------------------------------ ops */
@@ -501,19 +501,19 @@ op_binary(Imp *I, const Node *n)
 {
 	Val *a = need(I, n, 0), *b = need(I, n, 1), *o = out(I, n, 0);
 	const char *op = n->op_type, *ra, *rb;
-	int rank;
+	int ndim;
 	int64_t dim[OX_MAXRANK];
 
 	if (is_const(a) && is_const(b)) {
 		fold_binary(I, n, a, b, o);
 		return;
 	}
-	broadcast(I, a, b, &rank, dim);
-	set_shape(I, o, a->kind == V_CONST ? b->dt : a->dt, rank, dim);
+	broadcast(I, a, b, &ndim, dim);
+	set_shape(I, o, a->kind == V_CONST ? b->dt : a->dt, ndim, dim);
 	/* x * c and x / c with a scalar constant c: scale, which saves nothing
 	 * (the backward needs only c) */
 	if ((!strcmp(op, "Mul") || !strcmp(op, "Div")) && is_const(b) && ox_numel(b) == 1 &&
-	    rank == a->rank) {
+	    ndim == a->ndim) {
 		double c = !strcmp(op, "Mul") ? b->k[0] : 1.0 / b->k[0];
 		if (!isfinite(c))
 			ox_fail(I, "scale by %g: the constant must be finite and, for Div, "
@@ -524,7 +524,7 @@ op_binary(Imp *I, const Node *n)
 		ox_printf(&I->body, "scale(%s, c=%.17g);\n", ra, c);
 		return;
 	}
-	if (!strcmp(op, "Mul") && is_const(a) && ox_numel(a) == 1 && rank == b->rank) {
+	if (!strcmp(op, "Mul") && is_const(a) && ox_numel(a) == 1 && ndim == b->ndim) {
 		if (!isfinite(a->k[0]))
 			ox_fail(I, "scale by %g: the constant must be finite", a->k[0]);
 		float_args(I, "scale", &b, 1, false);
@@ -567,13 +567,13 @@ op_unary(Imp *I, const Node *n, const char *netop)
 		double *k = kalloc(I, ox_numel(x));
 		for (int64_t i = 0; i < ox_numel(x); i++)
 			k[i] = !x->k[i];
-		make_const(I, o, 9, x->rank, x->dim, k);
+		make_const(I, o, 9, x->ndim, x->dim, k);
 		return;
 	}
 	if (!netop)
 		ox_fail(I, "%s on a tensor is not supported", n->op_type);
 	float_args(I, netop, &x, 1, false);
-	set_shape(I, o, x->dt, x->rank, x->dim);
+	set_shape(I, o, x->dt, x->ndim, x->dim);
 	r = ref(I, x);
 	bind(I, o);
 	ox_printf(&I->body, "%s(%s);\n", netop, r);
@@ -583,14 +583,14 @@ static void
 op_softmax(Imp *I, const Node *n, const char *netop)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
-	int ax = norm_axis(I, attr_i(n, "axis", -1), x->rank);
+	int ax = norm_axis(I, attr_i(n, "axis", -1), x->ndim);
 	const char *r;
 
 	float_args(I, netop, &x, 1, false);
 	r = ref(I, x);
-	set_shape(I, o, x->dt, x->rank, x->dim);
+	set_shape(I, o, x->dt, x->ndim, x->dim);
 	bind(I, o);
-	ox_printf(&I->body, "%s(%s, axis=%d);\n", netop, r, ax - x->rank);
+	ox_printf(&I->body, "%s(%s, axis=%d);\n", netop, r, ax - x->ndim);
 }
 
 /* Symmetric pads [a, b, a, b] -> a; anything else is an error. */
@@ -647,7 +647,7 @@ op_conv(Imp *I, const Node *n)
 	int64_t ks[2] = {0, 0};
 	const char *rx, *rw;
 
-	if (x->rank != 4 || w->rank != 4)
+	if (x->ndim != 4 || w->ndim != 4)
 		ox_fail(I, "only 2-D convolutions are supported");
 	float_args(I, "conv2d", (Val *[]){x, w, b}, 3, true);
 	if (b)
@@ -697,7 +697,7 @@ op_pool(Imp *I, const Node *n, const char *netop)
 	int64_t p = sym_pad(I, n), dim[4];
 	const char *r;
 
-	if (x->rank != 4 || k <= 0)
+	if (x->ndim != 4 || k <= 0)
 		ox_fail(I, "only 2-D pooling with a kernel_shape is supported");
 	if (attr_bool(I, n, "ceil_mode", 0))
 		ox_fail(I, "ceil_mode=1 is not supported");
@@ -723,7 +723,7 @@ op_global_pool(Imp *I, const Node *n)
 	Val *t = ar_alloc(I->a, sizeof *t);
 	const char *r;
 
-	if (x->rank != 4)
+	if (x->ndim != 4)
 		ox_fail(I, "GlobalAveragePool needs a 4-D input");
 	float_args(I, "global_avgpool", &x, 1, false);
 	r = ref(I, x);
@@ -740,22 +740,22 @@ op_matmul(Imp *I, const Node *n)
 {
 	Val *a = need(I, n, 0), *b = need(I, n, 1), *o = out(I, n, 0);
 	int64_t dim[OX_MAXRANK];
-	int rank;
+	int ndim;
 	Val ba = *a, bb = *b;
 	const char *ra, *rb;
 
-	if (a->rank < 2 || b->rank < 2)
+	if (a->ndim < 2 || b->ndim < 2)
 		ox_fail(I, "MatMul of 1-D tensors is not supported");
 	float_args(I, "matmul", (Val *[]){a, b}, 2, true);
-	if (a->dim[a->rank - 1] != b->dim[b->rank - 2])
+	if (a->dim[a->ndim - 1] != b->dim[b->ndim - 2])
 		ox_fail(I, "inner dimensions %lld and %lld differ",
-		        (long long)a->dim[a->rank - 1], (long long)b->dim[b->rank - 2]);
-	ba.rank -= 2;
-	bb.rank -= 2;
-	broadcast(I, &ba, &bb, &rank, dim);
-	dim[rank] = a->dim[a->rank - 2];
-	dim[rank + 1] = b->dim[b->rank - 1];
-	set_shape(I, o, a->dt, rank + 2, dim);
+		        (long long)a->dim[a->ndim - 1], (long long)b->dim[b->ndim - 2]);
+	ba.ndim -= 2;
+	bb.ndim -= 2;
+	broadcast(I, &ba, &bb, &ndim, dim);
+	dim[ndim] = a->dim[a->ndim - 2];
+	dim[ndim + 1] = b->dim[b->ndim - 1];
+	set_shape(I, o, a->dt, ndim + 2, dim);
 	ra = ref(I, a);
 	rb = ref(I, b);
 	bind(I, o);
@@ -770,7 +770,7 @@ op_gemm(Imp *I, const Node *n)
 	int64_t dim[2];
 	const char *ra, *rb, *rc = NULL;
 
-	if (a->rank != 2 || b->rank != 2)
+	if (a->ndim != 2 || b->ndim != 2)
 		ox_fail(I, "Gemm needs 2-D operands");
 	float_args(I, "matmul", (Val *[]){a, b, c}, 3, true);
 	if (attr_f(n, "alpha", 1) != 1 || (c && attr_f(n, "beta", 1) != 1))
@@ -781,10 +781,10 @@ op_gemm(Imp *I, const Node *n)
 		ox_fail(I, "inner dimensions differ");
 	set_shape(I, o, a->dt, 2, dim);
 	if (c) {        /* + c broadcasts c to the product, not the other way */
-		int rank;
+		int ndim;
 		int64_t bd[OX_MAXRANK];
-		broadcast(I, o, c, &rank, bd);
-		if (rank != 2 || bd[0] != dim[0] || bd[1] != dim[1])
+		broadcast(I, o, c, &ndim, bd);
+		if (ndim != 2 || bd[0] != dim[0] || bd[1] != dim[1])
 			ox_fail(I, "C does not broadcast to [%lld, %lld]", (long long)dim[0],
 			        (long long)dim[1]);
 	}
@@ -811,17 +811,17 @@ op_norm(Imp *I, const Node *n, bool batch)
 			I->nbn_train++;
 		else
 			I->nbn_infer++;
-		if (x->rank != 4)
+		if (x->ndim != 4)
 			ox_fail(I, "BatchNormalization needs a 4-D input");
-	} else if (norm_axis(I, attr_i(n, "axis", -1), x->rank) != x->rank - 1) {
+	} else if (norm_axis(I, attr_i(n, "axis", -1), x->ndim) != x->ndim - 1) {
 		ox_fail(I, "LayerNormalization over axes other than the last is not supported");
 	}
 	if (g->kind != V_PARAM || b->kind != V_PARAM)
 		ox_fail(I, "scale and bias must be parameters (see --params)");
 	float_args(I, batch ? "batchnorm" : "layernorm", (Val *[]){x, g, b}, 3, true);
-	need_vector(I, g, x->dim[batch ? 1 : x->rank - 1], "the scale");
-	need_vector(I, b, x->dim[batch ? 1 : x->rank - 1], "the bias");
-	set_shape(I, o, x->dt, x->rank, x->dim);
+	need_vector(I, g, x->dim[batch ? 1 : x->ndim - 1], "the scale");
+	need_vector(I, b, x->dim[batch ? 1 : x->ndim - 1], "the bias");
+	set_shape(I, o, x->dt, x->ndim, x->dim);
 	rx = ref(I, x);
 	rg = ref(I, g);
 	rb = ref(I, b);
@@ -849,7 +849,7 @@ op_dropout(Imp *I, const Node *n)
 		ox_fail(I, "Dropout's ratio %g is outside [0, 1)", p);
 	float_args(I, "dropout", &x, 1, false);
 	I->ndropout++;
-	set_shape(I, o, x->dt, x->rank, x->dim);
+	set_shape(I, o, x->dt, x->ndim, x->dim);
 	rx = ref(I, x);
 	bind(I, o);
 	ox_printf(&I->body, "dropout(%s, p=%.17g);\n", rx, p);
@@ -870,7 +870,7 @@ op_cast(Imp *I, const Node *n)
 			ox_fail(I, "internal: cast of a named constant");
 		return;
 	}
-	set_shape(I, o, to, x->rank, x->dim);
+	set_shape(I, o, to, x->ndim, x->dim);
 	r = ref(I, x);
 	bind(I, o);
 	ox_printf(&I->body, "cast(%s, dtype=%s);\n", r, ox_dtype(I, to));
@@ -905,31 +905,31 @@ op_squeeze(Imp *I, const Node *n, bool un)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
 	int64_t ax[OX_MAXRANK], dim[OX_MAXRANK];
-	int na = axes_of(I, n, 1, ax), rank = un ? x->rank + na : 0;
+	int na = axes_of(I, n, 1, ax), ndim = un ? x->ndim + na : 0;
 	bool mark[OX_MAXRANK + 1] = {0};
 
 	if (un) {
-		if (rank > OX_MAXRANK || na < 0)
+		if (ndim > OX_MAXRANK || na < 0)
 			ox_fail(I, "Unsqueeze needs axes and at most %d axes", OX_MAXRANK);
 		for (int i = 0; i < na; i++)
-			mark_axis(I, mark, norm_axis(I, ax[i], rank));
-		for (int i = 0, j = 0; i < rank; i++)
+			mark_axis(I, mark, norm_axis(I, ax[i], ndim));
+		for (int i = 0, j = 0; i < ndim; i++)
 			dim[i] = mark[i] ? 1 : x->dim[j++];
 	} else {
 		for (int i = 0; i < na; i++)
-			mark_axis(I, mark, norm_axis(I, ax[i], x->rank));
-		for (int i = 0; i < x->rank; i++)
+			mark_axis(I, mark, norm_axis(I, ax[i], x->ndim));
+		for (int i = 0; i < x->ndim; i++)
 			if (na < 0 ? x->dim[i] != 1 : !mark[i])
-				dim[rank++] = x->dim[i];
+				dim[ndim++] = x->dim[i];
 			else if (x->dim[i] != 1)
 				ox_fail(I, "cannot squeeze axis %d of size %lld", i,
 				        (long long)x->dim[i]);
 	}
 	if (is_const(x)) {
-		make_const(I, o, x->dt, rank, dim, x->k);
+		make_const(I, o, x->dt, ndim, dim, x->k);
 		return;
 	}
-	set_shape(I, o, x->dt, rank, dim);
+	set_shape(I, o, x->dt, ndim, dim);
 	reshape_to(I, o, x);
 }
 
@@ -938,14 +938,14 @@ op_reshape(Imp *I, const Node *n)
 {
 	Val *x = need(I, n, 0), *s = need(I, n, 1), *o = out(I, n, 0);
 	int64_t dim[OX_MAXRANK], known = 1;
-	int rank = (int)ox_numel(s), minus = -1;
+	int ndim = (int)ox_numel(s), minus = -1;
 
-	if (!is_const(s) || rank > OX_MAXRANK)
+	if (!is_const(s) || ndim > OX_MAXRANK)
 		ox_fail(I, "the target shape must fold to a constant of at most %d values", OX_MAXRANK);
-	for (int i = 0; i < rank; i++) {
+	for (int i = 0; i < ndim; i++) {
 		dim[i] = kint(I, s, i);
 		if (dim[i] == 0 && !attr_bool(I, n, "allowzero", 0))
-			dim[i] = i < x->rank ? x->dim[i] : 0;
+			dim[i] = i < x->ndim ? x->dim[i] : 0;
 		if (dim[i] < -1 || dim[i] > OX_MAXDIM)
 			ox_fail(I, "target dimension %s is out of range", knum(I, dim[i]));
 		if (dim[i] == -1) {
@@ -963,7 +963,7 @@ op_reshape(Imp *I, const Node *n)
 			ox_fail(I, "cannot infer the -1 in the target shape");
 		dim[minus] = ox_numel(x) / known;
 	}
-	set_shape(I, o, x->dt, rank, dim);
+	set_shape(I, o, x->dt, ndim, dim);
 	if (ox_numel(o) != ox_numel(x))
 		ox_fail(I, "reshape of %lld elements to %lld", (long long)ox_numel(x),
 		        (long long)ox_numel(o));
@@ -979,10 +979,10 @@ static void
 op_flatten(Imp *I, const Node *n)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
-	int ax = norm_axis(I, attr_i(n, "axis", 1), x->rank + 1);
+	int ax = norm_axis(I, attr_i(n, "axis", 1), x->ndim + 1);
 	int64_t dim[2] = {1, 1};
 
-	for (int i = 0; i < x->rank; i++)
+	for (int i = 0; i < x->ndim; i++)
 		dim[i >= ax] *= x->dim[i];
 	set_shape(I, o, x->dt, 2, dim);
 	reshape_to(I, o, x);
@@ -997,12 +997,12 @@ op_transpose(Imp *I, const Node *n)
 	const char *r;
 
 	if (np < 0)
-		for (np = 0; np < x->rank; np++)
-			p[np] = x->rank - 1 - np;
-	if (np != x->rank)
-		ox_fail(I, "perm has %d entries for rank %d", np, x->rank);
+		for (np = 0; np < x->ndim; np++)
+			p[np] = x->ndim - 1 - np;
+	if (np != x->ndim)
+		ox_fail(I, "perm has %d entries for rank %d", np, x->ndim);
 	for (int i = 0; i < np; i++) {
-		if (p[i] < 0 || p[i] >= x->rank)
+		if (p[i] < 0 || p[i] >= x->ndim)
 			ox_fail(I, "perm entry %lld is out of range", (long long)p[i]);
 		for (int j = 0; j < i; j++)
 			if (p[j] == p[i])
@@ -1035,7 +1035,7 @@ static void
 op_concat(Imp *I, const Node *n)
 {
 	Val *o = out(I, n, 0), *x0 = need(I, n, 0);
-	int ax = norm_axis(I, attr_i(n, "axis", 0), x0->rank);
+	int ax = norm_axis(I, attr_i(n, "axis", 0), x0->ndim);
 	int64_t dim[OX_MAXRANK];
 	bool all = true;
 
@@ -1043,15 +1043,15 @@ op_concat(Imp *I, const Node *n)
 	dim[ax] = 0;
 	for (size_t i = 0; i < n->n_input; i++) {
 		Val *v = need(I, n, i);
-		if (v->rank != x0->rank)
+		if (v->ndim != x0->ndim)
 			ox_fail(I, "inputs of different ranks");
-		for (int k = 0; k < v->rank; k++)
+		for (int k = 0; k < v->ndim; k++)
 			if (k != ax && v->dim[k] != x0->dim[k])
 				ox_fail(I, "'%s' and '%s' differ on axis %d", x0->name, v->name, k);
 		dim[ax] += v->dim[ax];  /* 2^16 inputs of 2^40: no overflow */
 		all &= is_const(v);
 	}
-	if (all && x0->rank == 1) {
+	if (all && x0->ndim == 1) {
 		double *k = kalloc(I, dim[0]);
 		int64_t j = 0;
 		for (size_t i = 0; i < n->n_input; i++) {
@@ -1062,7 +1062,7 @@ op_concat(Imp *I, const Node *n)
 		make_const(I, o, x0->dt, 1, dim, k);
 		return;
 	}
-	set_shape(I, o, x0->dt, x0->rank, dim);
+	set_shape(I, o, x0->dt, x0->ndim, dim);
 	for (size_t i = 0; i < n->n_input; i++)
 		float_args(I, "concat", (Val *[]){x0, need(I, n, i)}, 2, true);
 	const char **r = ar_alloc(I->a, n->n_input * sizeof *r);
@@ -1084,7 +1084,7 @@ slice1(Imp *I, Val *o, Val *x, int ax, int64_t start, int64_t end)
 
 	memcpy(dim, x->dim, sizeof dim);
 	dim[ax] = end - start;
-	set_shape(I, o, x->dt, x->rank, dim);
+	set_shape(I, o, x->dt, x->ndim, dim);
 	if (start == 0 && end == x->dim[ax]) {
 		alias(o, x);
 		return;
@@ -1098,7 +1098,7 @@ static void
 op_split(Imp *I, const Node *n)
 {
 	Val *x = need(I, n, 0), *s = in(I, n, 1);
-	int ax = norm_axis(I, attr_i(n, "axis", 0), x->rank);
+	int ax = norm_axis(I, attr_i(n, "axis", 0), x->ndim);
 	int64_t sz[64], at = 0, no = (int64_t)n->n_output;
 	bool equal = true;
 
@@ -1124,7 +1124,7 @@ op_split(Imp *I, const Node *n)
 			int64_t dim[OX_MAXRANK];
 			memcpy(dim, x->dim, sizeof dim);
 			dim[ax] = sz[0];
-			set_shape(I, o, x->dt, x->rank, dim);
+			set_shape(I, o, x->dt, x->ndim, dim);
 			o->net = ox_netname(I, o->name);
 			o->kind = V_ACT;
 			ox_printf(&I->body, "%s%s", i ? ", " : "", o->net);
@@ -1160,20 +1160,20 @@ op_slice(Imp *I, const Node *n)
 		ox_fail(I, "starts, ends, axes and steps must be constants of one length");
 	/* one statement per axis: a constant of 2^20 starts would write as
 	 * many, for every Slice reading it */
-	if (na > x->rank)
-		ox_fail(I, "%lld starts for rank %d", (long long)na, x->rank);
+	if (na > x->ndim)
+		ox_fail(I, "%lld starts for rank %d", (long long)na, x->ndim);
 	if (na == 0) {
 		alias(o, x);
 		return;
 	}
-	if (is_const(x) && x->rank == 1 && na == 1 && (!stp || kint(I, stp, 0) == 1)) {
+	if (is_const(x) && x->ndim == 1 && na == 1 && (!stp || kint(I, stp, 0) == 1)) {
 		int64_t s = clampi(kint(I, st, 0), x->dim[0]), e = clampi(kint(I, en, 0), x->dim[0]);
 		int64_t d = e > s ? e - s : 0;
 		make_const(I, o, x->dt, 1, &d, x->k + s);
 		return;
 	}
 	for (int64_t i = 0; i < na; i++) {
-		int ax = norm_axis(I, axv ? kint(I, axv, i) : i, x->rank);
+		int ax = norm_axis(I, axv ? kint(I, axv, i) : i, x->ndim);
 		int64_t s = clampi(kint(I, st, i), cur->dim[ax]), e = clampi(kint(I, en, i), cur->dim[ax]);
 		Val *t = i == na - 1 ? o : ar_alloc(I->a, sizeof *t);
 		if (stp && kint(I, stp, i) != 1)
@@ -1191,22 +1191,22 @@ static void
 op_gather(Imp *I, const Node *n)
 {
 	Val *d = need(I, n, 0), *ix = need(I, n, 1), *o = out(I, n, 0);
-	int ax = norm_axis(I, attr_i(n, "axis", 0), d->rank);
+	int ax = norm_axis(I, attr_i(n, "axis", 0), d->ndim);
 	int64_t dim[OX_MAXRANK];
-	int rank = 0;
+	int ndim = 0;
 
 	/* the result has d's axes but ax, then ix's in its place: two 8-D
 	 * operands would make 15, past dim[] */
-	if (d->rank - 1 + ix->rank > OX_MAXRANK)
+	if (d->ndim - 1 + ix->ndim > OX_MAXRANK)
 		ox_fail(I, "the result would have %d axes (at most %d)",
-		        d->rank - 1 + ix->rank, OX_MAXRANK);
-	for (int i = 0; i < d->rank; i++)
+		        d->ndim - 1 + ix->ndim, OX_MAXRANK);
+	for (int i = 0; i < d->ndim; i++)
 		if (i == ax)
-			for (int j = 0; j < ix->rank; j++)
-				dim[rank++] = ix->dim[j];
+			for (int j = 0; j < ix->ndim; j++)
+				dim[ndim++] = ix->dim[j];
 		else
-			dim[rank++] = d->dim[i];
-	if (is_const(d) && is_const(ix) && d->rank == 1) {
+			dim[ndim++] = d->dim[i];
+	if (is_const(d) && is_const(ix) && d->ndim == 1) {
 		double *k = kalloc(I, ox_numel(ix));
 		for (int64_t i = 0; i < ox_numel(ix); i++) {
 			int64_t j = kint(I, ix, i);
@@ -1215,7 +1215,7 @@ op_gather(Imp *I, const Node *n)
 				        (long long)j, (long long)d->dim[0]);
 			k[i] = d->k[j < 0 ? j + d->dim[0] : j];
 		}
-		make_const(I, o, d->dt, rank, dim, k);
+		make_const(I, o, d->dt, ndim, dim, k);
 		return;
 	}
 	if (is_const(ix) && ox_numel(ix) == 1) {
@@ -1226,14 +1226,14 @@ op_gather(Imp *I, const Node *n)
 		if (i0 < 0 || i0 >= d->dim[ax])
 			ox_fail(I, "index %lld is out of range", (long long)kint(I, ix, 0));
 		slice1(I, t, d, ax, i0, i0 + 1);
-		set_shape(I, o, d->dt, rank, dim);
+		set_shape(I, o, d->dt, ndim, dim);
 		reshape_to(I, o, t);
 		return;
 	}
-	if (ax != 0 || d->rank != 2 || (ix->dt != 7 && ix->dt != 6))
+	if (ax != 0 || d->ndim != 2 || (ix->dt != 7 && ix->dt != 6))
 		ox_fail(I, "only embedding lookups (Gather of a 2-D table on axis 0 "
 		        "with integer indices) are supported");
-	set_shape(I, o, d->dt, rank, dim);
+	set_shape(I, o, d->dt, ndim, dim);
 	const char *ri = ref(I, ix), *rd = ref(I, d);
 	bind(I, o);
 	ox_printf(&I->body, "embedding(%s, %s);\n", ri, rd);
@@ -1243,7 +1243,7 @@ static void
 op_shape(Imp *I, const Node *n)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
-	int64_t r = x->rank, s = attr_i(n, "start", 0), e = attr_i(n, "end", r);
+	int64_t r = x->ndim, s = attr_i(n, "start", 0), e = attr_i(n, "end", r);
 	double *k;
 
 	s = clampi(s, r);
@@ -1311,30 +1311,30 @@ op_trilu(Imp *I, const Node *n)
 	bool upper = attr_bool(I, n, "upper", 1);
 	double *k;
 
-	if (!is_const(x) || x->rank < 2)
+	if (!is_const(x) || x->ndim < 2)
 		ox_fail(I, "Trilu is supported on constants only");
-	r = x->dim[x->rank - 2];
-	c = x->dim[x->rank - 1];
+	r = x->dim[x->ndim - 2];
+	c = x->dim[x->ndim - 1];
 	k = kalloc(I, ox_numel(x));
 	for (int64_t i = 0; i < ox_numel(x); i++) {
 		int64_t row = i / c % r, col = i % c;
 		bool keep = upper ? col - row >= kk : col - row <= kk;
 		k[i] = keep ? x->k[i] : 0;
 	}
-	make_const(I, o, x->dt, x->rank, x->dim, k);
+	make_const(I, o, x->dt, x->ndim, x->dim, k);
 }
 
 static void
 op_where(Imp *I, const Node *n)
 {
 	Val *c = need(I, n, 0), *x = need(I, n, 1), *y = need(I, n, 2), *o = out(I, n, 0);
-	int rank, r2;
+	int ndim, r2;
 	int64_t dim[OX_MAXRANK], d2[OX_MAXRANK];
 	Val t;
 
-	broadcast(I, x, y, &rank, dim);
+	broadcast(I, x, y, &ndim, dim);
 	t = *x;
-	t.rank = rank;
+	t.ndim = ndim;
 	memcpy(t.dim, dim, sizeof dim);
 	broadcast(I, c, &t, &r2, d2);
 	if (is_const(c) && is_const(x) && is_const(y)) {
@@ -1350,7 +1350,7 @@ op_where(Imp *I, const Node *n)
 	 * model, so the op reads one activation and saves nothing of it */
 	if (c->kind == V_CONST && (x->kind == V_CONST) != (y->kind == V_CONST)) {
 		Val *a = x->kind == V_CONST ? y : x;
-		if (a->rank == r2 && !memcmp(a->dim, d2, sizeof(int64_t) * (size_t)r2)) {
+		if (a->ndim == r2 && !memcmp(a->dim, d2, sizeof(int64_t) * (size_t)r2)) {
 			custom(I, o, "masked_fill", &a, 1, ox_numel(o), -1);
 			return;
 		}
@@ -1363,26 +1363,26 @@ static void
 op_expand(Imp *I, const Node *n)
 {
 	Val *x = need(I, n, 0), *s = need(I, n, 1), *o = out(I, n, 0);
-	Val t = {.rank = (int)ox_numel(s)};
-	int rank;
+	Val t = {.ndim = (int)ox_numel(s)};
+	int ndim;
 	int64_t dim[OX_MAXRANK];
 
-	if (!is_const(s) || t.rank > OX_MAXRANK)
+	if (!is_const(s) || t.ndim > OX_MAXRANK)
 		ox_fail(I, "the target shape must fold to a constant of at most %d values",
 		        OX_MAXRANK);
-	for (int i = 0; i < t.rank; i++)
+	for (int i = 0; i < t.ndim; i++)
 		if ((t.dim[i] = kint(I, s, i)) < 0 || t.dim[i] > OX_MAXDIM)
 			ox_fail(I, "target dimension %s is out of range", knum(I, t.dim[i]));
-	broadcast(I, x, &t, &rank, dim);
+	broadcast(I, x, &t, &ndim, dim);
 	if (is_const(x)) {
-		int64_t nel = fold_elems(I, rank, dim);
+		int64_t nel = fold_elems(I, ndim, dim);
 		double *k = kalloc(I, nel);
 		for (int64_t i = 0; i < nel; i++)
-			k[i] = x->k[bidx(x, rank, dim, i)];
-		make_const(I, o, x->dt, rank, dim, k);
+			k[i] = x->k[bidx(x, ndim, dim, i)];
+		make_const(I, o, x->dt, ndim, dim, k);
 		return;
 	}
-	set_shape(I, o, x->dt, rank, dim);
+	set_shape(I, o, x->dt, ndim, dim);
 	if (ox_numel(o) == ox_numel(x)) {
 		reshape_to(I, o, x);
 		return;
@@ -1396,12 +1396,12 @@ op_pad(Imp *I, const Node *n)
 	Val *x = need(I, n, 0), *p = in(I, n, 1), *o = out(I, n, 0);
 	int64_t dim[OX_MAXRANK];
 
-	if (!p || !is_const(p) || ox_numel(p) != 2 * x->rank)
+	if (!p || !is_const(p) || ox_numel(p) != 2 * x->ndim)
 		ox_fail(I, "pads must be a constant with two values per axis");
-	for (int i = 0; i < x->rank; i++)
-		if ((dim[i] = x->dim[i] + kint(I, p, i) + kint(I, p, i + x->rank)) < 0)
+	for (int i = 0; i < x->ndim; i++)
+		if ((dim[i] = x->dim[i] + kint(I, p, i) + kint(I, p, i + x->ndim)) < 0)
 			ox_fail(I, "negative padded size");
-	set_shape(I, o, x->dt, x->rank, dim);
+	set_shape(I, o, x->dt, x->ndim, dim);
 	custom(I, o, "pad", &x, 1, ox_numel(o), -1);
 }
 
@@ -1410,7 +1410,7 @@ op_clip(Imp *I, const Node *n)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
 
-	set_shape(I, o, x->dt, x->rank, x->dim);
+	set_shape(I, o, x->dt, x->ndim, x->dim);
 	/* relu6 and friends: the backward masks by the input, which it saves */
 	custom(I, o, "clip", &x, 1, ox_numel(o), 0);
 }
@@ -1420,7 +1420,7 @@ op_erf(Imp *I, const Node *n)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
 
-	set_shape(I, o, x->dt, x->rank, x->dim);
+	set_shape(I, o, x->dt, x->ndim, x->dim);
 	custom(I, o, "erf", &x, 1, 4 * ox_numel(o), 0);
 }
 
@@ -1436,20 +1436,20 @@ op_reduce_mean(Imp *I, const Node *n)
 
 	if (na != 1)
 		ox_fail(I, "ReduceMean over exactly one axis is supported");
-	a = norm_axis(I, ax[0], x->rank);
-	for (int i = 0, j = 0; i < x->rank; i++)
+	a = norm_axis(I, ax[0], x->ndim);
+	for (int i = 0, j = 0; i < x->ndim; i++)
 		if (i != a)
 			dim[j++] = x->dim[i];
 	float_args(I, "mean", &x, 1, false);
 	t->name = keep ? ar_printf(I->a, "%s_r", o->name) : o->name;
-	set_shape(I, keep ? t : o, x->dt, x->rank - 1, dim);
+	set_shape(I, keep ? t : o, x->dt, x->ndim - 1, dim);
 	r = ref(I, x);
 	bind(I, keep ? t : o);
-	ox_printf(&I->body, "mean(%s, axis=%d);\n", r, a - x->rank);
+	ox_printf(&I->body, "mean(%s, axis=%d);\n", r, a - x->ndim);
 	if (keep) {
 		memcpy(dim, x->dim, sizeof dim);
 		dim[a] = 1;
-		set_shape(I, o, x->dt, x->rank, dim);
+		set_shape(I, o, x->dt, x->ndim, dim);
 		reshape_to(I, o, t);
 	}
 }
@@ -1535,7 +1535,7 @@ match_gelu(Imp *I, int i)
 	}
 	o = out(I, I->g->node[im2], 0);
 	r = ref(I, x);
-	set_shape(I, o, x->dt, x->rank, x->dim);
+	set_shape(I, o, x->dt, x->ndim, x->dim);
 	bind(I, o);
 	ox_printf(&I->body, "gelu(%s);\n", r);
 	I->skip[ie] = I->skip[ia] = I->skip[im] = I->skip[im2] = true;
@@ -1562,7 +1562,7 @@ mean_last(Imp *I, int i, const Val *x)
 	Val *in0 = in(I, n, 0);
 
 	return x && in0 == x && attr_i(n, "keepdims", 1) == 1 && axes_of(I, n, 1, ax) == 1 &&
-	       (ax[0] == -1 || ax[0] == x->rank - 1);
+	       (ax[0] == -1 || ax[0] == x->ndim - 1);
 }
 
 /* The other input of binary node i (not v): a parameter of shape [D]? */
@@ -1574,7 +1574,7 @@ vec_param(Imp *I, int i, const Val *v, int64_t d)
 	Val *p = a == v ? b : a;
 
 	if (n->n_input != 2 || (a != v && b != v) || !p || p->kind != V_PARAM ||
-	    p->rank != 1 || p->dim[0] != d || p->dt != v->dt)
+	    p->ndim != 1 || p->dim[0] != d || p->dt != v->dt)
 		return NULL;
 	return p;
 }
@@ -1590,7 +1590,7 @@ match_layernorm(Imp *I, int i)
 	int is, ip, iv, ia, iq, id, im, ib;
 	const char *r;
 
-	if (!is_op(I, i, "ReduceMean") || !x || x->kind == V_CONST || x->rank < 1 ||
+	if (!is_op(I, i, "ReduceMean") || !x || x->kind == V_CONST || x->ndim < 1 ||
 	    !is_float_dt(x->dt) || !mean_last(I, i, x))
 		return false;
 	if (!is_op(I, is = only_user(I, out(I, I->g->node[i], 0), i + 1), "Sub") ||
@@ -1611,14 +1611,14 @@ match_layernorm(Imp *I, int i)
 	    in(I, I->g->node[id], 0) != d)
 		return false;
 	if (!is_op(I, im = only_user(I, out(I, I->g->node[id], 0), id + 1), "Mul") ||
-	    !(g = vec_param(I, im, out(I, I->g->node[id], 0), x->dim[x->rank - 1])) ||
+	    !(g = vec_param(I, im, out(I, I->g->node[id], 0), x->dim[x->ndim - 1])) ||
 	    !is_op(I, ib = only_user(I, out(I, I->g->node[im], 0), im + 1), "Add") ||
-	    !(b = vec_param(I, ib, out(I, I->g->node[im], 0), x->dim[x->rank - 1])))
+	    !(b = vec_param(I, ib, out(I, I->g->node[im], 0), x->dim[x->ndim - 1])))
 		return false;
 	o = out(I, I->g->node[ib], 0);
 	r = ref(I, x);
 	const char *rg = ref(I, g), *rb = ref(I, b);
-	set_shape(I, o, x->dt, x->rank, x->dim);
+	set_shape(I, o, x->dt, x->ndim, x->dim);
 	bind(I, o);
 	ox_printf(&I->body, "layernorm(%s, %s, %s);\n", r, rg, rb);
 	I->skip[is] = I->skip[ip] = I->skip[iv] = I->skip[ia] = I->skip[iq] = true;
@@ -1648,7 +1648,7 @@ match_silu(Imp *I, int i)
 		return false;
 	o = out(I, mn, 0);
 	r = ref(I, x);
-	set_shape(I, o, x->dt, x->rank, x->dim);
+	set_shape(I, o, x->dt, x->ndim, x->dim);
 	bind(I, o);
 	ox_printf(&I->body, "silu(%s);\n", r);
 	I->skip[im] = true;

@@ -309,32 +309,19 @@ ck_mul(int64_t a, int64_t b, int64_t *r)
 	return false;
 }
 
+/* op's result, saturated where it overflows (op: ck_add, ck_sub, ck_mul) */
 static inline int64_t
-ck_sat_add(int64_t a, int64_t b)
+ck_sat(bool (*op)(int64_t, int64_t, int64_t *), int64_t a, int64_t b)
 {
 	int64_t r;
 
-	ck_add(a, b, &r);
+	op(a, b, &r);
 	return r;
 }
 
-static inline int64_t
-ck_sat_sub(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	ck_sub(a, b, &r);
-	return r;
-}
-
-static inline int64_t
-ck_sat_mul(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	ck_mul(a, b, &r);
-	return r;
-}
+#define ck_sat_add(a, b) ck_sat(ck_add, (a), (b))
+#define ck_sat_sub(a, b) ck_sat(ck_sub, (a), (b))
+#define ck_sat_mul(a, b) ck_sat(ck_mul, (a), (b))
 
 /* A finite double in [lo, hi] to int64 (rounded toward zero); false for
  * NaN, infinities and anything out of range, which C leaves undefined. */

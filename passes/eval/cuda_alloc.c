@@ -49,8 +49,6 @@ typedef struct Blk {
 	int64_t addr, size;
 	int64_t req;            /* what the caller asked for (B_USED) */
 	int prev, next;         /* neighbours in the segment, or -1 */
-	int kid[2];             /* treap children while free */
-	uint32_t prio;          /* treap priority, a hash of the index */
 	int seg;
 	uint8_t state;
 } Blk;
@@ -68,6 +66,7 @@ struct CudaAlloc {
 	CaOptions o;
 	int64_t max_split;      /* o.max_split_size, or INT64_MAX for none */
 	Blk *b;
+	TpNode *tn;             /* b[x]'s node in a free treap while free */
 	int nb, capb;
 	int dead;               /* a chain (through next) of recycled blocks */
 	Seg *s;
@@ -115,6 +114,7 @@ blk_new(CudaAlloc *c, int64_t addr, int64_t size, int seg, int state)
 		if (c->nb == c->capb) {
 			c->capb = c->capb ? 2 * c->capb : 64;
 			c->b = xrealloc(c->b, sizeof *c->b * (size_t)c->capb);
+			c->tn = xrealloc(c->tn, sizeof *c->tn * (size_t)c->capb);
 		}
 		x = c->nb++;
 	}
@@ -123,9 +123,6 @@ blk_new(CudaAlloc *c, int64_t addr, int64_t size, int seg, int state)
 	b->addr = addr;
 	b->size = size;
 	b->prev = b->next = -1;
-	b->kid[0] = b->kid[1] = -1;
-	/* a fixed hash: the same sequence always builds the same treaps */
-	b->prio = (uint32_t)x * 2654435761u ^ 0x5bd1e995u;
 	b->seg = seg;
 	b->state = (uint8_t)state;
 	c->s[seg].nunmapped += state == B_UNMAPPED;
@@ -155,55 +152,14 @@ blk_expandable(const CudaAlloc *c, int x)
 
 /* ---------------------------------------------------------------- free treaps */
 
-/* (size, addr) of x before (size, addr)? */
-static bool
-key_less(const Blk *x, int64_t size, int64_t addr)
-{
-	return x->size < size || (x->size == size && x->addr < addr);
-}
-
-/* Splits treap t into keys < (size, addr) and the rest. */
-static void
-tr_split(CudaAlloc *c, int t, int64_t size, int64_t addr, int *lo, int *hi)
-{
-	if (t < 0) {
-		*lo = *hi = -1;
-		return;
-	}
-	if (key_less(&c->b[t], size, addr)) {
-		tr_split(c, c->b[t].kid[1], size, addr, &c->b[t].kid[1], hi);
-		*lo = t;
-	} else {
-		tr_split(c, c->b[t].kid[0], size, addr, lo, &c->b[t].kid[0]);
-		*hi = t;
-	}
-}
-
-/* Joins two treaps, every key of lo before every key of hi. */
-static int
-tr_join(CudaAlloc *c, int lo, int hi)
-{
-	if (lo < 0)
-		return hi;
-	if (hi < 0)
-		return lo;
-	if (c->b[lo].prio > c->b[hi].prio) {
-		c->b[lo].kid[1] = tr_join(c, c->b[lo].kid[1], hi);
-		return lo;
-	}
-	c->b[hi].kid[0] = tr_join(c, lo, c->b[hi].kid[0]);
-	return hi;
-}
-
 static void
 tr_insert(CudaAlloc *c, int x)
 {
-	int *root = &c->root[blk_small(c, x)];
-	int lo, hi;
-
-	c->b[x].kid[0] = c->b[x].kid[1] = -1;
-	tr_split(c, *root, c->b[x].size, c->b[x].addr, &lo, &hi);
-	*root = tr_join(c, tr_join(c, lo, x), hi);
+	/* keyed (size, addr); the priority a fixed hash of the index: the same
+	 * sequence always builds the same treaps */
+	c->tn[x] = (TpNode){c->b[x].size, c->b[x].addr, (uint32_t)x * 2654435761u ^ 0x5bd1e995u,
+	                    {-1, -1}};
+	tp_insert(c->tn, &c->root[blk_small(c, x)], x);
 	/* a block in a treap keeps its neighbours (both merge and split take
 	 * it out first), so being whole is settled here and at tr_erase */
 	c->nwhole += c->b[x].prev < 0 && c->b[x].next < 0;
@@ -212,13 +168,9 @@ tr_insert(CudaAlloc *c, int x)
 static void
 tr_erase(CudaAlloc *c, int x)
 {
-	int *root = &c->root[blk_small(c, x)];
-	int lo, mid, hi;
+	int m = tp_erase(c->tn, &c->root[blk_small(c, x)], c->b[x].size, c->b[x].addr);
 
-	tr_split(c, *root, c->b[x].size, c->b[x].addr, &lo, &mid);
-	tr_split(c, mid, c->b[x].size, c->b[x].addr + 1, &mid, &hi);
-	ir_assert(mid == x);
-	*root = tr_join(c, lo, hi);
+	ir_assert(m == x);
 	c->nwhole -= c->b[x].prev < 0 && c->b[x].next < 0;
 }
 
@@ -226,34 +178,14 @@ tr_erase(CudaAlloc *c, int x)
 static int
 tr_ceil(const CudaAlloc *c, bool small, int64_t size, int64_t addr)
 {
-	int t = c->root[small], best = -1;
-
-	while (t >= 0) {
-		if (key_less(&c->b[t], size, addr)) {
-			t = c->b[t].kid[1];
-		} else {
-			best = t;
-			t = c->b[t].kid[0];
-		}
-	}
-	return best;
+	return tp_ceil(c->tn, c->root[small], size, addr);
 }
 
 /* The largest free block of the pool before (size, addr), or -1. */
 static int
 tr_floor(const CudaAlloc *c, bool small, int64_t size, int64_t addr)
 {
-	int t = c->root[small], best = -1;
-
-	while (t >= 0) {
-		if (key_less(&c->b[t], size, addr)) {
-			best = t;
-			t = c->b[t].kid[1];
-		} else {
-			t = c->b[t].kid[0];
-		}
-	}
-	return best;
+	return tp_below(c->tn, c->root[small], size, addr);
 }
 
 /* ---------------------------------------------------------------- statistics */
@@ -755,6 +687,7 @@ ca_delete(CudaAlloc *c)
 	if (!c)
 		return;
 	free(c->b);
+	free(c->tn);
 	free(c->s);
 	free(c);
 }

@@ -3,8 +3,9 @@
  * independent verifier behind --verify (verify.c), the memory planner
  * that gives every instance an arena offset (memplan.c), and a model of
  * PyTorch's CUDA caching allocator (cuda_alloc.c) that a schedule's
- * allocations can be replayed through (cuda_replay.c). DAG only: nothing
- * here knows .net.
+ * allocations can be replayed through (cuda_replay.c); the planner and
+ * the allocator keep their free space in one ordered set (treap.c). DAG
+ * only: nothing here knows .net.
  */
 #ifndef REMAT_EVAL_H
 #define REMAT_EVAL_H
@@ -79,6 +80,9 @@ typedef struct MpStats {
  * ev. The linear scan is O(n log n) in the number of extents; the search
  * after it stops at the floor and is bounded by a count of work. */
 int64_t mp_plan(const Dag *d, MemEval *ev, Arena *a);
+/* Views keep their base alive: end[k] is instance k's last live step,
+ * widened over the views of it (mp_plan's lifetimes, and the emitter's). */
+void mp_widen_ends(const MemEval *ev, int64_t *end);
 /* mp_plan with one method only (MP_ALL: the search as mp_plan runs it);
  * st, when not NULL, receives what was tried. A single method that cannot
  * run (too many extents, out of work) leaves the linear scan's offsets. */
@@ -114,6 +118,22 @@ void mp_work_set(MpPlacer *p, int64_t work);     /* the units left, now */
  * (ev->temp_offset), so the arena covers every byte the MemEval counts. */
 int64_t mp_temp_layout(const Dag *d, const MemEval *ev, const Schedule *s,
                        int step, int64_t *off);
+
+/* ---------------------------------------------------------------- passes/eval/treap.c */
+/* An ordered set of distinct keys (k1, k2) over nodes in the caller's array
+ * (-1: none). The caller sets a node's keys and priority (a fixed hash, so
+ * the same inserts build the same tree) before tp_insert, and may reuse it
+ * after tp_erase; a key may change in place while it keeps its order. */
+typedef struct TpNode {
+	int64_t k1, k2;
+	uint64_t pri;
+	int kid[2];             /* set by tp_insert */
+} TpNode;
+void tp_insert(TpNode *n, int *root, int x);
+int tp_erase(TpNode *n, int *root, int64_t k1, int64_t k2);    /* must be there */
+int tp_find(TpNode *n, int root, int64_t k1, int64_t k2);      /* must be there */
+int tp_ceil(const TpNode *n, int root, int64_t k1, int64_t k2);  /* smallest >=, or -1 */
+int tp_below(const TpNode *n, int root, int64_t k1, int64_t k2); /* largest <, or -1 */
 
 /* ---------------------------------------------------------------- passes/eval/cuda_alloc.c */
 /* c10's CUDA caching allocator (PyTorch's CUDACachingAllocator.cpp), one

@@ -77,144 +77,69 @@ align_up(int64_t n)
 
 /* ------------------------------------------------------------ treaps */
 
-/* A treap of distinct keys (k1, k2), nodes in a pool, -1 for none. */
-typedef struct Tnode {
-	int64_t k1, k2;
-	uint64_t pri;
-	int l, r;
-} Tnode;
-
+/* A set of distinct keys (k1, k2) (treap.c), nodes in a pool. */
 typedef struct Treap {
-	Tnode *n;
+	TpNode *n;
 	int nn, root;
 	uint64_t seed;
-	int cap, free;          /* pool size; erased nodes, linked through l */
+	int cap, free;          /* pool size; erased nodes, linked through kid[0] */
 	Arena *a;
 } Treap;
-
-static bool
-key_lt(const Tnode *x, int64_t k1, int64_t k2)
-{
-	return x->k1 < k1 || (x->k1 == k1 && x->k2 < k2);
-}
-
-/* Splits t into keys < (k1, k2) and keys >= (k1, k2). */
-static void
-tr_split(Treap *T, int t, int64_t k1, int64_t k2, int *l, int *r)
-{
-	if (t < 0) {
-		*l = *r = -1;
-	} else if (key_lt(&T->n[t], k1, k2)) {
-		tr_split(T, T->n[t].r, k1, k2, &T->n[t].r, r);
-		*l = t;
-	} else {
-		tr_split(T, T->n[t].l, k1, k2, l, &T->n[t].l);
-		*r = t;
-	}
-}
-
-/* Joins a and b, every key of a below every key of b. */
-static int
-tr_merge(Treap *T, int a, int b)
-{
-	if (a < 0 || b < 0)
-		return a < 0 ? b : a;
-	if (T->n[a].pri > T->n[b].pri) {
-		T->n[a].r = tr_merge(T, T->n[a].r, b);
-		return a;
-	}
-	T->n[b].l = tr_merge(T, a, T->n[b].l);
-	return b;
-}
 
 static void
 tr_insert(Treap *T, int64_t k1, int64_t k2)
 {
-	int l, r, x, *link;
+	int x;
 	uint64_t z = (T->seed += 0x9e3779b97f4a7c15ull);
 
 	/* reuse erased nodes: the pool stays as large as the most free ranges
 	 * at once, not the number of inserts */
 	if (T->free >= 0) {
 		x = T->free;
-		T->free = T->n[x].l;
+		T->free = T->n[x].kid[0];
 	} else {
 		T->n = ar_fit(T->a, T->n, T->nn, &T->cap, sizeof *T->n, 1024);
 		x = T->nn++;
 	}
 
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	T->n[x] = (Tnode){k1, k2, z ^ (z >> 31), -1, -1};
-	/* descend to where x's priority puts it, then split only the subtree
-	 * below: the same treap as splitting and merging at the root */
-	link = &T->root;
-	while (*link >= 0 && T->n[*link].pri > T->n[x].pri)
-		link = key_lt(&T->n[*link], k1, k2) ? &T->n[*link].r : &T->n[*link].l;
-	tr_split(T, *link, k1, k2, &l, &r);
-	T->n[x].l = l;
-	T->n[x].r = r;
-	*link = x;
+	T->n[x] = (TpNode){k1, k2, z ^ (z >> 31), {-1, -1}};
+	tp_insert(T->n, &T->root, x);
 }
 
 static void
 tr_erase(Treap *T, int64_t k1, int64_t k2)
 {
-	int *link = &T->root, m;
+	int m = tp_erase(T->n, &T->root, k1, k2);
 
-	while (*link >= 0 && (T->n[*link].k1 != k1 || T->n[*link].k2 != k2))
-		link = key_lt(&T->n[*link], k1, k2) ? &T->n[*link].r : &T->n[*link].l;
-	ir_assert(*link >= 0);
-	m = *link;
-	*link = tr_merge(T, T->n[m].l, T->n[m].r);
-	T->n[m].l = T->free;
+	T->n[m].kid[0] = T->free;
 	T->free = m;
 }
 
 /* The node with key (k1, k2), which must be there. Its key may be changed
  * in place while it keeps its place in the order. */
-static Tnode *
+static TpNode *
 tr_find(Treap *T, int64_t k1, int64_t k2)
 {
-	int t = T->root;
-
-	while (t >= 0 && (T->n[t].k1 != k1 || T->n[t].k2 != k2))
-		t = key_lt(&T->n[t], k1, k2) ? T->n[t].r : T->n[t].l;
-	ir_assert(t >= 0);
-	return &T->n[t];
+	return &T->n[tp_find(T->n, T->root, k1, k2)];
 }
 
 /* The smallest key >= (k1, k2), or NULL. */
-static const Tnode *
+static TpNode *
 tr_ceil(const Treap *T, int64_t k1, int64_t k2)
 {
-	const Tnode *best = NULL;
+	int t = tp_ceil(T->n, T->root, k1, k2);
 
-	for (int t = T->root; t >= 0;) {
-		if (key_lt(&T->n[t], k1, k2)) {
-			t = T->n[t].r;
-		} else {
-			best = &T->n[t];
-			t = T->n[t].l;
-		}
-	}
-	return best;
+	return t < 0 ? NULL : &T->n[t];
 }
 
 /* The largest key < (k1, k2), or NULL. */
-static const Tnode *
+static TpNode *
 tr_below(const Treap *T, int64_t k1, int64_t k2)
 {
-	const Tnode *best = NULL;
+	int t = tp_below(T->n, T->root, k1, k2);
 
-	for (int t = T->root; t >= 0;) {
-		if (key_lt(&T->n[t], k1, k2)) {
-			best = &T->n[t];
-			t = T->n[t].r;
-		} else {
-			t = T->n[t].l;
-		}
-	}
-	return best;
+	return t < 0 ? NULL : &T->n[t];
 }
 
 /* ------------------------------------------------------------ free ranges */
@@ -243,7 +168,7 @@ gap_del(Space *sp, int64_t off, int64_t size)
 static int64_t
 sp_alloc(Space *sp, int64_t size)
 {
-	const Tnode *g = tr_ceil(&sp->by_size, size, INT64_MIN);
+	const TpNode *g = tr_ceil(&sp->by_size, size, INT64_MIN);
 	int64_t off, gsize;
 
 	if (g) {
@@ -252,7 +177,7 @@ sp_alloc(Space *sp, int64_t size)
 		tr_erase(&sp->by_size, gsize, off);
 		if (gsize > size) {
 			/* the rest of the range keeps its place by offset */
-			Tnode *x = tr_find(&sp->by_off, off, gsize);
+			TpNode *x = tr_find(&sp->by_off, off, gsize);
 			x->k1 = off + size;
 			x->k2 = gsize - size;
 			tr_insert(&sp->by_size, gsize - size, off + size);
@@ -276,8 +201,8 @@ sp_alloc(Space *sp, int64_t size)
 static void
 sp_free(Space *sp, int64_t off, int64_t size)
 {
-	const Tnode *l = tr_below(&sp->by_off, off, INT64_MIN);
-	const Tnode *r = tr_ceil(&sp->by_off, off + size, INT64_MIN);
+	const TpNode *l = tr_below(&sp->by_off, off, INT64_MIN);
+	const TpNode *r = tr_ceil(&sp->by_off, off + size, INT64_MIN);
 	int64_t end = off + size;
 
 	if (r && r->k1 == end) {
@@ -287,7 +212,7 @@ sp_free(Space *sp, int64_t off, int64_t size)
 	}
 	if (l && l->k1 + l->k2 == off) {
 		/* grow the left neighbour: its place by offset stays */
-		Tnode *x = (Tnode *)l;
+		TpNode *x = (TpNode *)l;
 		tr_erase(&sp->by_size, x->k2, x->k1);
 		x->k2 = end - x->k1;
 		tr_insert(&sp->by_size, x->k2, x->k1);
@@ -301,7 +226,7 @@ sp_free(Space *sp, int64_t off, int64_t size)
 /* The extents to place, 4 bytes each on a big graph: extent i is an owning
  * instance (id[i] = its index) or a step's temporaries (id[i] = -1 -
  * step). Size and start are read from the MemEval, and so is the end while
- * it is parked in MemEval.offset (see widen_bases); the placement made is
+ * it is parked in MemEval.offset (see mp_widen_ends); the placement made is
  * then kept in the extent's own destination (MemEval.offset,
  * temp_offset[s]), base added at the end. The extents are in the order the
  * linear scan takes them: by start, larger first within a start, then by
@@ -422,7 +347,7 @@ live_pop(Live *L)
  * rounded up). Before the extents of a start are placed, every extent that
  * ended earlier is freed; the order of those frees does not matter, freed
  * ranges merge with their neighbours whatever it is. Each extent's end is
- * read where widen_bases parked it, just before its placement replaces
+ * read where mp_widen_ends parked it, just before its placement replaces
  * it. */
 static int64_t
 linear_scan(const Extents *B, int64_t *most, Arena *a)
@@ -448,18 +373,15 @@ linear_scan(const Extents *B, int64_t *most, Arena *a)
 	return sp.top;
 }
 
-/* Views keep their base alive: each owning instance's last step widened
- * over its views, parked in MemEval.offset (the placement is made only
- * after the extents have copied it). */
-static void
-widen_bases(MemEval *ev)
+void
+mp_widen_ends(const MemEval *ev, int64_t *end)
 {
 	for (int k = 0; k < ev->ninst; k++)
-		ev->offset[k] = ev->inst[k].end;
+		end[k] = ev->inst[k].end;
 	for (int k = 0; k < ev->ninst; k++) {
 		int b = ev->inst[k].base;
-		if (b >= 0 && b != k && b < ev->ninst && ev->offset[k] > ev->offset[b])
-			ev->offset[b] = ev->offset[k];
+		if (b >= 0 && b != k && b < ev->ninst && end[k] > end[b])
+			end[b] = end[k];
 	}
 }
 
@@ -648,7 +570,9 @@ mp_plan_with(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st)
 	for (int s = 0; ntemp && s < ev->nsteps; s++)
 		ev->temp_offset[s] = -1;
 	ev->offset = ar_array(a, (size_t)ev->ninst + 1, sizeof *ev->offset);
-	widen_bases(ev);
+	/* parked in MemEval.offset: the placement is made only after the
+	 * extents have copied it */
+	mp_widen_ends(ev, ev->offset);
 	step_range(ev, &B.lo, &B.hi);
 	B.id = ar_array(&scratch, (size_t)B.n + 1, sizeof *B.id);
 	ar_init(&buckets);      /* a step's worth each: freed for the scan to reuse */

@@ -67,14 +67,12 @@ order_move(const int *s, int m, int i, int j, int *buf)
 		buf[k++] = s[i];
 }
 
-/* Whether node v uses t: reads it, or adds to it. */
+/* Whether t is one of the k tensors ts or one that node n adds to. */
 static bool
-node_uses(const Dag *d, int v, int t)
+in_or_acc(const DagNode *n, const int *ts, int k, int t)
 {
-	const DagNode *n = &d->node[v];
-
-	for (int j = 0; j < n->nin; j++)
-		if (n->in[j] == t)
+	for (int j = 0; j < k; j++)
+		if (ts[j] == t)
 			return true;
 	for (int j = 0; j < n->nacc; j++)
 		if (n->acc[j].tensor == t)
@@ -82,19 +80,18 @@ node_uses(const Dag *d, int v, int t)
 	return false;
 }
 
+/* Whether node v uses t: reads it, or adds to it. */
+static bool
+node_uses(const Dag *d, int v, int t)
+{
+	return in_or_acc(&d->node[v], d->node[v].in, d->node[v].nin, t);
+}
+
 /* Whether node v makes t: produces it, or adds to it. */
 static bool
 node_makes(const Dag *d, int v, int t)
 {
-	const DagNode *n = &d->node[v];
-
-	for (int j = 0; j < n->nout; j++)
-		if (n->out[j] == t)
-			return true;
-	for (int j = 0; j < n->nacc; j++)
-		if (n->acc[j].tensor == t)
-			return true;
-	return false;
+	return in_or_acc(&d->node[v], d->node[v].out, d->node[v].nout, t);
 }
 
 /* The earliest index step w could move to: after the latest earlier step
