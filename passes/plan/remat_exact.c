@@ -5,9 +5,11 @@
  * that runs each once-only (backward) node exactly once and recomputable
  * nodes any number of times, in any order the data edges allow: a node
  * runs once its inputs exist, a backward node after its forward node, and
- * a node that reads a gradient only after every contribution to it (so
- * the contributions to one gradient come in any order, the first one
- * producing it, possibly as a view). -O2 searches the same space. Two
+ * a node that reads a gradient only after every contribution to it. One
+ * restriction the spec does not make: the contributions to one gradient
+ * come in the base order's order (rm_acc_prev), so that every level sums
+ * a gradient's terms alike and gets bit-identical results; the first one
+ * produces it, possibly as a view. -O2 searches the same space. Two
  * dominated shapes are left out: a recomputation none of whose outputs is
  * used before it dies, and running a node again while a view still holds
  * the previous copy of one of its outputs (the old copy could have served
@@ -112,6 +114,8 @@ typedef struct Ex {
 	int *producer;          /* [nt] the node with t in out, or -1 */
 	uint64_t *makers;       /* [nt] nodes that produce t (out or acc) */
 	uint64_t *accm;         /* [nt] nodes that add to t */
+	uint64_t *accbefore;    /* [n] nodes that must add to v's gradients
+	                           before v does (rm_acc_prev) */
 	int *accofs;            /* [nt + 1] CSR: t's contributors, by index */
 	int *accnode, *accview; /* the contributor and its entry's view_src */
 	int *fshift, *fbits;    /* [nt] where F holds the index of t's first
@@ -366,7 +370,8 @@ resident_bytes(const Ex *x, const Set *R)
 	return b;
 }
 
-/* Can node v run now? A backward node runs once, after its forward node;
+/* Can node v run now? A backward node runs once, after its forward node
+ * and after the contributions that come before its own;
  * its inputs, view bases and existing gradients must be resident, every
  * contribution to a gradient it reads made, its outputs not resident
  * (their last copy is dead). */
@@ -377,6 +382,8 @@ can_run(const Ex *x, int v, uint64_t c, const Set *R, uint64_t N)
 	bool again = c & bit(v), useful = !again;
 
 	if (nd->once && (again || (nd->fwd_plus1 > 0 && !(c & bit(nd->fwd_plus1 - 1)))))
+		return false;
+	if (x->accbefore[v] & ~c)
 		return false;
 	for (int j = 0; j < nd->nin; j++)
 		if (!has(R, nd->in[j]) || (x->accm[nd->in[j]] & ~c))
@@ -821,6 +828,14 @@ ex_init(Ex *x, const Dag *d, Arena *a)
 	for (int v = 0; v < x->n; v++)
 		add_uses(x, v);
 	list_contributors(x);
+	int *aofs, *aprev;
+	rm_acc_prev(d, &aofs, &aprev, a);
+	x->accbefore = ar_alloc(a, sizeof *x->accbefore * ((size_t)x->n + 1));
+	for (int v = 0; v < x->n; v++) {
+		RmRow p = rm_row(aofs, v, x->n);
+		for (int k = p.lo; k < p.hi; k++)
+			x->accbefore[v] |= bit(aprev[k]);
+	}
 	if (!place_firsts(x))
 		return "too many gradients whose first contribution decides their"
 		       " memory for the exact search";

@@ -104,6 +104,8 @@ typedef struct RmModel {
 	int *gearly;            /* [ngap] EARLY's base position, or -1 */
 	int *eofs, *egap;       /* CSR [n]: gaps whose gearly is each position */
 	int *longgap;           /* [nt] gap from forward to backward use, or -1 */
+	int *aofs, *aprev;      /* CSR [nnode]: rm_acc_prev's */
+	int naprev;             /* the length of aprev; 0: no order to keep */
 	bool has_backward;      /* some node is a backward node */
 	bool simple;            /* no views, accumulations, from_start or
 	                           to_end tensors: rm_score_state's fast path */
@@ -233,6 +235,14 @@ typedef struct RmPool {
 
 
 /* passes/plan/remat_model.c (the model; calls no planner) */
+/* The order every plan keeps among the contributions to one gradient:
+ * the base order's (the -O0 schedule's), so that each gradient sums its
+ * terms in one order at every level and the results are bit-identical
+ * (a float sum depends on the order of its terms; the spec would allow
+ * any). Row v of the CSR table (*ofs, *prev) (nnode rows, in a) lists,
+ * for each gradient v adds to, the node adding to it just before v in the
+ * base order; v may run only after them. Returns the entries' count. */
+int rm_acc_prev(const Dag *d, int **ofs, int **prev, Arena *a);
 void rm_model_init(RmModel *M, const Dag *d);
 void rm_model_free(RmModel *M);
 void rm_scorer_init(RmScorer *S, const RmModel *M);

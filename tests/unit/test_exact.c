@@ -15,8 +15,49 @@
 #include "plan.h"
 #include "randdag.h"
 
-/* Evaluates r's schedule with lv_eval, checks it with vf_check and that it
- * has the peak and recompute cost r claims. */
+/* Whether node v adds to t. */
+static bool
+adds_to(const DagNode *v, int t)
+{
+	for (int j = 0; j < v->nacc; j++)
+		if (v->acc[j].tensor == t)
+			return true;
+	return false;
+}
+
+/* Whether, for each gradient v adds to, every node adding to it before v
+ * in the base order has run (runs[u] > 0): the order every plan keeps, so
+ * that the gradients are bit-identical at every level. */
+static bool
+acc_ready(const Dag *d, const int *runs, int v)
+{
+	const DagNode *nd = &d->node[v];
+
+	for (int j = 0; j < nd->nacc; j++)
+		for (int x = 0; x < d->nbase && d->base_order[x] != v; x++)
+			if (adds_to(&d->node[d->base_order[x]], nd->acc[j].tensor) &&
+			    !runs[d->base_order[x]])
+				return false;
+	return true;
+}
+
+/* Whether s adds to each gradient in the base order's order. */
+static bool
+acc_in_base_order(const Dag *d, const Schedule *s, Arena *a)
+{
+	int *runs = ar_alloc(a, sizeof *runs * ((size_t)d->nnode + 1));
+
+	for (int i = 0; i < s->n; i++) {
+		if (!runs[s->step[i]] && !acc_ready(d, runs, s->step[i]))
+			return false;
+		runs[s->step[i]]++;
+	}
+	return true;
+}
+
+/* Evaluates r's schedule with lv_eval, checks it with vf_check, that it
+ * has the peak and recompute cost r claims, and that it keeps the base
+ * order's order of the contributions to each gradient. */
 static void
 check_plan(const Dag *d, const PlanResult *r, Arena *a, const char *what)
 {
@@ -25,6 +66,8 @@ check_plan(const Dag *d, const PlanResult *r, Arena *a, const char *what)
 
 	if (r->error)
 		fail_msg("%s: %s", what, r->error);
+	if (!acc_in_base_order(d, &r->sched, a))
+		fail_msg("%s: the contributions to a gradient come out of the base order", what);
 	lv_eval(d, &r->sched, &ev, a);
 	if (!ev.valid)
 		fail_msg("%s: invalid schedule: %s", what, ev.error);
@@ -209,7 +252,8 @@ test_training_chain(void **state)
 }
 
 /* Brute force: every schedule of at most maxlen steps (once nodes in any
- * order, each after its forward node; each step's inputs made earlier),
+ * order, each after its forward node and after the nodes adding to its
+ * gradients before it in the base order; each step's inputs made earlier),
  * evaluated by vf_eval, which rejects a contribution after a read; the
  * smallest peak with recompute <= cap. */
 typedef struct Brute {
@@ -227,6 +271,8 @@ brute_ready(const Brute *b, int v, int n)
 	if (nd->once && b->runs[v])
 		return false;
 	if (nd->fwd_plus1 > 0 && !b->runs[nd->fwd_plus1 - 1])
+		return false;
+	if (!b->runs[v] && !acc_ready(b->d, b->runs, v))
 		return false;
 	for (int j = 0; j < nd->nin; j++) {
 		int t = nd->in[j], k = 0;
