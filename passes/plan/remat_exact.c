@@ -40,7 +40,7 @@
  * With a budget: cheapest(budget); if nothing fits, the smallest peak with
  * unlimited recompute. The found schedule is re-evaluated by vf_eval. The
  * work is bounded (EX_MAX_STATES states per probe, EX_MAX_EXPANSIONS in
- * all); past it, or over 64 nodes or 128 tensors, or when the first
+ * all, or the smaller limit -O2 gives rm_exact_within); past it, or over 64 nodes or 128 tensors, or when the first
  * contributors need more than 64 bits, PlanResult.error says why and no
  * schedule is returned. The states, their hash and the heap grow in one
  * arena per call. */
@@ -133,6 +133,8 @@ typedef struct Ex {
 	HeapItem *heap;
 	int nheap, capheap;
 	long long expansions;
+	long long max_expansions;       /* the work limit of the call */
+	size_t max_states;              /* states per probe */
 	bool gave_up;
 } Ex;
 
@@ -179,7 +181,7 @@ state_get(Ex *x, uint64_t c, const Set *r, uint64_t f)
 	size_t k;
 
 	if ((size_t)x->nst * 2 >= x->capslot) {
-		if (x->capslot >= 2 * (size_t)EX_MAX_STATES)
+		if (x->capslot >= 2 * x->max_states)
 			return -1;
 		slot_grow(x);
 	}
@@ -603,7 +605,7 @@ cheapest(Ex *x, int64_t P, int64_t rem)
 		s->closed = true;
 		if (s->c == x->all)
 			return h.st;
-		if (++x->expansions > EX_MAX_EXPANSIONS)
+		if (++x->expansions > x->max_expansions)
 			x->gave_up = true;
 		else
 			expand(x, h.st);
@@ -904,12 +906,24 @@ done:
 PlanResult
 rm_plan_exact(const Dag *d, const PlanGoal *goal, Arena *a)
 {
+	return rm_exact_within(d, goal, EX_MAX_EXPANSIONS, a);
+}
+
+PlanResult
+rm_exact_within(const Dag *d, const PlanGoal *goal, long long work, Arena *a)
+{
 	PlanResult r;
 	Ex x;
 
 	memset(&r, 0, sizeof r);
 	if ((r.error = ex_init(&x, d, a)))
 		return r;
+	x.max_expansions = work < EX_MAX_EXPANSIONS ? work : EX_MAX_EXPANSIONS;
+	/* a state costs about 60 bytes (the state, its hash slots, a heap
+	 * entry); one expansion makes a few new ones on the graphs a small
+	 * limit admits, so the states' limit follows the expansions' */
+	x.max_states = x.max_expansions >= EX_MAX_STATES / 16 ? (size_t)EX_MAX_STATES
+	               : (size_t)x.max_expansions * 16;
 	if (solve(&x, goal, &r)) {
 		memset(&r, 0, sizeof r);
 		r.error = x.gave_up ? ar_printf(a, "the exact search gave up after %lld"

@@ -56,6 +56,8 @@ typedef struct RmEffort {
 	long trim_work;         /* remat_trim.c: evaluations per rung of its
 	                           ladder (divided by the size) */
 	long trim_repair;       /* ... and of its remove-and-repair pass */
+	long exact_work;        /* remat_exact.c: expansions of each of -O2's
+	                           exact searches (docs/planner.md) */
 } RmEffort;
 
 /* rm_build's state of a tensor: it has a producer to recompute it, its
@@ -143,6 +145,8 @@ typedef struct RmRecipe {
 	                           that ignore the budget met no cap, so that
 	                           uncapped they would repeat themselves */
 	bool o2_reordered;      /* ... and the least-bytes order's descent ran */
+	bool exact_done;        /* rm_plan_o2 without a budget: the exact
+	                           search finished within its work */
 	Arena mem;              /* lborder and the caller's plans: freed by
 	                           rm_ctx_free */
 } RmRecipe;
@@ -333,6 +337,14 @@ void rm_trim_plans(RmScorer *S, const RmRecipe *R, RmPool *pool, int64_t budget)
 
 /* passes/plan/remat_o2.c */
 void rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal);
+
+/* passes/plan/remat_exact.c */
+/* rm_plan_exact with at most work expansions of its search (and states
+ * in proportion): -O2's exact plan on graphs small enough for it, with
+ * RM_EXACT_WORK (RmEffort.exact_work; about 0.3 s of CPU where a search
+ * takes all of it; docs/planner.md). */
+enum { RM_EXACT_WORK = 200000 };
+PlanResult rm_exact_within(const Dag *d, const PlanGoal *goal, long long work, Arena *a);
 
 /* passes/plan/remat_dtr.c */
 /* Adds the simulation's plans: with budget >= 0, at a fixed ladder of

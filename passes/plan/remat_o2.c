@@ -457,7 +457,36 @@ rm_effort(const RmModel *M)
 	 * the descent (random layered n1000 at 0.9 would gain 1690 -> 1677
 	 * for about 0.05 s) */
 	e.trim_repair = dsize < 2000 ? 5000000L : 0;
+	e.exact_work = RM_EXACT_WORK;
 	return e;
+}
+
+/* The exact search's plan joins the pool when the search finishes within
+ * its work (without a budget; under one, only when the search without
+ * it finished, so that whether it runs does not depend on the budget);
+ * true then: it is optimal for the goal (the least peak within the cap,
+ * the cheapest at that peak; or the cheapest within the budget, else the
+ * least peak), so no other plan can beat it. */
+static bool
+exact_plan(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
+{
+	const Dag *d = S->m->d;
+	Arena a = {0};
+	PlanResult r;
+	const MemEval *ev;
+
+	if (goal->budget >= 0 && !R->exact_done)
+		return false;
+	r = rm_exact_within(d, goal, R->eff->exact_work, &a);
+	ev = r.error ? NULL : rm_eval_steps(S, r.sched.step, r.sched.n);
+	if (ev && ev->peak == r.peak && ev->recompute_cost == r.recompute_cost)
+		rm_pool_add_sched(pool, r.sched.step, r.sched.n, ev);
+	else
+		ev = NULL;
+	if (goal->budget < 0)
+		R->exact_done = ev != NULL;
+	ar_free(&a);
+	return ev != NULL;
 }
 
 void
@@ -473,6 +502,13 @@ rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 
 	if (goal->budget < 0 && goal->max_recompute >= 0)
 		cap = goal->max_recompute * (double)M->d->forward_cost;
+	/* small graphs: the optimum, when the exact search finds it within a
+	 * fixed work (counted, not timed: the plan depends on the graph
+	 * alone) */
+	if (exact_plan(S, R, pool, goal)) {
+		R->eff = NULL;
+		return;
+	}
 	/* Under a budget, after the plain run (rm_plan) whose searches below
 	 * met no cap: the same searches without a cap would make the same
 	 * plans again, which are in the pool already. */
