@@ -40,7 +40,8 @@
  * With a budget: cheapest(budget); if nothing fits, the smallest peak with
  * unlimited recompute. The found schedule is re-evaluated by vf_eval. The
  * work is bounded (EX_MAX_STATES states per probe, EX_MAX_EXPANSIONS in
- * all, or the smaller limit -O2 gives rm_exact_within); past it, or over 64 nodes or 128 tensors, or when the first
+ * all; under -O2, rm_exact_within's limit on state look-ups too); past
+ * it, or over 64 nodes or 128 tensors, or when the first
  * contributors need more than 64 bits, PlanResult.error says why and no
  * schedule is returned. The states, their hash and the heap grow in one
  * arena per call. */
@@ -133,7 +134,11 @@ typedef struct Ex {
 	HeapItem *heap;
 	int nheap, capheap;
 	long long expansions;
-	long long max_expansions;       /* the work limit of the call */
+	long long max_expansions;       /* the call's limit on expansions */
+	long long relaxes, max_relaxes; /* state look-ups made, and their
+	                                   limit (0: none): -O2's work limit,
+	                                   which also counts the work of an
+	                                   expansion with many successors */
 	size_t max_states;              /* states per probe */
 	bool gave_up;
 } Ex;
@@ -242,9 +247,13 @@ static void
 relax(Ex *x, uint64_t c, const Set *r, uint64_t f, int64_t g, int parent,
       int node)
 {
-	int i = state_get(x, c, r, f);
+	int i;
 
-	if (i < 0) {
+	if (x->max_relaxes && ++x->relaxes > x->max_relaxes) {
+		x->gave_up = true;
+		return;
+	}
+	if ((i = state_get(x, c, r, f)) < 0) {
 		x->gave_up = true;
 		return;
 	}
@@ -906,7 +915,7 @@ done:
 PlanResult
 rm_plan_exact(const Dag *d, const PlanGoal *goal, Arena *a)
 {
-	return rm_exact_within(d, goal, EX_MAX_EXPANSIONS, a);
+	return rm_exact_within(d, goal, 0, a);
 }
 
 PlanResult
@@ -918,12 +927,10 @@ rm_exact_within(const Dag *d, const PlanGoal *goal, long long work, Arena *a)
 	memset(&r, 0, sizeof r);
 	if ((r.error = ex_init(&x, d, a)))
 		return r;
-	x.max_expansions = work < EX_MAX_EXPANSIONS ? work : EX_MAX_EXPANSIONS;
-	/* a state costs about 60 bytes (the state, its hash slots, a heap
-	 * entry); one expansion makes a few new ones on the graphs a small
-	 * limit admits, so the states' limit follows the expansions' */
-	x.max_states = x.max_expansions >= EX_MAX_STATES / 16 ? (size_t)EX_MAX_STATES
-	               : (size_t)x.max_expansions * 16;
+	x.max_expansions = EX_MAX_EXPANSIONS;
+	x.max_relaxes = work;
+	/* each look-up makes at most one state */
+	x.max_states = work > 0 && work < EX_MAX_STATES ? (size_t)work : (size_t)EX_MAX_STATES;
 	if (solve(&x, goal, &r)) {
 		memset(&r, 0, sizeof r);
 		r.error = x.gave_up ? ar_printf(a, "the exact search gave up after %lld"

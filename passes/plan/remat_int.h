@@ -56,8 +56,8 @@ typedef struct RmEffort {
 	long trim_work;         /* remat_trim.c: evaluations per rung of its
 	                           ladder (divided by the size) */
 	long trim_repair;       /* ... and of its remove-and-repair pass */
-	long exact_work;        /* remat_exact.c: expansions of each of -O2's
-	                           exact searches (docs/planner.md) */
+	long exact_work;        /* remat_exact.c: state look-ups of each of
+	                           -O2's exact searches (docs/planner.md) */
 } RmEffort;
 
 /* rm_build's state of a tensor: it has a producer to recompute it, its
@@ -339,11 +339,10 @@ void rm_trim_plans(RmScorer *S, const RmRecipe *R, RmPool *pool, int64_t budget)
 void rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal);
 
 /* passes/plan/remat_exact.c */
-/* rm_plan_exact with at most work expansions of its search (and states
- * in proportion): -O2's exact plan on graphs small enough for it, with
- * RM_EXACT_WORK (RmEffort.exact_work; about 0.3 s of CPU where a search
- * takes all of it; docs/planner.md). */
-enum { RM_EXACT_WORK = 200000 };
+/* rm_plan_exact with at most work state look-ups (0: none but
+ * --exact's limits): -O2's exact plan on graphs small enough for it, with
+ * RM_EXACT_WORK (RmEffort.exact_work; docs/planner.md). */
+enum { RM_EXACT_WORK = 500000 };
 PlanResult rm_exact_within(const Dag *d, const PlanGoal *goal, long long work, Arena *a);
 
 /* passes/plan/remat_dtr.c */
