@@ -1,4 +1,6 @@
-/* passes/plan/remat_o2.c -- -O2: fills the pool with -O1's plan, the checkpoint
+/* passes/plan/remat_o2.c -- -O2: on graphs small enough, the exact search
+ * (remat_exact.c) within a fixed work, whose plan, when it finishes, is
+ * the optimum and ends the recipe. Else it fills the pool with -O1's plan, the checkpoint
  * chain's plans (remat_chain.c) and a greedy descent over gap states (any DAG, also
  * U-Nets with no cut nodes): it lowers a threshold on the peak in fixed
  * steps; for each, it drops the gaps that best cut the bytes over the
@@ -489,8 +491,10 @@ exact_plan(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 	return ev != NULL;
 }
 
-void
-rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
+/* Every search of the recipe but the exact one (steps 1-5 of
+ * docs/planner.md). */
+static void
+o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 {
 	const RmModel *M = S->m;
 	double cap = -1;
@@ -502,13 +506,6 @@ rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 
 	if (goal->budget < 0 && goal->max_recompute >= 0)
 		cap = goal->max_recompute * (double)M->d->forward_cost;
-	/* small graphs: the optimum, when the exact search finds it within a
-	 * fixed work (counted, not timed: the plan depends on the graph
-	 * alone) */
-	if (exact_plan(S, R, pool, goal)) {
-		R->eff = NULL;
-		return;
-	}
 	/* Under a budget, after the plain run (rm_plan) whose searches below
 	 * met no cap: the same searches without a cap would make the same
 	 * plans again, which are in the pool already. */
@@ -585,4 +582,30 @@ rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 	if (goal->budget < 0)
 		rm_reorder_pool(S, R, pool, cap, eff.reorder_plans);
 	R->eff = NULL;
+}
+
+void
+rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
+{
+	RmEffort eff = rm_effort(S->m);
+	bool found;
+
+	/* small graphs: the optimum, when the exact search finds it within a
+	 * fixed work (counted, not timed: the plan depends on the graph
+	 * alone) */
+	R->eff = &eff;
+	found = exact_plan(S, R, pool, goal);
+	R->eff = NULL;
+	if (found)
+		return;
+	if (goal->budget >= 0 && R->exact_done) {
+		/* the run without the budget stopped at its exact plan, and the
+		 * budget's searches build on what its searches make (and skip
+		 * what they would repeat): those come first, as without the
+		 * exact search */
+		PlanGoal plain = *goal;
+		plain.budget = -1;
+		o2_searches(S, R, pool, &plain);
+	}
+	o2_searches(S, R, pool, goal);
 }

@@ -430,11 +430,11 @@ test_o2_agreement(void **state)
 
 /* -O2 runs the exact search itself on graphs it finishes within its
  * work (RM_EXACT_WORK, docs/planner.md), so on 40 random training graphs
- * of 9-12 ops (larger than test_o2_agreement's; there -O2's other
- * searches missed the optimum on 10 of 200 plans, by up to 4.5%) it meets
- * the optimum wherever the exact search finishes within that work: at
- * the default cap, and under a budget between the optimum and the -O0
- * peak. */
+ * of 9-12 ops (larger than test_o2_agreement's; on such graphs -O2's
+ * other searches alone miss the optimum's peak or recompute on about 10%
+ * of the plans, by up to 4.5% in peak) it meets the optimum wherever the
+ * exact search finishes within that work: at the default cap, and under
+ * a budget between the optimum and the -O0 peak. */
 static void
 test_o2_exact_small(void **state)
 {
