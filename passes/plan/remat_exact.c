@@ -5,9 +5,11 @@
  * that runs each once-only (backward) node exactly once and recomputable
  * nodes any number of times, in any order the data edges allow: a node
  * runs once its inputs exist, a backward node after its forward node, and
- * a node that reads a gradient only after every contribution to it (so
- * the contributions to one gradient come in any order, the first one
- * producing it, possibly as a view). -O2 searches the same space. Two
+ * a node that reads a gradient only after every contribution to it. One
+ * restriction the spec does not make: the contributions to one gradient
+ * come in the base order's order (rm_acc_prev), so that every level sums
+ * a gradient's terms alike and gets bit-identical results; the first one
+ * produces it, possibly as a view. -O2 searches the same space. Two
  * dominated shapes are left out: a recomputation none of whose outputs is
  * used before it dies, and running a node again while a view still holds
  * the previous copy of one of its outputs (the old copy could have served
@@ -38,7 +40,8 @@
  * With a budget: cheapest(budget); if nothing fits, the smallest peak with
  * unlimited recompute. The found schedule is re-evaluated by vf_eval. The
  * work is bounded (EX_MAX_STATES states per probe, EX_MAX_EXPANSIONS in
- * all); past it, or over 64 nodes or 128 tensors, or when the first
+ * all; under -O2, rm_exact_within's limit on state look-ups too); past
+ * it, or over 64 nodes or 128 tensors, or when the first
  * contributors need more than 64 bits, PlanResult.error says why and no
  * schedule is returned. The states, their hash and the heap grow in one
  * arena per call. */
@@ -112,6 +115,8 @@ typedef struct Ex {
 	int *producer;          /* [nt] the node with t in out, or -1 */
 	uint64_t *makers;       /* [nt] nodes that produce t (out or acc) */
 	uint64_t *accm;         /* [nt] nodes that add to t */
+	uint64_t *accbefore;    /* [n] nodes that must add to v's gradients
+	                           before v does (rm_acc_prev) */
 	int *accofs;            /* [nt + 1] CSR: t's contributors, by index */
 	int *accnode, *accview; /* the contributor and its entry's view_src */
 	int *fshift, *fbits;    /* [nt] where F holds the index of t's first
@@ -129,6 +134,12 @@ typedef struct Ex {
 	HeapItem *heap;
 	int nheap, capheap;
 	long long expansions;
+	long long max_expansions;       /* the call's limit on expansions */
+	long long relaxes, max_relaxes; /* state look-ups made, and their
+	                                   limit (0: none): -O2's work limit,
+	                                   which also counts the work of an
+	                                   expansion with many successors */
+	size_t max_states;              /* states per probe */
 	bool gave_up;
 } Ex;
 
@@ -175,7 +186,7 @@ state_get(Ex *x, uint64_t c, const Set *r, uint64_t f)
 	size_t k;
 
 	if ((size_t)x->nst * 2 >= x->capslot) {
-		if (x->capslot >= 2 * (size_t)EX_MAX_STATES)
+		if (x->capslot >= 2 * x->max_states)
 			return -1;
 		slot_grow(x);
 	}
@@ -236,9 +247,13 @@ static void
 relax(Ex *x, uint64_t c, const Set *r, uint64_t f, int64_t g, int parent,
       int node)
 {
-	int i = state_get(x, c, r, f);
+	int i;
 
-	if (i < 0) {
+	if (x->max_relaxes && ++x->relaxes > x->max_relaxes) {
+		x->gave_up = true;
+		return;
+	}
+	if ((i = state_get(x, c, r, f)) < 0) {
 		x->gave_up = true;
 		return;
 	}
@@ -366,7 +381,8 @@ resident_bytes(const Ex *x, const Set *R)
 	return b;
 }
 
-/* Can node v run now? A backward node runs once, after its forward node;
+/* Can node v run now? A backward node runs once, after its forward node
+ * and after the contributions that come before its own;
  * its inputs, view bases and existing gradients must be resident, every
  * contribution to a gradient it reads made, its outputs not resident
  * (their last copy is dead). */
@@ -377,6 +393,8 @@ can_run(const Ex *x, int v, uint64_t c, const Set *R, uint64_t N)
 	bool again = c & bit(v), useful = !again;
 
 	if (nd->once && (again || (nd->fwd_plus1 > 0 && !(c & bit(nd->fwd_plus1 - 1)))))
+		return false;
+	if (x->accbefore[v] & ~c)
 		return false;
 	for (int j = 0; j < nd->nin; j++)
 		if (!has(R, nd->in[j]) || (x->accm[nd->in[j]] & ~c))
@@ -596,7 +614,7 @@ cheapest(Ex *x, int64_t P, int64_t rem)
 		s->closed = true;
 		if (s->c == x->all)
 			return h.st;
-		if (++x->expansions > EX_MAX_EXPANSIONS)
+		if (++x->expansions > x->max_expansions)
 			x->gave_up = true;
 		else
 			expand(x, h.st);
@@ -821,6 +839,14 @@ ex_init(Ex *x, const Dag *d, Arena *a)
 	for (int v = 0; v < x->n; v++)
 		add_uses(x, v);
 	list_contributors(x);
+	int *aofs, *aprev;
+	rm_acc_prev(d, &aofs, &aprev, a);
+	x->accbefore = ar_alloc(a, sizeof *x->accbefore * ((size_t)x->n + 1));
+	for (int v = 0; v < x->n; v++) {
+		RmRow p = rm_row(aofs, v, x->n);
+		for (int k = p.lo; k < p.hi; k++)
+			x->accbefore[v] |= bit(aprev[k]);
+	}
 	if (!place_firsts(x))
 		return "too many gradients whose first contribution decides their"
 		       " memory for the exact search";
@@ -889,12 +915,22 @@ done:
 PlanResult
 rm_plan_exact(const Dag *d, const PlanGoal *goal, Arena *a)
 {
+	return rm_exact_within(d, goal, 0, a);
+}
+
+PlanResult
+rm_exact_within(const Dag *d, const PlanGoal *goal, long long work, Arena *a)
+{
 	PlanResult r;
 	Ex x;
 
 	memset(&r, 0, sizeof r);
 	if ((r.error = ex_init(&x, d, a)))
 		return r;
+	x.max_expansions = EX_MAX_EXPANSIONS;
+	x.max_relaxes = work;
+	/* each look-up makes at most one state */
+	x.max_states = work > 0 && work < EX_MAX_STATES ? (size_t)work : (size_t)EX_MAX_STATES;
 	if (solve(&x, goal, &r)) {
 		memset(&r, 0, sizeof r);
 		r.error = x.gave_up ? ar_printf(a, "the exact search gave up after %lld"

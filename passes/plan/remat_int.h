@@ -57,6 +57,8 @@ typedef struct RmEffort {
 	long trim_work;         /* remat_trim.c: evaluations per rung of its
 	                           ladder (divided by the size) */
 	long trim_repair;       /* ... and of its remove-and-repair pass */
+	long exact_work;        /* remat_exact.c: state look-ups of each of
+	                           -O2's exact searches (docs/planner.md) */
 } RmEffort;
 
 /* rm_build's state of a tensor: it has a producer to recompute it, its
@@ -105,6 +107,8 @@ typedef struct RmModel {
 	int *gearly;            /* [ngap] EARLY's base position, or -1 */
 	int *eofs, *egap;       /* CSR [n]: gaps whose gearly is each position */
 	int *longgap;           /* [nt] gap from forward to backward use, or -1 */
+	int *aofs, *aprev;      /* CSR [nnode]: rm_acc_prev's */
+	int naprev;             /* the length of aprev; 0: no order to keep */
 	bool has_backward;      /* some node is a backward node */
 	bool simple;            /* no views, accumulations, from_start or
 	                           to_end tensors: rm_score_state's fast path */
@@ -142,6 +146,8 @@ typedef struct RmRecipe {
 	                           that ignore the budget met no cap, so that
 	                           uncapped they would repeat themselves */
 	bool o2_reordered;      /* ... and the least-bytes order's descent ran */
+	bool exact_done;        /* rm_plan_o2 without a budget: the exact
+	                           search finished within its work */
 	Arena mem;              /* lborder and the caller's plans: freed by
 	                           rm_ctx_free */
 } RmRecipe;
@@ -234,6 +240,14 @@ typedef struct RmPool {
 
 
 /* passes/plan/remat_model.c (the model; calls no planner) */
+/* The order every plan keeps among the contributions to one gradient:
+ * the base order's (the -O0 schedule's), so that each gradient sums its
+ * terms in one order at every level and the results are bit-identical
+ * (a float sum depends on the order of its terms; the spec would allow
+ * any). Row v of the CSR table (*ofs, *prev) (nnode rows, in a) lists,
+ * for each gradient v adds to, the node adding to it just before v in the
+ * base order; v may run only after them. Returns the entries' count. */
+int rm_acc_prev(const Dag *d, int **ofs, int **prev, Arena *a);
 void rm_model_init(RmModel *M, const Dag *d);
 void rm_model_free(RmModel *M);
 /* Whether node v is a ZeRO-3 all-gather (DagXfer.comm): it reads nothing
@@ -335,6 +349,13 @@ void rm_trim_plans(RmScorer *S, const RmRecipe *R, RmPool *pool, int64_t budget)
 
 /* passes/plan/remat_o2.c */
 void rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal);
+
+/* passes/plan/remat_exact.c */
+/* rm_plan_exact with at most work state look-ups (0: none but
+ * --exact's limits): -O2's exact plan on graphs small enough for it, with
+ * RM_EXACT_WORK (RmEffort.exact_work; docs/planner.md). */
+enum { RM_EXACT_WORK = 500000 };
+PlanResult rm_exact_within(const Dag *d, const PlanGoal *goal, long long work, Arena *a);
 
 /* passes/plan/remat_dtr.c */
 /* Adds the simulation's plans: with budget >= 0, at a fixed ladder of

@@ -188,6 +188,74 @@ model_early(RmModel *M)
 			M->egap[M->eofs[M->gearly[g]] + cnt[M->gearly[g]]++] = g;
 }
 
+int
+rm_acc_prev(const Dag *d, int **ofs, int **prev, Arena *a)
+{
+	int *last = ar_alloc(a, ((size_t)d->nt + 1) * sizeof *last);
+	int total = 0, k = 0;
+
+	for (int v = 0; v < d->nnode; v++)
+		total += d->node[v].nacc;
+	*ofs = ar_alloc(a, ((size_t)d->nnode + 1) * sizeof **ofs);
+	*prev = ar_alloc(a, ((size_t)total + 1) * sizeof **prev);
+	for (int t = 0; t < d->nt; t++)
+		last[t] = -1;
+	/* rows filled in base order, each node's row at its own index: the
+	 * count of entries before node v is not known until v is reached, so
+	 * first count per node, then fill */
+	int *cnt = ar_alloc(a, ((size_t)d->nnode + 1) * sizeof *cnt);
+	for (int x = 0; x < d->nbase; x++) {
+		const DagNode *n = &d->node[d->base_order[x]];
+		for (int j = 0; j < n->nacc; j++) {
+			int t = n->acc[j].tensor;
+			if (last[t] >= 0 && last[t] != d->base_order[x])
+				cnt[d->base_order[x]]++;
+			last[t] = d->base_order[x];
+		}
+	}
+	for (int v = 0; v < d->nnode; v++) {
+		(*ofs)[v] = k;
+		k += cnt[v];
+		cnt[v] = (*ofs)[v];
+	}
+	(*ofs)[d->nnode] = k;
+	for (int t = 0; t < d->nt; t++)
+		last[t] = -1;
+	for (int x = 0; x < d->nbase; x++) {
+		int v = d->base_order[x];
+		const DagNode *n = &d->node[v];
+		for (int j = 0; j < n->nacc; j++) {
+			int t = n->acc[j].tensor;
+			if (last[t] >= 0 && last[t] != v)
+				(*prev)[cnt[v]++] = last[t];
+			last[t] = v;
+		}
+	}
+	csr_check(*ofs, d->nnode, k);
+	return k;
+}
+
+/* Whether the contributions in step[0..n) come in the base order's order
+ * (M->aofs/aprev): each contributor's first step after its predecessors'. */
+static bool
+acc_ordered(RmScorer *S, const int *step, int n)
+{
+	const RmModel *M = S->m;
+
+	S->ranstamp++;
+	for (int i = 0; i < n; i++) {
+		int v = step[i];
+		if (S->ran[v] == S->ranstamp)
+			continue;
+		RmRow p = rm_row(M->aofs, v, M->nnode);
+		for (int k = p.lo; k < p.hi; k++)
+			if (S->ran[M->aprev[k]] != S->ranstamp)
+				return false;
+		S->ran[v] = S->ranstamp;
+	}
+	return true;
+}
+
 /* Whether lv_eval's rules reduce to rm_score_state's on d: one instance owns
  * each tensor's bytes from its step through its last use, and the base
  * order runs every node. */
@@ -236,6 +304,7 @@ rm_model_init(RmModel *M, const Dag *d)
 	model_gaps(M);
 	model_longgaps(M);
 	model_early(M);
+	M->naprev = rm_acc_prev(d, &M->aofs, &M->aprev, &M->mem);
 	M->c0 = d->total_cost / 100000 + 1;
 	M->tinit = ar_alloc(&M->mem, (size_t)d->nt + 1);
 	for (int t = 0; t < d->nt; t++)
@@ -502,6 +571,8 @@ rm_eval_steps(RmScorer *S, const int *step, int n)
 	ar_free(&S->scratch);
 	lv_eval(M->d, &s, &S->ev, &S->scratch);
 	S->evals++;
+	if (S->ev.valid && M->naprev > 0 && !acc_ordered(S, step, n))
+		S->ev.valid = false;
 	return S->ev.valid ? &S->ev : NULL;
 }
 

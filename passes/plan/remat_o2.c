@@ -1,4 +1,6 @@
-/* passes/plan/remat_o2.c -- -O2: fills the pool with -O1's plan, the checkpoint
+/* passes/plan/remat_o2.c -- -O2: on graphs small enough, the exact search
+ * (remat_exact.c) within a fixed work, whose plan, when it finishes, is
+ * the optimum and ends the recipe. Else it fills the pool with -O1's plan, the checkpoint
  * chain's plans (remat_chain.c) and a greedy descent over gap states (any DAG, also
  * U-Nets with no cut nodes): it lowers a threshold on the peak in fixed
  * steps; for each, it drops the gaps that best cut the bytes over the
@@ -461,11 +463,42 @@ rm_effort(const RmModel *M)
 	 * the descent (random layered n1000 at 0.9 would gain 1690 -> 1677
 	 * for about 0.05 s) */
 	e.trim_repair = dsize < 2000 ? 5000000L : 0;
+	e.exact_work = RM_EXACT_WORK;
 	return e;
 }
 
-void
-rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
+/* The exact search's plan joins the pool when the search finishes within
+ * its work (without a budget; under one, only when the search without
+ * it finished, so that whether it runs does not depend on the budget);
+ * true then: it is optimal for the goal (the least peak within the cap,
+ * the cheapest at that peak; or the cheapest within the budget, else the
+ * least peak), so no other plan can beat it. */
+static bool
+exact_plan(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
+{
+	const Dag *d = S->m->d;
+	Arena a = {0};
+	PlanResult r;
+	const MemEval *ev;
+
+	if (goal->budget >= 0 && !R->exact_done)
+		return false;
+	r = rm_exact_within(d, goal, R->eff->exact_work, &a);
+	ev = r.error ? NULL : rm_eval_steps(S, r.sched.step, r.sched.n);
+	if (ev && ev->peak == r.peak && ev->recompute_cost == r.recompute_cost)
+		rm_pool_add_sched(pool, r.sched.step, r.sched.n, ev);
+	else
+		ev = NULL;
+	if (goal->budget < 0)
+		R->exact_done = ev != NULL;
+	ar_free(&a);
+	return ev != NULL;
+}
+
+/* Every search of the recipe but the exact one (steps 1-5 of
+ * docs/planner.md). */
+static void
+o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 {
 	const RmModel *M = S->m;
 	double cap = -1;
@@ -555,4 +588,30 @@ rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 	if (goal->budget < 0)
 		rm_reorder_pool(S, R, pool, cap, eff.reorder_plans);
 	R->eff = NULL;
+}
+
+void
+rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
+{
+	RmEffort eff = rm_effort(S->m);
+	bool found;
+
+	/* small graphs: the optimum, when the exact search finds it within a
+	 * fixed work (counted, not timed: the plan depends on the graph
+	 * alone) */
+	R->eff = &eff;
+	found = exact_plan(S, R, pool, goal);
+	R->eff = NULL;
+	if (found)
+		return;
+	if (goal->budget >= 0 && R->exact_done) {
+		/* the run without the budget stopped at its exact plan, and the
+		 * budget's searches build on what its searches make (and skip
+		 * what they would repeat): those come first, as without the
+		 * exact search */
+		PlanGoal plain = *goal;
+		plain.budget = -1;
+		o2_searches(S, R, pool, &plain);
+	}
+	o2_searches(S, R, pool, goal);
 }

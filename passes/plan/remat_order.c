@@ -1,7 +1,8 @@
 /* passes/plan/remat_order.c -- other orders for the planners to work over,
  * over the spec's whole schedule space (memory-model.md, "Schedules"):
  * topological orders of the Dag's data edges (every contribution to a
- * gradient before it is read, a backward node after its forward node;
+ * gradient before it is read, a backward node after its forward node, the
+ * contributions to one gradient in the base order's order (rm_acc_prev);
  * backward steps otherwise in any order, as the exact solver assumes),
  * chosen greedily by the bytes each step adds or at random; and a local
  * search that lowers a schedule's peak by moving steps (backward steps
@@ -95,17 +96,23 @@ node_makes(const Dag *d, int v, int t)
 }
 
 /* The earliest index step w could move to: after the latest earlier step
- * that makes a tensor it reads or a view base it needs, and after its
- * forward node's step. lv_eval judges the rest (a contribution after a
+ * that makes a tensor it reads or a view base it needs, after its
+ * forward node's step, and after the contributions that come before its
+ * own (rm_acc_prev). lv_eval judges the rest (a contribution after a
  * read). */
 static int
-order_earliest(const Dag *d, const int *s, int w)
+order_earliest(const RmModel *M, const int *s, int w)
 {
+	const Dag *d = M->d;
 	const DagNode *n = &d->node[s[w]];
+	RmRow ap = rm_row(M->aofs, s[w], M->nnode);
 
 	for (int x = w - 1; x >= 0; x--) {
 		if (s[x] == n->fwd_plus1 - 1)
 			return x + 1;
+		for (int k = ap.lo; k < ap.hi; k++)
+			if (s[x] == M->aprev[k])
+				return x + 1;
 		for (int j = 0; j < n->nin; j++)
 			if (node_makes(d, s[x], n->in[j]))
 				return x + 1;
@@ -264,7 +271,7 @@ order_step(Ord *O)
 			return true;
 		if (d->t[in->tensor].to_end || O->evals <= 0)
 			continue;
-		early = order_earliest(d, O->s, in->end);
+		early = order_earliest(O->M, O->s, in->end);
 		if (early <= p && early < in->end && order_try(O, in->end, early))
 			return true;
 	}
@@ -321,8 +328,8 @@ order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
 
 /* Another order of d's nodes for the simulation: a topological order of
  * the data edges (every contribution to a gradient before its reads, a
- * backward node after its forward node: the spec's space, which the exact
- * solver searches too), taking at each step the ready node that adds the
+ * backward node after its forward node, the contributions to a gradient
+ * in base order: the space the exact solver searches too), taking at each step the ready node that adds the
  * fewest bytes (seed 0; ties by base position), or a random ready node.
  * False on a cycle. */
 bool
@@ -339,7 +346,8 @@ rm_topo_order(const RmModel *M, uint64_t seed, int *out)
 	int *edge, nready = 0;
 	bool ok;
 
-	/* edges: maker of a used tensor -> user; contributor -> readers */
+	/* edges: maker of a used tensor -> user; contributor -> readers;
+	 * contributor -> the next contributor to the same gradient */
 	for (int t = 0; t < nt; t++)
 		maker[t] = -1;
 	for (int v = 0; v < nn; v++)
@@ -366,7 +374,7 @@ rm_topo_order(const RmModel *M, uint64_t seed, int *out)
 		for (int j = 0; j < d->node[v].nacc; j++)
 			ne += rd[d->node[v].acc[j].tensor];
 	}
-	ne += nn;
+	ne += nn + M->naprev;
 	edge = ar_alloc(&a, ((size_t)ne + 1) * sizeof *edge);
 	int *efrom = ar_alloc(&a, ((size_t)ne + 1) * sizeof *efrom);
 	ne = 0;
@@ -381,6 +389,11 @@ rm_topo_order(const RmModel *M, uint64_t seed, int *out)
 				efrom[ne] = maker[M->use[i]];
 				edge[ne++] = v;
 			}
+		RmRow ap = rm_row(M->aofs, v, nn);
+		for (int i = ap.lo; i < ap.hi; i++) {
+			efrom[ne] = M->aprev[i];
+			edge[ne++] = v;
+		}
 		for (int j = 0; j < d->node[v].nacc; j++) {
 			RmRow rs = rm_row(rofs, d->node[v].acc[j].tensor, nt);
 			for (int i = rs.lo; i < rs.hi; i++)
