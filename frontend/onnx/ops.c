@@ -593,78 +593,172 @@ op_softmax(Imp *I, const Node *n, const char *netop)
 	ox_printf(&I->body, "%s(%s, axis=%d);\n", netop, r, ax - x->rank);
 }
 
-/* Symmetric pads [a, b, a, b] -> a; anything else is an error. */
-static int64_t
-sym_pad(Imp *I, const Node *n)
+/* The window of a Conv or pool over its nsp (1 or 2) spatial axes, each
+ * value range-checked: kernel, strides, dilations, and the begin and end
+ * pad of every axis (ONNX's pads list all begins, then all ends). */
+typedef struct Win {
+	int nsp;
+	int64_t k[2], s[2], d[2], pb[2], pe[2];
+	bool ceil;
+} Win;
+
+/* An INTS window attribute with one value per spatial axis, each in
+ * [lo, 2^40]; absent: def on every axis. */
+static void
+win_ints(Imp *I, const Node *n, const char *name, int64_t *v, int nsp, int64_t def,
+         int64_t lo)
 {
-	int64_t p[8] = {0};
-	int np = attr_ints(I, n, "pads", p, 8);
+	int k = attr_ints(I, n, name, v, nsp);
+
+	if (k < 0)
+		for (k = 0; k < nsp; k++)
+			v[k] = def;
+	if (k != nsp)
+		ox_fail(I, "'%s' has %d value%s for %d axes", name, k, k == 1 ? "" : "s", nsp);
+	for (int a = 0; a < nsp; a++)
+		if (v[a] < lo || v[a] > OX_MAXDIM)
+			ox_fail(I, "'%s' is %lld, outside [%lld, 2^40]", name, (long long)v[a],
+			        (long long)lo);
+}
+
+/* The window's strides, dilations and pads (w->k[] set by the caller);
+ * auto_pad SAME_UPPER/SAME_LOWER become the explicit pads that keep
+ * ceil(size / stride) positions, the extra one at the end (UPPER) or the
+ * beginning (LOWER); x the input, for those sizes. */
+static void
+win_read(Imp *I, const Node *n, const Val *x, Win *w)
+{
+	int64_t p[4];
+	int np = attr_ints(I, n, "pads", p, 2 * w->nsp);
 	Onnx__AttributeProto *ap = attr(n, "auto_pad");
-	if (ap && ap->s.len && strncmp((const char *)ap->s.data, "NOTSET", ap->s.len))
-		ox_fail(I, "auto_pad is not supported (export with explicit pads)");
-	if (np > 0 && (np != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3]))
-		ox_fail(I, "only equal padding on every side is supported");
-	if (np > 0 && (p[0] < 0 || p[0] > OX_MAXDIM))
-		ox_fail(I, "pad %lld is outside [0, 2^40]", (long long)p[0]);
-	return np > 0 ? p[0] : 0;
+	const char *mode = ap && ap->s.len ? ar_strndup(I->a, (const char *)ap->s.data,
+	                                                ap->s.len) : "NOTSET";
+
+	win_ints(I, n, "strides", w->s, w->nsp, 1, 1);
+	win_ints(I, n, "dilations", w->d, w->nsp, 1, 1);
+	if (np >= 0 && np != 2 * w->nsp)
+		ox_fail(I, "'pads' has %d values for %d axes (a begin and an end each)", np,
+		        w->nsp);
+	for (int a = 0; a < w->nsp; a++) {
+		w->pb[a] = np > 0 ? p[a] : 0;
+		w->pe[a] = np > 0 ? p[w->nsp + a] : 0;
+		if (w->pb[a] < 0 || w->pb[a] > OX_MAXDIM || w->pe[a] < 0 || w->pe[a] > OX_MAXDIM)
+			ox_fail(I, "pad %lld is outside [0, 2^40]", (long long)(w->pb[a] < 0 ||
+			        w->pb[a] > OX_MAXDIM ? w->pb[a] : w->pe[a]));
+	}
+	if (!strcmp(mode, "NOTSET"))
+		return;
+	if (strcmp(mode, "VALID") && strcmp(mode, "SAME_UPPER") && strcmp(mode, "SAME_LOWER"))
+		ox_fail(I, "auto_pad '%s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER",
+		        ox_clean(I, mode));
+	for (int a = 0; a < w->nsp; a++) {
+		int64_t h = x->dim[2 + a], span, want, total;
+		/* every operand is at most 2^40: only d * (k - 1) can overflow */
+		if (!ck_mul(w->d[a], w->k[a] - 1, &span))
+			ox_fail(I, "the window does not fit the input");
+		/* (want - 1) * s < h <= 2^40; span may be near 2^63 */
+		want = (h + w->s[a] - 1) / w->s[a];
+		if (!ck_add((want - 1) * w->s[a] + 1, span, &total) || total - h > OX_MAXDIM)
+			ox_fail(I, "the window does not fit the input");
+		total = mode[0] == 'S' && total > h ? total - h : 0;
+		w->pb[a] = mode[5] == 'L' ? total - total / 2 : total / 2;
+		w->pe[a] = total - w->pb[a];
+	}
 }
 
-/* A window attribute (kernel_shape, strides, dilations): equal on both
- * axes, in [lo, 2^40]. */
+/* The output size along spatial axis a: rounded down, or up under
+ * ceil_mode, where (as in PyTorch and docs/ops.md) a last window that would
+ * start past the input and its begin pad is dropped. */
 static int64_t
-square(Imp *I, const Node *n, const char *name, int64_t def, int64_t lo)
+win_out(Imp *I, const Win *w, int64_t h, int a)
 {
-	int64_t v[2] = {def, def};
-	int k = attr_ints(I, n, name, v, 2);
-	if (k == 1)
-		ox_fail(I, "'%s' has 1 value for 2 axes", name);
-	if (k == 2 && v[0] != v[1])
-		ox_fail(I, "'%s' differs between height and width", name);
-	if (v[0] < lo || v[0] > OX_MAXDIM)
-		ox_fail(I, "'%s' is %lld, outside [%lld, 2^40]", name, (long long)v[0],
-		        (long long)lo);
-	return v[0];
-}
+	int64_t span, num, o;
 
-/* The output size of a window: every operand is in [0, 2^40] (s, d, k at
- * least 1), so only d * (k - 1) can pass 2^63, and is checked. */
-static int64_t
-conv_out(Imp *I, int64_t h, int64_t k, int64_t s, int64_t p, int64_t d)
-{
-	int64_t span, o;
-
-	if (!ck_mul(d, k - 1, &span) || (o = h + 2 * p - 1 - span) < 0)
+	/* every operand is in [0, 2^40] (s, d, k at least 1): only
+	 * d * (k - 1) can pass 2^63 */
+	if (!ck_mul(w->d[a], w->k[a] - 1, &span) ||
+	    (num = h + w->pb[a] + w->pe[a] - 1 - span) < 0)
 		ox_fail(I, "the window does not fit the input");
-	return o / s + 1;
+	o = num / w->s[a] + (w->ceil && num % w->s[a]) + 1;
+	if (w->ceil && (o - 1) * w->s[a] >= h + w->pb[a])
+		o--;
+	return o;
+}
+
+/* One window setting in .net: the number where every axis has it, else the
+ * list (docs/ops.md, "Windows"). */
+static void
+win_val(Imp *I, const int64_t *v, int nsp)
+{
+	if (nsp == 1 || v[0] == v[1])
+		ox_printf(&I->body, "%lld", (long long)v[0]);
+	else
+		ox_printf(&I->body, "[%lld, %lld]", (long long)v[0], (long long)v[1]);
+}
+
+/* padding=: one number, one per axis, or each axis's begin and end. */
+static void
+win_pad(Imp *I, const Win *w)
+{
+	bool sym = w->pb[0] == w->pe[0] && (w->nsp == 1 || w->pb[1] == w->pe[1]);
+
+	ox_printf(&I->body, "padding=");
+	if (sym && w->nsp == 1)
+		ox_printf(&I->body, "%lld", (long long)w->pb[0]);
+	else if (sym)
+		win_val(I, w->pb, w->nsp);
+	else if (w->nsp == 1)
+		ox_printf(&I->body, "[%lld, %lld]", (long long)w->pb[0], (long long)w->pe[0]);
+	else
+		ox_printf(&I->body, "[%lld, %lld, %lld, %lld]", (long long)w->pb[0],
+		          (long long)w->pe[0], (long long)w->pb[1], (long long)w->pe[1]);
+}
+
+/* conv1d/conv2d(x, w, stride=, padding=, dilation=, groups=) for o. */
+static void
+conv_call(Imp *I, Val *o, const char *rx, const char *rw, const Win *w, int64_t g)
+{
+	bind(I, o);
+	ox_printf(&I->body, "%s(%s, %s, stride=", w->nsp == 1 ? "conv1d" : "conv2d", rx, rw);
+	win_val(I, w->s, w->nsp);
+	ox_printf(&I->body, ", ");
+	win_pad(I, w);
+	ox_printf(&I->body, ", dilation=");
+	win_val(I, w->d, w->nsp);
+	ox_printf(&I->body, ", groups=%lld);\n", (long long)g);
 }
 
 static void
 op_conv(Imp *I, const Node *n)
 {
 	Val *x = need(I, n, 0), *w = need(I, n, 1), *b = in(I, n, 2), *o = out(I, n, 0);
-	int64_t s = square(I, n, "strides", 1, 1), d = square(I, n, "dilations", 1, 1);
-	int64_t p = sym_pad(I, n), g = attr_in(I, n, "group", 1, 1, OX_MAXDIM), dim[4];
-	int64_t ks[2] = {0, 0};
+	int64_t g = attr_in(I, n, "group", 1, 1, OX_MAXDIM), dim[4], ks[2] = {0, 0};
+	Win win = {.nsp = x->rank - 2};
 	const char *rx, *rw;
+	int nk;
 
-	if (x->rank != 4 || w->rank != 4)
-		ox_fail(I, "only 2-D convolutions are supported");
-	float_args(I, "conv2d", (Val *[]){x, w, b}, 3, true);
+	if ((x->rank != 3 && x->rank != 4) || w->rank != x->rank)
+		ox_fail(I, "only 1-D and 2-D convolutions are supported");
+	float_args(I, win.nsp == 1 ? "conv1d" : "conv2d", (Val *[]){x, w, b}, 3, true);
 	if (b)
 		need_vector(I, b, w->dim[0], "the bias");
 	if (x->dim[1] % g || w->dim[0] % g || w->dim[1] != x->dim[1] / g)
 		ox_fail(I, "x has %lld channels and w is [%lld, %lld, ...]: not %lld "
 		        "groups", (long long)x->dim[1], (long long)w->dim[0],
 		        (long long)w->dim[1], (long long)g);
-	if (attr_ints(I, n, "kernel_shape", ks, 2) >= 0 &&
-	    (ks[0] != w->dim[2] || ks[1] != w->dim[3]))
+	if ((nk = attr_ints(I, n, "kernel_shape", ks, 2)) >= 0 &&
+	    (nk != win.nsp || ks[0] != w->dim[2] || (nk == 2 && ks[1] != w->dim[3])))
 		ox_fail(I, "kernel_shape [%lld, %lld] is not w's [%lld, %lld]", (long long)ks[0],
-		        (long long)ks[1], (long long)w->dim[2], (long long)w->dim[3]);
+		        (long long)ks[1], (long long)w->dim[2],
+		        (long long)(win.nsp == 2 ? w->dim[3] : 0));
+	for (int a = 0; a < win.nsp; a++)
+		win.k[a] = w->dim[2 + a];
+	win_read(I, n, x, &win);
 	dim[0] = x->dim[0];
 	dim[1] = w->dim[0];
-	dim[2] = conv_out(I, x->dim[2], w->dim[2], s, p, d);
-	dim[3] = conv_out(I, x->dim[3], w->dim[3], s, p, d);
-	set_shape(I, o, x->dt, 4, dim);
+	for (int a = 0; a < win.nsp; a++)
+		dim[2 + a] = win_out(I, &win, x->dim[2 + a], a);
+	set_shape(I, o, x->dt, x->rank, dim);
 	rx = ref(I, x);
 	rw = ref(I, w);
 	if (b) {
@@ -673,46 +767,60 @@ op_conv(Imp *I, const Node *n)
 		Val *c = ar_alloc(I->a, sizeof *c);
 		*c = *o;
 		c->name = ar_printf(I->a, "%s_nobias", n->name ? n->name : o->name);
-		bind(I, c);
-		ox_printf(&I->body, "conv2d(%s, %s, stride=%lld, padding=%lld, "
-		          "dilation=%lld, groups=%lld);\n", rx, rw, (long long)s,
-		          (long long)p, (long long)d, (long long)g);
+		conv_call(I, c, rx, rw, &win, g);
 		const char *rb = ref(I, b);
 		bind(I, o);
-		ox_printf(&I->body, "%s + reshape(%s, [%lld, 1, 1]);\n", c->net, rb,
-		          (long long)dim[1]);
+		ox_printf(&I->body, "%s + reshape(%s, [%lld, 1%s]);\n", c->net, rb,
+		          (long long)dim[1], win.nsp == 2 ? ", 1" : "");
 		return;
 	}
-	bind(I, o);
-	ox_printf(&I->body, "conv2d(%s, %s, stride=%lld, padding=%lld, "
-	          "dilation=%lld, groups=%lld);\n", rx, rw, (long long)s, (long long)p,
-	          (long long)d, (long long)g);
+	conv_call(I, o, rx, rw, &win, g);
 }
 
 static void
 op_pool(Imp *I, const Node *n, const char *netop)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
-	int64_t k = square(I, n, "kernel_shape", 0, 0), s = square(I, n, "strides", 1, 1);
-	int64_t p = sym_pad(I, n), dim[4];
+	Win w = {.nsp = 2};
+	bool maxp = !strcmp(netop, "maxpool2d");
+	int64_t dim[4];
 	const char *r;
 
-	if (x->rank != 4 || k <= 0)
+	if (x->rank != 4 || !attr(n, "kernel_shape"))
 		ox_fail(I, "only 2-D pooling with a kernel_shape is supported");
-	if (attr_bool(I, n, "ceil_mode", 0))
-		ox_fail(I, "ceil_mode=1 is not supported");
-	if (square(I, n, "dilations", 1, 1) != 1)
-		ox_fail(I, "pooling with dilations is not supported");
+	win_ints(I, n, "kernel_shape", w.k, 2, 0, 1);
+	win_read(I, n, x, &w);
+	w.ceil = attr_bool(I, n, "ceil_mode", 0);
+	if (!maxp && (w.d[0] != 1 || w.d[1] != 1))
+		ox_fail(I, "AveragePool with dilations is not supported (PyTorch's "
+		        "avg_pool2d has none)");
 	float_args(I, netop, &x, 1, false);
 	dim[0] = x->dim[0];
 	dim[1] = x->dim[1];
-	dim[2] = conv_out(I, x->dim[2], k, s, p, 1);
-	dim[3] = conv_out(I, x->dim[3], k, s, p, 1);
+	for (int a = 0; a < 2; a++) {
+		/* win_out checked that d * (k - 1) fits; PyTorch's rule, which
+		 * avgpool2d and maxpool2d keep: no window of padding only */
+		int64_t half = (w.d[a] * (w.k[a] - 1) + 1) / 2;
+		dim[2 + a] = win_out(I, &w, x->dim[2 + a], a);
+		if (w.pb[a] > half || w.pe[a] > half)
+			ox_fail(I, "pad %lld is more than half of the window (%lld) on axis %d",
+			        (long long)(w.pb[a] > half ? w.pb[a] : w.pe[a]),
+			        (long long)w.k[a], a + 2);
+	}
 	set_shape(I, o, x->dt, 4, dim);
 	r = ref(I, x);
 	bind(I, o);
-	ox_printf(&I->body, "%s(%s, k=%lld, stride=%lld, padding=%lld);\n", netop, r,
-	          (long long)k, (long long)s, (long long)p);
+	ox_printf(&I->body, "%s(%s, k=", netop, r);
+	win_val(I, w.k, 2);
+	ox_printf(&I->body, ", stride=");
+	win_val(I, w.s, 2);
+	ox_printf(&I->body, ", ");
+	win_pad(I, &w);
+	if (w.d[0] != 1 || w.d[1] != 1) {
+		ox_printf(&I->body, ", dilation=");
+		win_val(I, w.d, 2);
+	}
+	ox_printf(&I->body, "%s);\n", w.ceil ? ", ceil_mode=true" : "");
 }
 
 static void
@@ -1424,34 +1532,75 @@ op_erf(Imp *I, const Node *n)
 	custom(I, o, "erf", &x, 1, 4 * ox_numel(o), 0);
 }
 
+/* ReduceMean, ReduceSum over a list of axes (all when none is given),
+ * as `mean`/`sum` with axis=[...] (+ a reshape view for keepdims). */
 static void
-op_reduce_mean(Imp *I, const Node *n)
+op_reduce(Imp *I, const Node *n, const char *netop)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
 	int64_t ax[OX_MAXRANK], dim[OX_MAXRANK];
-	int na = axes_of(I, n, 1, ax), a;
-	bool keep = attr_bool(I, n, "keepdims", 1);
+	int na = axes_of(I, n, 1, ax), nr = 0, nk = 0;
+	bool keep = attr_bool(I, n, "keepdims", 1), mark[OX_MAXRANK] = {0};
 	Val *t = ar_alloc(I->a, sizeof *t);
 	const char *r;
 
-	if (na != 1)
-		ox_fail(I, "ReduceMean over exactly one axis is supported");
-	a = norm_axis(I, ax[0], x->rank);
-	for (int i = 0, j = 0; i < x->rank; i++)
-		if (i != a)
-			dim[j++] = x->dim[i];
-	float_args(I, "mean", &x, 1, false);
+	if (na <= 0 && attr_bool(I, n, "noop_with_empty_axes", 0)) {
+		alias(o, x);
+		return;
+	}
+	if (na <= 0)
+		for (na = 0; na < x->rank; na++)
+			ax[na] = na;
+	for (int i = 0; i < na; i++)
+		mark_axis(I, mark, norm_axis(I, ax[i], x->rank));
+	for (int i = 0; i < x->rank; i++)
+		if (!mark[i])
+			dim[nk++] = x->dim[i];
+	float_args(I, netop, &x, 1, false);
 	t->name = keep ? ar_printf(I->a, "%s_r", o->name) : o->name;
-	set_shape(I, keep ? t : o, x->dt, x->rank - 1, dim);
+	set_shape(I, keep ? t : o, x->dt, nk, dim);
 	r = ref(I, x);
 	bind(I, keep ? t : o);
-	ox_printf(&I->body, "mean(%s, axis=%d);\n", r, a - x->rank);
+	ox_printf(&I->body, "%s(%s, axis=%s", netop, r, na > 1 ? "[" : "");
+	for (int i = 0; i < x->rank; i++)
+		if (mark[i])
+			ox_printf(&I->body, "%s%d", nr++ ? ", " : "", i - x->rank);
+	ox_printf(&I->body, "%s);\n", na > 1 ? "]" : "");
 	if (keep) {
-		memcpy(dim, x->dim, sizeof dim);
-		dim[a] = 1;
+		for (int i = 0; i < x->rank; i++)
+			dim[i] = mark[i] ? 1 : x->dim[i];
 		set_shape(I, o, x->dt, x->rank, dim);
 		reshape_to(I, o, t);
 	}
+}
+
+/* HardSigmoid max(0, min(1, alpha x + beta)): PyTorch's (alpha 1/6, beta
+ * 1/2) is hardsigmoid(x), which saves x; another alpha with beta 1/2 is
+ * hardsigmoid of x scaled by 6 alpha (the scaled tensor is what it saves). */
+static void
+op_hardsigmoid(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	double al = attr_f(n, "alpha", 0.2), be = attr_f(n, "beta", 0.5);
+	const char *r;
+
+	if (fabs(be - 0.5) > 1e-6 || !isfinite(al) || al == 0)
+		ox_fail(I, "HardSigmoid with alpha %g and beta %g: only beta 0.5 and a "
+		        "nonzero alpha map to hardsigmoid (declare a custom op for others)",
+		        al, be);
+	float_args(I, "hardsigmoid", &x, 1, false);
+	set_shape(I, o, x->dt, x->rank, x->dim);
+	r = ref(I, x);
+	if (fabs(al * 6 - 1) > 1e-6) {
+		Val *t = ar_alloc(I->a, sizeof *t);
+		*t = *o;
+		t->name = ar_printf(I->a, "%s_scaled", o->name);
+		bind(I, t);
+		ox_printf(&I->body, "scale(%s, c=%.17g);\n", r, 6 * al);
+		r = t->net;
+	}
+	bind(I, o);
+	ox_printf(&I->body, "hardsigmoid(%s);\n", r);
 }
 
 static void
@@ -1719,7 +1868,10 @@ ox_node(Imp *I, int i)
 	else if (!strcmp(t, "Expand")) op_expand(I, n);
 	else if (!strcmp(t, "Pad")) op_pad(I, n);
 	else if (!strcmp(t, "Clip")) op_clip(I, n);
-	else if (!strcmp(t, "ReduceMean")) op_reduce_mean(I, n);
+	else if (!strcmp(t, "ReduceMean")) op_reduce(I, n, "mean");
+	else if (!strcmp(t, "ReduceSum")) op_reduce(I, n, "sum");
+	else if (!strcmp(t, "HardSwish")) op_unary(I, n, "hardswish");
+	else if (!strcmp(t, "HardSigmoid")) op_hardsigmoid(I, n);
 	else
 		ox_fail(I, "op type '%s' is not supported; hint: write the model in "
 		        ".net and declare it as a custom op (`op name(x) -> T "

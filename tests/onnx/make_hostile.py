@@ -197,6 +197,22 @@ save("reshape-nan", model(
      node("Reshape", ["x", "si"], ["y"], name="reshape_nan")],
     [x24], [y24]))
 
+# Windows: a pool pad past half its window (every window must hold some
+# of x), pads of the wrong length, an unknown auto_pad; HardSigmoid with a
+# beta other than 0.5 (no hardsigmoid form)
+save("pool-pad-half", model(
+    [node("MaxPool", ["x"], ["y"], name="pool_pad", kernel_shape=[2, 2], pads=[0, 0, 2, 0])],
+    [img], [yimg]))
+save("conv-pads-count", model(
+    [node("Conv", ["x", "w"], ["y"], name="conv_pads3", pads=[1, 1, 1])],
+    [img, wk], [yimg]))
+save("conv-auto-pad", model(
+    [node("Conv", ["x", "w"], ["y"], name="conv_auto", auto_pad="SAME_MIDDLE")],
+    [img, wk], [yimg]))
+save("hardsigmoid-beta", model(
+    [node("HardSigmoid", ["x"], ["y"], name="hsig", alpha=0.2, beta=0.3)],
+    [x24], [y24]))
+
 # Not bad: a model with its own "labels" input and a value named "loss",
 # the names --loss adds; they keep theirs, and --loss takes labels_2 and
 # loss_2 (tests/onnx.sh)
