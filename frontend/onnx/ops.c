@@ -1202,6 +1202,42 @@ slice1(Imp *I, Val *o, Val *x, int ax, int64_t start, int64_t end)
 	          (long long)start, (long long)end);
 }
 
+/* o = x[s : : k] on axis ax, cnt elements, as views: PyTorch's strided
+ * slice is a view, and so is this chain. The cnt groups of k elements that
+ * hold them, from a start j at most k - 1 before s (which needs cnt * k
+ * elements of the axis), are reshaped to [cnt, k], and the one at j taken:
+ * slice, reshape, slice, reshape. */
+static void
+slice_step(Imp *I, Val *o, Val *x, int ax, int64_t s, int64_t cnt, int64_t k)
+{
+	Val *t[3];
+	int64_t d = x->dim[ax], j, dim[OX_MAXRANK];
+
+	if (cnt > d / k)
+		ox_fail(I, "a slice of %lld elements with step %lld needs %lld of the "
+		        "axis's %lld as views", (long long)cnt, (long long)k,
+		        (long long)(cnt * k), (long long)d);
+	if (x->rank + 1 > OX_MAXRANK)
+		ox_fail(I, "a stepped slice of a %d-axis tensor needs %d axes (at most %d)",
+		        x->rank, x->rank + 1, OX_MAXRANK);
+	j = s + cnt * k > d ? s + cnt * k - d : 0;      /* <= s, < k */
+	for (int i = 0; i < 3; i++) {
+		t[i] = ar_alloc(I->a, sizeof *t[i]);
+		t[i]->name = ar_printf(I->a, "%s_step%d", o->name, i);
+	}
+	slice1(I, t[0], x, ax, s - j, s - j + cnt * k);
+	memcpy(dim, x->dim, sizeof dim);
+	memmove(dim + ax + 1, dim + ax, sizeof(int64_t) * (size_t)(x->rank - ax));
+	dim[ax] = cnt;
+	dim[ax + 1] = k;
+	set_shape(I, t[1], x->dt, x->rank + 1, dim);
+	reshape_to(I, t[1], t[0]);
+	slice1(I, t[2], t[1], ax + 1, j, j + 1);
+	memmove(dim + ax + 1, dim + ax + 2, sizeof(int64_t) * (size_t)(x->rank - ax - 1));
+	set_shape(I, o, x->dt, x->rank, dim);
+	reshape_to(I, o, t[2]);
+}
+
 static void
 op_split(Imp *I, const Node *n)
 {
@@ -1284,13 +1320,17 @@ op_slice(Imp *I, const Node *n)
 		int ax = norm_axis(I, axv ? kint(I, axv, i) : i, x->rank);
 		int64_t s = clampi(kint(I, st, i), cur->dim[ax]), e = clampi(kint(I, en, i), cur->dim[ax]);
 		Val *t = i == na - 1 ? o : ar_alloc(I->a, sizeof *t);
-		if (stp && kint(I, stp, i) != 1)
-			ox_fail(I, "slices with a step other than 1 are not supported");
+		int64_t k = stp ? kint(I, stp, i) : 1;
+		if (k < 1)
+			ox_fail(I, "slices of a tensor with a step below 1 are not supported");
 		if (e < s)
 			e = s;
 		if (t != o)
 			t->name = ar_printf(I->a, "%s_%lld", o->name, (long long)i);
-		slice1(I, t, cur, ax, s, e);
+		if (k > 1 && (e - s + k - 1) / k > 1)
+			slice_step(I, t, cur, ax, s, (e - s + k - 1) / k, k);
+		else
+			slice1(I, t, cur, ax, s, k > 1 && e > s ? s + 1 : e);
 		cur = t;
 	}
 }
@@ -1627,6 +1667,466 @@ op_constant(Imp *I, const Node *n)
 		ox_fail(I, "Constant with attribute '%s' is not supported", at->name);
 }
 
+/* ------------------------------------------------------------ folding */
+
+/* The exporter's shape and mask arithmetic (swin_t's window padding and
+ * shifted-window masks: Mod, ScatterND, stepped Slices, Transposes of
+ * constants...) reads only constants and the static shapes, so it is
+ * evaluated here, on doubles, within the folding caps (kalloc). */
+
+/* x as a value of dtype dt: integers truncate toward zero, bool is x != 0,
+ * f32 rounds to float. */
+static double
+cast_value(Imp *I, double x, int dt)
+{
+	if (dt == 9)
+		return x != 0;
+	if (dt == 1)
+		return (float)x;
+	if (is_float_dt(dt))
+		return x;
+	if (x != x)
+		ox_fail(I, "cannot cast NaN to an integer");
+	return trunc(x);
+}
+
+/* y = op(x) for the elementwise ops that fold; false for other ops. */
+static bool
+unary_value(const char *op, double x, double *y)
+{
+	static const char *const name[] = {"Neg", "Abs", "Floor", "Ceil", "Round",
+		"Sqrt", "Exp", "Log", "Reciprocal", "Sign", "Not", "Relu", "Sigmoid",
+		"Tanh"};
+	int k = 0;
+
+	while (k < (int)(sizeof name / sizeof *name) && strcmp(name[k], op))
+		k++;
+	switch (k) {
+	case 0: *y = -x; break;
+	case 1: *y = fabs(x); break;
+	case 2: *y = floor(x); break;
+	case 3: *y = ceil(x); break;
+	case 4: *y = nearbyint(x); break;   /* ties to even, as ONNX's Round */
+	case 5: *y = sqrt(x); break;
+	case 6: *y = exp(x); break;
+	case 7: *y = log(x); break;
+	case 8: *y = 1 / x; break;
+	case 9: *y = (x > 0) - (x < 0); break;
+	case 10: *y = !x; break;
+	case 11: *y = x > 0 ? x : 0; break;
+	case 12: *y = 1 / (1 + exp(-x)); break;
+	case 13: *y = tanh(x); break;
+	default: return false;
+	}
+	return true;
+}
+
+/* The coordinates of flat index f in dims dim[rank] (row-major). */
+static void
+coords(int64_t f, int rank, const int64_t *dim, int64_t *c)
+{
+	for (int i = rank - 1; i >= 0; i--) {
+		c[i] = dim[i] ? f % dim[i] : 0;
+		f = dim[i] ? f / dim[i] : 0;
+	}
+}
+
+/* The flat index of coordinates c in dims dim[rank]. */
+static int64_t
+flat(int rank, const int64_t *dim, const int64_t *c)
+{
+	int64_t f = 0;
+
+	for (int i = 0; i < rank; i++)
+		f = f * dim[i] + c[i];
+	return f;
+}
+
+/* Binary ops that exist only on constants here: Mod (fmod=0: the sign of
+ * the divisor, as Python's %; fmod=1: C's fmod), Xor, LessOrEqual,
+ * GreaterOrEqual. */
+static void
+fold_binary2(Imp *I, const Node *n, Val *a, Val *b, Val *o)
+{
+	const char *op = n->op_type;
+	bool fm = attr_bool(I, n, "fmod", 0);
+	int rank, dt = strcmp(op, "Mod") ? 9 : a->dt;
+	int64_t dim[OX_MAXRANK], nel;
+	double *k;
+
+	broadcast(I, a, b, &rank, dim);
+	nel = fold_elems(I, rank, dim);
+	k = kalloc(I, nel);
+	for (int64_t i = 0; i < nel; i++) {
+		double x = a->k[bidx(a, rank, dim, i)], y = b->k[bidx(b, rank, dim, i)];
+		if (!strcmp(op, "Mod")) {
+			if (y == 0)
+				ox_fail(I, "constant modulo by zero");
+			k[i] = fm || is_float_dt(dt) ? fmod(x, y) : x - floor(x / y) * y;
+		} else if (!strcmp(op, "Xor"))
+			k[i] = !x != !y;
+		else
+			k[i] = op[0] == 'L' ? x <= y : x >= y;
+	}
+	make_const(I, o, dt, rank, dim, k);
+}
+
+static void
+fold_transpose(Imp *I, const Node *n, Val *x, Val *o)
+{
+	int64_t p[OX_MAXRANK], dim[OX_MAXRANK], c[OX_MAXRANK], src[OX_MAXRANK];
+	int np = attr_ints(I, n, "perm", p, OX_MAXRANK);
+	bool seen[OX_MAXRANK] = {0};
+	double *k = kalloc(I, ox_numel(x));
+
+	if (np < 0)
+		for (np = 0; np < x->rank; np++)
+			p[np] = x->rank - 1 - np;
+	if (np != x->rank)
+		ox_fail(I, "perm has %d entries for rank %d", np, x->rank);
+	for (int i = 0; i < np; i++) {
+		if (p[i] < 0 || p[i] >= x->rank || seen[p[i]])
+			ox_fail(I, "perm is not a permutation of the %d axes", x->rank);
+		seen[p[i]] = true;
+		dim[i] = x->dim[p[i]];
+	}
+	for (int64_t f = 0; f < ox_numel(x); f++) {
+		coords(f, np, dim, c);
+		for (int i = 0; i < np; i++)
+			src[p[i]] = c[i];
+		k[f] = x->k[flat(np, x->dim, src)];
+	}
+	make_const(I, o, x->dt, np, dim, k);
+}
+
+static void
+fold_concat(Imp *I, const Node *n, Val *o)
+{
+	Val *x0 = need(I, n, 0);
+	int ax = norm_axis(I, attr_i(n, "axis", 0), x0->rank);
+	int64_t dim[OX_MAXRANK], outer = 1, at = 0, nel;
+	double *k;
+
+	memcpy(dim, x0->dim, sizeof dim);
+	dim[ax] = 0;
+	for (size_t i = 0; i < n->n_input; i++) {
+		Val *v = need(I, n, i);
+		if (v->rank != x0->rank)
+			ox_fail(I, "inputs of different ranks");
+		for (int a = 0; a < v->rank; a++)
+			if (a != ax && v->dim[a] != x0->dim[a])
+				ox_fail(I, "'%s' and '%s' differ on axis %d", x0->name, v->name, a);
+		dim[ax] += v->dim[ax];  /* 2^16 inputs of 2^40: no overflow */
+	}
+	nel = fold_elems(I, x0->rank, dim);
+	k = kalloc(I, nel);
+	for (int a = 0; a < ax; a++)
+		outer *= dim[a];
+	/* each input's rows of (its axis) x (the axes after) in turn */
+	for (size_t i = 0; i < n->n_input; i++) {
+		Val *v = need(I, n, i);
+		int64_t row = outer ? ox_numel(v) / outer : 0, stride = outer ? nel / outer : 0;
+		for (int64_t r = 0; r < outer; r++)
+			memcpy(k + r * stride + at, v->k + r * row, (size_t)row * sizeof *k);
+		at += row;
+	}
+	make_const(I, o, x0->dt, x0->rank, dim, k);
+}
+
+static void
+fold_gather(Imp *I, const Node *n, Val *d, Val *ix, Val *o)
+{
+	int ax = norm_axis(I, attr_i(n, "axis", 0), d->rank), rank = 0;
+	int64_t dim[OX_MAXRANK] = {0}, c[OX_MAXRANK], sc[OX_MAXRANK], nel;
+	double *k;
+
+	if (d->rank - 1 + ix->rank > OX_MAXRANK)
+		ox_fail(I, "the result would have %d axes (at most %d)",
+		        d->rank - 1 + ix->rank, OX_MAXRANK);
+	for (int i = 0; i < d->rank; i++)
+		if (i == ax)
+			for (int j = 0; j < ix->rank; j++)
+				dim[rank++] = ix->dim[j];
+		else
+			dim[rank++] = d->dim[i];
+	nel = fold_elems(I, rank, dim);
+	k = kalloc(I, nel);
+	for (int64_t f = 0; f < nel; f++) {
+		coords(f, rank, dim, c);
+		int64_t j = kint(I, ix, flat(ix->rank, ix->dim, c + ax));
+		if (j < -d->dim[ax] || j >= d->dim[ax])
+			ox_fail(I, "index %lld is out of range for %lld values", (long long)j,
+			        (long long)d->dim[ax]);
+		for (int i = 0; i < d->rank; i++)
+			sc[i] = i < ax ? c[i] : i == ax ? (j < 0 ? j + d->dim[ax] : j)
+			      : c[i - 1 + ix->rank];
+		k[f] = d->k[flat(d->rank, d->dim, sc)];
+	}
+	make_const(I, o, d->dt, rank, dim, k);
+}
+
+/* Slice of a constant, any steps (ONNX's clamping: for a negative step the
+ * start clamps to [0, d - 1] and the end to [-1, d - 1]). */
+static void
+fold_slice(Imp *I, const Node *n, Val *x, Val *o)
+{
+	Val *st = need(I, n, 1), *en = need(I, n, 2), *axv = in(I, n, 3), *stp = in(I, n, 4);
+	int64_t na = ox_numel(st), b[OX_MAXRANK], s[OX_MAXRANK], dim[OX_MAXRANK];
+	int64_t c[OX_MAXRANK], nel;
+	bool mark[OX_MAXRANK] = {0};
+	double *k;
+
+	if (ox_numel(en) != na || (axv && ox_numel(axv) != na) ||
+	    (stp && ox_numel(stp) != na) || na > x->rank)
+		ox_fail(I, "starts, ends, axes and steps must be constants of one length "
+		        "(at most the rank)");
+	for (int a = 0; a < x->rank; a++)
+		b[a] = 0, s[a] = 1, dim[a] = x->dim[a];
+	for (int64_t i = 0; i < na; i++) {
+		int a = norm_axis(I, axv ? kint(I, axv, i) : i, x->rank);
+		int64_t d = x->dim[a], lo, hi, e;
+		mark_axis(I, mark, a);
+		if (!(s[a] = stp ? kint(I, stp, i) : 1))
+			ox_fail(I, "a slice step of 0");
+		lo = kint(I, st, i);
+		e = kint(I, en, i);
+		lo += lo < 0 ? d : 0;
+		e += e < 0 ? d : 0;
+		if (s[a] > 0) {
+			lo = lo < 0 ? 0 : lo > d ? d : lo;
+			hi = e < 0 ? 0 : e > d ? d : e;
+			dim[a] = hi > lo ? (hi - lo + s[a] - 1) / s[a] : 0;
+		} else {
+			lo = lo < 0 ? -1 : lo > d - 1 ? d - 1 : lo;
+			hi = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+			dim[a] = lo > hi ? (lo - hi - s[a] - 1) / -s[a] : 0;
+		}
+		b[a] = lo;
+	}
+	nel = fold_elems(I, x->rank, dim);
+	k = kalloc(I, nel);
+	for (int64_t f = 0; f < nel; f++) {
+		coords(f, x->rank, dim, c);
+		for (int a = 0; a < x->rank; a++)
+			c[a] = b[a] + c[a] * s[a];
+		k[f] = x->k[flat(x->rank, x->dim, c)];
+	}
+	make_const(I, o, x->dt, x->rank, dim, k);
+}
+
+static void
+fold_tile(Imp *I, Val *x, Val *r, Val *o)
+{
+	int64_t dim[OX_MAXRANK], c[OX_MAXRANK], nel;
+	double *k;
+
+	if (ox_numel(r) != x->rank)
+		ox_fail(I, "repeats has %lld values for rank %d", (long long)ox_numel(r), x->rank);
+	for (int a = 0; a < x->rank; a++)
+		if (kint(I, r, a) < 0 || !ck_mul(x->dim[a], kint(I, r, a), &dim[a]))
+			ox_fail(I, "repeat %s is out of range", knum(I, kint(I, r, a)));
+	nel = fold_elems(I, x->rank, dim);
+	k = kalloc(I, nel);
+	for (int64_t f = 0; f < nel; f++) {
+		coords(f, x->rank, dim, c);
+		for (int a = 0; a < x->rank; a++)
+			c[a] %= x->dim[a];
+		k[f] = x->k[flat(x->rank, x->dim, c)];
+	}
+	make_const(I, o, x->dt, x->rank, dim, k);
+}
+
+/* ScatterND: a copy of data with the slices that indices name set to (or,
+ * with reduction add/mul/max/min, combined with) the updates. */
+static void
+fold_scatter_nd(Imp *I, const Node *n, Val *d, Val *ix, Val *u, Val *o)
+{
+	Onnx__AttributeProto *ra = attr(n, "reduction");
+	const char *rs = ra && ra->s.len ? ar_strndup(I->a, (const char *)ra->s.data,
+	                                              ra->s.len) : "none";
+	char red = rs[1];       /* nOne, aDd, mUl, mAx, mIn */
+	int q = ix->rank, kk = q ? (int)ix->dim[q - 1] : 0;
+	int64_t nidx = 1, slice = 1, c[OX_MAXRANK];
+	double *k = kalloc(I, ox_numel(d));
+
+	if (q < 1 || kk > d->rank || u->rank != q - 1 + d->rank - kk)
+		ox_fail(I, "indices [..., %d] and updates of rank %d do not fit data of "
+		        "rank %d", kk, u->rank, d->rank);
+	for (int i = 0; i < q - 1; i++)
+		if (u->dim[i] != ix->dim[i])
+			ox_fail(I, "updates' axis %d is %lld, indices' %lld", i,
+			        (long long)u->dim[i], (long long)ix->dim[i]);
+		else
+			nidx *= ix->dim[i];
+	for (int i = kk; i < d->rank; i++)
+		if (u->dim[q - 1 + i - kk] != d->dim[i])
+			ox_fail(I, "updates do not match data's trailing axes");
+		else
+			slice *= d->dim[i];
+	if (strcmp(rs, "none") && strcmp(rs, "add") && strcmp(rs, "mul") &&
+	    strcmp(rs, "max") && strcmp(rs, "min"))
+		ox_fail(I, "ScatterND reduction '%s' is not none, add, mul, max or min",
+		        ox_clean(I, rs));
+	memcpy(k, d->k, (size_t)ox_numel(d) * sizeof *k);
+	for (int64_t t = 0; t < nidx; t++) {
+		for (int j = 0; j < d->rank; j++)
+			c[j] = 0;
+		for (int j = 0; j < kk; j++) {
+			int64_t v = kint(I, ix, t * kk + j);
+			if (v < -d->dim[j] || v >= d->dim[j])
+				ox_fail(I, "index %lld is out of range for %lld values",
+				        (long long)v, (long long)d->dim[j]);
+			c[j] = v < 0 ? v + d->dim[j] : v;
+		}
+		int64_t at = flat(d->rank, d->dim, c);
+		for (int64_t e = 0; e < slice; e++) {
+			double *p = &k[at + e], v = u->k[t * slice + e];
+			*p = red == 'o' ? v : red == 'd' ? *p + v : red == 'u' ? *p * v
+			   : red == 'a' ? (v > *p ? v : *p) : (v < *p ? v : *p);
+		}
+	}
+	make_const(I, o, d->dt, d->rank, d->dim, k);
+}
+
+/* ReduceSum/Mean/Prod/Max/Min of a constant over its axes (all when none
+ * is given). */
+static void
+fold_reduce(Imp *I, const Node *n, Val *x, Val *o)
+{
+	int64_t ax[OX_MAXRANK], dim[OX_MAXRANK], c[OX_MAXRANK], nel, cnt = 1;
+	int na = axes_of(I, n, 1, ax);
+	bool keep = attr_bool(I, n, "keepdims", 1), mark[OX_MAXRANK] = {0};
+	char op = n->op_type[7];     /* sUm, mEan, pRod, mAx, mIn */
+	double *k;
+
+	if (na <= 0 && attr_bool(I, n, "noop_with_empty_axes", 0)) {
+		alias(o, x);
+		return;
+	}
+	for (int i = 0; i < (na <= 0 ? x->rank : na); i++)
+		mark_axis(I, mark, na <= 0 ? i : norm_axis(I, ax[i], x->rank));
+	for (int a = 0; a < x->rank; a++) {
+		dim[a] = mark[a] ? 1 : x->dim[a];
+		cnt *= mark[a] ? x->dim[a] : 1;
+	}
+	nel = fold_elems(I, x->rank, dim);
+	k = kalloc(I, nel);
+	for (int64_t f = 0; f < nel; f++)
+		k[f] = op == 'u' || op == 'e' ? 0 : op == 'r' ? 1 : op == 'a' ? -INFINITY : INFINITY;
+	for (int64_t f = 0; f < ox_numel(x); f++) {
+		coords(f, x->rank, x->dim, c);
+		for (int a = 0; a < x->rank; a++)
+			if (mark[a])
+				c[a] = 0;
+		double *p = &k[flat(x->rank, dim, c)], v = x->k[f];
+		*p = op == 'u' || op == 'e' ? *p + v : op == 'r' ? *p * v
+		   : op == 'a' ? (v > *p ? v : *p) : (v < *p ? v : *p);
+	}
+	for (int64_t f = 0; op == 'e' && f < nel; f++)
+		k[f] = cnt ? k[f] / (double)cnt : NAN;
+	if (!keep) {
+		int r = 0;
+		for (int a = 0; a < x->rank; a++)
+			if (!mark[a])
+				dim[r++] = x->dim[a];
+		make_const(I, o, x->dt, r, dim, k);
+		return;
+	}
+	make_const(I, o, x->dt, x->rank, dim, k);
+}
+
+/* RandomUniform(Like), RandomNormal(Like), Bernoulli: values drawn at each
+ * step, of which remat needs only the shape and dtype; they fold to the
+ * distribution's mean (Bernoulli: its input, the probability), so the
+ * stochastic-depth and dropout masks built from them are constants of the
+ * model (inputs of their size) and the arithmetic after them folds. */
+static void
+fold_random(Imp *I, const Node *n, Val *x, Val *o)
+{
+	const char *t = n->op_type;
+	bool like = strstr(t, "Like") != NULL, bern = !strcmp(t, "Bernoulli");
+	int64_t dim[OX_MAXRANK] = {0}, nel;
+	int rank = 0, dt = (int)attr_in(I, n, "dtype", like || bern ? x->dt : 1, 0, 64);
+	double mean = t[6] == 'U' ? (attr_f(n, "low", 0) + attr_f(n, "high", 1)) / 2
+	            : attr_f(n, "mean", 0), *k;
+
+	ox_dtype(I, dt);
+	if (like || bern) {
+		rank = x->rank;
+		memcpy(dim, x->dim, sizeof dim);
+	} else if ((rank = attr_ints(I, n, "shape", dim, OX_MAXRANK)) < 0) {
+		ox_fail(I, "%s needs a shape", t);
+	}
+	nel = fold_elems(I, rank, dim);
+	k = kalloc(I, nel);
+	for (int64_t i = 0; i < nel; i++)
+		k[i] = bern ? (is_const(x) ? x->k[i] : 0.5) : mean;
+	make_const(I, o, dt, rank, dim, k);
+}
+
+/* Node n evaluated at import when every input it has is a constant (the
+ * random ops, Size: whatever their input); false when n is not an op that
+ * folds here (the shape ops fold in their own translations above). */
+static bool
+fold_node(Imp *I, const Node *n)
+{
+	const char *t = n->op_type;
+	Val *o = out(I, n, 0), *x = in(I, n, 0);
+	double y;
+
+	if (!strcmp(t, "Size") && x) {
+		double *k = kalloc(I, 1);
+		k[0] = (double)ox_numel(x);
+		make_const(I, o, 7, 0, NULL, k);
+		return true;
+	}
+	if (strstr(t, "Random") == t || !strcmp(t, "Bernoulli")) {
+		if (strstr(t, "Like") || !strcmp(t, "Bernoulli"))
+			need(I, n, 0);
+		fold_random(I, n, x, o);
+		return true;
+	}
+	for (size_t i = 0; i < n->n_input; i++)
+		if (*n->input[i] && !is_const(need(I, n, i)))
+			return false;
+	if (!x)
+		return false;
+	if (!strcmp(t, "Cast")) {
+		int to = (int)attr_in(I, n, "to", 0, 0, 64);
+		double *k = kalloc(I, ox_numel(x));
+		ox_dtype(I, to);
+		for (int64_t i = 0; i < ox_numel(x); i++)
+			k[i] = cast_value(I, x->k[i], to);
+		make_const(I, o, to, x->rank, x->dim, k);
+	} else if (unary_value(t, 0, &y)) {
+		double *k = kalloc(I, ox_numel(x));
+		for (int64_t i = 0; i < ox_numel(x); i++)
+			unary_value(t, x->k[i], &k[i]);
+		make_const(I, o, strcmp(t, "Not") ? x->dt : 9, x->rank, x->dim, k);
+	} else if (!strcmp(t, "Mod") || !strcmp(t, "Xor") || !strcmp(t, "LessOrEqual") ||
+	           !strcmp(t, "GreaterOrEqual")) {
+		fold_binary2(I, n, x, need(I, n, 1), o);
+	} else if (!strcmp(t, "Transpose")) {
+		fold_transpose(I, n, x, o);
+	} else if (!strcmp(t, "Concat")) {
+		fold_concat(I, n, o);
+	} else if (!strcmp(t, "Gather")) {
+		fold_gather(I, n, x, need(I, n, 1), o);
+	} else if (!strcmp(t, "Slice")) {
+		fold_slice(I, n, x, o);
+	} else if (!strcmp(t, "Tile")) {
+		fold_tile(I, x, need(I, n, 1), o);
+	} else if (!strcmp(t, "ScatterND")) {
+		fold_scatter_nd(I, n, x, need(I, n, 1), need(I, n, 2), o);
+	} else if (!strcmp(t, "ReduceSum") || !strcmp(t, "ReduceMean") ||
+	           !strcmp(t, "ReduceProd") || !strcmp(t, "ReduceMax") || !strcmp(t, "ReduceMin")) {
+		fold_reduce(I, n, x, o);
+	} else {
+		return false;
+	}
+	return true;
+}
+
 /* The node from `from` on that consumes v, when v (NULL: an unnamed
  * output) has exactly one consumer, graph outputs counted; else -1. From
  * v's readers (check_order): the matchers run at every node, and a scan
@@ -1817,7 +2317,7 @@ ox_node(Imp *I, int i)
 	for (size_t k = 0; k < n->n_output; k++)
 		if (*n->output[k] && !ox_lookup(I, n->output[k]))
 			ox_fail(I, "output '%s' unknown (internal)", n->output[k]);
-	if (match_gelu(I, i) || match_silu(I, i) || match_layernorm(I, i))
+	if (fold_node(I, n) || match_gelu(I, i) || match_silu(I, i) || match_layernorm(I, i))
 		return;
 	if (!strcmp(t, "Add") || !strcmp(t, "Sub") || !strcmp(t, "Mul") ||
 	    !strcmp(t, "Div") || !strcmp(t, "Pow") || !strcmp(t, "Equal") ||
@@ -1872,6 +2372,14 @@ ox_node(Imp *I, int i)
 	else if (!strcmp(t, "ReduceSum")) op_reduce(I, n, "sum");
 	else if (!strcmp(t, "HardSwish")) op_unary(I, n, "hardswish");
 	else if (!strcmp(t, "HardSigmoid")) op_hardsigmoid(I, n);
+	else if (!strcmp(t, "Mod") || !strcmp(t, "Xor") || !strcmp(t, "LessOrEqual") ||
+	         !strcmp(t, "GreaterOrEqual") || !strcmp(t, "ScatterND") ||
+	         !strcmp(t, "Tile") || !strcmp(t, "Floor") || !strcmp(t, "Ceil") ||
+	         !strcmp(t, "Round") || !strcmp(t, "Abs") || !strcmp(t, "Sign") ||
+	         !strcmp(t, "Reciprocal") || !strcmp(t, "ReduceProd") ||
+	         !strcmp(t, "ReduceMax") || !strcmp(t, "ReduceMin"))
+		ox_fail(I, "%s is supported on constants and shapes only (they fold at "
+		        "import); declare a custom op for it in the emitted .net", t);
 	else
 		ox_fail(I, "op type '%s' is not supported; hint: write the model in "
 		        ".net and declare it as a custom op (`op name(x) -> T "
