@@ -1584,7 +1584,8 @@ op_reduce(Imp *I, const Node *n, const char *netop)
 	Val *t = ar_alloc(I->a, sizeof *t);
 	const char *r;
 
-	if (na <= 0 && attr_bool(I, n, "noop_with_empty_axes", 0)) {
+	/* no axes to reduce (a scalar has none): the same tensor */
+	if (na <= 0 && (attr_bool(I, n, "noop_with_empty_axes", 0) || x->rank == 0)) {
 		alias(o, x);
 		return;
 	}

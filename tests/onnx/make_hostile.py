@@ -213,6 +213,29 @@ save("hardsigmoid-beta", model(
     [node("HardSigmoid", ["x"], ["y"], name="hsig", alpha=0.2, beta=0.3)],
     [x24], [y24]))
 
+# Folding: Mod by a constant 0; a ScatterND index past the data; Mod of a
+# tensor (folds only on constants); a step-2 Slice of 7 elements, which
+# needs 8 to be written as views
+save("mod-zero", model(
+    [const("a", "a", INT64, [], [5]), const("b", "b", INT64, [], [0]),
+     node("Mod", ["a", "b"], ["m"], name="mod0"),
+     node("Reshape", ["x", "m"], ["y"], name="reshape")],
+    [x24], [y24]))
+save("scatternd-index", model(
+    [const("d", "d", INT64, [4], [0, 0, 0, 0]), const("i", "i", INT64, [1, 1], [4]),
+     const("u", "u", INT64, [1], [1]),
+     node("ScatterND", ["d", "i", "u"], ["s"], name="scatter4"),
+     node("Reshape", ["x", "s"], ["y"], name="reshape")],
+    [x24], [y24]))
+save("mod-tensor", model(
+    [node("Mod", ["x", "x"], ["y"], name="mod_t", fmod=1)],
+    [x24], [y24]))
+save("slice-step-views", model(
+    [const("st", "st", INT64, [1], [0]), const("en", "en", INT64, [1], [7]),
+     const("ax", "ax", INT64, [1], [1]), const("sp", "sp", INT64, [1], [2]),
+     node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="slice_step")],
+    [value_info("x", FLOAT, [2, 7])], [value_info("y", FLOAT, [2, 4])]))
+
 # Not bad: a model with its own "labels" input and a value named "loss",
 # the names --loss adds; they keep theirs, and --loss takes labels_2 and
 # loss_2 (tests/onnx.sh)

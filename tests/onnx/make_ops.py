@@ -11,7 +11,7 @@ inputs' elements. tests/onnx/NAME.net is the same model written by hand in
 .net; tests/onnx.sh checks that both have the same peak."""
 import os
 
-from onnxpb import FLOAT, INT64, const, model, node, value_info
+from onnxpb import FLOAT, INT64, const, model, node, tensor, value_info
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BOOL = 9
@@ -83,8 +83,85 @@ def conv1d():
     return save("ops_conv1d", n, [("x", [2, 4, 16])], params, [("out", [2, 5])])
 
 
+def fold():
+    """Swin-style shape and mask arithmetic that folds at import, checked
+    through the shapes it computes: a window pad from Mod of the negated
+    length (Python's sign), a Range, Div, ScatterND into a ConstantOfShape
+    (the window ids), a mask by Sub/Equal/Not/Where, Transposed; a Reshape
+    target from a ReduceSum of the mask's zeros and a Gather from a reversed
+    (step -1) Slice; stochastic depth's RandomUniformLike, Less, Cast, Div;
+    and strided Slices of a tensor (PatchMerging's x[:, 0::2]), which are
+    views. With any fold wrong the Reshape fails or the peak moves off the
+    .net twin's."""
+    def c64(nm, v, dims=()):
+        return const(nm, nm, INT64, list(dims), v if isinstance(v, list) else [v])
+    n = [
+        node("Shape", ["x"], ["shp"], name="shape"),
+        c64("one", 1), c64("zero", 0), c64("four", 4), c64("two", 2), c64("six", 6),
+        c64("ax0", [0], [1]), c64("ax1", [1], [1]),
+        node("Gather", ["shp", "one"], ["S"], name="gather_s"),
+        node("Gather", ["shp", "zero"], ["B"], name="gather_b"),
+        node("Neg", ["S"], ["negS"], name="neg"),
+        node("Mod", ["negS", "four"], ["pad"], name="mod_pad"),          # -6 mod 4 = 2
+        node("Add", ["S", "pad"], ["P"], name="padded"),                 # 8
+        node("Range", ["zero", "P", "one"], ["r"], name="range"),
+        node("Div", ["r", "four"], ["q"], name="window"),                # 0 0 0 0 1 1 1 1
+        node("Unsqueeze", ["P", "ax0"], ["P1"], name="p1"),
+        node("ConstantOfShape", ["P1"], ["z"], name="zeros",
+             value=("t", tensor("", INT64, [1], int64s=[0]))),
+        c64("sidx", [5, 6, 7], [3, 1]), c64("supd", [1, 1, 1], [3]),
+        node("ScatterND", ["z", "sidx", "supd"], ["sc"], name="scatter"),  # 0 0 0 0 0 1 1 1
+        node("Add", ["q", "sc"], ["ids8"], name="ids8"),                 # 0 0 0 0 1 2 2 2
+        node("Unsqueeze", ["S", "ax0"], ["S1"], name="s1"),
+        node("Slice", ["ids8", "ax0", "S1", "ax0"], ["ids"], name="crop"),   # 0 0 0 0 1 2
+        node("Unsqueeze", ["ids", "ax1"], ["idc"], name="col"),
+        node("Unsqueeze", ["ids", "ax0"], ["idr"], name="row"),
+        node("Sub", ["idc", "idr"], ["diff"], name="diff"),
+        node("Equal", ["diff", "zero"], ["eq"], name="eq"),
+        node("Not", ["eq"], ["ne"], name="ne"),
+        const("m100", "m100", FLOAT, [], [-100.0]), const("f0", "f0", FLOAT, [], [0.0]),
+        node("Where", ["ne", "m100", "f0"], ["mask0"], name="mask"),
+        node("Transpose", ["mask0"], ["mask"], name="mask_t", perm=[1, 0]),
+        node("Transpose", ["x"], ["xt"], name="xt", perm=[0, 2, 1]),
+        node("MatMul", ["x", "xt"], ["sc0"], name="scores"),
+        node("Add", ["sc0", "mask"], ["sc1"], name="masked"),
+        node("Softmax", ["sc1"], ["prob"], name="softmax", axis=-1),
+        node("MatMul", ["prob", "x"], ["y"], name="attend"),
+        node("Cast", ["eq"], ["eqi"], name="eq_int", to=INT64),
+        node("ReduceSum", ["eqi"], ["K"], name="pairs", keepdims=0),     # 18
+        c64("m1", [-1], [1]), c64("big_neg", [-(1 << 62)], [1]),
+        node("Slice", ["ids", "m1", "big_neg", "ax0", "m1"], ["rev"], name="reverse"),
+        node("Gather", ["rev", "zero"], ["first"], name="first"),        # 2
+        node("Div", ["K", "six"], ["K6"], name="k6"),                    # 3
+        node("Sub", ["first", "two"], ["off"], name="off"),              # 0
+        node("Add", ["K6", "off"], ["L"], name="last"),                  # 3
+        node("Unsqueeze", ["L", "ax0"], ["L1"], name="l1"),
+        c64("b2", [2], [1]),
+        node("Concat", ["b2", "m1", "L1"], ["tgt"], name="target", axis=0),
+        node("Reshape", ["y", "tgt"], ["yr"], name="reshape"),          # [2, 32, 3]
+        c64("end32", [32], [1]), c64("st2", [2], [1]),
+        node("Slice", ["yr", "ax0", "end32", "ax1", "st2"], ["ev"], name="even"),
+        node("Slice", ["yr", "ax1", "end32", "ax1", "st2"], ["od"], name="odd"),
+        node("Concat", ["ev", "od"], ["cat"], name="merge", axis=-1),   # [2, 16, 6]
+        node("Unsqueeze", ["B", "ax0"], ["B1"], name="b1"),
+        c64("ones2", [1, 1], [2]),
+        node("Concat", ["B1", "ones2"], ["nshape"], name="nshape", axis=0),
+        node("ConstantOfShape", ["nshape"], ["n0"], name="n0",
+             value=("t", tensor("", FLOAT, [1], floats=[0.0]))),
+        node("RandomUniformLike", ["n0"], ["u"], name="uniform"),
+        const("keep_p", "keep_p", FLOAT, [], [0.8]),
+        node("Less", ["u", "keep_p"], ["keep"], name="keep"),
+        node("Cast", ["keep"], ["keepf"], name="keep_f", to=FLOAT),
+        node("Div", ["keepf", "keep_p"], ["noise"], name="noise"),
+        node("Mul", ["cat", "noise"], ["dropped"], name="drop_path"),
+        node("ReduceMean", ["dropped"], ["pooled"], name="pool", axes=[1], keepdims=0),
+        node("MatMul", ["pooled", "w"], ["out"], name="head"),
+    ]
+    return save("ops_fold", n, [("x", [2, 6, 16])], [("w", [6, 5])], [("out", [2, 5])])
+
+
 def main():
-    lines = [windows(), conv1d()]
+    lines = [windows(), conv1d(), fold()]
     path = os.path.join(HERE, "params.txt")
     counts = {}
     head = ""
