@@ -455,9 +455,22 @@ bidx(const Val *v, int rank, const int64_t *dim, int64_t flat)
 	return idx;
 }
 
+/* x op y for binary node n folding operands of dtype dt. Mod: the sign of
+ * the divisor for integers (Python's %), C's fmod for floats and fmod=1. */
 static double
-apply(Imp *I, const char *op, double x, double y)
+apply(Imp *I, const Node *n, int dt, double x, double y)
 {
+	const char *op = n->op_type;
+
+	if (!strcmp(op, "Mod")) {
+		if (y == 0)
+			ox_fail(I, "constant modulo by zero");
+		return attr_bool(I, n, "fmod", 0) || is_float_dt(dt) ? fmod(x, y)
+		     : x - floor(x / y) * y;
+	}
+	if (!strcmp(op, "Xor")) return !x != !y;
+	if (!strcmp(op, "LessOrEqual")) return x <= y;
+	if (!strcmp(op, "GreaterOrEqual")) return x >= y;
 	if (!strcmp(op, "Add")) return x + y;
 	if (!strcmp(op, "Sub")) return x - y;
 	if (!strcmp(op, "Mul")) return x * y;
@@ -485,11 +498,11 @@ fold_binary(Imp *I, const Node *n, Val *a, Val *b, Val *o)
 	nel = fold_elems(I, rank, dim);
 	k = kalloc(I, nel);
 	for (int64_t i = 0; i < nel; i++) {
-		k[i] = apply(I, n->op_type, a->k[bidx(a, rank, dim, i)], b->k[bidx(b, rank, dim, i)]);
+		k[i] = apply(I, n, dt, a->k[bidx(a, rank, dim, i)], b->k[bidx(b, rank, dim, i)]);
 		if (!strcmp(n->op_type, "Div") && dt != 1 && dt != 10 && dt != 11 && dt != 16)
 			k[i] = trunc(k[i]);
 	}
-	if (strstr("Equal Less Greater And Or", n->op_type))
+	if (strstr("Equal Less Greater And Or Xor LessOrEqual GreaterOrEqual", n->op_type))
 		dt = 9;
 	make_const(I, o, dt, rank, dim, k);
 }
@@ -563,13 +576,6 @@ op_unary(Imp *I, const Node *n, const char *netop)
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
 	const char *r;
 
-	if (is_const(x) && !strcmp(n->op_type, "Not")) {
-		double *k = kalloc(I, ox_numel(x));
-		for (int64_t i = 0; i < ox_numel(x); i++)
-			k[i] = !x->k[i];
-		make_const(I, o, 9, x->rank, x->dim, k);
-		return;
-	}
 	if (!netop)
 		ox_fail(I, "%s on a tensor is not supported", n->op_type);
 	float_args(I, netop, &x, 1, false);
@@ -971,11 +977,8 @@ op_cast(Imp *I, const Node *n)
 	const char *r;
 
 	ox_dtype(I, to);
-	if (is_const(x) || to == x->dt) {
+	if (to == x->dt) {      /* (constants cast in fold_node) */
 		alias(o, x);
-		o->dt = to;
-		if (x->net && to != x->dt)
-			ox_fail(I, "internal: cast of a named constant");
 		return;
 	}
 	set_shape(I, o, to, x->rank, x->dim);
@@ -1096,13 +1099,12 @@ op_flatten(Imp *I, const Node *n)
 	reshape_to(I, o, x);
 }
 
+/* Transpose node n's perm of x's axes into p (reversed when absent),
+ * checked, and the result's dims into dim. */
 static void
-op_transpose(Imp *I, const Node *n)
+perm_of(Imp *I, const Node *n, const Val *x, int64_t *p, int64_t *dim)
 {
-	Val *x = need(I, n, 0), *o = out(I, n, 0);
-	int64_t p[OX_MAXRANK] = {0}, dim[OX_MAXRANK] = {0};
-	int np = attr_ints(I, n, "perm", p, OX_MAXRANK), moved = 0, a = -1, b = -1;
-	const char *r;
+	int np = attr_ints(I, n, "perm", p, OX_MAXRANK);
 
 	if (np < 0)
 		for (np = 0; np < x->rank; np++)
@@ -1116,6 +1118,20 @@ op_transpose(Imp *I, const Node *n)
 			if (p[j] == p[i])
 				ox_fail(I, "perm names axis %lld twice", (long long)p[i]);
 		dim[i] = x->dim[p[i]];
+	}
+}
+
+/* (constants transpose in fold_transpose) */
+static void
+op_transpose(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int64_t p[OX_MAXRANK] = {0}, dim[OX_MAXRANK] = {0};
+	int np = x->rank, moved = 0, a = -1, b = -1;
+	const char *r;
+
+	perm_of(I, n, x, p, dim);
+	for (int i = 0; i < np; i++) {
 		if (p[i] != i) {
 			moved++;
 			b = i;
@@ -1139,15 +1155,15 @@ op_transpose(Imp *I, const Node *n)
 	}
 }
 
-static void
-op_concat(Imp *I, const Node *n)
+/* The axis of Concat node n and its result's dims: the inputs' with their
+ * sizes along the axis added (checked: one rank, equal other axes). */
+static int
+concat_dims(Imp *I, const Node *n, int64_t *dim)
 {
-	Val *o = out(I, n, 0), *x0 = need(I, n, 0);
+	Val *x0 = need(I, n, 0);
 	int ax = norm_axis(I, attr_i(n, "axis", 0), x0->rank);
-	int64_t dim[OX_MAXRANK];
-	bool all = true;
 
-	memcpy(dim, x0->dim, sizeof dim);
+	memcpy(dim, x0->dim, sizeof(int64_t) * OX_MAXRANK);
 	dim[ax] = 0;
 	for (size_t i = 0; i < n->n_input; i++) {
 		Val *v = need(I, n, i);
@@ -1157,19 +1173,18 @@ op_concat(Imp *I, const Node *n)
 			if (k != ax && v->dim[k] != x0->dim[k])
 				ox_fail(I, "'%s' and '%s' differ on axis %d", x0->name, v->name, k);
 		dim[ax] += v->dim[ax];  /* 2^16 inputs of 2^40: no overflow */
-		all &= is_const(v);
 	}
-	if (all && x0->rank == 1) {
-		double *k = kalloc(I, dim[0]);
-		int64_t j = 0;
-		for (size_t i = 0; i < n->n_input; i++) {
-			Val *v = need(I, n, i);
-			for (int64_t e = 0; e < v->dim[0]; e++)
-				k[j++] = v->k[e];
-		}
-		make_const(I, o, x0->dt, 1, dim, k);
-		return;
-	}
+	return ax;
+}
+
+/* (constants concatenate in fold_concat) */
+static void
+op_concat(Imp *I, const Node *n)
+{
+	Val *o = out(I, n, 0), *x0 = need(I, n, 0);
+	int64_t dim[OX_MAXRANK];
+	int ax = concat_dims(I, n, dim);
+
 	set_shape(I, o, x0->dt, x0->rank, dim);
 	for (size_t i = 0; i < n->n_input; i++)
 		float_args(I, "concat", (Val *[]){x0, need(I, n, i)}, 2, true);
@@ -1310,12 +1325,6 @@ op_slice(Imp *I, const Node *n)
 		alias(o, x);
 		return;
 	}
-	if (is_const(x) && x->rank == 1 && na == 1 && (!stp || kint(I, stp, 0) == 1)) {
-		int64_t s = clampi(kint(I, st, 0), x->dim[0]), e = clampi(kint(I, en, 0), x->dim[0]);
-		int64_t d = e > s ? e - s : 0;
-		make_const(I, o, x->dt, 1, &d, x->k + s);
-		return;
-	}
 	for (int64_t i = 0; i < na; i++) {
 		int ax = norm_axis(I, axv ? kint(I, axv, i) : i, x->rank);
 		int64_t s = clampi(kint(I, st, i), cur->dim[ax]), e = clampi(kint(I, en, i), cur->dim[ax]);
@@ -1335,16 +1344,13 @@ op_slice(Imp *I, const Node *n)
 	}
 }
 
-static void
-op_gather(Imp *I, const Node *n)
+/* Gather's result dims into dim: d's axes but ax, then ix's in its place
+ * (two 8-D operands would make 15, past dim[]); its rank. */
+static int
+gather_dims(Imp *I, const Val *d, const Val *ix, int ax, int64_t *dim)
 {
-	Val *d = need(I, n, 0), *ix = need(I, n, 1), *o = out(I, n, 0);
-	int ax = norm_axis(I, attr_i(n, "axis", 0), d->rank);
-	int64_t dim[OX_MAXRANK];
 	int rank = 0;
 
-	/* the result has d's axes but ax, then ix's in its place: two 8-D
-	 * operands would make 15, past dim[] */
 	if (d->rank - 1 + ix->rank > OX_MAXRANK)
 		ox_fail(I, "the result would have %d axes (at most %d)",
 		        d->rank - 1 + ix->rank, OX_MAXRANK);
@@ -1354,18 +1360,18 @@ op_gather(Imp *I, const Node *n)
 				dim[rank++] = ix->dim[j];
 		else
 			dim[rank++] = d->dim[i];
-	if (is_const(d) && is_const(ix) && d->rank == 1) {
-		double *k = kalloc(I, ox_numel(ix));
-		for (int64_t i = 0; i < ox_numel(ix); i++) {
-			int64_t j = kint(I, ix, i);
-			if (j < -d->dim[0] || j >= d->dim[0])
-				ox_fail(I, "index %lld is out of range for %lld values",
-				        (long long)j, (long long)d->dim[0]);
-			k[i] = d->k[j < 0 ? j + d->dim[0] : j];
-		}
-		make_const(I, o, d->dt, rank, dim, k);
-		return;
-	}
+	return rank;
+}
+
+/* (constants gather in fold_gather) */
+static void
+op_gather(Imp *I, const Node *n)
+{
+	Val *d = need(I, n, 0), *ix = need(I, n, 1), *o = out(I, n, 0);
+	int ax = norm_axis(I, attr_i(n, "axis", 0), d->rank);
+	int64_t dim[OX_MAXRANK];
+	int rank = gather_dims(I, d, ix, ax, dim);
+
 	if (is_const(ix) && ox_numel(ix) == 1) {
 		/* x[..., i, ...]: a one-element slice, then the axis dropped */
 		Val *t = ar_alloc(I->a, sizeof *t);
@@ -1743,54 +1749,14 @@ flat(int rank, const int64_t *dim, const int64_t *c)
 	return f;
 }
 
-/* Binary ops that exist only on constants here: Mod (fmod=0: the sign of
- * the divisor, as Python's %; fmod=1: C's fmod), Xor, LessOrEqual,
- * GreaterOrEqual. */
-static void
-fold_binary2(Imp *I, const Node *n, Val *a, Val *b, Val *o)
-{
-	const char *op = n->op_type;
-	bool fm = attr_bool(I, n, "fmod", 0);
-	int rank, dt = strcmp(op, "Mod") ? 9 : a->dt;
-	int64_t dim[OX_MAXRANK], nel;
-	double *k;
-
-	broadcast(I, a, b, &rank, dim);
-	nel = fold_elems(I, rank, dim);
-	k = kalloc(I, nel);
-	for (int64_t i = 0; i < nel; i++) {
-		double x = a->k[bidx(a, rank, dim, i)], y = b->k[bidx(b, rank, dim, i)];
-		if (!strcmp(op, "Mod")) {
-			if (y == 0)
-				ox_fail(I, "constant modulo by zero");
-			k[i] = fm || is_float_dt(dt) ? fmod(x, y) : x - floor(x / y) * y;
-		} else if (!strcmp(op, "Xor"))
-			k[i] = !x != !y;
-		else
-			k[i] = op[0] == 'L' ? x <= y : x >= y;
-	}
-	make_const(I, o, dt, rank, dim, k);
-}
-
 static void
 fold_transpose(Imp *I, const Node *n, Val *x, Val *o)
 {
-	int64_t p[OX_MAXRANK], dim[OX_MAXRANK], c[OX_MAXRANK], src[OX_MAXRANK];
-	int np = attr_ints(I, n, "perm", p, OX_MAXRANK);
-	bool seen[OX_MAXRANK] = {0};
+	int64_t p[OX_MAXRANK] = {0}, dim[OX_MAXRANK] = {0}, c[OX_MAXRANK], src[OX_MAXRANK];
+	int np = x->rank;
 	double *k = kalloc(I, ox_numel(x));
 
-	if (np < 0)
-		for (np = 0; np < x->rank; np++)
-			p[np] = x->rank - 1 - np;
-	if (np != x->rank)
-		ox_fail(I, "perm has %d entries for rank %d", np, x->rank);
-	for (int i = 0; i < np; i++) {
-		if (p[i] < 0 || p[i] >= x->rank || seen[p[i]])
-			ox_fail(I, "perm is not a permutation of the %d axes", x->rank);
-		seen[p[i]] = true;
-		dim[i] = x->dim[p[i]];
-	}
+	perm_of(I, n, x, p, dim);
 	for (int64_t f = 0; f < ox_numel(x); f++) {
 		coords(f, np, dim, c);
 		for (int i = 0; i < np; i++)
@@ -1804,21 +1770,10 @@ static void
 fold_concat(Imp *I, const Node *n, Val *o)
 {
 	Val *x0 = need(I, n, 0);
-	int ax = norm_axis(I, attr_i(n, "axis", 0), x0->rank);
 	int64_t dim[OX_MAXRANK], outer = 1, at = 0, nel;
+	int ax = concat_dims(I, n, dim);
 	double *k;
 
-	memcpy(dim, x0->dim, sizeof dim);
-	dim[ax] = 0;
-	for (size_t i = 0; i < n->n_input; i++) {
-		Val *v = need(I, n, i);
-		if (v->rank != x0->rank)
-			ox_fail(I, "inputs of different ranks");
-		for (int a = 0; a < v->rank; a++)
-			if (a != ax && v->dim[a] != x0->dim[a])
-				ox_fail(I, "'%s' and '%s' differ on axis %d", x0->name, v->name, a);
-		dim[ax] += v->dim[ax];  /* 2^16 inputs of 2^40: no overflow */
-	}
 	nel = fold_elems(I, x0->rank, dim);
 	k = kalloc(I, nel);
 	for (int a = 0; a < ax; a++)
@@ -1837,19 +1792,11 @@ fold_concat(Imp *I, const Node *n, Val *o)
 static void
 fold_gather(Imp *I, const Node *n, Val *d, Val *ix, Val *o)
 {
-	int ax = norm_axis(I, attr_i(n, "axis", 0), d->rank), rank = 0;
+	int ax = norm_axis(I, attr_i(n, "axis", 0), d->rank);
 	int64_t dim[OX_MAXRANK] = {0}, c[OX_MAXRANK], sc[OX_MAXRANK], nel;
+	int rank = gather_dims(I, d, ix, ax, dim);
 	double *k;
 
-	if (d->rank - 1 + ix->rank > OX_MAXRANK)
-		ox_fail(I, "the result would have %d axes (at most %d)",
-		        d->rank - 1 + ix->rank, OX_MAXRANK);
-	for (int i = 0; i < d->rank; i++)
-		if (i == ax)
-			for (int j = 0; j < ix->rank; j++)
-				dim[rank++] = ix->dim[j];
-		else
-			dim[rank++] = d->dim[i];
 	nel = fold_elems(I, rank, dim);
 	k = kalloc(I, nel);
 	for (int64_t f = 0; f < nel; f++) {
@@ -2106,7 +2053,7 @@ fold_node(Imp *I, const Node *n)
 		make_const(I, o, strcmp(t, "Not") ? x->dt : 9, x->rank, x->dim, k);
 	} else if (!strcmp(t, "Mod") || !strcmp(t, "Xor") || !strcmp(t, "LessOrEqual") ||
 	           !strcmp(t, "GreaterOrEqual")) {
-		fold_binary2(I, n, x, need(I, n, 1), o);
+		fold_binary(I, n, x, need(I, n, 1), o);
 	} else if (!strcmp(t, "Transpose")) {
 		fold_transpose(I, n, x, o);
 	} else if (!strcmp(t, "Concat")) {
@@ -2126,6 +2073,27 @@ fold_node(Imp *I, const Node *n)
 		return false;
 	}
 	return true;
+}
+
+/* ScatterND into a tensor (Swin V2 zeroes the middle third of its qkv bias
+ * with one): a copy with the indexed slices replaced, which PyTorch's
+ * index_put makes; the backward masks the gradient by the indices, a
+ * constant, and passes the updates' part on, so it saves nothing. */
+static void
+op_scatter_nd(Imp *I, const Node *n)
+{
+	Val *d = need(I, n, 0), *ix = need(I, n, 1), *u = need(I, n, 2), *o = out(I, n, 0);
+	Val *args[2] = {d, u};
+	Onnx__AttributeProto *ra = attr(n, "reduction");
+
+	if (!is_const(ix))
+		ox_fail(I, "ScatterND needs constant indices");
+	if (ra && ra->s.len && strncmp((const char *)ra->s.data, "none", ra->s.len))
+		ox_fail(I, "ScatterND with a reduction is supported on constants only");
+	if (u->dt != d->dt)
+		ox_fail(I, "updates are %s and data %s", ox_dtype(I, u->dt), ox_dtype(I, d->dt));
+	set_shape(I, o, d->dt, d->rank, d->dim);
+	custom(I, o, "scatter_nd", args, is_const(u) ? 1 : 2, ox_numel(o), -1);
 }
 
 /* The node from `from` on that consumes v, when v (NULL: an unnamed
@@ -2373,8 +2341,9 @@ ox_node(Imp *I, int i)
 	else if (!strcmp(t, "ReduceSum")) op_reduce(I, n, "sum");
 	else if (!strcmp(t, "HardSwish")) op_unary(I, n, "hardswish");
 	else if (!strcmp(t, "HardSigmoid")) op_hardsigmoid(I, n);
+	else if (!strcmp(t, "ScatterND")) op_scatter_nd(I, n);
 	else if (!strcmp(t, "Mod") || !strcmp(t, "Xor") || !strcmp(t, "LessOrEqual") ||
-	         !strcmp(t, "GreaterOrEqual") || !strcmp(t, "ScatterND") ||
+	         !strcmp(t, "GreaterOrEqual") ||
 	         !strcmp(t, "Tile") || !strcmp(t, "Floor") || !strcmp(t, "Ceil") ||
 	         !strcmp(t, "Round") || !strcmp(t, "Abs") || !strcmp(t, "Sign") ||
 	         !strcmp(t, "Reciprocal") || !strcmp(t, "ReduceProd") ||
