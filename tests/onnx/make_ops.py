@@ -68,11 +68,15 @@ def windows():
 
 
 def conv1d():
-    """An audio-style front end: a causal conv1d (padded on the left only),
+    """An audio-style front end: a causal conv1d (padded on the left only)
+    whose bias has its first two entries zeroed by a ScatterND (as Swin V2
+    zeroes part of its qkv bias),
     a strided one, ReduceMean over the last axis without keepdims, a
     HardSigmoid with Keras's alpha 0.2, MatMul."""
     n = [
-        node("Conv", ["x", "w1", "b1"], ["c1"], name="causal", pads=[2, 0]),
+        const("zi", "zi", INT64, [2, 1], [0, 1]), const("zu", "zu", FLOAT, [2], [0.0, 0.0]),
+        node("ScatterND", ["b1", "zi", "zu"], ["b1z"], name="zero_bias"),
+        node("Conv", ["x", "w1", "b1z"], ["c1"], name="causal", pads=[2, 0]),
         node("Relu", ["c1"], ["r1"], name="relu"),
         node("Conv", ["r1", "w2"], ["c2"], name="down", strides=[2], pads=[1, 1]),
         node("ReduceMean", ["c2"], ["m"], name="mean_t", axes=[-1], keepdims=0),
