@@ -1621,6 +1621,27 @@ op_reduce(Imp *I, const Node *n, const char *netop)
 	}
 }
 
+/* ReduceL2 of a tensor (F.normalize in Swin V2's cosine attention): a
+ * custom op that saves x, as PyTorch's vector norm does (it also keeps its
+ * small result); keepdims as the op's own shape. */
+static void
+op_reduce_l2(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int64_t ax[OX_MAXRANK], dim[OX_MAXRANK];
+	int na = axes_of(I, n, 1, ax), rank = 0;
+	bool keep = attr_bool(I, n, "keepdims", 1), mark[OX_MAXRANK] = {0};
+
+	float_args(I, "sum", &x, 1, false);
+	for (int i = 0; i < (na <= 0 ? x->rank : na); i++)
+		mark_axis(I, mark, na <= 0 ? i : norm_axis(I, ax[i], x->rank));
+	for (int i = 0; i < x->rank; i++)
+		if (!mark[i] || keep)
+			dim[rank++] = mark[i] ? 1 : x->dim[i];
+	set_shape(I, o, x->dt, rank, dim);
+	custom(I, o, "reduce_l2", &x, 1, 2 * ox_numel(x), 0);
+}
+
 /* HardSigmoid max(0, min(1, alpha x + beta)): PyTorch's (alpha 1/6, beta
  * 1/2) is hardsigmoid(x), which saves x; another alpha with beta 1/2 is
  * hardsigmoid of x scaled by 6 alpha (the scaled tensor is what it saves). */
@@ -2339,6 +2360,7 @@ ox_node(Imp *I, int i)
 	else if (!strcmp(t, "Clip")) op_clip(I, n);
 	else if (!strcmp(t, "ReduceMean")) op_reduce(I, n, "mean");
 	else if (!strcmp(t, "ReduceSum")) op_reduce(I, n, "sum");
+	else if (!strcmp(t, "ReduceL2")) op_reduce_l2(I, n);
 	else if (!strcmp(t, "HardSwish")) op_unary(I, n, "hardswish");
 	else if (!strcmp(t, "HardSigmoid")) op_hardsigmoid(I, n);
 	else if (!strcmp(t, "ScatterND")) op_scatter_nd(I, n);

@@ -71,8 +71,8 @@ def conv1d():
     """An audio-style front end: a causal conv1d (padded on the left only)
     whose bias has its first two entries zeroed by a ScatterND (as Swin V2
     zeroes part of its qkv bias),
-    a strided one, ReduceMean over the last axis without keepdims, a
-    HardSigmoid with Keras's alpha 0.2, MatMul."""
+    a strided one, ReduceMean over the last axis without keepdims,
+    F.normalize (ReduceL2, Div), a HardSigmoid with Keras's alpha 0.2, MatMul."""
     n = [
         const("zi", "zi", INT64, [2, 1], [0, 1]), const("zu", "zu", FLOAT, [2], [0.0, 0.0]),
         node("ScatterND", ["b1", "zi", "zu"], ["b1z"], name="zero_bias"),
@@ -80,7 +80,9 @@ def conv1d():
         node("Relu", ["c1"], ["r1"], name="relu"),
         node("Conv", ["r1", "w2"], ["c2"], name="down", strides=[2], pads=[1, 1]),
         node("ReduceMean", ["c2"], ["m"], name="mean_t", axes=[-1], keepdims=0),
-        node("HardSigmoid", ["m"], ["g"], name="gate", alpha=0.2),
+        node("ReduceL2", ["m"], ["l2"], name="norm", axes=[-1], keepdims=1),
+        node("Div", ["m", "l2"], ["mn"], name="normalize"),
+        node("HardSigmoid", ["mn"], ["g"], name="gate", alpha=0.2),
         node("MatMul", ["g", "w3"], ["out"], name="proj"),
     ]
     params = [("w1", [6, 4, 3]), ("b1", [6]), ("w2", [6, 6, 3]), ("w3", [6, 5])]
