@@ -7,7 +7,8 @@
 # in host mode (generated program) with measured = predicted at -O0 and -O2;
 # ViT-B/16 runs at -O0 (about a CPU minute), the other torchvision
 # fixtures take minutes there and run in `make bench`
-# (tests/onnx/host.sh). Then: ResNet-50's -O0 peak equals
+# (tests/onnx/host.sh). The op fixtures of make_ops.py (windows, conv1d,
+# folding) have the peak of their hand-written .net twins. Then: ResNet-50's -O0 peak equals
 # examples/resnet50.net's at the same dims plus its running statistics, to
 # the byte; running statistics are buffers; --emit-net writes defs for the
 # repeated blocks; symbolic dims need
