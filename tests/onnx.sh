@@ -7,7 +7,8 @@
 # in host mode (generated program) with measured = predicted at -O0 and -O2;
 # ViT-B/16 runs at -O0 (about a CPU minute), the other torchvision
 # fixtures take minutes there and run in `make bench`
-# (tests/onnx/host.sh). Then: ResNet-50's -O0 peak equals
+# (tests/onnx/host.sh). The op fixtures of make_ops.py (windows, conv1d,
+# folding) have the peak of their hand-written .net twins. Then: ResNet-50's -O0 peak equals
 # examples/resnet50.net's at the same dims plus its running statistics, to
 # the byte; running statistics are buffers; --emit-net writes defs for the
 # repeated blocks; symbolic dims need
@@ -28,10 +29,12 @@ fi
 rm -rf "$out"
 mkdir -p "$out" || exit 99
 
-fixtures="resnet18 resnet50 mobilenet_v2 vit_b_16 gpt2_tiny gpt2_tiny_opset14 bert_tiny llama_tiny convbn_eval mlp_dynbatch"
-small="gpt2_tiny bert_tiny llama_tiny convbn_eval mlp_dynbatch"
+fixtures="resnet18 resnet50 mobilenet_v2 vit_b_16 gpt2_tiny gpt2_tiny_opset14 bert_tiny llama_tiny convbn_eval mlp_dynbatch ops_windows ops_conv1d ops_fold"
+small="gpt2_tiny bert_tiny llama_tiny convbn_eval mlp_dynbatch ops_windows ops_conv1d ops_fold"
+# hand-written op fixtures (make_ops.py) with a .net twin of the same peak
+twins="ops_windows ops_conv1d ops_fold"
 bad=$(cd "$dir/bad" && ls *.onnx | sed 's/\.onnx$//')
-echo "1..$((10 * 5 + 5 * 2 + 1 + $(echo $bad | wc -w) + 21))"
+echo "1..$(($(echo $fixtures | wc -w) * 5 + $(echo $small | wc -w) * 2 + 1 + $(echo $bad | wc -w) + $(echo $twins | wc -w) + 21))"
 i=0
 failed=0
 ok() { i=$((i + 1)); echo "ok $i - $*"; }
@@ -94,6 +97,24 @@ for f in $small; do
 			notok "$f: host run at -O$lv"; sed 's/^/# /' "$s.err" "$s.out" 2>/dev/null | head -10
 		fi
 	done
+done
+
+# The op fixtures import to their hand-written .net twins: the same peak at
+# -O0 and -O2 (HardSwish, HardSigmoid, axis-list reductions, ceil_mode,
+# asymmetric and per-axis pads, conv1d map to those ops).
+for f in $twins; do
+	same=1 got=
+	for lv in 0 2; do
+		a=$("$REMAT" -O$lv --bytes $(args $f) 2>"$out/$f-twin.err" | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p')
+		b=$("$REMAT" -O$lv --bytes "$dir/$f.net" 2>>"$out/$f-twin.err" | sed -n 's/^peak: .*(\([0-9]*\) bytes).*/\1/p')
+		{ [ -n "$a" ] && [ "$a" = "$b" ]; } || same=0
+		got="$got${got:+ / }${a:-?} = ${b:-?}"
+	done
+	if [ $same = 1 ]; then
+		ok "$f: the import's peak is its .net twin's at -O0 / -O2 ($got bytes)"
+	else
+		notok "$f: import vs .net twin peaks: $got"; sed 's/^/# /' "$out/$f-twin.err" | head -5
+	fi
 done
 
 # ViT-B/16 (batch 2, 224x224, 86.6M parameters) at -O0: the host program's

@@ -103,7 +103,7 @@ out(Imp *I, const Node *n, size_t k)
 	return ox_lookup(I, n->output[k]);
 }
 
-/* Axis ax of a tensor of ndim axes as an index in [0, ndim): a scalar has
+/* Axis ax of a tensor of rank axes as an index in [0, rank): a scalar has
  * none (.net's concat or split of one fails at the generated line). */
 static int
 norm_axis(Imp *I, int64_t ax, int ndim)
@@ -455,9 +455,22 @@ bidx(const Val *v, int ndim, const int64_t *dim, int64_t flat)
 	return idx;
 }
 
+/* x op y for binary node n folding operands of dtype dt. Mod: the sign of
+ * the divisor for integers (Python's %), C's fmod for floats and fmod=1. */
 static double
-apply(Imp *I, const char *op, double x, double y)
+apply(Imp *I, const Node *n, int dt, double x, double y)
 {
+	const char *op = n->op_type;
+
+	if (!strcmp(op, "Mod")) {
+		if (y == 0)
+			ox_fail(I, "constant modulo by zero");
+		return attr_bool(I, n, "fmod", 0) || is_float_dt(dt) ? fmod(x, y)
+		     : x - floor(x / y) * y;
+	}
+	if (!strcmp(op, "Xor")) return !x != !y;
+	if (!strcmp(op, "LessOrEqual")) return x <= y;
+	if (!strcmp(op, "GreaterOrEqual")) return x >= y;
 	if (!strcmp(op, "Add")) return x + y;
 	if (!strcmp(op, "Sub")) return x - y;
 	if (!strcmp(op, "Mul")) return x * y;
@@ -485,11 +498,11 @@ fold_binary(Imp *I, const Node *n, Val *a, Val *b, Val *o)
 	nel = fold_elems(I, ndim, dim);
 	k = kalloc(I, nel);
 	for (int64_t i = 0; i < nel; i++) {
-		k[i] = apply(I, n->op_type, a->k[bidx(a, ndim, dim, i)], b->k[bidx(b, ndim, dim, i)]);
+		k[i] = apply(I, n, dt, a->k[bidx(a, ndim, dim, i)], b->k[bidx(b, ndim, dim, i)]);
 		if (!strcmp(n->op_type, "Div") && dt != 1 && dt != 10 && dt != 11 && dt != 16)
 			k[i] = trunc(k[i]);
 	}
-	if (strstr("Equal Less Greater And Or", n->op_type))
+	if (strstr("Equal Less Greater And Or Xor LessOrEqual GreaterOrEqual", n->op_type))
 		dt = 9;
 	make_const(I, o, dt, ndim, dim, k);
 }
@@ -563,13 +576,6 @@ op_unary(Imp *I, const Node *n, const char *netop)
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
 	const char *r;
 
-	if (is_const(x) && !strcmp(n->op_type, "Not")) {
-		double *k = kalloc(I, ox_numel(x));
-		for (int64_t i = 0; i < ox_numel(x); i++)
-			k[i] = !x->k[i];
-		make_const(I, o, 9, x->ndim, x->dim, k);
-		return;
-	}
 	if (!netop)
 		ox_fail(I, "%s on a tensor is not supported", n->op_type);
 	float_args(I, netop, &x, 1, false);
@@ -593,78 +599,172 @@ op_softmax(Imp *I, const Node *n, const char *netop)
 	ox_printf(&I->body, "%s(%s, axis=%d);\n", netop, r, ax - x->ndim);
 }
 
-/* Symmetric pads [a, b, a, b] -> a; anything else is an error. */
-static int64_t
-sym_pad(Imp *I, const Node *n)
+/* The window of a Conv or pool over its nsp (1 or 2) spatial axes, each
+ * value range-checked: kernel, strides, dilations, and the begin and end
+ * pad of every axis (ONNX's pads list all begins, then all ends). */
+typedef struct Win {
+	int nsp;
+	int64_t k[2], s[2], d[2], pb[2], pe[2];
+	bool ceil;
+} Win;
+
+/* An INTS window attribute with one value per spatial axis, each in
+ * [lo, 2^40]; absent: def on every axis. */
+static void
+win_ints(Imp *I, const Node *n, const char *name, int64_t *v, int nsp, int64_t def,
+         int64_t lo)
 {
-	int64_t p[8] = {0};
-	int np = attr_ints(I, n, "pads", p, 8);
+	int k = attr_ints(I, n, name, v, nsp);
+
+	if (k < 0)
+		for (k = 0; k < nsp; k++)
+			v[k] = def;
+	if (k != nsp)
+		ox_fail(I, "'%s' has %d value%s for %d axes", name, k, k == 1 ? "" : "s", nsp);
+	for (int a = 0; a < nsp; a++)
+		if (v[a] < lo || v[a] > OX_MAXDIM)
+			ox_fail(I, "'%s' is %lld, outside [%lld, 2^40]", name, (long long)v[a],
+			        (long long)lo);
+}
+
+/* The window's strides, dilations and pads (w->k[] set by the caller);
+ * auto_pad SAME_UPPER/SAME_LOWER become the explicit pads that keep
+ * ceil(size / stride) positions, the extra one at the end (UPPER) or the
+ * beginning (LOWER); x the input, for those sizes. */
+static void
+win_read(Imp *I, const Node *n, const Val *x, Win *w)
+{
+	int64_t p[4];
+	int np = attr_ints(I, n, "pads", p, 2 * w->nsp);
 	Onnx__AttributeProto *ap = attr(n, "auto_pad");
-	if (ap && ap->s.len && strncmp((const char *)ap->s.data, "NOTSET", ap->s.len))
-		ox_fail(I, "auto_pad is not supported (export with explicit pads)");
-	if (np > 0 && (np != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3]))
-		ox_fail(I, "only equal padding on every side is supported");
-	if (np > 0 && (p[0] < 0 || p[0] > OX_MAXDIM))
-		ox_fail(I, "pad %lld is outside [0, 2^40]", (long long)p[0]);
-	return np > 0 ? p[0] : 0;
+	const char *mode = ap && ap->s.len ? ar_strndup(I->a, (const char *)ap->s.data,
+	                                                ap->s.len) : "NOTSET";
+
+	win_ints(I, n, "strides", w->s, w->nsp, 1, 1);
+	win_ints(I, n, "dilations", w->d, w->nsp, 1, 1);
+	if (np >= 0 && np != 2 * w->nsp)
+		ox_fail(I, "'pads' has %d values for %d axes (a begin and an end each)", np,
+		        w->nsp);
+	for (int a = 0; a < w->nsp; a++) {
+		w->pb[a] = np > 0 ? p[a] : 0;
+		w->pe[a] = np > 0 ? p[w->nsp + a] : 0;
+		if (w->pb[a] < 0 || w->pb[a] > OX_MAXDIM || w->pe[a] < 0 || w->pe[a] > OX_MAXDIM)
+			ox_fail(I, "pad %lld is outside [0, 2^40]", (long long)(w->pb[a] < 0 ||
+			        w->pb[a] > OX_MAXDIM ? w->pb[a] : w->pe[a]));
+	}
+	if (!strcmp(mode, "NOTSET"))
+		return;
+	if (strcmp(mode, "VALID") && strcmp(mode, "SAME_UPPER") && strcmp(mode, "SAME_LOWER"))
+		ox_fail(I, "auto_pad '%s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER",
+		        ox_clean(I, mode));
+	for (int a = 0; a < w->nsp; a++) {
+		int64_t h = x->dim[2 + a], span, want, total;
+		/* every operand is at most 2^40: only d * (k - 1) can overflow */
+		if (!ck_mul(w->d[a], w->k[a] - 1, &span))
+			ox_fail(I, "the window does not fit the input");
+		/* (want - 1) * s < h <= 2^40; span may be near 2^63 */
+		want = (h + w->s[a] - 1) / w->s[a];
+		if (!ck_add((want - 1) * w->s[a] + 1, span, &total) || total - h > OX_MAXDIM)
+			ox_fail(I, "the window does not fit the input");
+		total = mode[0] == 'S' && total > h ? total - h : 0;
+		w->pb[a] = mode[5] == 'L' ? total - total / 2 : total / 2;
+		w->pe[a] = total - w->pb[a];
+	}
 }
 
-/* A window attribute (kernel_shape, strides, dilations): equal on both
- * axes, in [lo, 2^40]. */
+/* The output size along spatial axis a: rounded down, or up under
+ * ceil_mode, where (as in PyTorch and docs/ops.md) a last window that would
+ * start past the input and its begin pad is dropped. */
 static int64_t
-square(Imp *I, const Node *n, const char *name, int64_t def, int64_t lo)
+win_out(Imp *I, const Win *w, int64_t h, int a)
 {
-	int64_t v[2] = {def, def};
-	int k = attr_ints(I, n, name, v, 2);
-	if (k == 1)
-		ox_fail(I, "'%s' has 1 value for 2 axes", name);
-	if (k == 2 && v[0] != v[1])
-		ox_fail(I, "'%s' differs between height and width", name);
-	if (v[0] < lo || v[0] > OX_MAXDIM)
-		ox_fail(I, "'%s' is %lld, outside [%lld, 2^40]", name, (long long)v[0],
-		        (long long)lo);
-	return v[0];
-}
+	int64_t span, num, o;
 
-/* The output size of a window: every operand is in [0, 2^40] (s, d, k at
- * least 1), so only d * (k - 1) can pass 2^63, and is checked. */
-static int64_t
-conv_out(Imp *I, int64_t h, int64_t k, int64_t s, int64_t p, int64_t d)
-{
-	int64_t span, o;
-
-	if (!ck_mul(d, k - 1, &span) || (o = h + 2 * p - 1 - span) < 0)
+	/* every operand is in [0, 2^40] (s, d, k at least 1): only
+	 * d * (k - 1) can pass 2^63 */
+	if (!ck_mul(w->d[a], w->k[a] - 1, &span) ||
+	    (num = h + w->pb[a] + w->pe[a] - 1 - span) < 0)
 		ox_fail(I, "the window does not fit the input");
-	return o / s + 1;
+	o = num / w->s[a] + (w->ceil && num % w->s[a]) + 1;
+	if (w->ceil && (o - 1) * w->s[a] >= h + w->pb[a])
+		o--;
+	return o;
+}
+
+/* One window setting in .net: the number where every axis has it, else the
+ * list (docs/ops.md, "Windows"). */
+static void
+win_val(Imp *I, const int64_t *v, int nsp)
+{
+	if (nsp == 1 || v[0] == v[1])
+		ox_printf(&I->body, "%lld", (long long)v[0]);
+	else
+		ox_printf(&I->body, "[%lld, %lld]", (long long)v[0], (long long)v[1]);
+}
+
+/* padding=: one number, one per axis, or each axis's begin and end. */
+static void
+win_pad(Imp *I, const Win *w)
+{
+	bool sym = w->pb[0] == w->pe[0] && (w->nsp == 1 || w->pb[1] == w->pe[1]);
+
+	ox_printf(&I->body, "padding=");
+	if (sym && w->nsp == 1)
+		ox_printf(&I->body, "%lld", (long long)w->pb[0]);
+	else if (sym)
+		win_val(I, w->pb, w->nsp);
+	else if (w->nsp == 1)
+		ox_printf(&I->body, "[%lld, %lld]", (long long)w->pb[0], (long long)w->pe[0]);
+	else
+		ox_printf(&I->body, "[%lld, %lld, %lld, %lld]", (long long)w->pb[0],
+		          (long long)w->pe[0], (long long)w->pb[1], (long long)w->pe[1]);
+}
+
+/* conv1d/conv2d(x, w, stride=, padding=, dilation=, groups=) for o. */
+static void
+conv_call(Imp *I, Val *o, const char *rx, const char *rw, const Win *w, int64_t g)
+{
+	bind(I, o);
+	ox_printf(&I->body, "%s(%s, %s, stride=", w->nsp == 1 ? "conv1d" : "conv2d", rx, rw);
+	win_val(I, w->s, w->nsp);
+	ox_printf(&I->body, ", ");
+	win_pad(I, w);
+	ox_printf(&I->body, ", dilation=");
+	win_val(I, w->d, w->nsp);
+	ox_printf(&I->body, ", groups=%lld);\n", (long long)g);
 }
 
 static void
 op_conv(Imp *I, const Node *n)
 {
 	Val *x = need(I, n, 0), *w = need(I, n, 1), *b = in(I, n, 2), *o = out(I, n, 0);
-	int64_t s = square(I, n, "strides", 1, 1), d = square(I, n, "dilations", 1, 1);
-	int64_t p = sym_pad(I, n), g = attr_in(I, n, "group", 1, 1, OX_MAXDIM), dim[4];
-	int64_t ks[2] = {0, 0};
+	int64_t g = attr_in(I, n, "group", 1, 1, OX_MAXDIM), dim[4], ks[2] = {0, 0};
+	Win win = {.nsp = x->ndim - 2};
 	const char *rx, *rw;
+	int nk;
 
-	if (x->ndim != 4 || w->ndim != 4)
-		ox_fail(I, "only 2-D convolutions are supported");
-	float_args(I, "conv2d", (Val *[]){x, w, b}, 3, true);
+	if ((x->ndim != 3 && x->ndim != 4) || w->ndim != x->ndim)
+		ox_fail(I, "only 1-D and 2-D convolutions are supported");
+	float_args(I, win.nsp == 1 ? "conv1d" : "conv2d", (Val *[]){x, w, b}, 3, true);
 	if (b)
 		need_vector(I, b, w->dim[0], "the bias");
 	if (x->dim[1] % g || w->dim[0] % g || w->dim[1] != x->dim[1] / g)
 		ox_fail(I, "x has %lld channels and w is [%lld, %lld, ...]: not %lld "
 		        "groups", (long long)x->dim[1], (long long)w->dim[0],
 		        (long long)w->dim[1], (long long)g);
-	if (attr_ints(I, n, "kernel_shape", ks, 2) >= 0 &&
-	    (ks[0] != w->dim[2] || ks[1] != w->dim[3]))
+	if ((nk = attr_ints(I, n, "kernel_shape", ks, 2)) >= 0 &&
+	    (nk != win.nsp || ks[0] != w->dim[2] || (nk == 2 && ks[1] != w->dim[3])))
 		ox_fail(I, "kernel_shape [%lld, %lld] is not w's [%lld, %lld]", (long long)ks[0],
-		        (long long)ks[1], (long long)w->dim[2], (long long)w->dim[3]);
+		        (long long)ks[1], (long long)w->dim[2],
+		        (long long)(win.nsp == 2 ? w->dim[3] : 0));
+	for (int a = 0; a < win.nsp; a++)
+		win.k[a] = w->dim[2 + a];
+	win_read(I, n, x, &win);
 	dim[0] = x->dim[0];
 	dim[1] = w->dim[0];
-	dim[2] = conv_out(I, x->dim[2], w->dim[2], s, p, d);
-	dim[3] = conv_out(I, x->dim[3], w->dim[3], s, p, d);
-	set_shape(I, o, x->dt, 4, dim);
+	for (int a = 0; a < win.nsp; a++)
+		dim[2 + a] = win_out(I, &win, x->dim[2 + a], a);
+	set_shape(I, o, x->dt, x->ndim, dim);
 	rx = ref(I, x);
 	rw = ref(I, w);
 	if (b) {
@@ -673,46 +773,60 @@ op_conv(Imp *I, const Node *n)
 		Val *c = ar_alloc(I->a, sizeof *c);
 		*c = *o;
 		c->name = ar_printf(I->a, "%s_nobias", n->name ? n->name : o->name);
-		bind(I, c);
-		ox_printf(&I->body, "conv2d(%s, %s, stride=%lld, padding=%lld, "
-		          "dilation=%lld, groups=%lld);\n", rx, rw, (long long)s,
-		          (long long)p, (long long)d, (long long)g);
+		conv_call(I, c, rx, rw, &win, g);
 		const char *rb = ref(I, b);
 		bind(I, o);
-		ox_printf(&I->body, "%s + reshape(%s, [%lld, 1, 1]);\n", c->net, rb,
-		          (long long)dim[1]);
+		ox_printf(&I->body, "%s + reshape(%s, [%lld, 1%s]);\n", c->net, rb,
+		          (long long)dim[1], win.nsp == 2 ? ", 1" : "");
 		return;
 	}
-	bind(I, o);
-	ox_printf(&I->body, "conv2d(%s, %s, stride=%lld, padding=%lld, "
-	          "dilation=%lld, groups=%lld);\n", rx, rw, (long long)s, (long long)p,
-	          (long long)d, (long long)g);
+	conv_call(I, o, rx, rw, &win, g);
 }
 
 static void
 op_pool(Imp *I, const Node *n, const char *netop)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
-	int64_t k = square(I, n, "kernel_shape", 0, 0), s = square(I, n, "strides", 1, 1);
-	int64_t p = sym_pad(I, n), dim[4];
+	Win w = {.nsp = 2};
+	bool maxp = !strcmp(netop, "maxpool2d");
+	int64_t dim[4];
 	const char *r;
 
-	if (x->ndim != 4 || k <= 0)
+	if (x->ndim != 4 || !attr(n, "kernel_shape"))
 		ox_fail(I, "only 2-D pooling with a kernel_shape is supported");
-	if (attr_bool(I, n, "ceil_mode", 0))
-		ox_fail(I, "ceil_mode=1 is not supported");
-	if (square(I, n, "dilations", 1, 1) != 1)
-		ox_fail(I, "pooling with dilations is not supported");
+	win_ints(I, n, "kernel_shape", w.k, 2, 0, 1);
+	win_read(I, n, x, &w);
+	w.ceil = attr_bool(I, n, "ceil_mode", 0);
+	if (!maxp && (w.d[0] != 1 || w.d[1] != 1))
+		ox_fail(I, "AveragePool with dilations is not supported (PyTorch's "
+		        "avg_pool2d has none)");
 	float_args(I, netop, &x, 1, false);
 	dim[0] = x->dim[0];
 	dim[1] = x->dim[1];
-	dim[2] = conv_out(I, x->dim[2], k, s, p, 1);
-	dim[3] = conv_out(I, x->dim[3], k, s, p, 1);
+	for (int a = 0; a < 2; a++) {
+		/* win_out checked that d * (k - 1) fits; PyTorch's rule, which
+		 * avgpool2d and maxpool2d keep: no window of padding only */
+		int64_t half = (w.d[a] * (w.k[a] - 1) + 1) / 2;
+		dim[2 + a] = win_out(I, &w, x->dim[2 + a], a);
+		if (w.pb[a] > half || w.pe[a] > half)
+			ox_fail(I, "pad %lld is more than half of the window (%lld) on axis %d",
+			        (long long)(w.pb[a] > half ? w.pb[a] : w.pe[a]),
+			        (long long)w.k[a], a + 2);
+	}
 	set_shape(I, o, x->dt, 4, dim);
 	r = ref(I, x);
 	bind(I, o);
-	ox_printf(&I->body, "%s(%s, k=%lld, stride=%lld, padding=%lld);\n", netop, r,
-	          (long long)k, (long long)s, (long long)p);
+	ox_printf(&I->body, "%s(%s, k=", netop, r);
+	win_val(I, w.k, 2);
+	ox_printf(&I->body, ", stride=");
+	win_val(I, w.s, 2);
+	ox_printf(&I->body, ", ");
+	win_pad(I, &w);
+	if (w.d[0] != 1 || w.d[1] != 1) {
+		ox_printf(&I->body, ", dilation=");
+		win_val(I, w.d, 2);
+	}
+	ox_printf(&I->body, "%s);\n", w.ceil ? ", ceil_mode=true" : "");
 }
 
 static void
@@ -863,11 +977,8 @@ op_cast(Imp *I, const Node *n)
 	const char *r;
 
 	ox_dtype(I, to);
-	if (is_const(x) || to == x->dt) {
+	if (to == x->dt) {      /* (constants cast in fold_node) */
 		alias(o, x);
-		o->dt = to;
-		if (x->net && to != x->dt)
-			ox_fail(I, "internal: cast of a named constant");
 		return;
 	}
 	set_shape(I, o, to, x->ndim, x->dim);
@@ -988,13 +1099,12 @@ op_flatten(Imp *I, const Node *n)
 	reshape_to(I, o, x);
 }
 
+/* Transpose node n's perm of x's axes into p (reversed when absent),
+ * checked, and the result's dims into dim. */
 static void
-op_transpose(Imp *I, const Node *n)
+perm_of(Imp *I, const Node *n, const Val *x, int64_t *p, int64_t *dim)
 {
-	Val *x = need(I, n, 0), *o = out(I, n, 0);
-	int64_t p[OX_MAXRANK] = {0}, dim[OX_MAXRANK] = {0};
-	int np = attr_ints(I, n, "perm", p, OX_MAXRANK), moved = 0, a = -1, b = -1;
-	const char *r;
+	int np = attr_ints(I, n, "perm", p, OX_MAXRANK);
 
 	if (np < 0)
 		for (np = 0; np < x->ndim; np++)
@@ -1008,6 +1118,20 @@ op_transpose(Imp *I, const Node *n)
 			if (p[j] == p[i])
 				ox_fail(I, "perm names axis %lld twice", (long long)p[i]);
 		dim[i] = x->dim[p[i]];
+	}
+}
+
+/* (constants transpose in fold_transpose) */
+static void
+op_transpose(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int64_t p[OX_MAXRANK] = {0}, dim[OX_MAXRANK] = {0};
+	int np = x->ndim, moved = 0, a = -1, b = -1;
+	const char *r;
+
+	perm_of(I, n, x, p, dim);
+	for (int i = 0; i < np; i++) {
 		if (p[i] != i) {
 			moved++;
 			b = i;
@@ -1031,15 +1155,15 @@ op_transpose(Imp *I, const Node *n)
 	}
 }
 
-static void
-op_concat(Imp *I, const Node *n)
+/* The axis of Concat node n and its result's dims: the inputs' with their
+ * sizes along the axis added (checked: one rank, equal other axes). */
+static int
+concat_dims(Imp *I, const Node *n, int64_t *dim)
 {
-	Val *o = out(I, n, 0), *x0 = need(I, n, 0);
+	Val *x0 = need(I, n, 0);
 	int ax = norm_axis(I, attr_i(n, "axis", 0), x0->ndim);
-	int64_t dim[OX_MAXRANK];
-	bool all = true;
 
-	memcpy(dim, x0->dim, sizeof dim);
+	memcpy(dim, x0->dim, sizeof(int64_t) * OX_MAXRANK);
 	dim[ax] = 0;
 	for (size_t i = 0; i < n->n_input; i++) {
 		Val *v = need(I, n, i);
@@ -1049,19 +1173,18 @@ op_concat(Imp *I, const Node *n)
 			if (k != ax && v->dim[k] != x0->dim[k])
 				ox_fail(I, "'%s' and '%s' differ on axis %d", x0->name, v->name, k);
 		dim[ax] += v->dim[ax];  /* 2^16 inputs of 2^40: no overflow */
-		all &= is_const(v);
 	}
-	if (all && x0->ndim == 1) {
-		double *k = kalloc(I, dim[0]);
-		int64_t j = 0;
-		for (size_t i = 0; i < n->n_input; i++) {
-			Val *v = need(I, n, i);
-			for (int64_t e = 0; e < v->dim[0]; e++)
-				k[j++] = v->k[e];
-		}
-		make_const(I, o, x0->dt, 1, dim, k);
-		return;
-	}
+	return ax;
+}
+
+/* (constants concatenate in fold_concat) */
+static void
+op_concat(Imp *I, const Node *n)
+{
+	Val *o = out(I, n, 0), *x0 = need(I, n, 0);
+	int64_t dim[OX_MAXRANK];
+	int ax = concat_dims(I, n, dim);
+
 	set_shape(I, o, x0->dt, x0->ndim, dim);
 	for (size_t i = 0; i < n->n_input; i++)
 		float_args(I, "concat", (Val *[]){x0, need(I, n, i)}, 2, true);
@@ -1092,6 +1215,42 @@ slice1(Imp *I, Val *o, Val *x, int ax, int64_t start, int64_t end)
 	bind(I, o);
 	ox_printf(&I->body, "slice(%s, axis=%d, start=%lld, end=%lld);\n", r, ax,
 	          (long long)start, (long long)end);
+}
+
+/* o = x[s : : k] on axis ax, cnt elements, as views: PyTorch's strided
+ * slice is a view, and so is this chain. The cnt groups of k elements that
+ * hold them, from a start j at most k - 1 before s (which needs cnt * k
+ * elements of the axis), are reshaped to [cnt, k], and the one at j taken:
+ * slice, reshape, slice, reshape. */
+static void
+slice_step(Imp *I, Val *o, Val *x, int ax, int64_t s, int64_t cnt, int64_t k)
+{
+	Val *t[3];
+	int64_t d = x->dim[ax], j, dim[OX_MAXRANK];
+
+	if (cnt > d / k)
+		ox_fail(I, "a slice of %lld elements with step %lld needs %lld of the "
+		        "axis's %lld as views", (long long)cnt, (long long)k,
+		        (long long)(cnt * k), (long long)d);
+	if (x->ndim + 1 > OX_MAXRANK)
+		ox_fail(I, "a stepped slice of a %d-axis tensor needs %d axes (at most %d)",
+		        x->ndim, x->ndim + 1, OX_MAXRANK);
+	j = s + cnt * k > d ? s + cnt * k - d : 0;      /* <= s, < k */
+	for (int i = 0; i < 3; i++) {
+		t[i] = ar_alloc(I->a, sizeof *t[i]);
+		t[i]->name = ar_printf(I->a, "%s_step%d", o->name, i);
+	}
+	slice1(I, t[0], x, ax, s - j, s - j + cnt * k);
+	memcpy(dim, x->dim, sizeof dim);
+	memmove(dim + ax + 1, dim + ax, sizeof(int64_t) * (size_t)(x->ndim - ax));
+	dim[ax] = cnt;
+	dim[ax + 1] = k;
+	set_shape(I, t[1], x->dt, x->ndim + 1, dim);
+	reshape_to(I, t[1], t[0]);
+	slice1(I, t[2], t[1], ax + 1, j, j + 1);
+	memmove(dim + ax + 1, dim + ax + 2, sizeof(int64_t) * (size_t)(x->ndim - ax - 1));
+	set_shape(I, o, x->dt, x->ndim, dim);
+	reshape_to(I, o, t[2]);
 }
 
 static void
@@ -1166,37 +1325,32 @@ op_slice(Imp *I, const Node *n)
 		alias(o, x);
 		return;
 	}
-	if (is_const(x) && x->ndim == 1 && na == 1 && (!stp || kint(I, stp, 0) == 1)) {
-		int64_t s = clampi(kint(I, st, 0), x->dim[0]), e = clampi(kint(I, en, 0), x->dim[0]);
-		int64_t d = e > s ? e - s : 0;
-		make_const(I, o, x->dt, 1, &d, x->k + s);
-		return;
-	}
 	for (int64_t i = 0; i < na; i++) {
 		int ax = norm_axis(I, axv ? kint(I, axv, i) : i, x->ndim);
 		int64_t s = clampi(kint(I, st, i), cur->dim[ax]), e = clampi(kint(I, en, i), cur->dim[ax]);
 		Val *t = i == na - 1 ? o : ar_alloc(I->a, sizeof *t);
-		if (stp && kint(I, stp, i) != 1)
-			ox_fail(I, "slices with a step other than 1 are not supported");
+		int64_t k = stp ? kint(I, stp, i) : 1;
+		if (k < 1)
+			ox_fail(I, "slices of a tensor with a step below 1 are not supported");
 		if (e < s)
 			e = s;
 		if (t != o)
 			t->name = ar_printf(I->a, "%s_%lld", o->name, (long long)i);
-		slice1(I, t, cur, ax, s, e);
+		if (k > 1 && (e - s + k - 1) / k > 1)
+			slice_step(I, t, cur, ax, s, (e - s + k - 1) / k, k);
+		else
+			slice1(I, t, cur, ax, s, k > 1 && e > s ? s + 1 : e);
 		cur = t;
 	}
 }
 
-static void
-op_gather(Imp *I, const Node *n)
+/* Gather's result dims into dim: d's axes but ax, then ix's in its place
+ * (two 8-D operands would make 15, past dim[]); its rank. */
+static int
+gather_dims(Imp *I, const Val *d, const Val *ix, int ax, int64_t *dim)
 {
-	Val *d = need(I, n, 0), *ix = need(I, n, 1), *o = out(I, n, 0);
-	int ax = norm_axis(I, attr_i(n, "axis", 0), d->ndim);
-	int64_t dim[OX_MAXRANK];
 	int ndim = 0;
 
-	/* the result has d's axes but ax, then ix's in its place: two 8-D
-	 * operands would make 15, past dim[] */
 	if (d->ndim - 1 + ix->ndim > OX_MAXRANK)
 		ox_fail(I, "the result would have %d axes (at most %d)",
 		        d->ndim - 1 + ix->ndim, OX_MAXRANK);
@@ -1206,18 +1360,18 @@ op_gather(Imp *I, const Node *n)
 				dim[ndim++] = ix->dim[j];
 		else
 			dim[ndim++] = d->dim[i];
-	if (is_const(d) && is_const(ix) && d->ndim == 1) {
-		double *k = kalloc(I, ox_numel(ix));
-		for (int64_t i = 0; i < ox_numel(ix); i++) {
-			int64_t j = kint(I, ix, i);
-			if (j < -d->dim[0] || j >= d->dim[0])
-				ox_fail(I, "index %lld is out of range for %lld values",
-				        (long long)j, (long long)d->dim[0]);
-			k[i] = d->k[j < 0 ? j + d->dim[0] : j];
-		}
-		make_const(I, o, d->dt, ndim, dim, k);
-		return;
-	}
+	return ndim;
+}
+
+/* (constants gather in fold_gather) */
+static void
+op_gather(Imp *I, const Node *n)
+{
+	Val *d = need(I, n, 0), *ix = need(I, n, 1), *o = out(I, n, 0);
+	int ax = norm_axis(I, attr_i(n, "axis", 0), d->ndim);
+	int64_t dim[OX_MAXRANK];
+	int ndim = gather_dims(I, d, ix, ax, dim);
+
 	if (is_const(ix) && ox_numel(ix) == 1) {
 		/* x[..., i, ...]: a one-element slice, then the axis dropped */
 		Val *t = ar_alloc(I->a, sizeof *t);
@@ -1424,34 +1578,97 @@ op_erf(Imp *I, const Node *n)
 	custom(I, o, "erf", &x, 1, 4 * ox_numel(o), 0);
 }
 
+/* ReduceMean, ReduceSum over a list of axes (all when none is given),
+ * as `mean`/`sum` with axis=[...] (+ a reshape view for keepdims). */
 static void
-op_reduce_mean(Imp *I, const Node *n)
+op_reduce(Imp *I, const Node *n, const char *netop)
 {
 	Val *x = need(I, n, 0), *o = out(I, n, 0);
 	int64_t ax[OX_MAXRANK], dim[OX_MAXRANK];
-	int na = axes_of(I, n, 1, ax), a;
-	bool keep = attr_bool(I, n, "keepdims", 1);
+	int na = axes_of(I, n, 1, ax), nr = 0, nk = 0;
+	bool keep = attr_bool(I, n, "keepdims", 1), mark[OX_MAXRANK] = {0};
 	Val *t = ar_alloc(I->a, sizeof *t);
 	const char *r;
 
-	if (na != 1)
-		ox_fail(I, "ReduceMean over exactly one axis is supported");
-	a = norm_axis(I, ax[0], x->ndim);
-	for (int i = 0, j = 0; i < x->ndim; i++)
-		if (i != a)
-			dim[j++] = x->dim[i];
-	float_args(I, "mean", &x, 1, false);
+	/* no axes to reduce (a scalar has none): the same tensor */
+	if (na <= 0 && (attr_bool(I, n, "noop_with_empty_axes", 0) || x->ndim == 0)) {
+		alias(o, x);
+		return;
+	}
+	if (na <= 0)
+		for (na = 0; na < x->ndim; na++)
+			ax[na] = na;
+	for (int i = 0; i < na; i++)
+		mark_axis(I, mark, norm_axis(I, ax[i], x->ndim));
+	for (int i = 0; i < x->ndim; i++)
+		if (!mark[i])
+			dim[nk++] = x->dim[i];
+	float_args(I, netop, &x, 1, false);
 	t->name = keep ? ar_printf(I->a, "%s_r", o->name) : o->name;
-	set_shape(I, keep ? t : o, x->dt, x->ndim - 1, dim);
+	set_shape(I, keep ? t : o, x->dt, nk, dim);
 	r = ref(I, x);
 	bind(I, keep ? t : o);
-	ox_printf(&I->body, "mean(%s, axis=%d);\n", r, a - x->ndim);
+	ox_printf(&I->body, "%s(%s, axis=%s", netop, r, na > 1 ? "[" : "");
+	for (int i = 0; i < x->ndim; i++)
+		if (mark[i])
+			ox_printf(&I->body, "%s%d", nr++ ? ", " : "", i - x->ndim);
+	ox_printf(&I->body, "%s);\n", na > 1 ? "]" : "");
 	if (keep) {
-		memcpy(dim, x->dim, sizeof dim);
-		dim[a] = 1;
+		for (int i = 0; i < x->ndim; i++)
+			dim[i] = mark[i] ? 1 : x->dim[i];
 		set_shape(I, o, x->dt, x->ndim, dim);
 		reshape_to(I, o, t);
 	}
+}
+
+/* ReduceL2 of a tensor (F.normalize in Swin V2's cosine attention): a
+ * custom op that saves x, as PyTorch's vector norm does (it also keeps its
+ * small result); keepdims as the op's own shape. */
+static void
+op_reduce_l2(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	int64_t ax[OX_MAXRANK], dim[OX_MAXRANK];
+	int na = axes_of(I, n, 1, ax), ndim = 0;
+	bool keep = attr_bool(I, n, "keepdims", 1), mark[OX_MAXRANK] = {0};
+
+	float_args(I, "sum", &x, 1, false);
+	for (int i = 0; i < (na <= 0 ? x->ndim : na); i++)
+		mark_axis(I, mark, na <= 0 ? i : norm_axis(I, ax[i], x->ndim));
+	for (int i = 0; i < x->ndim; i++)
+		if (!mark[i] || keep)
+			dim[ndim++] = mark[i] ? 1 : x->dim[i];
+	set_shape(I, o, x->dt, ndim, dim);
+	custom(I, o, "reduce_l2", &x, 1, 2 * ox_numel(x), 0);
+}
+
+/* HardSigmoid max(0, min(1, alpha x + beta)): PyTorch's (alpha 1/6, beta
+ * 1/2) is hardsigmoid(x), which saves x; another alpha with beta 1/2 is
+ * hardsigmoid of x scaled by 6 alpha (the scaled tensor is what it saves). */
+static void
+op_hardsigmoid(Imp *I, const Node *n)
+{
+	Val *x = need(I, n, 0), *o = out(I, n, 0);
+	double al = attr_f(n, "alpha", 0.2), be = attr_f(n, "beta", 0.5);
+	const char *r;
+
+	if (fabs(be - 0.5) > 1e-6 || !isfinite(al) || al == 0)
+		ox_fail(I, "HardSigmoid with alpha %g and beta %g: only beta 0.5 and a "
+		        "nonzero alpha map to hardsigmoid (declare a custom op for others)",
+		        al, be);
+	float_args(I, "hardsigmoid", &x, 1, false);
+	set_shape(I, o, x->dt, x->ndim, x->dim);
+	r = ref(I, x);
+	if (fabs(al * 6 - 1) > 1e-6) {
+		Val *t = ar_alloc(I->a, sizeof *t);
+		*t = *o;
+		t->name = ar_printf(I->a, "%s_scaled", o->name);
+		bind(I, t);
+		ox_printf(&I->body, "scale(%s, c=%.17g);\n", r, 6 * al);
+		r = t->net;
+	}
+	bind(I, o);
+	ox_printf(&I->body, "hardsigmoid(%s);\n", r);
 }
 
 static void
@@ -1476,6 +1693,428 @@ op_constant(Imp *I, const Node *n)
 		make_const(I, o, at->name[6] == 'f' ? 1 : 7, 1, &d, k);
 	} else
 		ox_fail(I, "Constant with attribute '%s' is not supported", at->name);
+}
+
+/* ------------------------------------------------------------ folding */
+
+/* The exporter's shape and mask arithmetic (swin_t's window padding and
+ * shifted-window masks: Mod, ScatterND, stepped Slices, Transposes of
+ * constants...) reads only constants and the static shapes, so it is
+ * evaluated here, on doubles, within the folding caps (kalloc). */
+
+/* x as a value of dtype dt: integers truncate toward zero, bool is x != 0,
+ * f32 rounds to float. */
+static double
+cast_value(Imp *I, double x, int dt)
+{
+	if (dt == 9)
+		return x != 0;
+	if (dt == 1)
+		return (float)x;
+	if (is_float_dt(dt))
+		return x;
+	if (x != x)
+		ox_fail(I, "cannot cast NaN to an integer");
+	return trunc(x);
+}
+
+/* y = op(x) for the elementwise ops that fold; false for other ops. */
+static bool
+unary_value(const char *op, double x, double *y)
+{
+	static const char *const name[] = {"Neg", "Abs", "Floor", "Ceil", "Round",
+		"Sqrt", "Exp", "Log", "Reciprocal", "Sign", "Not", "Relu", "Sigmoid",
+		"Tanh"};
+	int k = 0;
+
+	while (k < (int)(sizeof name / sizeof *name) && strcmp(name[k], op))
+		k++;
+	switch (k) {
+	case 0: *y = -x; break;
+	case 1: *y = fabs(x); break;
+	case 2: *y = floor(x); break;
+	case 3: *y = ceil(x); break;
+	case 4: *y = nearbyint(x); break;   /* ties to even, as ONNX's Round */
+	case 5: *y = sqrt(x); break;
+	case 6: *y = exp(x); break;
+	case 7: *y = log(x); break;
+	case 8: *y = 1 / x; break;
+	case 9: *y = (x > 0) - (x < 0); break;
+	case 10: *y = !x; break;
+	case 11: *y = x > 0 ? x : 0; break;
+	case 12: *y = 1 / (1 + exp(-x)); break;
+	case 13: *y = tanh(x); break;
+	default: return false;
+	}
+	return true;
+}
+
+/* The coordinates of flat index f in dims dim[rank] (row-major). */
+static void
+coords(int64_t f, int ndim, const int64_t *dim, int64_t *c)
+{
+	for (int i = ndim - 1; i >= 0; i--) {
+		c[i] = dim[i] ? f % dim[i] : 0;
+		f = dim[i] ? f / dim[i] : 0;
+	}
+}
+
+/* The flat index of coordinates c in dims dim[rank]. */
+static int64_t
+flat(int ndim, const int64_t *dim, const int64_t *c)
+{
+	int64_t f = 0;
+
+	for (int i = 0; i < ndim; i++)
+		f = f * dim[i] + c[i];
+	return f;
+}
+
+static void
+fold_transpose(Imp *I, const Node *n, Val *x, Val *o)
+{
+	int64_t p[OX_MAXRANK] = {0}, dim[OX_MAXRANK] = {0}, c[OX_MAXRANK], src[OX_MAXRANK];
+	int np = x->ndim;
+	double *k = kalloc(I, ox_numel(x));
+
+	perm_of(I, n, x, p, dim);
+	for (int64_t f = 0; f < ox_numel(x); f++) {
+		coords(f, np, dim, c);
+		for (int i = 0; i < np; i++)
+			src[p[i]] = c[i];
+		k[f] = x->k[flat(np, x->dim, src)];
+	}
+	make_const(I, o, x->dt, np, dim, k);
+}
+
+static void
+fold_concat(Imp *I, const Node *n, Val *o)
+{
+	Val *x0 = need(I, n, 0);
+	int64_t dim[OX_MAXRANK], outer = 1, at = 0, nel;
+	int ax = concat_dims(I, n, dim);
+	double *k;
+
+	nel = fold_elems(I, x0->ndim, dim);
+	k = kalloc(I, nel);
+	for (int a = 0; a < ax; a++)
+		outer *= dim[a];
+	/* each input's rows of (its axis) x (the axes after) in turn */
+	for (size_t i = 0; i < n->n_input; i++) {
+		Val *v = need(I, n, i);
+		int64_t row = outer ? ox_numel(v) / outer : 0, stride = outer ? nel / outer : 0;
+		for (int64_t r = 0; r < outer; r++)
+			memcpy(k + r * stride + at, v->k + r * row, (size_t)row * sizeof *k);
+		at += row;
+	}
+	make_const(I, o, x0->dt, x0->ndim, dim, k);
+}
+
+static void
+fold_gather(Imp *I, const Node *n, Val *d, Val *ix, Val *o)
+{
+	int ax = norm_axis(I, attr_i(n, "axis", 0), d->ndim);
+	int64_t dim[OX_MAXRANK] = {0}, c[OX_MAXRANK], sc[OX_MAXRANK], nel;
+	int ndim = gather_dims(I, d, ix, ax, dim);
+	double *k;
+
+	nel = fold_elems(I, ndim, dim);
+	k = kalloc(I, nel);
+	for (int64_t f = 0; f < nel; f++) {
+		coords(f, ndim, dim, c);
+		int64_t j = kint(I, ix, flat(ix->ndim, ix->dim, c + ax));
+		if (j < -d->dim[ax] || j >= d->dim[ax])
+			ox_fail(I, "index %lld is out of range for %lld values", (long long)j,
+			        (long long)d->dim[ax]);
+		for (int i = 0; i < d->ndim; i++)
+			sc[i] = i < ax ? c[i] : i == ax ? (j < 0 ? j + d->dim[ax] : j)
+			      : c[i - 1 + ix->ndim];
+		k[f] = d->k[flat(d->ndim, d->dim, sc)];
+	}
+	make_const(I, o, d->dt, ndim, dim, k);
+}
+
+/* Slice of a constant, any steps (ONNX's clamping: for a negative step the
+ * start clamps to [0, d - 1] and the end to [-1, d - 1]). */
+static void
+fold_slice(Imp *I, const Node *n, Val *x, Val *o)
+{
+	Val *st = need(I, n, 1), *en = need(I, n, 2), *axv = in(I, n, 3), *stp = in(I, n, 4);
+	int64_t na = ox_numel(st), b[OX_MAXRANK], s[OX_MAXRANK], dim[OX_MAXRANK];
+	int64_t c[OX_MAXRANK], nel;
+	bool mark[OX_MAXRANK] = {0};
+	double *k;
+
+	if (ox_numel(en) != na || (axv && ox_numel(axv) != na) ||
+	    (stp && ox_numel(stp) != na) || na > x->ndim)
+		ox_fail(I, "starts, ends, axes and steps must be constants of one length "
+		        "(at most the rank)");
+	for (int a = 0; a < x->ndim; a++)
+		b[a] = 0, s[a] = 1, dim[a] = x->dim[a];
+	for (int64_t i = 0; i < na; i++) {
+		int a = norm_axis(I, axv ? kint(I, axv, i) : i, x->ndim);
+		int64_t d = x->dim[a], lo, hi, e;
+		mark_axis(I, mark, a);
+		if (!(s[a] = stp ? kint(I, stp, i) : 1))
+			ox_fail(I, "a slice step of 0");
+		lo = kint(I, st, i);
+		e = kint(I, en, i);
+		lo += lo < 0 ? d : 0;
+		e += e < 0 ? d : 0;
+		if (s[a] > 0) {
+			lo = lo < 0 ? 0 : lo > d ? d : lo;
+			hi = e < 0 ? 0 : e > d ? d : e;
+			dim[a] = hi > lo ? (hi - lo + s[a] - 1) / s[a] : 0;
+		} else {
+			lo = lo < 0 ? -1 : lo > d - 1 ? d - 1 : lo;
+			hi = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+			dim[a] = lo > hi ? (lo - hi - s[a] - 1) / -s[a] : 0;
+		}
+		b[a] = lo;
+	}
+	nel = fold_elems(I, x->ndim, dim);
+	k = kalloc(I, nel);
+	for (int64_t f = 0; f < nel; f++) {
+		coords(f, x->ndim, dim, c);
+		for (int a = 0; a < x->ndim; a++)
+			c[a] = b[a] + c[a] * s[a];
+		k[f] = x->k[flat(x->ndim, x->dim, c)];
+	}
+	make_const(I, o, x->dt, x->ndim, dim, k);
+}
+
+static void
+fold_tile(Imp *I, Val *x, Val *r, Val *o)
+{
+	int64_t dim[OX_MAXRANK], c[OX_MAXRANK], nel;
+	double *k;
+
+	if (ox_numel(r) != x->ndim)
+		ox_fail(I, "repeats has %lld values for rank %d", (long long)ox_numel(r), x->ndim);
+	for (int a = 0; a < x->ndim; a++)
+		if (kint(I, r, a) < 0 || !ck_mul(x->dim[a], kint(I, r, a), &dim[a]))
+			ox_fail(I, "repeat %s is out of range", knum(I, kint(I, r, a)));
+	nel = fold_elems(I, x->ndim, dim);
+	k = kalloc(I, nel);
+	for (int64_t f = 0; f < nel; f++) {
+		coords(f, x->ndim, dim, c);
+		for (int a = 0; a < x->ndim; a++)
+			c[a] %= x->dim[a];
+		k[f] = x->k[flat(x->ndim, x->dim, c)];
+	}
+	make_const(I, o, x->dt, x->ndim, dim, k);
+}
+
+/* ScatterND: a copy of data with the slices that indices name set to (or,
+ * with reduction add/mul/max/min, combined with) the updates. */
+static void
+fold_scatter_nd(Imp *I, const Node *n, Val *d, Val *ix, Val *u, Val *o)
+{
+	Onnx__AttributeProto *ra = attr(n, "reduction");
+	const char *rs = ra && ra->s.len ? ar_strndup(I->a, (const char *)ra->s.data,
+	                                              ra->s.len) : "none";
+	char red = rs[1];       /* nOne, aDd, mUl, mAx, mIn */
+	int q = ix->ndim, kk = q ? (int)ix->dim[q - 1] : 0;
+	int64_t nidx = 1, slice = 1, c[OX_MAXRANK];
+	double *k = kalloc(I, ox_numel(d));
+
+	if (q < 1 || kk > d->ndim || u->ndim != q - 1 + d->ndim - kk)
+		ox_fail(I, "indices [..., %d] and updates of rank %d do not fit data of "
+		        "rank %d", kk, u->ndim, d->ndim);
+	for (int i = 0; i < q - 1; i++)
+		if (u->dim[i] != ix->dim[i])
+			ox_fail(I, "updates' axis %d is %lld, indices' %lld", i,
+			        (long long)u->dim[i], (long long)ix->dim[i]);
+		else
+			nidx *= ix->dim[i];
+	for (int i = kk; i < d->ndim; i++)
+		if (u->dim[q - 1 + i - kk] != d->dim[i])
+			ox_fail(I, "updates do not match data's trailing axes");
+		else
+			slice *= d->dim[i];
+	if (strcmp(rs, "none") && strcmp(rs, "add") && strcmp(rs, "mul") &&
+	    strcmp(rs, "max") && strcmp(rs, "min"))
+		ox_fail(I, "ScatterND reduction '%s' is not none, add, mul, max or min",
+		        ox_clean(I, rs));
+	memcpy(k, d->k, (size_t)ox_numel(d) * sizeof *k);
+	for (int64_t t = 0; t < nidx; t++) {
+		for (int j = 0; j < d->ndim; j++)
+			c[j] = 0;
+		for (int j = 0; j < kk; j++) {
+			int64_t v = kint(I, ix, t * kk + j);
+			if (v < -d->dim[j] || v >= d->dim[j])
+				ox_fail(I, "index %lld is out of range for %lld values",
+				        (long long)v, (long long)d->dim[j]);
+			c[j] = v < 0 ? v + d->dim[j] : v;
+		}
+		int64_t at = flat(d->ndim, d->dim, c);
+		for (int64_t e = 0; e < slice; e++) {
+			double *p = &k[at + e], v = u->k[t * slice + e];
+			*p = red == 'o' ? v : red == 'd' ? *p + v : red == 'u' ? *p * v
+			   : red == 'a' ? (v > *p ? v : *p) : (v < *p ? v : *p);
+		}
+	}
+	make_const(I, o, d->dt, d->ndim, d->dim, k);
+}
+
+/* ReduceSum/Mean/Prod/Max/Min of a constant over its axes (all when none
+ * is given). */
+static void
+fold_reduce(Imp *I, const Node *n, Val *x, Val *o)
+{
+	int64_t ax[OX_MAXRANK], dim[OX_MAXRANK], c[OX_MAXRANK], nel, cnt = 1;
+	int na = axes_of(I, n, 1, ax);
+	bool keep = attr_bool(I, n, "keepdims", 1), mark[OX_MAXRANK] = {0};
+	char op = n->op_type[7];     /* sUm, mEan, pRod, mAx, mIn */
+	double *k;
+
+	if (na <= 0 && attr_bool(I, n, "noop_with_empty_axes", 0)) {
+		alias(o, x);
+		return;
+	}
+	for (int i = 0; i < (na <= 0 ? x->ndim : na); i++)
+		mark_axis(I, mark, na <= 0 ? i : norm_axis(I, ax[i], x->ndim));
+	for (int a = 0; a < x->ndim; a++) {
+		dim[a] = mark[a] ? 1 : x->dim[a];
+		cnt *= mark[a] ? x->dim[a] : 1;
+	}
+	nel = fold_elems(I, x->ndim, dim);
+	k = kalloc(I, nel);
+	for (int64_t f = 0; f < nel; f++)
+		k[f] = op == 'u' || op == 'e' ? 0 : op == 'r' ? 1 : op == 'a' ? -INFINITY : INFINITY;
+	for (int64_t f = 0; f < ox_numel(x); f++) {
+		coords(f, x->ndim, x->dim, c);
+		for (int a = 0; a < x->ndim; a++)
+			if (mark[a])
+				c[a] = 0;
+		double *p = &k[flat(x->ndim, dim, c)], v = x->k[f];
+		*p = op == 'u' || op == 'e' ? *p + v : op == 'r' ? *p * v
+		   : op == 'a' ? (v > *p ? v : *p) : (v < *p ? v : *p);
+	}
+	for (int64_t f = 0; op == 'e' && f < nel; f++)
+		k[f] = cnt ? k[f] / (double)cnt : NAN;
+	if (!keep) {
+		int r = 0;
+		for (int a = 0; a < x->ndim; a++)
+			if (!mark[a])
+				dim[r++] = x->dim[a];
+		make_const(I, o, x->dt, r, dim, k);
+		return;
+	}
+	make_const(I, o, x->dt, x->ndim, dim, k);
+}
+
+/* RandomUniform(Like), RandomNormal(Like), Bernoulli: values drawn at each
+ * step, of which remat needs only the shape and dtype; they fold to the
+ * distribution's mean (Bernoulli: its input, the probability), so the
+ * stochastic-depth and dropout masks built from them are constants of the
+ * model (inputs of their size) and the arithmetic after them folds. */
+static void
+fold_random(Imp *I, const Node *n, Val *x, Val *o)
+{
+	const char *t = n->op_type;
+	bool like = strstr(t, "Like") != NULL, bern = !strcmp(t, "Bernoulli");
+	int64_t dim[OX_MAXRANK] = {0}, nel;
+	int ndim = 0, dt = (int)attr_in(I, n, "dtype", like || bern ? x->dt : 1, 0, 64);
+	double mean = t[6] == 'U' ? (attr_f(n, "low", 0) + attr_f(n, "high", 1)) / 2
+	            : attr_f(n, "mean", 0), *k;
+
+	ox_dtype(I, dt);
+	if (like || bern) {
+		ndim = x->ndim;
+		memcpy(dim, x->dim, sizeof dim);
+	} else if ((ndim = attr_ints(I, n, "shape", dim, OX_MAXRANK)) < 0) {
+		ox_fail(I, "%s needs a shape", t);
+	}
+	nel = fold_elems(I, ndim, dim);
+	k = kalloc(I, nel);
+	for (int64_t i = 0; i < nel; i++)
+		k[i] = bern ? (is_const(x) ? x->k[i] : 0.5) : mean;
+	make_const(I, o, dt, ndim, dim, k);
+}
+
+/* Node n evaluated at import when every input it has is a constant (the
+ * random ops, Size: whatever their input); false when n is not an op that
+ * folds here (the shape ops fold in their own translations above). */
+static bool
+fold_node(Imp *I, const Node *n)
+{
+	const char *t = n->op_type;
+	Val *o = out(I, n, 0), *x = in(I, n, 0);
+	double y;
+
+	if (!strcmp(t, "Size") && x) {
+		double *k = kalloc(I, 1);
+		k[0] = (double)ox_numel(x);
+		make_const(I, o, 7, 0, NULL, k);
+		return true;
+	}
+	if (strstr(t, "Random") == t || !strcmp(t, "Bernoulli")) {
+		if (strstr(t, "Like") || !strcmp(t, "Bernoulli"))
+			need(I, n, 0);
+		fold_random(I, n, x, o);
+		return true;
+	}
+	for (size_t i = 0; i < n->n_input; i++)
+		if (*n->input[i] && !is_const(need(I, n, i)))
+			return false;
+	if (!x)
+		return false;
+	if (!strcmp(t, "Cast")) {
+		int to = (int)attr_in(I, n, "to", 0, 0, 64);
+		double *k = kalloc(I, ox_numel(x));
+		ox_dtype(I, to);
+		for (int64_t i = 0; i < ox_numel(x); i++)
+			k[i] = cast_value(I, x->k[i], to);
+		make_const(I, o, to, x->ndim, x->dim, k);
+	} else if (unary_value(t, 0, &y)) {
+		double *k = kalloc(I, ox_numel(x));
+		for (int64_t i = 0; i < ox_numel(x); i++)
+			unary_value(t, x->k[i], &k[i]);
+		make_const(I, o, strcmp(t, "Not") ? x->dt : 9, x->ndim, x->dim, k);
+	} else if (!strcmp(t, "Mod") || !strcmp(t, "Xor") || !strcmp(t, "LessOrEqual") ||
+	           !strcmp(t, "GreaterOrEqual")) {
+		fold_binary(I, n, x, need(I, n, 1), o);
+	} else if (!strcmp(t, "Transpose")) {
+		fold_transpose(I, n, x, o);
+	} else if (!strcmp(t, "Concat")) {
+		fold_concat(I, n, o);
+	} else if (!strcmp(t, "Gather")) {
+		fold_gather(I, n, x, need(I, n, 1), o);
+	} else if (!strcmp(t, "Slice")) {
+		fold_slice(I, n, x, o);
+	} else if (!strcmp(t, "Tile")) {
+		fold_tile(I, x, need(I, n, 1), o);
+	} else if (!strcmp(t, "ScatterND")) {
+		fold_scatter_nd(I, n, x, need(I, n, 1), need(I, n, 2), o);
+	} else if (!strcmp(t, "ReduceSum") || !strcmp(t, "ReduceMean") ||
+	           !strcmp(t, "ReduceProd") || !strcmp(t, "ReduceMax") || !strcmp(t, "ReduceMin")) {
+		fold_reduce(I, n, x, o);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* ScatterND into a tensor (Swin V2 zeroes the middle third of its qkv bias
+ * with one): a copy with the indexed slices replaced, which PyTorch's
+ * index_put makes; the backward masks the gradient by the indices, a
+ * constant, and passes the updates' part on, so it saves nothing. */
+static void
+op_scatter_nd(Imp *I, const Node *n)
+{
+	Val *d = need(I, n, 0), *ix = need(I, n, 1), *u = need(I, n, 2), *o = out(I, n, 0);
+	Val *args[2] = {d, u};
+	Onnx__AttributeProto *ra = attr(n, "reduction");
+
+	if (!is_const(ix))
+		ox_fail(I, "ScatterND needs constant indices");
+	if (ra && ra->s.len && strncmp((const char *)ra->s.data, "none", ra->s.len))
+		ox_fail(I, "ScatterND with a reduction is supported on constants only");
+	if (u->dt != d->dt)
+		ox_fail(I, "updates are %s and data %s", ox_dtype(I, u->dt), ox_dtype(I, d->dt));
+	set_shape(I, o, d->dt, d->ndim, d->dim);
+	custom(I, o, "scatter_nd", args, is_const(u) ? 1 : 2, ox_numel(o), -1);
 }
 
 /* The node from `from` on that consumes v, when v (NULL: an unnamed
@@ -1668,7 +2307,7 @@ ox_node(Imp *I, int i)
 	for (size_t k = 0; k < n->n_output; k++)
 		if (*n->output[k] && !ox_lookup(I, n->output[k]))
 			ox_fail(I, "output '%s' unknown (internal)", n->output[k]);
-	if (match_gelu(I, i) || match_silu(I, i) || match_layernorm(I, i))
+	if (fold_node(I, n) || match_gelu(I, i) || match_silu(I, i) || match_layernorm(I, i))
 		return;
 	if (!strcmp(t, "Add") || !strcmp(t, "Sub") || !strcmp(t, "Mul") ||
 	    !strcmp(t, "Div") || !strcmp(t, "Pow") || !strcmp(t, "Equal") ||
@@ -1719,7 +2358,20 @@ ox_node(Imp *I, int i)
 	else if (!strcmp(t, "Expand")) op_expand(I, n);
 	else if (!strcmp(t, "Pad")) op_pad(I, n);
 	else if (!strcmp(t, "Clip")) op_clip(I, n);
-	else if (!strcmp(t, "ReduceMean")) op_reduce_mean(I, n);
+	else if (!strcmp(t, "ReduceMean")) op_reduce(I, n, "mean");
+	else if (!strcmp(t, "ReduceSum")) op_reduce(I, n, "sum");
+	else if (!strcmp(t, "ReduceL2")) op_reduce_l2(I, n);
+	else if (!strcmp(t, "HardSwish")) op_unary(I, n, "hardswish");
+	else if (!strcmp(t, "HardSigmoid")) op_hardsigmoid(I, n);
+	else if (!strcmp(t, "ScatterND")) op_scatter_nd(I, n);
+	else if (!strcmp(t, "Mod") || !strcmp(t, "Xor") || !strcmp(t, "LessOrEqual") ||
+	         !strcmp(t, "GreaterOrEqual") ||
+	         !strcmp(t, "Tile") || !strcmp(t, "Floor") || !strcmp(t, "Ceil") ||
+	         !strcmp(t, "Round") || !strcmp(t, "Abs") || !strcmp(t, "Sign") ||
+	         !strcmp(t, "Reciprocal") || !strcmp(t, "ReduceProd") ||
+	         !strcmp(t, "ReduceMax") || !strcmp(t, "ReduceMin"))
+		ox_fail(I, "%s is supported on constants and shapes only (they fold at "
+		        "import); declare a custom op for it in the emitted .net", t);
 	else
 		ox_fail(I, "op type '%s' is not supported; hint: write the model in "
 		        ".net and declare it as a custom op (`op name(x) -> T "

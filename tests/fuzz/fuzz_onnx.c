@@ -193,7 +193,8 @@ static const char *const ops[] = {
 	"LayerNormalization", "Dropout", "Identity", "Cast", "Squeeze", "Unsqueeze",
 	"Reshape", "Flatten", "Transpose", "Concat", "Split", "Slice", "Gather",
 	"Shape", "Constant", "ConstantOfShape", "Range", "Trilu", "Where", "Expand",
-	"Pad", "Clip", "ReduceMean", "HardSwish",
+	"Pad", "Clip", "ReduceMean", "HardSwish", "HardSigmoid", "ReduceSum",
+	"Mod", "ScatterND", "Tile", "Floor", "Xor", "Size", "RandomUniformLike",
 };
 
 static const char *const attr_names[] = {
@@ -201,6 +202,7 @@ static const char *const attr_names[] = {
 	"kernel_shape", "to", "keepdims", "allowzero", "upper", "transA",
 	"transB", "training_mode", "ceil_mode", "start", "end", "ratio", "alpha",
 	"beta", "value", "value_int", "value_ints", "value_float", "auto_pad",
+	"noop_with_empty_axes", "fmod", "reduction", "steps", "dtype",
 };
 
 /* Appends x to the array *a of *n pointers (pool memory). */

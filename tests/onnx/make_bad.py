@@ -46,7 +46,7 @@ save("cycle", model([helper.make_node("Relu", ["b"], ["a"], name="r1"),
 save("missing-input", model([helper.make_node("MatMul", ["x", "nowhere"], ["y"], name="mm")],
                             [x], [y]))
 # an op remat has no mapping for
-save("unsupported-op", model([helper.make_node("HardSwish", ["x"], ["y"], name="hs")],
+save("unsupported-op", model([helper.make_node("LpNormalization", ["x"], ["y"], name="lpn")],
                              [x], [y]))
 # a shape mismatch
 save("shape-mismatch", model([helper.make_node("MatMul", ["x", "x"], ["y"], name="mm")],

@@ -197,6 +197,45 @@ save("reshape-nan", model(
      node("Reshape", ["x", "si"], ["y"], name="reshape_nan")],
     [x24], [y24]))
 
+# Windows: a pool pad past half its window (every window must hold some
+# of x), pads of the wrong length, an unknown auto_pad; HardSigmoid with a
+# beta other than 0.5 (no hardsigmoid form)
+save("pool-pad-half", model(
+    [node("MaxPool", ["x"], ["y"], name="pool_pad", kernel_shape=[2, 2], pads=[0, 0, 2, 0])],
+    [img], [yimg]))
+save("conv-pads-count", model(
+    [node("Conv", ["x", "w"], ["y"], name="conv_pads3", pads=[1, 1, 1])],
+    [img, wk], [yimg]))
+save("conv-auto-pad", model(
+    [node("Conv", ["x", "w"], ["y"], name="conv_auto", auto_pad="SAME_MIDDLE")],
+    [img, wk], [yimg]))
+save("hardsigmoid-beta", model(
+    [node("HardSigmoid", ["x"], ["y"], name="hsig", alpha=0.2, beta=0.3)],
+    [x24], [y24]))
+
+# Folding: Mod by a constant 0; a ScatterND index past the data; Mod of a
+# tensor (folds only on constants); a step-2 Slice of 7 elements, which
+# needs 8 to be written as views
+save("mod-zero", model(
+    [const("a", "a", INT64, [], [5]), const("b", "b", INT64, [], [0]),
+     node("Mod", ["a", "b"], ["m"], name="mod0"),
+     node("Reshape", ["x", "m"], ["y"], name="reshape")],
+    [x24], [y24]))
+save("scatternd-index", model(
+    [const("d", "d", INT64, [4], [0, 0, 0, 0]), const("i", "i", INT64, [1, 1], [4]),
+     const("u", "u", INT64, [1], [1]),
+     node("ScatterND", ["d", "i", "u"], ["s"], name="scatter4"),
+     node("Reshape", ["x", "s"], ["y"], name="reshape")],
+    [x24], [y24]))
+save("mod-tensor", model(
+    [node("Mod", ["x", "x"], ["y"], name="mod_t", fmod=1)],
+    [x24], [y24]))
+save("slice-step-views", model(
+    [const("st", "st", INT64, [1], [0]), const("en", "en", INT64, [1], [7]),
+     const("ax", "ax", INT64, [1], [1]), const("sp", "sp", INT64, [1], [2]),
+     node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="slice_step")],
+    [value_info("x", FLOAT, [2, 7])], [value_info("y", FLOAT, [2, 4])]))
+
 # Not bad: a model with its own "labels" input and a value named "loss",
 # the names --loss adds; they keep theirs, and --loss takes labels_2 and
 # loss_2 (tests/onnx.sh)
