@@ -29,10 +29,10 @@ fi
 rm -rf "$out"
 mkdir -p "$out" || exit 99
 
-fixtures="resnet18 resnet50 mobilenet_v2 vit_b_16 gpt2_tiny gpt2_tiny_opset14 bert_tiny llama_tiny convbn_eval mlp_dynbatch ops_windows ops_conv1d ops_fold"
-small="gpt2_tiny bert_tiny llama_tiny convbn_eval mlp_dynbatch ops_windows ops_conv1d ops_fold"
+fixtures="resnet18 resnet50 mobilenet_v2 vit_b_16 gpt2_tiny gpt2_tiny_opset14 bert_tiny llama_tiny convbn_eval mlp_dynbatch ops_windows ops_conv1d ops_fold ops_einsum"
+small="gpt2_tiny bert_tiny llama_tiny convbn_eval mlp_dynbatch ops_windows ops_conv1d ops_fold ops_einsum"
 # hand-written op fixtures (make_ops.py) with a .net twin of the same peak
-twins="ops_windows ops_conv1d ops_fold"
+twins="ops_windows ops_conv1d ops_fold ops_einsum"
 bad=$(cd "$dir/bad" && ls *.onnx | sed 's/\.onnx$//')
 echo "1..$(($(echo $fixtures | wc -w) * 5 + $(echo $small | wc -w) * 2 + 1 + $(echo $bad | wc -w) + $(echo $twins | wc -w) + 21))"
 i=0

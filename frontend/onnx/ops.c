@@ -876,6 +876,206 @@ op_matmul(Imp *I, const Node *n)
 	ox_printf(&I->body, "%s @ %s;\n", ra, rb);
 }
 
+/* ---- Einsum: the two-operand contractions that are a batched matmul */
+
+/* The letters of one Einsum operand (spaces dropped), at most OX_MAXRANK,
+ * each once (no diagonals); its count. */
+static int
+einsum_letters(Imp *I, const char *s, size_t len, char *out)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (c == ' ')
+			continue;
+		if (c == '.')
+			ox_fail(I, "Einsum with '...' is not supported (name every axis)");
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+			ox_fail(I, "Einsum equation has '%c' where a letter belongs", c);
+		if (n == OX_MAXRANK || memchr(out, c, (size_t)n))
+			ox_fail(I, n == OX_MAXRANK ? "Einsum operand with more than %d axes"
+			        : "Einsum letter repeated in one operand (a diagonal) is not "
+			        "supported", OX_MAXRANK);
+		out[n++] = c;
+	}
+	return n;
+}
+
+/* A new value named o's name + suffix, of x's dtype and the given dims. */
+static Val *
+einsum_tmp(Imp *I, const Val *o, const char *suffix, const Val *x, int ndim,
+           const int64_t *dim)
+{
+	Val *t = ar_alloc(I->a, sizeof *t);
+
+	t->name = ar_printf(I->a, "%s_%s", o->name, suffix);
+	set_shape(I, t, x->dt, ndim, dim);
+	return t;
+}
+
+/* x with its axes in the order perm (x itself when that is the order). */
+static Val *
+einsum_permute(Imp *I, const Val *o, const char *suffix, Val *x, const int64_t *perm)
+{
+	int64_t dim[OX_MAXRANK];
+	bool moved = false;
+
+	for (int i = 0; i < x->ndim; i++) {
+		dim[i] = x->dim[perm[i]];
+		moved |= perm[i] != i;
+	}
+	if (!moved)
+		return x;
+	Val *t = einsum_tmp(I, o, suffix, x, x->ndim, dim);
+	const char *r = ref(I, x);
+	bind(I, t);
+	ox_printf(&I->body, "permute(%s, ", r);
+	list(I, perm, x->ndim);
+	ox_printf(&I->body, ");\n");
+	return t;
+}
+
+/* x reshaped to dims (x itself when they are its dims). */
+static Val *
+einsum_reshape(Imp *I, const Val *o, const char *suffix, Val *x, int ndim, const int64_t *dim)
+{
+	Val *t = einsum_tmp(I, o, suffix, x, ndim, dim);
+
+	reshape_to(I, t, x);
+	return t;
+}
+
+/* Einsum of two operands whose every letter is a batch axis (in both and
+ * in the output), a contracted one (in both, not in the output) or a free
+ * one of one operand (and in the output): A is permuted to [batch, free A,
+ * contracted] and B to [batch, contracted, free B], each group flattened
+ * to one axis, multiplied, and the product unflattened and permuted to
+ * the output's order. That covers attention's "bhid,bhjd->bhij" and
+ * "bhij,bhjd->bhid" in any letters; sums over one operand, diagonals and
+ * broadcasting are errors. */
+static void
+op_einsum(Imp *I, const Node *n)
+{
+	Onnx__AttributeProto *ap = attr(n, "equation");
+	Val *a, *b, *o = out(I, n, 0);
+	char la[OX_MAXRANK], lb[OX_MAXRANK], lo[OX_MAXRANK];
+	int na, nb, no;
+
+	if (!ap || !ap->s.len)
+		ox_fail(I, "Einsum without an equation");
+	const char *eq = (const char *)ap->s.data, *arrow = NULL, *comma = NULL;
+	size_t len = ap->s.len;
+	for (size_t i = 0; i + 1 < len && !arrow; i++)
+		if (eq[i] == '-' && eq[i + 1] == '>')
+			arrow = eq + i;
+	for (const char *p = eq; p < (arrow ? arrow : eq + len); p++)
+		if (*p == ',')
+			comma = comma ? eq + len : p;      /* a second comma: too many */
+	if (n->n_input != 2 || !comma || comma == eq + len || !arrow)
+		ox_fail(I, "only Einsum of two operands with an explicit '->' is supported");
+	a = need(I, n, 0);
+	b = need(I, n, 1);
+	na = einsum_letters(I, eq, (size_t)(comma - eq), la);
+	nb = einsum_letters(I, comma + 1, (size_t)(arrow - comma - 1), lb);
+	no = einsum_letters(I, arrow + 2, len - (size_t)(arrow + 2 - eq), lo);
+	if (na != a->ndim || nb != b->ndim)
+		ox_fail(I, "Einsum equation names %d and %d axes for operands of %d and %d",
+		        na, nb, a->ndim, b->ndim);
+	float_args(I, "matmul", (Val *[]){a, b}, 2, true);
+
+	/* the groups, as axis numbers of a and b, in the output's order
+	 * (batch, free) or a's order (contracted) */
+	int64_t pa[OX_MAXRANK], pb[OX_MAXRANK], dim[OX_MAXRANK];
+	int bat[OX_MAXRANK], fa[OX_MAXRANK], fb[OX_MAXRANK], con[OX_MAXRANK];
+	int nbat = 0, nfa = 0, nfb = 0, ncon = 0;
+	for (int i = 0; i < no; i++) {
+		const char *ia = memchr(la, lo[i], (size_t)na), *ib = memchr(lb, lo[i], (size_t)nb);
+		if (!ia && !ib)
+			ox_fail(I, "Einsum output letter '%c' is in no operand", lo[i]);
+		if (ia && ib) {
+			if (a->dim[ia - la] != b->dim[ib - lb])
+				ox_fail(I, "Einsum axis '%c' is %lld and %lld (broadcasting is not "
+				        "supported)", lo[i], (long long)a->dim[ia - la],
+				        (long long)b->dim[ib - lb]);
+			bat[nbat++] = (int)(ia - la);
+		} else if (ia) {
+			fa[nfa++] = (int)(ia - la);
+		} else {
+			fb[nfb++] = (int)(ib - lb);
+		}
+	}
+	for (int i = 0; i < na; i++) {
+		if (memchr(lo, la[i], (size_t)no))
+			continue;
+		const char *ib = memchr(lb, la[i], (size_t)nb);
+		if (!ib)
+			ox_fail(I, "Einsum sums axis '%c' of one operand alone (not supported)", la[i]);
+		if (a->dim[i] != b->dim[ib - lb])
+			ox_fail(I, "Einsum contracts axis '%c' of sizes %lld and %lld", la[i],
+			        (long long)a->dim[i], (long long)b->dim[ib - lb]);
+		con[ncon++] = i;
+	}
+	for (int i = 0; i < nb; i++)
+		if (!memchr(lo, lb[i], (size_t)no) && !memchr(la, lb[i], (size_t)na))
+			ox_fail(I, "Einsum sums axis '%c' of one operand alone (not supported)", lb[i]);
+	if (ncon == 0)
+		ox_fail(I, "Einsum without a contracted axis (an outer product) is not supported");
+
+	/* A -> [batch, free A, contracted], B -> [batch, contracted, free B] */
+	int k = 0, kb = 0;
+	for (int i = 0; i < nbat; i++) {
+		pa[k++] = bat[i];
+		pb[kb++] = memchr(lb, la[bat[i]], (size_t)nb) ? (const char *)memchr(lb, la[bat[i]], (size_t)nb) - lb : 0;
+	}
+	for (int i = 0; i < nfa; i++)
+		pa[k++] = fa[i];
+	for (int i = 0; i < ncon; i++) {
+		pa[k++] = con[i];
+		pb[kb++] = (const char *)memchr(lb, la[con[i]], (size_t)nb) - lb;
+	}
+	for (int i = 0; i < nfb; i++)
+		pb[kb++] = fb[i];
+	int64_t m = 1, kk = 1, nn = 1;
+	for (int i = 0; i < nfa; i++)
+		m *= a->dim[fa[i]];
+	for (int i = 0; i < ncon; i++)
+		kk *= a->dim[con[i]];
+	for (int i = 0; i < nfb; i++)
+		nn *= b->dim[fb[i]];
+	Val *ta = einsum_permute(I, o, "a", a, pa), *tb = einsum_permute(I, o, "b", b, pb);
+	for (int i = 0; i < nbat; i++)
+		dim[i] = a->dim[bat[i]];
+	dim[nbat] = m;
+	dim[nbat + 1] = kk;
+	ta = einsum_reshape(I, o, "a2", ta, nbat + 2, dim);
+	dim[nbat] = kk;
+	dim[nbat + 1] = nn;
+	tb = einsum_reshape(I, o, "b2", tb, nbat + 2, dim);
+
+	/* the product [batch, M, N], unflattened to [batch, free A, free B] */
+	dim[nbat] = m;
+	dim[nbat + 1] = nn;
+	Val *p = einsum_tmp(I, o, "mm", a, nbat + 2, dim);
+	const char *ra = ref(I, ta), *rb = ref(I, tb);
+	bind(I, p);
+	ox_printf(&I->body, "%s @ %s;\n", ra, rb);
+	char lp[OX_MAXRANK];
+	int np = 0;
+	for (int i = 0; i < nbat; i++)
+		lp[np] = la[bat[i]], dim[np++] = a->dim[bat[i]];
+	for (int i = 0; i < nfa; i++)
+		lp[np] = la[fa[i]], dim[np++] = a->dim[fa[i]];
+	for (int i = 0; i < nfb; i++)
+		lp[np] = lb[fb[i]], dim[np++] = b->dim[fb[i]];
+	p = einsum_reshape(I, o, "mm2", p, np, dim);
+	int64_t po[OX_MAXRANK];
+	for (int i = 0; i < no; i++)
+		po[i] = (const char *)memchr(lp, lo[i], (size_t)np) - lp;
+	p = einsum_permute(I, o, "out", p, po);
+	alias(o, p);
+}
+
 static void
 op_gemm(Imp *I, const Node *n)
 {
@@ -2334,6 +2534,7 @@ ox_node(Imp *I, int i)
 	else if (!strcmp(t, "AveragePool")) op_pool(I, n, "avgpool2d");
 	else if (!strcmp(t, "GlobalAveragePool")) op_global_pool(I, n);
 	else if (!strcmp(t, "MatMul")) op_matmul(I, n);
+	else if (!strcmp(t, "Einsum")) op_einsum(I, n);
 	else if (!strcmp(t, "Gemm")) op_gemm(I, n);
 	else if (!strcmp(t, "BatchNormalization")) op_norm(I, n, true);
 	else if (!strcmp(t, "LayerNormalization")) op_norm(I, n, false);

@@ -189,7 +189,7 @@ static const char *const ops[] = {
 	"Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "And", "Or",
 	"Max", "Min", "Relu", "Sigmoid", "Tanh", "Sqrt", "Exp", "Log", "Neg",
 	"Gelu", "Not", "Erf", "Softmax", "LogSoftmax", "Conv", "MaxPool",
-	"AveragePool", "GlobalAveragePool", "MatMul", "Gemm", "BatchNormalization",
+	"AveragePool", "GlobalAveragePool", "MatMul", "Einsum", "Gemm", "BatchNormalization",
 	"LayerNormalization", "Dropout", "Identity", "Cast", "Squeeze", "Unsqueeze",
 	"Reshape", "Flatten", "Transpose", "Concat", "Split", "Slice", "Gather",
 	"Shape", "Constant", "ConstantOfShape", "Range", "Trilu", "Where", "Expand",

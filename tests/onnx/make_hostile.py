@@ -257,3 +257,16 @@ with open(os.path.join(os.path.dirname(HERE), "names_inject.onnx"), "wb") as f:
                    node("Relu", ["s"], ["t"], name="/a" + inj + "blocks.1/Relu"),
                    node("Relu", ["t"], ["y"], name="/a" + inj + "blocks.1/Relu_1")],
                   [x24], [y24], producer="p" + inj))
+
+# Einsum: what the batched-matmul mapping refuses (ops.c, op_einsum)
+x2345 = value_info("x", FLOAT, [2, 3, 4, 5])
+w55 = value_info("w", FLOAT, [5, 5])
+save("einsum-ellipsis", model(
+    [node("Einsum", ["x", "w"], ["y"], name="ein_dots", equation="...d,de->...e")],
+    [x2345, w55], [y24]))
+save("einsum-one-sided-sum", model(
+    [node("Einsum", ["x", "w"], ["y"], name="ein_sum", equation="bhid,de->bhe")],
+    [x2345, w55], [y24]))
+save("einsum-three", model(
+    [node("Einsum", ["x", "w", "w"], ["y"], name="ein_three", equation="bhid,de,ef->bhif")],
+    [x2345, w55], [y24]))

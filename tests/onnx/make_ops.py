@@ -5,7 +5,7 @@ torch nor the onnx package is needed. Each fixture exercises ops that the
 torchvision exports need (docs/onnx.md): HardSwish and HardSigmoid,
 ReduceMean/ReduceSum over axis lists, pooling with ceil_mode, asymmetric and
 per-axis pads, 1-D convolutions, and the constant folding of shape and mask
-arithmetic. Parameters are graph inputs (as with export_params=False);
+arithmetic, and the Einsum contractions of window attention. Parameters are graph inputs (as with export_params=False);
 params.txt gets each fixture's parameter count, the sum of its parameter
 inputs' elements. tests/onnx/NAME.net is the same model written by hand in
 .net; tests/onnx.sh checks that both have the same peak."""
@@ -166,8 +166,30 @@ def fold():
     return save("ops_fold", n, [("x", [2, 6, 16])], [("w", [6, 5])], [("out", [2, 5])])
 
 
+def einsum():
+    """Window attention as maxvit_t exports it: Einsum "bhid,bhjd->bhij" for
+    the scores and "bhij,bhjd->bhid" for the output, then a projection
+    written as Einsum "bhjd,dk->bhjk" (no batch letter: flattened to one
+    matmul), and the head."""
+    n = [
+        node("MatMul", ["x", "wq"], ["q"], name="q"),
+        node("MatMul", ["x", "wk"], ["k"], name="k"),
+        node("MatMul", ["x", "wv"], ["v"], name="v"),
+        node("Einsum", ["q", "k"], ["s"], name="scores", equation="b h i d, b h j d -> b h i j"),
+        node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+        node("Einsum", ["p", "v"], ["a"], name="attend", equation="bhij,bhjd->bhid"),
+        node("Einsum", ["a", "wo"], ["o"], name="proj", equation="bhjd,dk->bhjk"),
+        const("flat", "flat", INT64, [2], [2, 60]),
+        node("Reshape", ["o", "flat"], ["f"], name="flatten"),
+        node("MatMul", ["f", "wh"], ["out"], name="head"),
+    ]
+    params = [("wq", [4, 4]), ("wk", [4, 4]), ("wv", [4, 4]), ("wo", [4, 4]),
+              ("wh", [60, 5])]
+    return save("ops_einsum", n, [("x", [2, 3, 5, 4])], params, [("out", [2, 5])])
+
+
 def main():
-    lines = [windows(), conv1d(), fold()]
+    lines = [windows(), conv1d(), fold(), einsum()]
     path = os.path.join(HERE, "params.txt")
     counts = {}
     head = ""
