@@ -902,6 +902,15 @@ einsum_letters(Imp *I, const char *s, size_t len, char *out)
 	return n;
 }
 
+/* The axis letter c names in letters l[0..n), -1 when none does. */
+static int
+einsum_at(const char *l, int n, char c)
+{
+	const char *p = memchr(l, c, (size_t)n);
+
+	return p ? (int)(p - l) : -1;
+}
+
 /* A new value named o's name + suffix, of x's dtype and the given dims. */
 static Val *
 einsum_tmp(Imp *I, const Val *o, const char *suffix, const Val *x, int ndim,
@@ -1026,13 +1035,13 @@ op_einsum(Imp *I, const Node *n)
 	int k = 0, kb = 0;
 	for (int i = 0; i < nbat; i++) {
 		pa[k++] = bat[i];
-		pb[kb++] = memchr(lb, la[bat[i]], (size_t)nb) ? (const char *)memchr(lb, la[bat[i]], (size_t)nb) - lb : 0;
+		pb[kb++] = einsum_at(lb, nb, la[bat[i]]);      /* a batch letter is in both */
 	}
 	for (int i = 0; i < nfa; i++)
 		pa[k++] = fa[i];
 	for (int i = 0; i < ncon; i++) {
 		pa[k++] = con[i];
-		pb[kb++] = (const char *)memchr(lb, la[con[i]], (size_t)nb) - lb;
+		pb[kb++] = einsum_at(lb, nb, la[con[i]]);
 	}
 	for (int i = 0; i < nfb; i++)
 		pb[kb++] = fb[i];
@@ -1071,7 +1080,7 @@ op_einsum(Imp *I, const Node *n)
 	p = einsum_reshape(I, o, "mm2", p, np, dim);
 	int64_t po[OX_MAXRANK];
 	for (int i = 0; i < no; i++)
-		po[i] = (const char *)memchr(lp, lo[i], (size_t)np) - lp;
+		po[i] = einsum_at(lp, np, lo[i]);
 	p = einsum_permute(I, o, "out", p, po);
 	alias(o, p);
 }

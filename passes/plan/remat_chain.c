@@ -510,6 +510,7 @@ typedef struct Front {
 	int64_t *cb;            /* [r + 2] bytes a kept cut keeps into backward */
 	int *lastsaved;         /* [r + 2] the last piece <= k whose nodes make a
 	                           tensor backward reads, 0: none */
+	bool *whole;            /* [r + 2] chain_keep_rec: pieces kept whole */
 	long work, maxwork;     /* labels tried, and the cap on them */
 } Front;
 
@@ -624,12 +625,13 @@ chain_keep_rec(Chain *K, const Front *F, bool *keep)
 {
 	const Dag *d = K->M->d;
 	int end = K->r + 1, k = end, l = 0;
-	bool *whole = ar_alloc(K->a, (size_t)K->r + 2);
+	bool *whole = F->whole;
 
 	for (int j = 1; j < F->n[end]; j++)
 		if (F->lab[(size_t)end * NBUCKET + j].rc < F->lab[(size_t)end * NBUCKET + l].rc)
 			l = j;
 	memset(keep, 0, (size_t)d->nnode + 1);
+	memset(whole, 0, (size_t)K->r + 2);
 	while (k > 0) {
 		const Label *x = &F->lab[(size_t)k * NBUCKET + l];
 		if (k <= K->r)
@@ -657,6 +659,7 @@ rm_chain_budget_plans(RmScorer *S, RmRecipe *R, RmPool *pool, int64_t budget)
 	           .inner = ar_alloc(&a, sizeof *F.inner * ((size_t)K.r + 2)),
 	           .cb = ar_alloc(&a, sizeof *F.cb * ((size_t)K.r + 2)),
 	           .lastsaved = ar_alloc(&a, sizeof *F.lastsaved * ((size_t)K.r + 2)),
+	           .whole = ar_alloc(&a, (size_t)K.r + 2),
 	           .maxwork = R->eff->chain_budget_work};
 	for (int k = 1; k <= K.r + 1; k++) {
 		bool saves = K.sw[k] > K.sw[k - 1];
