@@ -543,20 +543,6 @@ check_modes(const Options *o)
 	}
 }
 
-/* Whether paths a and b name one regular file (an existing one by inode,
- * a new one by name): two outputs into it would keep only the last. Two
- * devices or FIFOs (/dev/null twice) are fine. */
-static bool
-same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
-
-	if (ea && eb)
-		return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-	return !ea && !eb && !strcmp(a, b);
-}
-
 /* The output policy's checks on the paths themselves, before any work:
  * no output onto the input (nor a symlink or hard link to it), no two
  * outputs into one file, and stdout carries one document. "-" as a file
@@ -590,7 +576,7 @@ check_outputs(Options *o)
 			continue;
 		}
 		for (size_t j = 0; j < i; j++)
-			if (files[j].path && strcmp(files[j].path, "-") && same_file(files[j].path, p))
+			if (files[j].path && strcmp(files[j].path, "-") && out_same_file(files[j].path, p))
 				diag_usage("%s and %s both write '%s'", files[j].flag, f, p);
 	}
 	if (dash && (o->graph_json || o->dump_ir || o->job.passes.dump))

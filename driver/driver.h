@@ -146,6 +146,9 @@ typedef struct OutFile {
  * inode: a symlink or a hard link to it counts; in "-" is stdin's
  * descriptor). */
 bool out_is_input(const char *out, const char *in);
+/* Whether a and b name one regular file: an existing one by inode, a new
+ * one by its directory's inode and its name ("x" and "./x" are one). */
+bool out_same_file(const char *a, const char *b);
 Status out_open(OutFile *o, const char *path);
 Status out_commit(OutFile *o);
 void out_abort(OutFile *o);     /* removes the temporary file */

@@ -103,6 +103,77 @@ final_target(const char *path)
 	return NULL;
 }
 
+/* Where the file name starts in path. */
+static const char *
+base_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* The temporary file beside target (malloc'd): its name plus ".tmpPID",
+ * unless that would pass the file-name limit (a 250-byte name is a valid
+ * target), when it is ".remat.tmpPID" in the same directory: only one
+ * temporary file exists at a time, and O_EXCL refuses a stale one. */
+static char *
+temp_name(const char *target)
+{
+#ifndef NAME_MAX
+#define NAME_MAX 255
+#endif
+	size_t dir = (size_t)(base_of(target) - target), base = strlen(target) - dir;
+	char *t = xmalloc(strlen(target) + 48);
+
+	if (base + 24 <= NAME_MAX)
+		sprintf(t, "%s.tmp%ld", target, (long)getpid());
+	else
+		sprintf(t, "%.*s.remat.tmp%ld", (int)dir, target, (long)getpid());
+	return t;
+}
+
+/* Whether a and b, two paths of which neither exists yet, name one new
+ * file: the same final name (symlinks followed) in the same directory (by
+ * inode), so "x", "./x" and "d/../x" are one file. */
+static bool
+same_new_file(const char *a, const char *b)
+{
+	char *ta = final_target(a), *tb = final_target(b);
+	bool same = false;
+
+	if (ta && tb && !strcmp(base_of(ta), base_of(tb))) {
+		struct stat da, db;
+		char *pa = ta, *pb = tb;
+		/* the directory part, "." when there is none ("/" keeps its slash) */
+		size_t la = (size_t)(base_of(ta) - ta), lb = (size_t)(base_of(tb) - tb);
+
+		ta[la] = 0, tb[lb] = 0;
+		if (!la)
+			pa = ".";
+		if (!lb)
+			pb = ".";
+		same = !stat(pa, &da) && !stat(pb, &db) && da.st_dev == db.st_dev &&
+		       da.st_ino == db.st_ino;
+	}
+	free(ta);
+	free(tb);
+	return same;
+}
+
+/* Whether paths a and b name one regular file (an existing one by inode,
+ * a new one by its directory and name): two outputs into it would keep
+ * only the last. Two devices or FIFOs (/dev/null twice) are fine. */
+bool
+out_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+
+	if (ea && eb)
+		return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	return !ea && !eb && same_new_file(a, b);
+}
+
 /* The same regular file, not the same name: a symlink or a hard link to
  * the input is the input (st_dev and st_ino). Stdin as the input ("-") is
  * compared through its descriptor, so `remat --html m.net - <m.net` is
@@ -147,8 +218,7 @@ out_open(OutFile *o, const char *path)
 		errno = e;
 		goto fail;
 	}
-	o->tmp = xmalloc(strlen(o->target) + 32);
-	sprintf(o->tmp, "%s.tmp%ld", o->target, (long)getpid());
+	o->tmp = temp_name(o->target);
 	pending = o->tmp;
 	catch_signals(true);
 	fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);

@@ -190,6 +190,23 @@ in=m.net insum=$(sum m.net)
 run "" m.net same.svg --html same.svg --plot
 check "--html F --plot F: a usage error" 2 "both write 'same.svg'"
 [ -e same.svg ] && notok "same.svg written" || ok "no file written"
+# One new file under two spellings: by directory inode and name.
+run "" m.net same.svg --html ./same.svg --plot
+check "--html ./F --plot F (F new): a usage error" 2 "both write './same.svg'"
+mkdir -p sub
+run "" m.net same.svg --html sub/../same.svg --plot
+check "--html sub/../F --plot F (F new): a usage error" 2 "both write 'sub/../same.svg'"
+ln -s same.svg dangling
+run "" m.net dangling --html same.svg --plot
+check "--html F --plot LINK-TO-NEW-F: a usage error" 2 "both write 'same.svg'"
+rm -f dangling
+[ -e same.svg ] && notok "same.svg written" || ok "no file written"
+# A name near the file-name limit: its temporary file must not pass it.
+long=$(printf '%0250d' 0).csv
+run "" m.net "$long" --csv
+check "--csv with a 254-byte file name: written" 0 ""
+[ -s "$long" ] && ok "the long-named file exists" || notok "the long-named file is missing"
+rm -f "$long"
 "$REMAT" --html m.net - <m.net >run.out 2>run.err
 rc=$?
 check "stdin is the input: --html onto its file is refused" 2 "refusing to overwrite"
