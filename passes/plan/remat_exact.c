@@ -35,8 +35,9 @@
  * peak <= P, every state expanded once, nodes tried in index order, so the
  * result is deterministic. When none exists it also reports
  * the smallest step memory above P it met: the next peak worth trying.
- * Without a budget: bisection on P (jumping to that next peak) for the
- * smallest P whose cheapest cost is within max_recompute x forward_cost.
+ * Without a budget: the smallest P whose cheapest cost is within
+ * max_recompute x forward_cost, from a bottleneck search (min_peak) and
+ * then probes that climb and bisect (jumping to that next peak).
  * With a budget: cheapest(budget); if nothing fits, the smallest peak with
  * unlimited recompute. The found schedule is re-evaluated by vf_eval. The
  * work is bounded (EX_MAX_STATES states per probe, EX_MAX_EXPANSIONS in
@@ -94,6 +95,7 @@ typedef struct St {
 	Set r;
 	uint64_t f;             /* first contributors (Ex.fshift) */
 	int64_t g;
+	int64_t cost;           /* minimax: the recompute of the path to it */
 	int parent;             /* state index, -1 for the start */
 	int node;               /* the step that led here */
 	bool closed;
@@ -126,6 +128,8 @@ typedef struct Ex {
 	Arena mem;              /* the states, their hash and the heap */
 	/* the probe */
 	int64_t P;
+	bool minimax;           /* the key is the path's peak, not its cost */
+	int64_t step_m;         /* the memory of the step being expanded */
 	int64_t next_p;         /* smallest step memory above P met */
 	St *st;
 	int nst, capst;
@@ -200,7 +204,7 @@ state_get(Ex *x, uint64_t c, const Set *r, uint64_t f)
 		                sizeof *x->st * (size_t)x->capst * 2);
 		x->capst *= 2;
 	}
-	x->st[x->nst] = (St){c, *r, f, INF, -1, -1, false};
+	x->st[x->nst] = (St){c, *r, f, INF, INF, -1, -1, false};
 	x->slot[k] = ++x->nst;
 	return x->nst - 1;
 }
@@ -242,10 +246,12 @@ heap_pop(Ex *x)
 	return top;
 }
 
-/* Cost g reaches (c, r, f) from state parent by running node. */
+/* Key g (a cost, or with x->minimax a peak) reaches (c, r, f) from state
+ * parent by running node, with recompute cost so far (minimax: the lower
+ * wins between equal peaks). */
 static void
-relax(Ex *x, uint64_t c, const Set *r, uint64_t f, int64_t g, int parent,
-      int node)
+relax(Ex *x, uint64_t c, const Set *r, uint64_t f, int64_t g, int64_t cost,
+      int parent, int node)
 {
 	int i;
 
@@ -257,8 +263,15 @@ relax(Ex *x, uint64_t c, const Set *r, uint64_t f, int64_t g, int parent,
 		x->gave_up = true;
 		return;
 	}
-	if (g >= x->st[i].g)
+	if (g > x->st[i].g || (g == x->st[i].g && (!x->minimax || x->st[i].closed ||
+	                                           cost >= x->st[i].cost)))
 		return;
+	x->st[i].cost = cost;
+	if (g == x->st[i].g) {  /* a cheaper path at the same peak */
+		x->st[i].parent = parent;
+		x->st[i].node = node;
+		return;
+	}
 	x->st[i].g = g;
 	x->st[i].parent = parent;
 	x->st[i].node = node;
@@ -529,7 +542,8 @@ step(Ex *x, int i, int v)
 	const DagNode *nd = &x->d->node[v];
 	uint64_t c = x->st[i].c, c2 = c | bit(v), f2 = note_first(x, v, c, x->st[i].f);
 	bool again = c & bit(v);
-	int64_t g = x->st[i].g + (again ? nd->cost : 0);
+	int64_t cost = x->st[i].cost + (again ? nd->cost : 0);
+	int64_t g = !x->minimax ? cost : x->st[i].g > x->step_m ? x->st[i].g : x->step_m;
 	int freet[4 * EX_MAX_TENSORS], nfree;
 	Set R1 = x->st[i].r, forced;
 
@@ -550,7 +564,7 @@ step(Ex *x, int i, int v)
 		for (int j = 0; j < nd->nout; j++)
 			kept |= has(&R2, nd->out[j]);
 		if (kept)
-			relax(x, c2, &R2, f2, g, i, v);
+			relax(x, c2, &R2, f2, g, cost, i, v);
 	}
 }
 
@@ -573,6 +587,7 @@ expand(Ex *x, int i)
 				x->next_p = m;
 			continue;
 		}
+		x->step_m = m;
 		step(x, i, v);
 		set_roots(x, c, f);
 	}
@@ -592,8 +607,11 @@ start_set(const Ex *x)
 }
 
 /* Uniform-cost search for the cheapest schedule with peak <= P and
- * recompute <= rem. Returns the goal state, -1 (x->next_p: the next peak
- * worth trying), or -2 when it gave up. */
+ * recompute <= rem; with x->minimax, for the schedule of least peak <= P
+ * whatever its recompute (the key is the largest step memory so far; the
+ * cheaper path is kept between equal peaks, rem is not used). Returns
+ * the goal state, -1 (x->next_p: the next peak worth trying), or -2 when
+ * it gave up. */
 static int
 cheapest(Ex *x, int64_t P, int64_t rem)
 {
@@ -603,13 +621,13 @@ cheapest(Ex *x, int64_t P, int64_t rem)
 	x->next_p = INF;
 	x->nst = x->nheap = 0;
 	memset(x->slot, 0, sizeof *x->slot * x->capslot);
-	relax(x, 0, &R, 0, 0, -1, -1);
+	relax(x, 0, &R, 0, 0, 0, -1, -1);
 	while (x->nheap > 0 && !x->gave_up) {
 		HeapItem h = heap_pop(x);
 		St *s = &x->st[h.st];
 		if (s->closed || h.g > s->g)
 			continue;
-		if (h.g > rem)
+		if (!x->minimax && h.g > rem)
 			break;
 		s->closed = true;
 		if (s->c == x->all)
@@ -628,6 +646,7 @@ cheapest(Ex *x, int64_t P, int64_t rem)
 typedef struct Found {
 	Schedule s;
 	int64_t peak, cost;
+	int64_t key;            /* the search's cost or (minimax) peak */
 } Found;
 
 /* Is there a schedule with peak <= P and recompute <= rem? 1 yes (the
@@ -648,27 +667,67 @@ probe(Ex *x, int64_t P, int64_t rem, Found *f)
 	for (int i = goal; x->st[i].parent >= 0; i = x->st[i].parent)
 		f->s.step[--n] = x->st[i].node;
 	vf_eval(x->d, &f->s, &ev, x->a);
-	ir_assert(ev.valid && ev.peak <= P && ev.recompute_cost == x->st[goal].g);
+	/* a path's memory is never below its schedule's, and equal along
+	 * the path of its best drops: the least key is the least peak */
+	ir_assert(ev.valid && ev.peak <= P && ev.recompute_cost == x->st[goal].cost &&
+	          (!x->minimax || ev.peak == x->st[goal].g));
+	f->key = x->st[goal].g;
 	f->peak = ev.peak;
 	f->cost = ev.recompute_cost;
 	return 1;
 }
 
-/* The smallest peak in [lo, f->peak] with recompute <= rem, by bisection;
- * f holds a schedule achieving its peak (or none: f->peak INF). */
+/* The smallest peak in [lo, f->peak] with recompute <= rem; f holds a
+ * schedule achieving its peak (or none: f->peak INF). Every schedule a
+ * probe returns is the cheapest of those of peak <= its P, so the last
+ * one found is also the cheapest at the least peak.
+ * Bisection on the peak from the bounds alone made about ten probes of
+ * about equal work. First, one bottleneck search (x->minimax) gives the
+ * least peak whatever the recompute; where its schedule is within rem,
+ * the cheapest schedule at that peak is the answer, two searches in all.
+ * Otherwise the answer is usually just above it (the cap binds by
+ * little), so probes climb from it in steps that double from 1/128 of it,
+ * each failure a new lower bound; after the first fit, the lower bound
+ * itself (a cheaper schedule than the bottleneck search's may fit there);
+ * then bisection. A schedule that fits comes early that way, which is
+ * what -O2 keeps when its work runs out. */
 static int
 min_peak(Ex *x, int64_t lo, int64_t rem, Found *f)
 {
+	enum { CLIMB, AT_LOW, BISECT } phase = CLIMB;
+	int64_t step;
+	Found m;
+	int rc;
+
+	x->minimax = true;
+	rc = probe(x, f->peak, INF, &m);
+	x->minimax = false;
+	if (rc < 0)
+		return -1;
+	if (rc && m.key > lo)
+		lo = m.key;
+	if (rc && m.cost <= rem) {
+		if ((rc = probe(x, lo, rem, &m)) > 0)
+			*f = m;
+		return rc > 0 ? 0 : -1;
+	}
+	step = lo / 128 > 0 ? lo / 128 : 1;
 	while (lo < f->peak) {
-		int64_t mid = lo + (f->peak - lo) / 2;
-		Found g;
-		int r = probe(x, mid, rem, &g);
-		if (r < 0)
+		int64_t mid = phase == AT_LOW ? lo
+		              : phase == CLIMB && f->peak - lo > step ? lo + step
+		              : lo + (f->peak - lo) / 2;
+		if ((rc = probe(x, mid, rem, &m)) < 0)
 			return -1;
-		if (r)
-			*f = g;
-		else
+		if (rc) {
+			*f = m;
+			phase = phase == CLIMB ? AT_LOW : BISECT;
+		} else {
 			lo = x->next_p > mid + 1 ? x->next_p : mid + 1;
+			if (phase == CLIMB && step < INF / 4)
+				step *= 2;
+			else if (phase == AT_LOW)
+				phase = BISECT;
+		}
 	}
 	return 0;
 }
@@ -864,7 +923,7 @@ ex_init(Ex *x, const Dag *d, Arena *a)
 static Found
 base_found(const Dag *d, Arena *a)
 {
-	Found f = {dag_base_schedule(d, a), INF, 0};
+	Found f = {dag_base_schedule(d, a), INF, 0, 0};
 	MemEval ev;
 
 	vf_eval(d, &f.s, &ev, a);
@@ -876,13 +935,15 @@ base_found(const Dag *d, Arena *a)
 }
 
 /* Solves for goal into r; 0, or -1 when the search gave up or no
- * schedule exists. */
+ * schedule exists. *best is the best schedule found so far (at first the
+ * base schedule): without a budget, one within the recompute cap. */
 static int
-solve(Ex *x, const PlanGoal *goal, PlanResult *r)
+solve(Ex *x, const PlanGoal *goal, PlanResult *r, Found *best)
 {
 	const Dag *d = x->d;
 	int64_t lb = static_lower_bound(x), cap = INF;
 	Found f = base_found(d, x->a);
+	const int *base;
 	int rc;
 
 	if (goal->budget < 0 && goal->max_recompute >= 0)
@@ -900,10 +961,14 @@ solve(Ex *x, const PlanGoal *goal, PlanResult *r)
 		r->fits = false;
 		lb = x->next_p;
 	}
-	if (min_peak(x, lb, cap, &f) || f.peak == INF)
+	base = f.s.step;
+	*best = f;
+	rc = min_peak(x, lb, cap, best);
+	f = *best;
+	if (best->s.step == base)
+		best->peak = INF;       /* still the base schedule */
+	if (rc || f.peak == INF)
 		return -1;
-	if (f.cost > 0 && probe(x, f.peak, cap, &f) != 1)
-		return -1;      /* the cheapest schedule at the optimal peak */
 	r->lower_bound = f.peak;
 done:
 	r->sched = f.s;
@@ -915,23 +980,29 @@ done:
 PlanResult
 rm_plan_exact(const Dag *d, const PlanGoal *goal, Arena *a)
 {
-	return rm_exact_within(d, goal, 0, a);
+	return rm_exact_within(d, goal, 0, NULL, a);
 }
 
 PlanResult
-rm_exact_within(const Dag *d, const PlanGoal *goal, long long work, Arena *a)
+rm_exact_within(const Dag *d, const PlanGoal *goal, long long work, Schedule *found,
+                Arena *a)
 {
 	PlanResult r;
+	Found best = {{0, NULL}, INF, 0, 0};
 	Ex x;
 
 	memset(&r, 0, sizeof r);
+	if (found)
+		*found = (Schedule){0, NULL};
 	if ((r.error = ex_init(&x, d, a)))
 		return r;
 	x.max_expansions = EX_MAX_EXPANSIONS;
 	x.max_relaxes = work;
 	/* each look-up makes at most one state */
 	x.max_states = work > 0 && work < EX_MAX_STATES ? (size_t)work : (size_t)EX_MAX_STATES;
-	if (solve(&x, goal, &r)) {
+	if (solve(&x, goal, &r, &best)) {
+		if (found && x.gave_up && goal->budget < 0 && best.peak < INF)
+			*found = best.s;
 		memset(&r, 0, sizeof r);
 		r.error = x.gave_up ? ar_printf(a, "the exact search gave up after %lld"
 		                                " states (graph too large for --exact)",

@@ -353,9 +353,13 @@ void rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal);
 /* passes/plan/remat_exact.c */
 /* rm_plan_exact with at most work state look-ups (0: none but
  * --exact's limits): -O2's exact plan on graphs small enough for it, with
- * RM_EXACT_WORK (RmEffort.exact_work; docs/planner.md). */
+ * RM_EXACT_WORK (RmEffort.exact_work; docs/planner.md). When it gives up
+ * without a budget, *found (if not NULL) is the best schedule within the
+ * recompute cap it met, not a proven optimum ({0, NULL} if none beat the
+ * base schedule). */
 enum { RM_EXACT_WORK = 500000 };
-PlanResult rm_exact_within(const Dag *d, const PlanGoal *goal, long long work, Arena *a);
+PlanResult rm_exact_within(const Dag *d, const PlanGoal *goal, long long work,
+                           Schedule *found, Arena *a);
 
 /* passes/plan/remat_dtr.c */
 /* Adds the simulation's plans: with budget >= 0, at a fixed ladder of

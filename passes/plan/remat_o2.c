@@ -479,16 +479,21 @@ exact_plan(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 	const Dag *d = S->m->d;
 	Arena a = {0};
 	PlanResult r;
-	const MemEval *ev;
+	Schedule found;
+	const MemEval *ev, *best;
 
 	if (goal->budget >= 0 && !R->exact_done)
 		return false;
-	r = rm_exact_within(d, goal, R->eff->exact_work, &a);
+	r = rm_exact_within(d, goal, R->eff->exact_work, &found, &a);
 	ev = r.error ? NULL : rm_eval_steps(S, r.sched.step, r.sched.n);
 	if (ev && ev->peak == r.peak && ev->recompute_cost == r.recompute_cost)
 		rm_pool_add_sched(pool, r.sched.step, r.sched.n, ev);
 	else
 		ev = NULL;
+	/* where it gave up, its best schedule so far is a candidate all the
+	 * same (the steps below run as usual) */
+	if (found.n && (best = rm_eval_steps(S, found.step, found.n)) && best->valid)
+		rm_pool_add_sched(pool, found.step, found.n, best);
 	if (goal->budget < 0)
 		R->exact_done = ev != NULL;
 	ar_free(&a);

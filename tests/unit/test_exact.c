@@ -433,8 +433,10 @@ test_o2_agreement(void **state)
  * of 9-12 ops (larger than test_o2_agreement's; on such graphs -O2's
  * other searches alone miss the optimum's peak or recompute on about 10%
  * of the plans, by up to 4.5% in peak) it meets the optimum wherever the
- * exact search finishes within that work: at the default cap, and under
- * a budget between the optimum and the -O0 peak. */
+ * exact search finishes within that work (33 of the 40 since the
+ * bottleneck search; 23 before): at the default cap, and under a budget
+ * between the optimum and the -O0 peak. Where it does not, -O2's peak is
+ * still within 1% of the optimum. */
 static void
 test_o2_exact_small(void **state)
 {
@@ -452,10 +454,17 @@ test_o2_exact_small(void **state)
 		Schedule s = dag_base_schedule(&d, &a);
 		lv_eval(&d, &s, &base, &a);
 		PlanGoal g = {2, 1.0, -1, false};
-		PlanResult ex = rm_exact_within(&d, &g, RM_EXACT_WORK, &a), o2 = rm_plan(&d, &g, &a);
+		PlanResult ex = rm_exact_within(&d, &g, RM_EXACT_WORK, NULL, &a), o2 = rm_plan(&d, &g, &a);
 		snprintf(what, sizeof what, "graph %d -O2", k);
 		check_plan(&d, &o2, &a, what);
 		if (ex.error) {
+			/* past -O2's work: its peak still within 1% of the optimum
+			 * (the peak target for small graphs, issue 27) */
+			PlanResult full = exact(&d, 1.0, -1, &a);
+			assert_null(full.error);
+			if ((double)o2.peak > 1.01 * (double)full.peak)
+				fail_msg("graph %d: -O2 peak %lld, the optimum %lld", k,
+				         (long long)o2.peak, (long long)full.peak);
 			ar_free(&a);
 			continue;
 		}
@@ -463,7 +472,7 @@ test_o2_exact_small(void **state)
 		missed += o2.peak != ex.peak || o2.recompute_cost != ex.recompute_cost;
 		int64_t budget = ex.peak + (base.peak - ex.peak) / 2;
 		PlanGoal gb = {2, 1.0, budget, false};
-		PlanResult eb = rm_exact_within(&d, &gb, RM_EXACT_WORK, &a), ob = rm_plan(&d, &gb, &a);
+		PlanResult eb = rm_exact_within(&d, &gb, RM_EXACT_WORK, NULL, &a), ob = rm_plan(&d, &gb, &a);
 		snprintf(what, sizeof what, "graph %d budget %lld", k, (long long)budget);
 		check_plan(&d, &ob, &a, what);
 		missed += !eb.error && (!ob.fits || ob.recompute_cost != eb.recompute_cost);
@@ -471,7 +480,7 @@ test_o2_exact_small(void **state)
 	}
 	print_message("-O2 vs exact on 9-12 ops: %d of 40 graphs solved within"
 	              " -O2's work, %d plans off their optimum\n", solved, missed);
-	assert_true(solved >= 20);
+	assert_true(solved >= 30);
 	assert_int_equal(missed, 0);
 }
 
