@@ -31,7 +31,7 @@
  *   kept in a treap by (size, offset) for best fit and in two hashes by
  *   their start and end offsets for merging, the extents live in lists by
  *   last step: O(n log n) in the number of extents (a 1M-op graph, 3.1M
- *   extents, plans in about 0.3 s). The scan also sums the
+ *   extents, plans in about 0.4 s of CPU). The scan also sums the
  *   extents live at each step: the most, with P, is the floor
  *   (MemEval.arena_floor), below which no placement can go.
  * - When the scan is above the floor and there are at most MP_SEARCH_MAX
