@@ -8,22 +8,34 @@
 
 #include "report.h"
 
-/* The layers, in program order. of[i] is the layer of IR tensor i. */
+/* The layers, in program order: returns how many. of[i] is the layer of
+ * IR tensor i. With l NULL (and of) it only counts them, so that l is
+ * sized by the layers, not by the tensors: 56 bytes a tensor were 60 MB
+ * of zeroed pages on a 1M-op graph of 100k layers. */
 static int
 find_layers(const Graph *g, ReportLayer *l, int *of)
 {
 	int n = 0;
+	const char *name = NULL;        /* the current layer's */
+	size_t cur = 0;
 
 	for (int i = 0; i < g->nt; i++) {
 		const Tensor *t = &g->t[i];
 		size_t len;
-		of[i] = -1;
+		if (of)
+			of[i] = -1;
 		if (t->kind != TK_ACT && t->kind != TK_EXTRA)
 			continue;
 		len = ir_outer_scope_len(t->scope);
-		if (!n || l[n - 1].len != len || strncmp(l[n - 1].name, t->scope, len))
-			l[n++] = (ReportLayer){.name = t->scope, .len = len};
-		of[i] = n - 1;
+		if (!n || cur != len || strncmp(name, t->scope, len)) {
+			name = t->scope;
+			cur = len;
+			if (l)
+				l[n] = (ReportLayer){.name = name, .len = len};
+			n++;
+		}
+		if (of)
+			of[i] = n - 1;
 	}
 	return n;
 }
@@ -51,7 +63,7 @@ report_layers(const Analysis *an, ReportLayers *ly, Arena *a)
 	const Graph *g = &an->g;
 	const MemEval *ev = &an->ev;
 
-	ly->l = ar_alloc(a, sizeof *ly->l * ((size_t)g->nt + 1));
+	ly->l = ar_alloc(a, sizeof *ly->l * ((size_t)find_layers(g, NULL, NULL) + 1));
 	ly->of = ar_alloc(a, sizeof *ly->of * ((size_t)g->nt + 1));
 	ly->n = find_layers(g, ly->l, ly->of);
 	ly->status = viz_tensor_status(an, a);

@@ -131,7 +131,9 @@ typedef struct TpNode {
 } TpNode;
 void tp_insert(TpNode *n, int *root, int x);
 int tp_erase(TpNode *n, int *root, int64_t k1, int64_t k2);    /* must be there */
-int tp_find(TpNode *n, int root, int64_t k1, int64_t k2);      /* must be there */
+/* Removes the smallest key >= (k1, k2) in one descent; returns its node,
+ * or -1 when there is none. */
+int tp_erase_ceil(TpNode *n, int *root, int64_t k1, int64_t k2);
 int tp_ceil(const TpNode *n, int root, int64_t k1, int64_t k2);  /* smallest >=, or -1 */
 int tp_below(const TpNode *n, int root, int64_t k1, int64_t k2); /* largest <, or -1 */
 

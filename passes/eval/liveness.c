@@ -229,6 +229,8 @@ lv_sum_phase(Lv *L, int i, int64_t live)
 	int64_t total = 0, most = 0, dying = 0;
 	int lo, hi;
 
+	if (!L->roots)          /* no step makes a sum: nothing replaces */
+		return live;
 	for (int k = ev->step_prod[i + 1]; k < ev->step_prod[i + 2]; k++)
 		if (ev->inst[k].replaces) {
 			total += ev->inst[k].owned;
@@ -298,7 +300,9 @@ lv_sum(Lv *L)
 	}
 	for (int c = 0; c < CAT_COUNT; c++)
 		ev->breakdown[c] = L->d->persistent[c];
-	for (int k = 0; n > 0 && k < ev->ninst; k++) {
+	/* instances are made in step order: those after the peak step's
+	 * products start after it */
+	for (int k = 0; n > 0 && k < ev->step_prod[ev->peak_step + 2]; k++) {
 		Instance *in = &ev->inst[k];
 		if (in->owned && in->start <= ev->peak_step && ev->peak_step <= in->end)
 			ev->breakdown[L->d->t[in->tensor].cat] += in->owned;

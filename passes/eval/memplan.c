@@ -28,9 +28,10 @@
  *   freed and its range merged with free neighbours; an extent takes the
  *   smallest free range that holds it (lowest offset on ties), else extends
  *   a free range that ends at the top, else goes on top. Free ranges are
- *   kept in two treaps, by (size, offset) for best fit and by offset for
- *   merging: O(n log n) in the number of extents (a 100k-op graph, 300k
- *   extents, plans in a fraction of a second). The scan also sums the
+ *   kept in a treap by (size, offset) for best fit and in two hashes by
+ *   their start and end offsets for merging, the extents live in lists by
+ *   last step: O(n log n) in the number of extents (a 1M-op graph, 3.1M
+ *   extents, plans in about 0.4 s of CPU). The scan also sums the
  *   extents live at each step: the most, with P, is the floor
  *   (MemEval.arena_floor), below which no placement can go.
  * - When the scan is above the floor and there are at most MP_SEARCH_MAX
@@ -48,9 +49,9 @@
  * on the Checkmate graphs at the floor but for ResNet-50 at -O2 (+4.8%) and
  * the random ones, whose bytes are so few that 256-byte rounding puts the
  * floor itself 6-9% over the peak (make bench-arena). Scratch is 4 bytes a
- * extent (its instance or step), 4 a step while the extents are sorted, 8 a
- * extent live at once during the scan, and for the search about 300 bytes
- * an extent: sizes, starts and ends are read from the MemEval and
+ * extent (its instance or step), 4 a step while the extents are sorted, 4
+ * an extent and 4 a step during the scan, about 64 a free range, and for
+ * the search about 300 bytes an extent: sizes, starts and ends are read from the MemEval and
  * placements are made in place in MemEval.offset and temp_offset, so on a
  * 300k-op graph (no search) the planner is not the peak.
  */
@@ -75,9 +76,10 @@ align_up(int64_t n)
 	return (n + MP_ALIGN - 1) / MP_ALIGN * MP_ALIGN;
 }
 
-/* ------------------------------------------------------------ treaps */
+/* ------------------------------------------------------------ free ranges */
 
-/* A set of distinct keys (k1, k2) (treap.c), nodes in a pool. */
+/* The free ranges by size: a set of distinct keys (size, offset) (treap.c),
+ * nodes in a pool. */
 typedef struct Treap {
 	TpNode *n;
 	int nn, root;
@@ -108,91 +110,160 @@ tr_insert(Treap *T, int64_t k1, int64_t k2)
 }
 
 static void
-tr_erase(Treap *T, int64_t k1, int64_t k2)
+tr_unlink(Treap *T, int m)
 {
-	int m = tp_erase(T->n, &T->root, k1, k2);
-
 	T->n[m].kid[0] = T->free;
 	T->free = m;
 }
 
-/* The node with key (k1, k2), which must be there. Its key may be changed
- * in place while it keeps its place in the order. */
-static TpNode *
-tr_find(Treap *T, int64_t k1, int64_t k2)
+static void
+tr_erase(Treap *T, int64_t k1, int64_t k2)
 {
-	return &T->n[tp_find(T->n, T->root, k1, k2)];
+	tr_unlink(T, tp_erase(T->n, &T->root, k1, k2));
 }
 
-/* The smallest key >= (k1, k2), or NULL. */
-static TpNode *
-tr_ceil(const Treap *T, int64_t k1, int64_t k2)
-{
-	int t = tp_ceil(T->n, T->root, k1, k2);
+/* The free ranges by their ends: an open-addressing hash (linear probing)
+ * from a boundary offset to the range's other end. Merging a freed range
+ * and growing the range that ends at the top only ask whether a free range
+ * starts or ends exactly at an offset, so a hash answers in O(1) where an
+ * ordered set by offset took a descent of a deep tree (a 1M-op graph keeps
+ * 100k free ranges at once). Offsets are >= 0; a slot holds key + 1, 0
+ * when empty, so a zeroed table is empty. */
+typedef struct Bound {
+	int64_t key1, other;
+} Bound;
 
-	return t < 0 ? NULL : &T->n[t];
+typedef struct Ends {
+	Bound *slot;
+	size_t mask, n;         /* capacity - 1 (a power of two); keys held */
+	Arena *a;
+} Ends;
+
+enum { ENDS_MIN = 1024 };
+
+static size_t
+ends_home(const Ends *E, int64_t key)
+{
+	/* offsets are multiples of MP_ALIGN: Fibonacci hashing spreads them */
+	return (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 32) & E->mask;
 }
 
-/* The largest key < (k1, k2), or NULL. */
-static TpNode *
-tr_below(const Treap *T, int64_t k1, int64_t k2)
+/* The slot of key, or the empty slot where it would go. */
+static size_t
+ends_slot(const Ends *E, int64_t key)
 {
-	int t = tp_below(T->n, T->root, k1, k2);
+	size_t i = ends_home(E, key);
 
-	return t < 0 ? NULL : &T->n[t];
+	while (E->slot[i].key1 != 0 && E->slot[i].key1 != key + 1)
+		i = (i + 1) & E->mask;
+	return i;
 }
 
-/* ------------------------------------------------------------ free ranges */
+/* The other end of the free range with boundary key, or -1. */
+static int64_t
+ends_get(const Ends *E, int64_t key)
+{
+	const Bound *b = E->slot ? &E->slot[ends_slot(E, key)] : NULL;
+
+	return b && b->key1 != 0 ? b->other : -1;
+}
+
+static void
+ends_put(Ends *E, int64_t key, int64_t other)
+{
+	size_t i;
+
+	/* at most half full: probes stay short. Rehashed into a new table;
+	 * the old one stays in the scratch arena, a geometric series */
+	if (!E->slot || 2 * (E->n + 1) > E->mask + 1) {
+		Bound *old = E->slot;
+		size_t oldcap = old ? E->mask + 1 : 0;
+		size_t cap = old ? 2 * oldcap : ENDS_MIN;
+		E->slot = ar_array(E->a, cap, sizeof *E->slot);
+		E->mask = cap - 1;
+		for (size_t j = 0; j < oldcap; j++)
+			if (old[j].key1 != 0)
+				E->slot[ends_slot(E, old[j].key1 - 1)] = old[j];
+	}
+	i = ends_slot(E, key);
+	E->n += E->slot[i].key1 == 0;
+	E->slot[i] = (Bound){key + 1, other};
+}
+
+/* Removes key, which must be there. Linear probing deletes by shifting
+ * back the entries after it that would no longer be found, so no
+ * tombstones build up over millions of frees. */
+static void
+ends_del(Ends *E, int64_t key)
+{
+	size_t i = ends_slot(E, key), j = i;
+
+	ir_assert(E->slot[i].key1 != 0);
+	for (;;) {
+		j = (j + 1) & E->mask;
+		if (E->slot[j].key1 == 0)
+			break;
+		size_t h = ends_home(E, E->slot[j].key1 - 1);
+		/* j's entry may move to i unless its home lies in (i, j] */
+		if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+			continue;
+		E->slot[i] = E->slot[j];
+		i = j;
+	}
+	E->slot[i].key1 = 0;
+	E->n--;
+}
 
 typedef struct Space {
 	Treap by_size;          /* keys (size, offset) */
-	Treap by_off;           /* keys (offset, size) */
+	Ends starts;            /* offset -> end of the range starting there */
+	Ends ends;              /* end offset -> offset of the range ending there */
 	int64_t top;            /* highest end offset handed out so far */
 } Space;
 
 static void
-gap_add(Space *sp, int64_t off, int64_t size)
+gap_add(Space *sp, int64_t off, int64_t end)
 {
-	tr_insert(&sp->by_size, size, off);
-	tr_insert(&sp->by_off, off, size);
+	tr_insert(&sp->by_size, end - off, off);
+	ends_put(&sp->starts, off, end);
+	ends_put(&sp->ends, end, off);
 }
 
 static void
-gap_del(Space *sp, int64_t off, int64_t size)
+gap_del(Space *sp, int64_t off, int64_t end)
 {
-	tr_erase(&sp->by_size, size, off);
-	tr_erase(&sp->by_off, off, size);
+	tr_erase(&sp->by_size, end - off, off);
+	ends_del(&sp->starts, off);
+	ends_del(&sp->ends, end);
 }
 
 /* Best fit, else the free range ending at the top grown, else the top. */
 static int64_t
 sp_alloc(Space *sp, int64_t size)
 {
-	const TpNode *g = tr_ceil(&sp->by_size, size, INT64_MIN);
-	int64_t off, gsize;
+	int g = tp_erase_ceil(sp->by_size.n, &sp->by_size.root, size, INT64_MIN);
+	int64_t off;
 
-	if (g) {
-		off = g->k2;
-		gsize = g->k1;
-		tr_erase(&sp->by_size, gsize, off);
+	if (g >= 0) {
+		int64_t gsize = sp->by_size.n[g].k1;
+		off = sp->by_size.n[g].k2;
+		tr_unlink(&sp->by_size, g);
+		ends_del(&sp->starts, off);
 		if (gsize > size) {
-			/* the rest of the range keeps its place by offset */
-			TpNode *x = tr_find(&sp->by_off, off, gsize);
-			x->k1 = off + size;
-			x->k2 = gsize - size;
+			/* the rest of the range keeps its end */
+			ends_put(&sp->starts, off + size, off + gsize);
+			ends_put(&sp->ends, off + gsize, off + size);
 			tr_insert(&sp->by_size, gsize - size, off + size);
 		} else {
-			tr_erase(&sp->by_off, off, gsize);
+			ends_del(&sp->ends, off + gsize);
 		}
 		return off;
 	}
-	g = tr_below(&sp->by_off, sp->top, INT64_MIN);
-	if (g && g->k1 + g->k2 == sp->top) {
-		off = g->k1;
-		gap_del(sp, off, g->k2);
-	} else {
+	off = ends_get(&sp->ends, sp->top);
+	if (off >= 0)
+		gap_del(sp, off, sp->top);
+	else
 		off = sp->top;
-	}
 	sp->top = off + size;
 	return off;
 }
@@ -201,24 +272,23 @@ sp_alloc(Space *sp, int64_t size)
 static void
 sp_free(Space *sp, int64_t off, int64_t size)
 {
-	const TpNode *l = tr_below(&sp->by_off, off, INT64_MIN);
-	const TpNode *r = tr_ceil(&sp->by_off, off + size, INT64_MIN);
-	int64_t end = off + size;
+	int64_t end = off + size, r = ends_get(&sp->starts, end);
+	int64_t l = ends_get(&sp->ends, off);
 
-	if (r && r->k1 == end) {
-		int64_t rs = r->k2;
-		gap_del(sp, end, rs);
-		end += rs;
+	if (r >= 0) {
+		gap_del(sp, end, r);
+		end = r;
 	}
-	if (l && l->k1 + l->k2 == off) {
-		/* grow the left neighbour: its place by offset stays */
-		TpNode *x = (TpNode *)l;
-		tr_erase(&sp->by_size, x->k2, x->k1);
-		x->k2 = end - x->k1;
-		tr_insert(&sp->by_size, x->k2, x->k1);
+	if (l >= 0) {
+		/* grow the left neighbour: its start stays */
+		tr_erase(&sp->by_size, off - l, l);
+		ends_del(&sp->ends, off);
+		ends_put(&sp->starts, l, end);
+		ends_put(&sp->ends, end, l);
+		tr_insert(&sp->by_size, end - l, l);
 		return;
 	}
-	gap_add(sp, off, end - off);
+	gap_add(sp, off, end);
 }
 
 /* ------------------------------------------------------------ the plan */
@@ -302,71 +372,58 @@ sort_run(Extents *B, int lo, int hi)
 	}
 }
 
-/* ------------------------------------------------------------ live extents */
-
-/* The extents placed and not yet freed, a binary heap by last step: as
- * large as the most extents live at once, not as the graph (a chain keeps a
- * few). */
-typedef struct Live {
-	struct Ending { int end, extent; } *h;
-	int n, cap;
-	Arena *a;
-} Live;
-
-static void
-live_push(Live *L, int end, int extent)
-{
-	int i = L->n++;
-
-	L->h = ar_fit(L->a, L->h, i, &L->cap, sizeof *L->h, 1024);
-	for (; i > 0 && L->h[(i - 1) / 2].end > end; i = (i - 1) / 2)
-		L->h[i] = L->h[(i - 1) / 2];
-	L->h[i] = (struct Ending){end, extent};
-}
-
-/* Removes the extent that ends first; returns its index. */
+/* Frees the extents of the list that starts at f (linked through next[]);
+ * returns the empty list. */
 static int
-live_pop(Live *L)
+free_list(const Extents *B, Space *sp, const int *next, int f, int64_t *bytes)
 {
-	int top = L->h[0].extent, i = 0;
-	struct Ending last = L->h[--L->n];
-
-	for (int c; (c = 2 * i + 1) < L->n; i = c) {
-		if (c + 1 < L->n && L->h[c + 1].end < L->h[c].end)
-			c++;
-		if (L->h[c].end >= last.end)
-			break;
-		L->h[i] = L->h[c];
+	for (; f >= 0; f = next[f]) {
+		int64_t size = b_size(B, f);
+		sp_free(sp, *b_off(B, f), size);
+		*bytes -= size;
 	}
-	L->h[i] = last;
-	return top;
+	return -1;
 }
 
 /* Linear scan over time with best fit: sets every extent's placement;
  * returns the top, and in *most the most bytes live at one step (extents
  * rounded up). Before the extents of a start are placed, every extent that
  * ended earlier is freed; the order of those frees does not matter, freed
- * ranges merge with their neighbours whatever it is. Each extent's end is
- * read where mp_widen_ends parked it, just before its placement replaces
- * it. */
+ * ranges merge with their neighbours whatever it is. The extents placed
+ * and not yet freed are kept in lists by last step (head[e - lo], linked
+ * through next[]), drained in step order: O(1) an extent, where a heap by
+ * last step cost a sift through the 800k extents a 1M-op graph keeps live
+ * at once. An extent that ended before its own start (none does in a Dag
+ * the liveness evaluator made, but the scan takes any) waits in `late`
+ * for the next placement. Each extent's end is read where mp_widen_ends
+ * parked it, just before its placement replaces it. */
 static int64_t
 linear_scan(const Extents *B, int64_t *most, Arena *a)
 {
-	Space sp = {{NULL, 0, -1, 1, 0, -1, a}, {NULL, 0, -1, 2, 0, -1, a}, 0};
-	Live live = {NULL, 0, 0, a};
+	Space sp = {{NULL, 0, -1, 1, 0, -1, a}, {NULL, 0, 0, a}, {NULL, 0, 0, a}, 0};
+	int *head = ar_array(a, (size_t)B->hi - (size_t)B->lo + 1, sizeof *head);
+	int *next = ar_array(a, (size_t)B->n + 1, sizeof *next);
+	int late = -1, drained = B->lo;    /* lists of the steps before it are empty */
 	int64_t bytes = 0;      /* live now: after the frees and placements
 	                           of a start, what is live at that step */
 
+	for (int e = B->lo; e <= B->hi; e++)
+		head[e - B->lo] = -1;
 	*most = 0;
 	for (int i = 0; i < B->n; i++) {
 		int st = b_start(B, i), end = b_parked_end(B, i);
-		while (live.n > 0 && live.h[0].end < st) {
-			int f = live_pop(&live);
-			sp_free(&sp, *b_off(B, f), b_size(B, f));
-			bytes -= b_size(B, f);
-		}
+		if (late >= 0)
+			late = free_list(B, &sp, next, late, &bytes);
+		for (; drained < st; drained++)
+			head[drained - B->lo] = free_list(B, &sp, next, head[drained - B->lo], &bytes);
 		*b_off(B, i) = sp_alloc(&sp, b_size(B, i));
-		live_push(&live, end, i);
+		if (end < drained) {
+			next[i] = late;
+			late = i;
+		} else {
+			next[i] = head[end - B->lo];
+			head[end - B->lo] = i;
+		}
 		bytes += b_size(B, i);
 		*most = bytes > *most ? bytes : *most;
 	}

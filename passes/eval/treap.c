@@ -75,12 +75,26 @@ tp_erase(TpNode *n, int *root, int64_t k1, int64_t k2)
 }
 
 int
-tp_find(TpNode *n, int root, int64_t k1, int64_t k2)
+tp_erase_ceil(TpNode *n, int *root, int64_t k1, int64_t k2)
 {
-	int t = *tp_link(n, &root, k1, k2);
+	int *link = root, *best = NULL, m;
 
-	ir_assert(t >= 0);
-	return t;
+	/* the link to the last node the descent passed on its left is the
+	 * link to the smallest key >= (k1, k2): nothing changes on the way
+	 * down, so it can be cut there without a second descent */
+	while (*link >= 0) {
+		if (key_lt(&n[*link], k1, k2)) {
+			link = &n[*link].kid[1];
+		} else {
+			best = link;
+			link = &n[*link].kid[0];
+		}
+	}
+	if (!best)
+		return -1;
+	m = *best;
+	*best = join(n, n[m].kid[0], n[m].kid[1]);
+	return m;
 }
 
 /* The nearest key to (k1, k2): the smallest >= it, or the largest below. */

@@ -15,6 +15,7 @@
  * - grad(t) is created for t needing grad and reaching the loss, except the
  *   loss itself; for split, only the outputs that reach the loss get one.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph.h"
@@ -95,12 +96,14 @@ mark_reach(Graph *g)
 	}
 }
 
-/* Op.saves per the saves column (or a custom op's declaration). */
+/* Op.saves per the saves column (or a custom op's declaration), gathered
+ * in s (room for nin + 1 + IR_MAXSAVE) and kept at its exact length: the
+ * room each op could need, zeroed in the graph's arena, was 48 bytes an op
+ * where most save one or two tensors (48 MB of a 1M-op graph). */
 static void
-find_saves(Graph *g, Op *op)
+find_saves(Graph *g, Op *op, int *s)
 {
 	const OpInfo *info = &ir_optab[op->kind];
-	int *s = ar_alloc(g->arena, sizeof(int) * (size_t)(op->nin + 1 + IR_MAXSAVE));
 	int n = 0;
 
 	if (op->kind == OP_CUSTOM) {
@@ -127,7 +130,8 @@ find_saves(Graph *g, Op *op)
 		else if (r->kind == SV_EXTRA)
 			push_unique(s, &n, ir_extra(op, r->i));
 	}
-	op->saves = s;
+	op->saves = ar_array(g->arena, (size_t)n, sizeof *op->saves);
+	memcpy(op->saves, s, sizeof *s * (size_t)n);
 	op->nsaves = n;
 	for (int i = 0; i < n; i++)
 		g->t[s[i]].saved = true;
@@ -219,6 +223,8 @@ int
 autodiff(Graph *g, Diag *d)
 {
 	int before = d->nerrors, nt;
+	int *saves = NULL;      /* find_saves' room, as large as the most inputs */
+	size_t room = 0;
 
 	if (!g->train)
 		return 0;
@@ -228,14 +234,20 @@ autodiff(Graph *g, Diag *d)
 	graph_warn_dead(g, d);
 	for (int o = 0; o < g->nop; o++) {
 		Op *op = &g->op[o];
+		size_t need = (size_t)op->nin + 1 + IR_MAXSAVE;
 		if (!op->has_backward)
 			continue;
-		find_saves(g, op);
+		if (need > room) {
+			saves = xrealloc(saves, sizeof *saves * need);
+			room = need;
+		}
+		find_saves(g, op, saves);
 		if (!backward_flops(g, op))
 			diag_error(d, ir_op_loc(g, op), "%s: backward FLOP count overflows 64 bits",
 			           op->kind == OP_CUSTOM ? op->p->custom->name :
 			           ir_optab[op->kind].name);
 	}
+	free(saves);
 	nt = g->nt;
 	reserve_grads(g);
 	for (int t = 0; t < nt; t++)

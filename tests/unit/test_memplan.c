@@ -354,6 +354,141 @@ test_large(void **state)
 	ar_free(&a);
 }
 
+/* The linear scan's rule, plainly: extents by start, larger first, then
+ * instances by index and temporaries by step; before each, every placed
+ * extent whose last step is before its start is freed; it takes the
+ * smallest free range that holds it (lowest offset on ties), else grows
+ * the free range that ends at the top, else goes on top. Free ranges in an
+ * array, O(n) each. Sets off[] (instances, then temporaries by step);
+ * returns the top. */
+typedef struct RefExtent {
+	int64_t size;
+	int start, end, rank;
+} RefExtent;
+
+static int
+ref_order(const void *x, const void *y)
+{
+	const RefExtent *a = x, *b = y;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+static int64_t
+ref_scan(const MemEval *ev, int64_t *off)
+{
+	int n = 0, nfree = 0, nlive = 0;
+	RefExtent *x = calloc((size_t)(ev->ninst + ev->nsteps), sizeof *x);
+	int64_t (*gap)[2] = calloc((size_t)(ev->ninst + ev->nsteps + 1), sizeof *gap);
+	int *live = calloc((size_t)(ev->ninst + ev->nsteps), sizeof *live);
+	int64_t top = 0;
+
+	for (int k = 0; k < ev->ninst; k++)
+		if (ev->inst[k].owned > 0)
+			x[n++] = (RefExtent){(ev->inst[k].owned + 255) / 256 * 256, ev->inst[k].start,
+			                     end_of(ev, k), k};
+	for (int s = 0; s < ev->nsteps; s++)
+		if (ev->temp_bytes && ev->temp_bytes[s] > 0)
+			x[n++] = (RefExtent){(ev->temp_bytes[s] + 255) / 256 * 256, s, s,
+			                     ev->ninst + s};
+	qsort(x, (size_t)n, sizeof *x, ref_order);
+	for (int i = 0; i < n; i++) {
+		int m = 0, best = -1;
+		for (int j = 0; j < nlive; j++) {
+			const RefExtent *f = &x[live[j]];
+			int64_t lo = off[f->rank], hi = lo + f->size;
+			if (f->end >= x[i].start) {
+				live[m++] = live[j];
+				continue;
+			}
+			/* merge with the free ranges that touch it */
+			for (int g = 0; g < nfree; g++)
+				if (gap[g][1] == lo || gap[g][0] == hi) {
+					lo = gap[g][0] < lo ? gap[g][0] : lo;
+					hi = gap[g][1] > hi ? gap[g][1] : hi;
+					memcpy(gap[g], gap[--nfree], sizeof gap[g]);
+					g = -1;
+				}
+			gap[nfree][0] = lo;
+			gap[nfree++][1] = hi;
+		}
+		nlive = m;
+		for (int g = 0; g < nfree; g++) {
+			int64_t gs = gap[g][1] - gap[g][0];
+			int64_t bs = best < 0 ? 0 : gap[best][1] - gap[best][0];
+			if (gs >= x[i].size && (best < 0 || gs < bs ||
+			                        (gs == bs && gap[g][0] < gap[best][0])))
+				best = g;
+		}
+		if (best >= 0) {
+			off[x[i].rank] = gap[best][0];
+			gap[best][0] += x[i].size;
+			if (gap[best][0] == gap[best][1])
+				memcpy(gap[best], gap[--nfree], sizeof gap[best]);
+		} else {
+			int64_t at = top;
+			for (int g = 0; g < nfree; g++)
+				if (gap[g][1] == top) {
+					at = gap[g][0];
+					memcpy(gap[g], gap[--nfree], sizeof gap[g]);
+					break;
+				}
+			off[x[i].rank] = at;
+			top = at + x[i].size;
+		}
+		live[nlive++] = i;
+	}
+	free(x);
+	free(gap);
+	free(live);
+	return top;
+}
+
+/* The linear scan places exactly as its rule says, on small sets and on
+ * large ones that keep some 700 free ranges at once (the planner's hashes
+ * of range ends grow past their first size), and with instances that end
+ * before they start (freed before the next placement). */
+static void
+test_scan_reference(void **state)
+{
+	uint64_t seed = 2718;
+	(void)state;
+	for (int round = 0; round < 54; round++) {
+		Arena a;
+		MemEval ev;
+		int n = round < 50 ? 1 + (int)(rnd(&seed) % 300) : 20000;
+		int steps = round < 50 ? 2 + (int)(rnd(&seed) % 60) : 4000;
+		ar_init(&a);
+		random_eval(&ev, &a, &seed, n, steps);
+		for (int k = 0; round >= 50 && k < n; k++) {
+			/* half live a few steps, half some 600, growing over
+			 * time: the short ones leave holes between the long ones
+			 * too small for what comes next, some 700 free at once */
+			Instance *in = &ev.inst[k];
+			int end = in->start + (int)(rnd(&seed) % (k % 2 ? 4 : 1200));
+			in->end = in->start < 0 ? 0 : end < steps ? end : steps - 1;
+			if (in->owned > 0)
+				in->owned = 256 * (int64_t)(in->start + 2) + (int64_t)(rnd(&seed) % 256);
+		}
+		for (int k = 0; k < n; k++)
+			if (rnd(&seed) % 17 == 0 && ev.inst[k].owned > 0 && ev.inst[k].start > 0)
+				ev.inst[k].end = ev.inst[k].start - 1;
+		int64_t *off = calloc((size_t)(n + steps), sizeof *off);
+		int64_t top = ref_scan(&ev, off);
+		assert_int_equal(mp_plan_with(NULL, &ev, &a, MP_LINEAR_SCAN, NULL), top);
+		for (int k = 0; k < n; k++)
+			assert_int_equal(ev_offset(&ev, k), ev.inst[k].owned > 0 ? off[k] : -1);
+		for (int s = 0; s < steps; s++)
+			if (ev.temp_bytes[s] > 0)
+				assert_int_equal(ev.temp_offset[s], off[n + s]);
+		free(off);
+		ar_free(&a);
+	}
+}
+
 /* Persistent buffers come first, each 256-aligned, in Dag order; bytes of
  * persistent[] that the Dag does not list follow as one extent. */
 static void
@@ -484,6 +619,7 @@ main(void)
 		cmocka_unit_test(test_out_of_work),
 		cmocka_unit_test(test_reuse),
 		cmocka_unit_test(test_large),
+		cmocka_unit_test(test_scan_reference),
 		cmocka_unit_test(test_persistent),
 		cmocka_unit_test(test_examples),
 	};
