@@ -208,6 +208,12 @@ extras(Torch *T)
 		const Op *op = &g->op[o];
 		int esz = dtype_size(g->t[op->in[0]].dtype);
 
+		/* the statistics take the weights' dtype: x's, except under
+		 * autocast, whose f32 weights make the kernels mixed-type,
+		 * which keep f32 statistics (torch 2.15 on the CPU) */
+		if ((op->kind == OP_LAYERNORM || op->kind == OP_GROUPNORM) && op->nin > 1)
+			esz = dtype_size(g->t[op->in[1]].dtype);
+
 		if (op->kind == OP_MSE_LOSS && T->dag_of[op->out[0]] >= 0)
 			/* the mean is a 0-dim view of the unreduced loss */
 			T->d->t[T->dag_of[op->out[0]]].bytes = ir_numel(&g->t[op->in[0]]) * esz;

@@ -24,7 +24,7 @@ fi
 . "$SRCDIR/tests/pytorch/shim.sh"
 ex=$SRCDIR/examples
 fail=0 i=0
-echo "1..28"
+echo "1..29"
 tap() { # tap CMD...: one TAP line from the command's last output line
 	i=$((i + 1))
 	if line=$("$@" 2>&1); then
@@ -62,4 +62,6 @@ for net in "$MLP" "$GPT2" "$LLAMA" "$RESNET" "$UNET" "$DENSE" "$MOBILE" "$LORA";
 	tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
 		"$REMAT" $net --autocast --tol 0.002
 done
+tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
+	"$REMAT" "$SRCDIR/tests/pytorch/autocast.net" --autocast --tol 0.002
 exit $fail
