@@ -13,7 +13,9 @@
 # - harness.py --autocast: an f32 model whose forward runs under
 #   torch.autocast("cpu", bfloat16): the peak within 0.2% of
 #   `--runtime pytorch-cpu --precision mixed` (the CPU's autocast lists),
-#   and every forward step's bytes a measured operator boundary's.
+#   and every forward step's bytes a measured operator boundary's; with
+#   --emit-torch (whole and selective), the peak under the plan within
+#   0.2% of its prediction.
 # Output is TAP.
 : "${REMAT:=./remat}" "${SRCDIR:=.}" "${CC:=cc}" "${TORCH_VENV:=./torch-venv}"
 PY=$TORCH_VENV/bin/python
@@ -24,7 +26,7 @@ fi
 . "$SRCDIR/tests/pytorch/shim.sh"
 ex=$SRCDIR/examples
 fail=0 i=0
-echo "1..29"
+echo "1..33"
 tap() { # tap CMD...: one TAP line from the command's last output line
 	i=$((i + 1))
 	if line=$("$@" 2>&1); then
@@ -64,4 +66,11 @@ for net in "$MLP" "$GPT2" "$LLAMA" "$RESNET" "$UNET" "$DENSE" "$MOBILE" "$LORA";
 done
 tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
 	"$REMAT" "$SRCDIR/tests/pytorch/autocast.net" --autocast --tol 0.002
+for net in "$GPT2" "$RESNET"; do
+	for mode in "" "--selective"; do
+		# shellcheck disable=SC2086
+		tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
+			"$REMAT" $net --emit-torch $mode --autocast --tol 0.002
+	done
+done
 exit $fail
