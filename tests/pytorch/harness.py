@@ -68,6 +68,7 @@ class Meter(TorchDispatchMode):
         self.peak = 0
         self.quiet = 0
         self.trace = []         # every sample, in order
+        self.base = 0
 
     def sample(self):
         b = _lib.shim_bytes()

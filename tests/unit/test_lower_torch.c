@@ -186,6 +186,17 @@ node_reads(const Dag *d, int v, const DagTensor *t)
 	return false;
 }
 
+/* The op count, the casts among them and the dtypes of a, n and loss. */
+static void
+expect(const AcNet *n, int nop, int casts, Dtype a, Dtype nd, Dtype loss)
+{
+	assert_int_equal(g.nop, nop);
+	assert_int_equal(ncasts(), casts);
+	assert_int_equal(g.t[n->a].dtype, a);
+	assert_int_equal(g.t[n->n].dtype, nd);
+	assert_int_equal(g.t[n->loss].dtype, loss);
+}
+
 static void
 test_autocast_cuda(void **state)
 {
@@ -196,14 +207,10 @@ test_autocast_cuda(void **state)
 	(void)state;
 	n = build_autocast(false);
 	/* cast(w), cast(x), a, cast(a), n, cast(n), m, loss */
-	assert_int_equal(g.nop, 8);
-	assert_int_equal(ncasts(), 4);
+	expect(&n, 8, 4, DT_F16, DT_F32, DT_F32);
 	assert_int_equal(g.t[n.x].bytes, 128);
 	assert_int_equal(g.t[n.w].bytes, 256);
-	assert_int_equal(g.t[n.a].dtype, DT_F16);
-	assert_int_equal(g.t[n.n].dtype, DT_F32);
 	assert_int_equal(g.t[n.m].dtype, DT_F16);
-	assert_int_equal(g.t[n.loss].dtype, DT_F32);
 	/* both matmuls read the one cached cast of w, 128 B of f16 */
 	wc = g.op[g.t[n.a].producer].in[1];
 	assert_int_equal(g.op[g.t[n.m].producer].in[1], wc);
@@ -229,11 +236,7 @@ test_autocast_cpu(void **state)
 	(void)state;
 	n = build_autocast(true);
 	/* cast(w), cast(x), a, n, m, loss */
-	assert_int_equal(g.nop, 6);
-	assert_int_equal(ncasts(), 2);
-	assert_int_equal(g.t[n.a].dtype, DT_BF16);
-	assert_int_equal(g.t[n.n].dtype, DT_BF16);
-	assert_int_equal(g.t[n.loss].dtype, DT_BF16);
+	expect(&n, 6, 2, DT_BF16, DT_BF16, DT_BF16);
 	lower_graph(&g, &d, &arena);
 	/* layer_norm of bf16 x with f32 weights is mixed-type: f32
 	 * statistics, 4 x 4 B */
