@@ -62,7 +62,7 @@ typedef struct Ac {
 	bool cpu;
 	Dtype low;              /* the autocast dtype */
 	int *cached;            /* [nt before the pass] a param's cached cast, or -1 */
-	int nt0;
+	Dtype *was;             /* [the most inputs of an op]: infer_as's */
 	int errors;
 } Ac;
 
@@ -132,8 +132,8 @@ infer_as(Ac *A, int o, Dtype as)
 {
 	Graph *g = A->g;
 	Op *op = &g->op[o];
-	Dtype was[16];
-	int n = op->nin < 16 ? op->nin : 16;
+	Dtype *was = A->was;
+	int n = op->nin;
 
 	for (int i = 0; i < n; i++) {
 		Tensor *t = &g->t[op->in[i]];
@@ -237,9 +237,13 @@ move_op(Ac *A, const Op *old)
 int
 autocast(Graph *g, Diag *d)
 {
-	Ac A = {g, d, g->settings.pytorch_cpu, DT_F16, NULL, g->nt, 0};
+	Ac A = {g, d, g->settings.pytorch_cpu, DT_F16, NULL, NULL, 0};
 	Op *old = g->op;
-	int nold = g->nop;
+	int nold = g->nop, most = 1;
+
+	for (int o = 0; o < nold; o++)
+		most = old[o].nin > most ? old[o].nin : most;
+	A.was = ar_array(g->arena, (size_t)most, sizeof *A.was);
 
 	/* torch.autocast's default dtype on CUDA is f16; a net written with
 	 * bf16 params asks for bf16. The CPU's is bf16. */
