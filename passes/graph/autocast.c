@@ -12,9 +12,9 @@
  * autocast casts; Tensor.autocast_cached on the casts of params that
  * autocast caches (lower_torch keeps them to the end of forward).
  *
- * The op lists are PyTorch's (aten/src/ATen/autocast_mode.h and .cpp, the
- * same in 2.4 to 2.15 for the ops below), per device: CUDA's, or CPU's
- * for pytorch-cpu. An op's policy says what happens to its floating inputs
+ * The op lists are PyTorch's (aten/src/ATen/autocast_mode.h and .cpp, as
+ * torch 2.15 has them), per device: CUDA's, or the CPU's for
+ * pytorch-cpu. An op's policy says what happens to its floating inputs
  * (f64 is never cast): */
 #include <string.h>
 
