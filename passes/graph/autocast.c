@@ -123,28 +123,34 @@ add_cast(Ac *A, int src, Dtype dt, const char *scope, Loc loc)
 	return t;
 }
 
-/* Infers op o with each floating input temporarily of dtype `as` (the
- * dtype the kernel computes in; DT_NONE: as they are), then restores
- * them: shape.c's rules want one dtype, PyTorch's kernels promote. Norms
- * keep x's dtype and take their weights as they are. */
+/* Infers op o with its floating inputs from the first-th on temporarily
+ * of dtype `as` (the dtype the kernel computes in; DT_NONE: as they are),
+ * then restores them: shape.c's rules want one dtype, PyTorch's kernels
+ * promote. */
 static void
-infer_as(Ac *A, int o, Dtype as)
+infer_as(Ac *A, int o, Dtype as, int first)
 {
 	Graph *g = A->g;
 	Op *op = &g->op[o];
 	Dtype *was = A->was;
 	int n = op->nin;
 
-	for (int i = 0; i < n; i++) {
+	for (int i = first; i < n; i++) {
 		Tensor *t = &g->t[op->in[i]];
 		was[i] = t->dtype;
 		if (as != DT_NONE && castable(t))
 			retype(t, as);
 	}
 	A->errors += shape_infer_op(g, o, A->d) != 0;
-	for (int i = 0; i < n; i++)
+	for (int i = first; i < n; i++)
 		if (g->t[op->in[i]].dtype != was[i])
 			retype(&g->t[op->in[i]], was[i]);
+}
+
+static bool
+is_norm(OpKind k)
+{
+	return k == OP_LAYERNORM || k == OP_GROUPNORM || k == OP_BATCHNORM;
 }
 
 /* The dtype an op that autocast leaves alone computes in. */
@@ -153,20 +159,18 @@ natural(const Graph *g, const Op *op)
 {
 	Dtype w = DT_NONE;
 
-	switch (op->kind) {
-	case OP_LAYERNORM: case OP_GROUPNORM: case OP_BATCHNORM:
-		/* mixed-type kernels: x's dtype, f32 weights */
+	if (is_norm(op->kind))
+		/* mixed-type kernels: half x with f32 weights gives x's
+		 * dtype (lower_torch sizes the statistics) */
 		return g->t[op->in[0]].dtype;
-	case OP_CAST: case OP_CUSTOM: case OP_EMBEDDING:
-		return DT_NONE;
-	default:
-		/* TensorIterator's promotion; rmsnorm (an autograd.Function:
-		 * `normed.to(x.dtype) * g`) gives the same */
-		for (int i = 0; i < op->nin; i++)
-			if (dtype_is_float(g->t[op->in[i]].dtype))
-				w = wider(w, g->t[op->in[i]].dtype);
-		return w;
-	}
+	if (op->kind == OP_CAST || op->kind == OP_CUSTOM || op->kind == OP_EMBEDDING)
+		return DT_NONE; /* the declared dtype, or the table's */
+	/* TensorIterator's promotion; rmsnorm (an autograd.Function:
+	 * `normed.to(x.dtype) * g`) gives the same */
+	for (int i = 0; i < op->nin; i++)
+		if (dtype_is_float(g->t[op->in[i]].dtype))
+			w = wider(w, g->t[op->in[i]].dtype);
+	return w;
 }
 
 /* Moves op `old` (a copy) to the end of g's op list, casting its inputs
@@ -213,25 +217,9 @@ move_op(Ac *A, const Op *old)
 		g->t[old->out[k]].producer = o;
 	if (pol == AC_NONE)
 		as = natural(g, &g->op[o]);
-	if (pol == AC_NONE && (old->kind == OP_LAYERNORM || old->kind == OP_GROUPNORM ||
-	                       old->kind == OP_BATCHNORM)) {
-		/* the weights stay f32; the output and the statistics follow x */
-		Tensor *x = &g->t[in[0]];
-		Dtype xd = x->dtype;
-		Dtype was[3];
-		int n = old->nin < 3 ? old->nin : 3;
-
-		for (int i = 1; i < n; i++) {
-			was[i] = g->t[in[i]].dtype;
-			if (castable(&g->t[in[i]]))
-				retype(&g->t[in[i]], xd);
-		}
-		A->errors += shape_infer_op(g, o, A->d) != 0;
-		for (int i = 1; i < n; i++)
-			retype(&g->t[in[i]], was[i]);
-		return;
-	}
-	infer_as(A, o, as);
+	/* a norm's weights are read as x's dtype; every other op's inputs as
+	 * the dtype it computes in */
+	infer_as(A, o, as, pol == AC_NONE && is_norm(old->kind));
 }
 
 int
