@@ -334,6 +334,14 @@ backward_rules(Torch *T)
 		gout = g->t[op->out[0]].grad;
 		if (op->kind == OP_AVGPOOL2D)   /* AvgPool2DBackward saves self */
 			add_input(T, n, T->dag_of[op->in[0]]);
+		if (op->kind == OP_CONV1D || op->kind == OP_CONV2D) {
+			/* ConvolutionBackward saves input and weight whatever
+			 * needs a gradient (one formula makes all three): the
+			 * first conv of a net keeps its weight, autocast's cast
+			 * of it under precision = mixed */
+			add_input(T, n, T->dag_of[op->in[0]]);
+			add_input(T, n, T->dag_of[op->in[1]]);
+		}
 		if (op->kind == OP_RELU6)       /* F.relu6 is hardtanh, whose
 		                                 * HardtanhBackward saves self, not out */
 			replace_input(T, n, T->dag_of[op->out[0]], T->dag_of[op->in[0]]);
