@@ -91,6 +91,10 @@ typedef struct Tensor {
 	                           that is not a parameter (BatchNorm's running
 	                           statistics); not in the parameter count */
 	bool reaches_output : 1; /* autodiff: a grad-needing path leads to the loss */
+	bool autocast_copy : 1; /* a cast autocast makes inside the op that
+	                           reads it (passes/graph/autocast.c) */
+	bool autocast_cached : 1; /* autocast's cast of a param (its cache of
+	                           weight casts): held to the end of forward */
 } Tensor;
 
 /* 300k tensors x 16 B is 4.8 MB of issue 15's 100 MB: a field added here

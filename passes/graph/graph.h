@@ -19,6 +19,15 @@
 int shape_infer(Graph *g, Diag *d);
 int shape_infer_op(Graph *g, int o, Diag *d);  /* one op; 0 on success */
 
+/* ---------------------------------------------------------------- passes/graph/autocast.c */
+
+/* `precision = mixed` under a PyTorch runtime: torch.autocast
+ * (docs/runtime-pytorch.md). Makes floating params and inputs f32, inserts
+ * the casts autocast makes (CUDA's op lists, or the CPU's under
+ * pytorch-cpu) and retypes every op's outputs. Between shape_infer and
+ * autodiff. Returns the number of errors. */
+int autocast(Graph *g, Diag *d);
+
 /* ---------------------------------------------------------------- passes/graph/autodiff.c */
 
 /* Decides which ops have a backward, what each saves (Op.saves,

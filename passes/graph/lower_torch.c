@@ -110,6 +110,15 @@ expand_strides(const Tensor *x, const int64_t *xst, const Tensor *y, int64_t *st
 		st[i] = i < lead || x->shape[i - lead] != y->shape[i] ? 0 : xst[i - lead];
 }
 
+/* Autocast (precision = mixed) on the CPU is PyTorch >= 2.4's, whose
+ * attention is SDPA: without a mask or dropout, its CPU flash kernel,
+ * which lays its output out as the CUDA kernels do. */
+static bool
+cpu_flash(const Torch *T, const Op *op)
+{
+	return !T->cuda && T->g->settings.mixed && op->nin == 3 && op->p->dropout == 0;
+}
+
 /* Forward strides in program order; a reshape/flatten that cannot view
  * its input copies it (the output owns its bytes). */
 static void
@@ -124,7 +133,7 @@ forward_layouts(Torch *T)
 		const Tensor *x = &g->t[op->in[0]], *y = &g->t[op->out[0]];
 		int out = op->out[0];
 
-		if (op->kind == OP_ATTENTION && T->cuda && y->ndim == 4) {
+		if (op->kind == OP_ATTENTION && y->ndim == 4 && (T->cuda || cpu_flash(T, op))) {
 			/* SDPA's fused kernels write [B, S, H, Dh] and return it
 			 * transposed to [B, H, S, Dh]: out.transpose(1, 2) is
 			 * contiguous, and the usual reshape to [B, S, D] views */
@@ -171,6 +180,17 @@ sdpa_saves(Torch *T, const Op *op)
 		T->d->t[T->dag_of[ir_extra(op, 1)]].bytes = 0;
 }
 
+/* Under autocast on CUDA, cross_entropy of half logits: log_softmax keeps
+ * their dtype and nll_loss casts its log-probs to f32 (autocast.c). */
+static bool
+autocast_ce(const Torch *T, const Op *op)
+{
+	const Graph *g = T->g;
+
+	return T->cuda && g->settings.mixed && T->dag_of[ir_extra(op, 0)] >= 0 &&
+	       g->t[ir_extra(op, 0)].dtype != DT_F32;
+}
+
 /* Bytes that PyTorch's CPU kernels (1.13) allocate differently:
  * layer_norm keeps mean/rstd in the input dtype; dropout's mask is a
  * tensor of x's dtype (the CPU path multiplies by a scaled noise tensor).
@@ -188,11 +208,22 @@ extras(Torch *T)
 		const Op *op = &g->op[o];
 		int esz = dtype_size(g->t[op->in[0]].dtype);
 
+		/* the statistics take the weights' dtype: x's, except under
+		 * autocast, whose f32 weights make the kernels mixed-type,
+		 * which keep f32 statistics (torch 2.15 on the CPU) */
+		if ((op->kind == OP_LAYERNORM || op->kind == OP_GROUPNORM) && op->nin > 1)
+			esz = dtype_size(g->t[op->in[1]].dtype);
+
 		if (op->kind == OP_MSE_LOSS && T->dag_of[op->out[0]] >= 0)
 			/* the mean is a 0-dim view of the unreduced loss */
 			T->d->t[T->dag_of[op->out[0]]].bytes = ir_numel(&g->t[op->in[0]]) * esz;
 		if (op->kind == OP_ATTENTION && T->cuda)
 			sdpa_saves(T, op);
+		if (op->kind == OP_CROSS_ENTROPY && autocast_ce(T, op))
+			/* nll_loss (autocast's fp32 list) saves an f32 copy of the
+			 * half log-probs, which log_softmax saves too */
+			T->d->t[T->dag_of[ir_extra(op, 0)]].bytes +=
+				ir_numel(&g->t[ir_extra(op, 0)]) * 4;
 		if (op->kind != OP_GROUPNORM &&
 		    (T->cuda || (op->kind != OP_LAYERNORM && op->kind != OP_DROPOUT)))
 			continue;
@@ -247,6 +278,9 @@ aliases_grad_out(Torch *T, const Op *op, int a, int gout, int64_t *st)
 
 	if (gout < 0 || g->t[a].kind == TK_PARAM)
 		return false;
+	if (x->dtype != y->dtype)       /* under autocast: the engine casts the
+	                                 * gradient to the input's dtype, a copy */
+		return false;
 	switch (op->kind) {
 	case OP_TRANSPOSE: case OP_PERMUTE:
 		if (op->kind == OP_TRANSPOSE) {
@@ -300,14 +334,31 @@ backward_rules(Torch *T)
 		gout = g->t[op->out[0]].grad;
 		if (op->kind == OP_AVGPOOL2D)   /* AvgPool2DBackward saves self */
 			add_input(T, n, T->dag_of[op->in[0]]);
+		if (op->kind == OP_CONV1D || op->kind == OP_CONV2D) {
+			/* ConvolutionBackward saves input and weight whatever
+			 * needs a gradient (one formula makes all three): the
+			 * first conv of a net keeps its weight, autocast's cast
+			 * of it under precision = mixed */
+			add_input(T, n, T->dag_of[op->in[0]]);
+			add_input(T, n, T->dag_of[op->in[1]]);
+		}
 		if (op->kind == OP_RELU6)       /* F.relu6 is hardtanh, whose
 		                                 * HardtanhBackward saves self, not out */
 			replace_input(T, n, T->dag_of[op->out[0]], T->dag_of[op->in[0]]);
-		if (op->kind == OP_CROSS_ENTROPY)
+		if (op->kind == OP_CROSS_ENTROPY && autocast_ce(T, op)) {
+			/* NllLossBackward's dense f32 gradient, beside both
+			 * saved log-probs, is the node's largest boundary; the
+			 * step counts those and grad(logits) (half), so the
+			 * workspace is the f32 gradient less grad(logits) */
+			const Tensor *l = &g->t[ir_extra(op, 0)];
+			dag_set_workspace(d, v, dag_workspace(d, v) + ir_numel(l) *
+			                  (4 - dtype_size(l->dtype)), T->a);
+		} else if (op->kind == OP_CROSS_ENTROPY) {
 			/* NllLossBackward's dense [N, C] gradient of the log-probs,
 			 * live while LogSoftmaxBackward makes grad(logits) */
 			dag_set_workspace(d, v, dag_workspace(d, v) +
 			                  d->t[T->dag_of[ir_extra(op, 0)]].bytes, T->a);
+		}
 		for (int j = 0; j < n->nacc; j++) {
 			DagAcc *ac = &n->acc[j];
 			int ga = d->t[ac->tensor].ir_tensor, a = g->t[ga].grad_of;
@@ -349,6 +400,30 @@ lower_torch(const Graph *g, Dag *d, Arena *a)
 	extras(&T);
 	if (g->train)
 		backward_rules(&T);
+	/* autocast casts inside the op that reads the copy, so the caller's
+	 * tensor is still held while that op runs */
+	for (int v = 0; v < d->nnode; v++) {
+		const Op *op;
+
+		if (d->node[v].is_backward || d->node[v].ir_op < 0)
+			continue;
+		op = &g->op[d->node[v].ir_op];
+		for (int i = 0; i < op->nin; i++) {
+			const Tensor *c = &g->t[op->in[i]];
+			if (c->autocast_copy && !c->autocast_cached)
+				add_input(&T, &d->node[v], T.dag_of[g->op[c->producer].in[0]]);
+		}
+	}
+	/* autocast's cache holds its casts of the weights until the autocast
+	 * region ends, after the last forward op */
+	for (int v = d->nnode - 1; v >= 0; v--) {
+		if (d->node[v].is_backward)
+			continue;
+		for (int t = 0; t < d->nt; t++)
+			if (d->t[t].ir_tensor >= 0 && g->t[d->t[t].ir_tensor].autocast_cached)
+				add_input(&T, &d->node[v], t);
+		break;
+	}
 	/* the caller holds its inputs and the loss through the whole training
 	 * step */
 	for (int t = 0; t < d->nt; t++)

@@ -7,7 +7,7 @@ counted by allocshim.so (LD_PRELOAD) and sampled from a TorchDispatchMode.
 It compares that peak with `remat --runtime pytorch-cpu --json`.
 
 Run by tests/pytorch/check.sh, which builds the shim and sets LD_PRELOAD:
-  harness.py REMAT FILE.net [-D NAME=V ...] [--emit-torch [--selective]] [--tol R]
+  harness.py REMAT FILE.net [-D NAME=V ...] [--emit-torch [--selective]] [--autocast] [--tol R]
 Prints one line per network; exit 1 when the difference exceeds --tol.
 
 Conventions of the translation (docs/runtime-pytorch.md):
@@ -24,6 +24,10 @@ Conventions of the translation (docs/runtime-pytorch.md):
   what it declares, and gives every floating input that needs grad a
   gradient of its shape.
 - The optimizer is sgd and precision declared: no optimizer state.
+- --autocast: precision mixed as PyTorch users train it (PyTorch >= 2.4):
+  every floating param and input is f32 and the forward runs under
+  torch.autocast("cpu", dtype=torch.bfloat16), the backward outside it;
+  compared with `--precision mixed`, which models the CPU's autocast lists.
 """
 import ctypes
 import json
@@ -48,6 +52,7 @@ def _torch_at_least(major, minor):
 
 
 TORCH2 = _torch_at_least(2, 0)
+AUTOCAST = False        # --autocast
 
 # the allocation shim (LD_PRELOAD): only the measuring main() needs it
 _lib = ctypes.CDLL(None)
@@ -62,11 +67,14 @@ class Meter(TorchDispatchMode):
         super().__init__()
         self.peak = 0
         self.quiet = 0
+        self.trace = []         # every sample, in order
+        self.base = 0
 
     def sample(self):
         b = _lib.shim_bytes()
         if b > self.peak:
             self.peak = b
+        self.trace.append(b - self.base)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -397,6 +405,8 @@ def make_leaves(g):
         if t["kind"] not in ("input", "param"):
             continue
         dt = DT[t["dtype"]]
+        if dt.is_floating_point and AUTOCAST:
+            dt = torch.float32  # an f32 model; autocast makes the rest
         if dt.is_floating_point:
             v = torch.randn(t["shape"]).mul_(0.1).to(dt)
             if t["kind"] == "param" and t["needs_grad"]:    # not a frozen one
@@ -451,6 +461,9 @@ def step(g, env, policy):
     regions = wrap_policy(policy, g) if policy else {}
     last = last_uses(g)
     o = 0
+    region = torch.autocast("cpu", dtype=torch.bfloat16) if AUTOCAST else None
+    if region:
+        region.__enter__()
     while o < len(g["ops"]):
         if o in regions:
             hi, _ = regions[o]
@@ -475,6 +488,8 @@ def step(g, env, policy):
         else:
             run_region(g, env, o, o, [])
             o += 1
+    if region:          # leaving it drops autocast's cache of weight casts
+        region.__exit__(None, None, None)
     loss = env[g["loss"]]
     for i in list(env):         # the caller keeps its inputs and params
         if g["tensors"][i]["kind"] not in ("input", "param"):
@@ -494,13 +509,38 @@ def run_remat(args):
 
 def remat_json(remat, net, defs, extra):
     cmd = [remat, "--json", "--runtime", "pytorch-cpu", "--optimizer", "sgd",
-           "--precision", "declared"] + defs + extra + [net]
+           "--precision", "mixed" if AUTOCAST else "declared"] + defs + extra + [net]
     return json.loads(run_remat(cmd))
 
 
+def boundaries(trace, schedule, tol):
+    """How many of remat's steps (forward, backward) have a measured
+    operator boundary within tol, matched in order: remat's one op may be
+    several aten ops (cross_entropy is log_softmax and nll_loss), so each
+    step is looked for at or after the previous match."""
+    got = {"forward": [0, 0], "backward": [0, 0]}
+    at = 0
+    for st in schedule:
+        if st["kind"] not in got:
+            continue
+        v = st["live_bytes"]
+        got[st["kind"]][1] += 1
+        for j in range(at, len(trace)):
+            if abs(trace[j] - v) <= tol * max(v, 1):
+                got[st["kind"]][0] += 1
+                at = j + 1
+                break
+    return got
+
+
 def main():
-    global METER
+    global METER, AUTOCAST
     argv = sys.argv[1:]
+    if "--autocast" in argv:
+        argv.remove("--autocast")
+        AUTOCAST = True
+        if not _torch_at_least(2, 4):
+            raise SystemExit("harness: --autocast needs PyTorch >= 2.4")
     tol = 0.001
     emit = False
     if "--tol" in argv:
@@ -545,14 +585,28 @@ def main():
     with METER:
         step(g, env, policy)
     got = METER.peak - base + held
+    trace = METER.trace
     METER = None
     diff = (want - got) / got
     name = os.path.basename(net)
-    print("%-14s %-24s pytorch %12d  remat --runtime pytorch-cpu%s %12d  diff %+.4f%%"
-          % (name, " ".join(defs)[:24], got, (" -O2 --emit-torch" if emit else "") +
-             (" (selective)" if selective else ""),
-             want, 100 * diff))
-    return 0 if abs(diff) <= tol else 1
+    line = ("%-14s %-24s pytorch %12d  remat --runtime pytorch-cpu%s %12d  diff %+.4f%%"
+            % (name, " ".join(defs)[:24], got, (" -O2 --emit-torch" if emit else "") +
+               (" (selective)" if selective else "") +
+               (" --precision mixed" if AUTOCAST else ""),
+               want, 100 * diff))
+    ok = abs(diff) <= tol
+    if AUTOCAST and not emit:
+        # the op-boundary values of the -O0 schedule (with --emit-torch,
+        # the schedule is remat's plan, not the wrapping that ran), step
+        # by step, within 0.1% of a measured one
+        b = boundaries(trace, rep["schedule"], 0.001)
+        line += "; boundaries within 0.1%%: forward %d of %d, backward %d of %d" % (
+            b["forward"][0], b["forward"][1], b["backward"][0], b["backward"][1])
+        # every forward step is a measured boundary; the backward's order
+        # of independent nodes (the engine's) may differ from remat's -O0
+        ok = ok and b["forward"][0] == b["forward"][1]
+    print(line)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

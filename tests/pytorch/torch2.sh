@@ -9,7 +9,13 @@
 # - harness.py: the step's peak under the plan, whole and selective, within
 #   0.1% of PEAK_WHOLE and PEAK_SELECTIVE, on the examples without
 #   attention (--runtime pytorch-cpu is 1.13's CPU model, and 2.x's CPU
-#   attention differs from 1.13's: docs/runtime-pytorch.md).
+#   attention differs from 1.13's: docs/runtime-pytorch.md);
+# - harness.py --autocast: an f32 model whose forward runs under
+#   torch.autocast("cpu", bfloat16): the peak within 0.1% of
+#   `--runtime pytorch-cpu --precision mixed` (the CPU's autocast lists),
+#   and every forward step's bytes a measured operator boundary's; with
+#   --emit-torch (whole and selective), the peak under the plan within
+#   0.1% of its prediction.
 # Output is TAP.
 : "${REMAT:=./remat}" "${SRCDIR:=.}" "${CC:=cc}" "${TORCH_VENV:=./torch-venv}"
 PY=$TORCH_VENV/bin/python
@@ -20,7 +26,7 @@ fi
 . "$SRCDIR/tests/pytorch/shim.sh"
 ex=$SRCDIR/examples
 fail=0 i=0
-echo "1..20"
+echo "1..33"
 tap() { # tap CMD...: one TAP line from the command's last output line
 	i=$((i + 1))
 	if line=$("$@" 2>&1); then
@@ -49,6 +55,22 @@ for net in "$RESNET" "$UNET" "$DENSE" "$MOBILE" "$LORA"; do
 		# shellcheck disable=SC2086
 		tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
 			"$REMAT" $net --emit-torch $mode --tol 0.001
+	done
+done
+MLP="$ex/mlp.net -DB=4 -DHW=8 -DHID=32 -DK=10"
+LLAMA="$ex/llama.net -DB=2 -DS=32 -DD=64 -DH=4 -DL=2 -DF=128 -DV=256"
+for net in "$MLP" "$GPT2" "$LLAMA" "$RESNET" "$UNET" "$DENSE" "$MOBILE" "$LORA"; do
+	# shellcheck disable=SC2086
+	tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
+		"$REMAT" $net --autocast --tol 0.001
+done
+tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
+	"$REMAT" "$SRCDIR/tests/pytorch/autocast.net" --autocast --tol 0.001
+for net in "$GPT2" "$RESNET"; do
+	for mode in "" "--selective"; do
+		# shellcheck disable=SC2086
+		tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
+			"$REMAT" $net --emit-torch $mode --autocast --tol 0.001
 	done
 done
 exit $fail

@@ -119,12 +119,138 @@ test_cpu(void **state)
 	check(true, false, want);
 }
 
+/* precision = mixed is torch.autocast (passes/graph/autocast.c), on
+ *   x input f16 [4, 8], w param f16 [8, 8], g, c params f16 [8]:
+ *   a = x @ w;  n = layernorm(a, g, c);  m = n @ w;  loss = sum(m)
+ * Every floating leaf becomes f32 (x 128 B, w 256 B, g and c 32 B, no
+ * master copy). CUDA (f16, the params' declared half type): w and x are
+ * cast for the matmul (w once: the cast of a weight is cached), a to f32
+ * for layer_norm (fp32 list), n back to f16 for the second matmul, which
+ * reuses w's cast; sum (fp32_set_opt_dtype) reads m as it is and returns
+ * f32. CPU (bf16): layer_norm and sum are on no CPU list, so n and the
+ * loss stay bf16 and only w and x are cast. */
+typedef struct AcNet {
+	int x, w, a, n, m, loss;
+} AcNet;
+
+static AcNet
+build_autocast(bool cpu)
+{
+	AcNet n;
+	int oa, on, om;
+
+	n.x = decl("x", TK_INPUT, DT_F16, 2, 4, 8);
+	n.w = decl("w", TK_PARAM, DT_F16, 2, 8, 8);
+	int gg = decl("g", TK_PARAM, DT_F16, 1, 8);
+	int c = decl("c", TK_PARAM, DT_F16, 1, 8);
+	oa = mk(OP_MATMUL, "a", 2, n.x, n.w);
+	on = mk(OP_LAYERNORM, "n", 3, out(oa), gg, c);
+	om = mk(OP_MATMUL, "m", 2, out(on), n.w);
+	n.loss = out(mk(OP_SUM, "loss", 1, out(om)));
+	n.a = out(oa);
+	n.n = out(on);
+	n.m = out(om);
+	g.settings.pytorch = true;
+	g.settings.pytorch_cpu = cpu;
+	g.settings.mixed = true;
+	g.outputs = ar_alloc(&arena, sizeof(int));
+	g.output_loc = ar_alloc(&arena, sizeof(Loc));
+	g.outputs[0] = n.loss;
+	g.output_loc[0] = loc_make("t.net", 9, 1);
+	g.noutputs = 1;
+	g.loss = n.loss;
+	g.train = true;
+	assert_int_equal(shape_infer(&g, &diag), 0);
+	assert_int_equal(autocast(&g, &diag), 0);
+	assert_int_equal(autodiff(&g, &diag), 0);
+	return n;
+}
+
+/* How many casts the graph has. */
+static int
+ncasts(void)
+{
+	int k = 0;
+
+	for (int o = 0; o < g.nop; o++)
+		k += g.op[o].kind == OP_CAST;
+	return k;
+}
+
+static bool
+node_reads(const Dag *d, int v, const DagTensor *t)
+{
+	for (int j = 0; j < d->node[v].nin; j++)
+		if (&d->t[d->node[v].in[j]] == t)
+			return true;
+	return false;
+}
+
+/* The op count, the casts among them and the dtypes of a, n and loss. */
+static void
+expect(const AcNet *n, int nop, int casts, Dtype a, Dtype nd, Dtype loss)
+{
+	assert_int_equal(g.nop, nop);
+	assert_int_equal(ncasts(), casts);
+	assert_int_equal(g.t[n->a].dtype, a);
+	assert_int_equal(g.t[n->n].dtype, nd);
+	assert_int_equal(g.t[n->loss].dtype, loss);
+}
+
+static void
+test_autocast_cuda(void **state)
+{
+	AcNet n;
+	Dag d;
+	int wc;
+
+	(void)state;
+	n = build_autocast(false);
+	/* cast(w), cast(x), a, cast(a), n, cast(n), m, loss */
+	expect(&n, 8, 4, DT_F16, DT_F32, DT_F32);
+	assert_int_equal(g.t[n.x].bytes, 128);
+	assert_int_equal(g.t[n.w].bytes, 256);
+	assert_int_equal(g.t[n.m].dtype, DT_F16);
+	/* both matmuls read the one cached cast of w, 128 B of f16 */
+	wc = g.op[g.t[n.a].producer].in[1];
+	assert_int_equal(g.op[g.t[n.m].producer].in[1], wc);
+	assert_true(g.t[wc].autocast_cached);
+	assert_int_equal(g.t[wc].bytes, 128);
+	lower_graph(&g, &d, &arena);
+	assert_int_equal(d.persistent[CAT_PARAMS], 320);
+	assert_int_equal(d.persistent[CAT_MASTER], 0);
+	/* the cache holds w's cast to the end of forward: the last forward
+	 * node (sum) reads it; layer_norm holds a while it casts it */
+	assert_true(node_reads(&d, g.t[n.loss].producer, dag_t(&d, wc)));
+	assert_true(node_reads(&d, g.t[n.n].producer, dag_t(&d, n.a)));
+	/* the f32 param gradient (ToCopyBackward casts it back) */
+	assert_int_equal(dag_t(&d, g.t[n.w].grad)->bytes, 256);
+}
+
+static void
+test_autocast_cpu(void **state)
+{
+	AcNet n;
+	Dag d;
+
+	(void)state;
+	n = build_autocast(true);
+	/* cast(w), cast(x), a, n, m, loss */
+	expect(&n, 6, 2, DT_BF16, DT_BF16, DT_BF16);
+	lower_graph(&g, &d, &arena);
+	/* layer_norm of bf16 x with f32 weights is mixed-type: f32
+	 * statistics, 4 x 4 B */
+	assert_int_equal(dag_t(&d, ir_extra(&g.op[g.t[n.n].producer], 0))->bytes, 16);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_cuda, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_autocast_cuda, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_autocast_cpu, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("lower_torch", tests, NULL, NULL);
 }
