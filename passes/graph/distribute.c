@@ -20,10 +20,12 @@
  * - ZeRO-3 all-gathers: each unit (the params of a block, the node's
  *   block; the ops outside every def form one more unit) gets a
  *   gather node before its forward, whose output (the unit's full weights)
- *   its forward nodes read, and a second gather before its backward, read
- *   by its backward nodes. Liveness frees each when its last reader ran.
- *   A recompute of a unit's forward during backward reads the forward
- *   gather, which the planner may recompute (it costs no FLOPs) or keep.
+ *   its forward nodes read, and a second gather of the same tensor before
+ *   its backward, read by its backward nodes. Liveness frees each instance
+ *   when its last reader ran. A recompute of a unit's forward during
+ *   backward reads the latest instance: the backward gather's once it ran,
+ *   else the forward gather's, which the planner may recompute (it costs
+ *   no FLOPs) or keep.
  *   --prefetch N places the gathers of the next N units ahead, before the
  *   running unit's first operation;
  * - a pipeline stage's DAG (pipeline.c) is rewritten the same way, per
@@ -65,7 +67,8 @@ typedef struct Dist {
 	int **unit_list;        /* [nunits] its params, in IR order */
 	int *unit_nparams;      /* [nunits] how many */
 	int *gather_f, *gather_b;       /* [nunits] Dag node indices, or -1 */
-	int *gathered_f, *gathered_b;   /* [nunits] their output tensors */
+	int *gathered;          /* [nunits] the unit's gathered weights, the
+	                           output of both gathers */
 	int *bucket_after;      /* [nnode] bucket node to run right after, or -1 */
 	int cap_t, cap_n;
 } Dist;
@@ -266,8 +269,15 @@ unit_params(Dist *D)
 		}
 }
 
-/* The gather nodes and their outputs, and the reads of every node whose op
- * reads a weight of the unit. */
+/* The gather nodes and their output, and the reads of every node whose op
+ * reads a weight of the unit. Both gathers of a unit make the same tensor
+ * (the one Dag tensor with two producers, dag.h): by the liveness rule a
+ * use is served by the latest gather, so the forward's instance dies
+ * after its last forward reader, and a recompute of the unit's forward
+ * that runs after the backward gather reads the backward's instance, as
+ * FSDP and DeepSpeed run it on the one unsharded copy they hold, rather
+ * than a second gathered copy. A recompute before the backward gather
+ * (a segment spanning two units) gathers again (gather_f recomputed). */
 static void
 gathers(Dist *D)
 {
@@ -276,8 +286,7 @@ gathers(Dist *D)
 
 	D->gather_f = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	D->gather_b = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
-	D->gathered_f = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
-	D->gathered_b = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+	D->gathered = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	for (int u = 0; u < D->nunits; u++) {
 		int hc = u - D->nblocks - D->ncopies;   /* a head's copy */
 		const char *nm = !u ? "allgather(root)"
@@ -288,9 +297,8 @@ gathers(Dist *D)
 		D->gather_f[u] = D->gather_b[u] = -1;
 		if (!D->unit_bytes[u])
 			continue;
-		D->gathered_f[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
+		D->gathered[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
 		D->gather_f[u] = new_node(D, nm, false);
-		D->gathered_b[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
 		D->gather_b[u] = new_node(D, nm, true);
 		for (int k = 0; k < 2; k++) {   /* the node array is final now */
 			int v = k ? D->gather_b[u] : D->gather_f[u];
@@ -299,7 +307,7 @@ gathers(Dist *D)
 			n->block_plus1 = u <= D->nblocks ? u : 0;
 			x->micro_batch = D->unit_copy[u];
 			n->out = ar_alloc(D->a, sizeof(int));
-			n->out[0] = k ? D->gathered_b[u] : D->gathered_f[u];
+			n->out[0] = D->gathered[u];
 			n->nout = 1;
 			x->comm = COMM_ALLGATHER;
 			x->comm_params = D->unit_list[u];
@@ -316,7 +324,7 @@ gathers(Dist *D)
 			int u = *param_slot(D, dag_micro_batch(D->d, n), ir_storage_root(g, op->in[i])) - 1;
 			if (u < 0 || D->gather_f[u] < 0)
 				continue;
-			add_input(D, v, n->is_backward ? D->gathered_b[u] : D->gathered_f[u]);
+			add_input(D, v, D->gathered[u]);
 		}
 	}
 }
@@ -553,7 +561,7 @@ static Seq
 sequence(const Dist *D, bool bwd)
 {
 	const Dag *d = D->d;
-	const int *gathered = bwd ? D->gathered_b : D->gathered_f;
+	const int *gathered = D->gathered;
 	int *gunit = ar_alloc(D->a, sizeof(int) * (size_t)(d->nt + 1));
 	int *first_read = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	int *first_op = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
