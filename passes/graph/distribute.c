@@ -660,6 +660,76 @@ base_order(Dist *D, int nold)
 	d->nbase = n;
 }
 
+/* The first node distribute appended (a collective), or nnode. */
+static int
+first_comm(const Dag *d)
+{
+	int v = 0;
+
+	while (v < d->nnode && dag_xfer(d, v)->comm == COMM_NONE)
+		v++;
+	return v;
+}
+
+/* Why: a ZeRO-3 step only shards the weights and adds their gathers, so
+ * the ZeRO-2 plan, with each unit gathered for the run of steps that
+ * reads it, holds per step its ZeRO-2 bytes less the weights' unsharded
+ * part plus the units gathered then; -O2 takes it as a candidate so that
+ * its plan is no worse than that (docs/distributed.md). */
+bool
+dist_seed(const Dag *d3, const Dag *d2, const Schedule *s2, Schedule *out, Arena *a)
+{
+	int first = first_comm(d2), ng = 0, n = 0, gsteps = 0;
+	int *gf = ar_alloc(a, sizeof(int) * (size_t)(d3->nt + 1));
+	int *gb = ar_alloc(a, sizeof(int) * (size_t)(d3->nt + 1));
+	int *lastread = ar_alloc(a, sizeof(int) * (size_t)(d3->nt + 1));
+	bool *bdone = ar_alloc(a, (size_t)d3->nt + 1), bwd = false;
+
+	for (int t = 0; t < d3->nt; t++)
+		gf[t] = gb[t] = lastread[t] = -1;
+	for (int v = first; v < d3->nnode; v++) {
+		const DagNode *nd = &d3->node[v];
+		if (dag_xfer(d3, v)->comm != COMM_ALLGATHER)
+			break;
+		*(nd->once ? &gb[nd->out[0]] : &gf[nd->out[0]]) = v;
+		ng++;
+	}
+	if (first != first_comm(d3) || d2->nnode + ng != d3->nnode)
+		return false;
+	for (int v = 0; v < d2->nnode; v++)
+		if (strcmp(d2->node[v].name, d3->node[v < first ? v : v + ng].name))
+			return false;
+	out->step = ar_alloc(a, sizeof(int) * (size_t)(s2->n + 2 * d3->nt + 1));
+	for (int i = 0; i < s2->n; i++) {
+		int v = s2->step[i] < first ? s2->step[i] : s2->step[i] + ng;
+		const DagNode *nd = &d3->node[v];
+		bool reads = false;
+		bwd |= nd->is_backward;
+		for (int j = 0; j < nd->nin; j++) {
+			int t = nd->in[j];
+			if (gf[t] < 0)
+				continue;
+			if (lastread[t] != gsteps) {    /* a new run of the unit */
+				bool b = bwd && gb[t] >= 0 && !bdone[t];
+				out->step[n++] = b ? gb[t] : gf[t];
+				bdone[t] |= b;
+			}
+			reads = true;
+		}
+		for (int j = 0; reads && j < nd->nin; j++)
+			if (gf[nd->in[j]] >= 0)
+				lastread[nd->in[j]] = gsteps + 1;
+		gsteps += reads;
+		out->step[n++] = v;
+	}
+	/* a backward gather no backward step needed still runs once */
+	for (int t = 0; t < d3->nt; t++)
+		if (gb[t] >= 0 && !bdone[t])
+			out->step[n++] = gb[t];
+	out->n = n;
+	return true;
+}
+
 bool
 dist_active(const DistOptions *o)
 {
