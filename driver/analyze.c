@@ -277,6 +277,37 @@ analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
 	return after_pass(an, PASS_LOWER, NULL, po, a);
 }
 
+/* ZeRO-3 at -O2: the ZeRO-2 plan of the same training step, replayed
+ * with the gathers (dist_seed), joins -O2's candidates, so that sharding
+ * the weights never makes -O2's plan worse than the ZeRO-2 one replayed
+ * (docs/distributed.md, "Checkpointing under ZeRO-3"). Not with
+ * --prefetch, whose gathers run ahead, nor in a pipeline stage. */
+static Schedule
+zero2_seed(const Analysis *an, const PlanGoal *goal, Arena *a)
+{
+	const DistOptions *o = &an->g.settings.dist;
+	DistOptions o2 = *o;
+	PlanGoal g2 = *goal;
+	Schedule s = {0, NULL};
+	DistStats st;
+	PlanResult p;
+	Dag d2;
+
+	if (goal->level < 2 || goal->budget >= 0 || goal->exact || !an->g.train ||
+	    !dist_active(o) || o->zero < 3 || o->prefetch > 0 ||
+	    an->g.settings.pipe.stages > 1)
+		return s;
+	o2.zero = 2;
+	o2.offload_params = false;
+	lower_graph(&an->g, &d2, a);
+	distribute(&an->g, &d2, &o2, &st, a);
+	g2.seed = s;
+	p = rm_plan_search(&d2, &g2, a);
+	if (!dist_seed(&an->d, &d2, &p.sched, &s, a))
+		s.n = 0;
+	return s;
+}
+
 /* The plan for the job's goal and its evaluation in an->ev; base is the
  * base order, already evaluated in an->base. */
 static Status
@@ -298,7 +329,9 @@ choose_plan(const Job *job, Analysis *an, Schedule base, Arena *a)
 		return after_pass(an, PASS_PLAN, &an->plan.sched, &job->passes, a);
 	}
 	/* the test rm_plan would make first is made above */
-	an->plan = rm_plan_search(&an->d, goal, a);
+	PlanGoal seeded = *goal;
+	seeded.seed = zero2_seed(an, goal, a);
+	an->plan = rm_plan_search(&an->d, &seeded, a);
 	if (an->plan.error) {   /* --exact on a graph too large to search */
 		fprintf(stderr, "remat: %s\n", an->plan.error);
 		return ST_ERROR;

@@ -1,6 +1,7 @@
 /* ir/dag/check.c -- the invariant checks of the plain DAG and of a schedule
  * on it, run after lowering (or import) and after planning: indices in
- * range, one producer per tensor, views of earlier-made tensors, a base
+ * range, one producer per tensor (two all-gathers for ZeRO-3's gathered
+ * weights), views of earlier-made tensors, a base
  * order that runs every node once with each use served, backward steps
  * after their forward steps. Linear in the DAG's size. They find bugs in
  * remat; the user's input is checked before. Reads a Dag and a Schedule;
@@ -23,7 +24,16 @@ check_tensors(const Dag *d, char *why, size_t n)
 }
 
 /* Each tensor has at most one producing node (or comes from the start),
- * and producer[] records it for the order check. */
+ * and producer[] records it. The one exception is ZeRO-3's gathered
+ * weights: a unit's forward all-gather and its backward all-gather (a
+ * once node, after it in node order) make the same tensor (dag.h). */
+static bool
+second_gather(const Dag *d, int first, int v)
+{
+	return dag_xfer(d, first)->comm == COMM_ALLGATHER && !d->node[first].once &&
+	       dag_xfer(d, v)->comm == COMM_ALLGATHER && d->node[v].once;
+}
+
 static bool
 check_nodes(const Dag *d, int *producer, char *why, size_t n)
 {
@@ -47,9 +57,10 @@ check_nodes(const Dag *d, int *producer, char *why, size_t n)
 			int t = nd->out[i];
 			if (t < 0 || t >= d->nt)
 				return why_fail(why, n, "node %s makes tensor %d", nd->name, t);
-			if (producer[t] >= 0 || d->t[t].from_start)
+			if ((producer[t] >= 0 && !second_gather(d, producer[t], v)) ||
+			    d->t[t].from_start)
 				return why_fail(why, n, "tensor %s has two producers", d->t[t].name);
-			producer[t] = v;
+			producer[t] = v;        /* a third gather fails: once */
 		}
 	}
 	return true;

@@ -14,7 +14,11 @@
  *   has a live instance (see below). Each use is served by the most recent
  *   earlier production of that tensor; a use with none makes the schedule
  *   invalid (tensors with from_start=true are produced "before step 0").
- * - A step PRODUCES a new instance of each tensor in node.out.
+ * - A step PRODUCES a new instance of each tensor in node.out. One node
+ *   makes each tensor, except ZeRO-3's gathered weights of a unit
+ *   (passes/graph/distribute.c): its forward all-gather and its backward
+ *   all-gather (once) make the same tensor, so a use after the backward
+ *   gather is served by that instance.
  * - An instance is live from its producing step through the last step it
  *   serves, both included; one that serves no step is live only during its
  *   producing step. A from_start instance that serves no step and is not

@@ -20,10 +20,12 @@
  * - ZeRO-3 all-gathers: each unit (the params of a block, the node's
  *   block; the ops outside every def form one more unit) gets a
  *   gather node before its forward, whose output (the unit's full weights)
- *   its forward nodes read, and a second gather before its backward, read
- *   by its backward nodes. Liveness frees each when its last reader ran.
- *   A recompute of a unit's forward during backward reads the forward
- *   gather, which the planner may recompute (it costs no FLOPs) or keep.
+ *   its forward nodes read, and a second gather of the same tensor before
+ *   its backward, read by its backward nodes. Liveness frees each instance
+ *   when its last reader ran. A recompute of a unit's forward during
+ *   backward reads the latest instance: the backward gather's once it ran,
+ *   else the forward gather's, which the planner may recompute (it costs
+ *   no FLOPs) or keep.
  *   --prefetch N places the gathers of the next N units ahead, before the
  *   running unit's first operation;
  * - a pipeline stage's DAG (pipeline.c) is rewritten the same way, per
@@ -65,7 +67,8 @@ typedef struct Dist {
 	int **unit_list;        /* [nunits] its params, in IR order */
 	int *unit_nparams;      /* [nunits] how many */
 	int *gather_f, *gather_b;       /* [nunits] Dag node indices, or -1 */
-	int *gathered_f, *gathered_b;   /* [nunits] their output tensors */
+	int *gathered;          /* [nunits] the unit's gathered weights, the
+	                           output of both gathers */
 	int *bucket_after;      /* [nnode] bucket node to run right after, or -1 */
 	int cap_t, cap_n;
 } Dist;
@@ -266,8 +269,15 @@ unit_params(Dist *D)
 		}
 }
 
-/* The gather nodes and their outputs, and the reads of every node whose op
- * reads a weight of the unit. */
+/* The gather nodes and their output, and the reads of every node whose op
+ * reads a weight of the unit. Both gathers of a unit make the same tensor
+ * (the one Dag tensor with two producers, dag.h): by the liveness rule a
+ * use is served by the latest gather, so the forward's instance dies
+ * after its last forward reader, and a recompute of the unit's forward
+ * that runs after the backward gather reads the backward's instance, as
+ * FSDP and DeepSpeed run it on the one unsharded copy they hold, rather
+ * than a second gathered copy. A recompute before the backward gather
+ * (a segment spanning two units) gathers again (gather_f recomputed). */
 static void
 gathers(Dist *D)
 {
@@ -276,8 +286,7 @@ gathers(Dist *D)
 
 	D->gather_f = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	D->gather_b = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
-	D->gathered_f = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
-	D->gathered_b = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
+	D->gathered = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	for (int u = 0; u < D->nunits; u++) {
 		int hc = u - D->nblocks - D->ncopies;   /* a head's copy */
 		const char *nm = !u ? "allgather(root)"
@@ -288,9 +297,8 @@ gathers(Dist *D)
 		D->gather_f[u] = D->gather_b[u] = -1;
 		if (!D->unit_bytes[u])
 			continue;
-		D->gathered_f[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
+		D->gathered[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
 		D->gather_f[u] = new_node(D, nm, false);
-		D->gathered_b[u] = new_tensor(D, nm, D->unit_bytes[u], CAT_PARAMS);
 		D->gather_b[u] = new_node(D, nm, true);
 		for (int k = 0; k < 2; k++) {   /* the node array is final now */
 			int v = k ? D->gather_b[u] : D->gather_f[u];
@@ -299,7 +307,7 @@ gathers(Dist *D)
 			n->block_plus1 = u <= D->nblocks ? u : 0;
 			x->micro_batch = D->unit_copy[u];
 			n->out = ar_alloc(D->a, sizeof(int));
-			n->out[0] = k ? D->gathered_b[u] : D->gathered_f[u];
+			n->out[0] = D->gathered[u];
 			n->nout = 1;
 			x->comm = COMM_ALLGATHER;
 			x->comm_params = D->unit_list[u];
@@ -316,7 +324,7 @@ gathers(Dist *D)
 			int u = *param_slot(D, dag_micro_batch(D->d, n), ir_storage_root(g, op->in[i])) - 1;
 			if (u < 0 || D->gather_f[u] < 0)
 				continue;
-			add_input(D, v, n->is_backward ? D->gathered_b[u] : D->gathered_f[u]);
+			add_input(D, v, D->gathered[u]);
 		}
 	}
 }
@@ -553,7 +561,7 @@ static Seq
 sequence(const Dist *D, bool bwd)
 {
 	const Dag *d = D->d;
-	const int *gathered = bwd ? D->gathered_b : D->gathered_f;
+	const int *gathered = D->gathered;
 	int *gunit = ar_alloc(D->a, sizeof(int) * (size_t)(d->nt + 1));
 	int *first_read = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
 	int *first_op = ar_alloc(D->a, sizeof(int) * (size_t)D->nunits);
@@ -650,6 +658,76 @@ base_order(Dist *D, int nold)
 	ir_assert(n == d->nnode && nold <= d->nnode);
 	d->base_order = order;
 	d->nbase = n;
+}
+
+/* The first node distribute appended (a collective), or nnode. */
+static int
+first_comm(const Dag *d)
+{
+	int v = 0;
+
+	while (v < d->nnode && dag_xfer(d, v)->comm == COMM_NONE)
+		v++;
+	return v;
+}
+
+/* Why: a ZeRO-3 step only shards the weights and adds their gathers, so
+ * the ZeRO-2 plan, with each unit gathered for the run of steps that
+ * reads it, holds per step its ZeRO-2 bytes less the weights' unsharded
+ * part plus the units gathered then; -O2 takes it as a candidate so that
+ * its plan is no worse than that (docs/distributed.md). */
+bool
+dist_seed(const Dag *d3, const Dag *d2, const Schedule *s2, Schedule *out, Arena *a)
+{
+	int first = first_comm(d2), ng = 0, n = 0, gsteps = 0;
+	int *gf = ar_alloc(a, sizeof(int) * (size_t)(d3->nt + 1));
+	int *gb = ar_alloc(a, sizeof(int) * (size_t)(d3->nt + 1));
+	int *lastread = ar_alloc(a, sizeof(int) * (size_t)(d3->nt + 1));
+	bool *bdone = ar_alloc(a, (size_t)d3->nt + 1), bwd = false;
+
+	for (int t = 0; t < d3->nt; t++)
+		gf[t] = gb[t] = lastread[t] = -1;
+	for (int v = first; v < d3->nnode; v++) {
+		const DagNode *nd = &d3->node[v];
+		if (dag_xfer(d3, v)->comm != COMM_ALLGATHER)
+			break;
+		*(nd->once ? &gb[nd->out[0]] : &gf[nd->out[0]]) = v;
+		ng++;
+	}
+	if (first != first_comm(d3) || d2->nnode + ng != d3->nnode)
+		return false;
+	for (int v = 0; v < d2->nnode; v++)
+		if (strcmp(d2->node[v].name, d3->node[v < first ? v : v + ng].name))
+			return false;
+	out->step = ar_alloc(a, sizeof(int) * (size_t)(s2->n + 2 * d3->nt + 1));
+	for (int i = 0; i < s2->n; i++) {
+		int v = s2->step[i] < first ? s2->step[i] : s2->step[i] + ng;
+		const DagNode *nd = &d3->node[v];
+		bool reads = false;
+		bwd |= nd->is_backward;
+		for (int j = 0; j < nd->nin; j++) {
+			int t = nd->in[j];
+			if (gf[t] < 0)
+				continue;
+			if (lastread[t] != gsteps) {    /* a new run of the unit */
+				bool b = bwd && gb[t] >= 0 && !bdone[t];
+				out->step[n++] = b ? gb[t] : gf[t];
+				bdone[t] |= b;
+			}
+			reads = true;
+		}
+		for (int j = 0; reads && j < nd->nin; j++)
+			if (gf[nd->in[j]] >= 0)
+				lastread[nd->in[j]] = gsteps + 1;
+		gsteps += reads;
+		out->step[n++] = v;
+	}
+	/* a backward gather no backward step needed still runs once */
+	for (int t = 0; t < d3->nt; t++)
+		if (gb[t] >= 0 && !bdone[t])
+			out->step[n++] = gb[t];
+	out->n = n;
+	return true;
 }
 
 bool

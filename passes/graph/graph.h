@@ -75,6 +75,14 @@ bool dist_active(const DistOptions *o);
  * shards, gradient buckets, ZeRO-3 gathers, offload. Nothing when
  * !dist_active(o). */
 void distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a);
+/* ZeRO-3: the schedule s2 of the ZeRO-2 Dag d2 of the same graph and
+ * options, replayed on the ZeRO-3 Dag d3 (the same nodes, the gathers
+ * added): each unit gathered right before a step that reads its weights
+ * unless the step before that read any gathered weights read them too,
+ * the backward gather (once) at the first such point from the first
+ * backward step on. In *out (in a); false when d2 is not d3 less its
+ * gathers. */
+bool dist_seed(const Dag *d3, const Dag *d2, const Schedule *s2, Schedule *out, Arena *a);
 
 /* ---------------------------------------------------------------- passes/graph/pipeline.c */
 /* What one pipeline stage holds, for the reports. */

@@ -15,6 +15,9 @@ typedef struct PlanGoal {
 	double max_recompute;   /* recompute cost <= this x forward_cost; <0: inf */
 	int64_t budget;         /* minimize recompute s.t. peak <= budget; -1: none */
 	bool exact;             /* --exact: exhaustive search (small graphs) */
+	Schedule seed;          /* -O2 without a budget: a schedule that joins
+	                           the candidates (ZeRO-3: the ZeRO-2 plan,
+	                           dist_seed); n 0: none */
 } PlanGoal;
 
 typedef struct PlanResult {

@@ -124,6 +124,9 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
 		plain.budget = -1;
 		rm_plan_o2(&C.s, &C.r, &pool, &plain);
 		rm_pool_baselines(&C.s, &pool);
+		if (goal->seed.n > 0 && goal->budget < 0)
+			rm_pool_add_sched(&pool, goal->seed.step, goal->seed.n,
+			                  rm_eval_steps(&C.s, goal->seed.step, goal->seed.n));
 		if (goal->budget >= 0)
 			rm_plan_o2(&C.s, &C.r, &pool, goal);
 		k = pick(d, &pool, goal);

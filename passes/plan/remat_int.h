@@ -107,6 +107,10 @@ typedef struct RmModel {
 	int *gearly;            /* [ngap] EARLY's base position, or -1 */
 	int *eofs, *egap;       /* CSR [n]: gaps whose gearly is each position */
 	int *longgap;           /* [nt] gap from forward to backward use, or -1 */
+	int *reprod;            /* [nt] base position of a once node that makes
+	                           t again (ZeRO-3's backward gather, dag.h),
+	                           else n: the uses after it are its, not gaps */
+	int *relast;            /* [nt] t's last use in the base order, or -1 */
 	int *aofs, *aprev;      /* CSR [nnode]: rm_acc_prev's */
 	int naprev;             /* the length of aprev; 0: no order to keep */
 	bool has_backward;      /* some node is a backward node */

@@ -50,6 +50,43 @@ model_uses(RmModel *M)
 	csr_check(M->uofs, d->nnode, k);
 }
 
+/* Whether the use of t at base position x ends a gap: after t's
+ * production, before a once node makes t again. */
+static bool
+gap_use(const RmModel *M, int t, int x)
+{
+	return M->prod[t] >= 0 && M->pos[M->prod[t]] < x && x < M->reprod[t];
+}
+
+/* reprod and relast: a ZeRO-3 unit's backward gather makes its gathered
+ * weights again, and the backward's uses (and a recompute after it) read
+ * that instance; the plan's gaps cover the forward gather's alone, as if
+ * the backward read a tensor of its own, and its tail gap runs from the
+ * last forward use on. */
+static void
+model_reprod(RmModel *M)
+{
+	const Dag *d = M->d;
+
+	M->reprod = ar_alloc(&M->mem, ((size_t)d->nt + 1) * sizeof *M->reprod);
+	M->relast = ar_alloc(&M->mem, ((size_t)d->nt + 1) * sizeof *M->relast);
+	for (int t = 0; t < d->nt; t++) {
+		M->reprod[t] = M->n;
+		M->relast[t] = -1;
+	}
+	for (int x = 0; x < M->n; x++) {
+		int v = d->base_order[x];
+		RmRow uses = rm_uses(M, v);
+		for (int k = uses.lo; k < uses.hi; k++)
+			M->relast[M->use[k]] = x;
+		for (int j = 0; d->node[v].once && j < d->node[v].nout; j++) {
+			int t = d->node[v].out[j];
+			if (M->prod[t] >= 0 && M->reprod[t] == M->n)
+				M->reprod[t] = x;
+		}
+	}
+}
+
 /* The gaps of every recomputable tensor, from the base order. */
 static void
 model_gaps(RmModel *M)
@@ -63,7 +100,7 @@ model_gaps(RmModel *M)
 		RmRow uses = rm_uses(M, v);
 		for (int k = uses.lo; k < uses.hi; k++) {
 			int t = M->use[k];
-			if (M->prod[t] >= 0 && M->pos[M->prod[t]] < x)
+			if (gap_use(M, t, x))
 				cnt[t]++;
 		}
 	}
@@ -79,7 +116,7 @@ model_gaps(RmModel *M)
 		RmRow uses = rm_uses(M, v);
 		for (int k = uses.lo; k < uses.hi; k++) {
 			int t = M->use[k];
-			if (M->prod[t] < 0 || M->pos[M->prod[t]] >= x)
+			if (!gap_use(M, t, x))
 				continue;
 			M->gend[M->gofs[t] + cnt[t]] = x;
 			M->gtensor[M->gofs[t] + cnt[t]++] = t;
@@ -301,6 +338,7 @@ rm_model_init(RmModel *M, const Dag *d)
 				M->prod[d->node[v].out[j]] = v;
 	}
 	model_uses(M);
+	model_reprod(M);
 	model_gaps(M);
 	model_longgaps(M);
 	model_early(M);
@@ -486,13 +524,27 @@ after_step(const RmModel *M, RmBld *B, const unsigned char *state, int v)
 		int t = M->use[k];
 		if ((B->tst[t] & (TS_RECOMP | TS_MADE)) != (TS_RECOMP | TS_MADE))
 			continue;
+		if (M->pos[v] > M->reprod[t]) {
+			/* the once node's instance: freed after its last use, so
+			 * that a recompute after that gathers again */
+			if (M->pos[v] == M->relast[t])
+				set_tst(B, t, B->tst[t] & (unsigned char)~TS_AVAIL);
+			continue;
+		}
 		int g = ++B->gcur[t];
 		if (g < rm_gaps(M, t).hi && state[g] != GAP_KEEP)
 			set_tst(B, t, B->tst[t] & (unsigned char)~TS_AVAIL);
 	}
 	RmRow outs = rm_outs(M, v);
-	for (int j = outs.lo; j < outs.hi && !d->node[v].once; j++) {
+	for (int j = outs.lo; j < outs.hi; j++) {
 		int t = M->out[j];
+		/* a once node making a recomputable tensor (ZeRO-3's backward
+		 * gather, dag.h): a new instance, kept to the next use at least */
+		if (d->node[v].once) {
+			if ((B->tst[t] & (TS_RECOMP | TS_MADE)) == (TS_RECOMP | TS_MADE))
+				set_tst(B, t, B->tst[t] | TS_AVAIL);
+			continue;
+		}
 		if ((B->tst[t] & (TS_RECOMP | TS_MADE)) != TS_RECOMP)
 			continue;
 		RmRow gaps = rm_gaps(M, t);

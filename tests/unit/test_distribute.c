@@ -46,11 +46,12 @@ typedef struct Run {
 	Analysis an;
 } Run;
 
+/* The analysis of net under o at -O`level`. */
 static void
-run_net(Run *r, const char *net, const NetOptions *o)
+run_at(Run *r, const char *net, const NetOptions *o, int level)
 {
 	Source src = {"t.net", net, strlen(net), false};
-	PlanGoal goal = {0, 1.0, -1, false};
+	PlanGoal goal = {level, 1.0, -1, false, {0, NULL}};
 	Program *p;
 	Diag d;
 
@@ -61,6 +62,12 @@ run_net(Run *r, const char *net, const NetOptions *o)
 	assert_non_null(p);
 	assert_int_equal(analyze(&(Job){p, "t.net", *o, goal, true, {0, NULL, true, NULL}},
 	                         &r->an, &r->a, &d), ST_OK);
+}
+
+static void
+run_net(Run *r, const char *net, const NetOptions *o)
+{
+	run_at(r, net, o, 0);
 }
 
 static void
@@ -446,6 +453,82 @@ test_comm_nodes(void **state)
 	ar_free(&r.a);
 }
 
+/* The largest number of live instances of one unit's gathered weights
+ * (tensors of one name: up to the version before, each gather made a
+ * tensor of its own) at any step of the analysis's plan. */
+static int
+most_copies(const Run *r)
+{
+	const MemEval *ev = &r->an.ev;
+	int most = 0;
+
+	for (int s = 0; s < ev->nsteps; s++)
+		for (int t = 0; t < r->an.d.nt; t++) {
+			int n = 0;
+			if (strncmp(r->an.d.t[t].name, "allgather", 9))
+				continue;
+			for (int i = 0; i < ev->ninst; i++)
+				n += !strcmp(r->an.d.t[ev->inst[i].tensor].name, r->an.d.t[t].name) &&
+				     ev->inst[i].start <= s && s <= ev->inst[i].end;
+			if (n > most)
+				most = n;
+		}
+	return most;
+}
+
+/* Both gathers of a unit make one tensor: under a checkpointing plan that
+ * recomputes a unit's forward inside its backward, the recompute reads
+ * the backward gather's instance, so no step holds a unit's weights
+ * twice (per-def and -O2); and -O2's ZeRO-3 plan is at most its ZeRO-2
+ * plan, which it gets replayed with the gathers (dist_seed), at 2 and 4
+ * ranks. */
+static void
+test_one_gathered_copy(void **state)
+{
+	/* the backward of a block's second matmul reads the first one's
+	 * relu, which a checkpointing plan recomputes from the block's input
+	 * with the block's weights */
+	static const char *net =
+		"batch B = 256;\n"
+		"dim D = 64;\n"
+		"train { optimizer = adamw; precision = mixed; }\n"
+		"input x : bf16[B, D];\n"
+		"def layer(h) { param w1 : bf16[D, D]; param w2 : bf16[D, D];\n"
+		"  return relu(relu(h @ w1) @ w2); }\n"
+		"h = x;\n"
+		"repeat 4 { h = layer(h); }\n"
+		"loss = mean(h);\n"
+		"output loss;\n";
+	NetOptions o;
+	Run r, r2;
+	Dag d2;
+	Schedule s;
+	PlanResult pd;
+
+	(void)state;
+	for (int ranks = 2; ranks <= 4; ranks += 2) {
+		memset(&o, 0, sizeof o);
+		o.dist = (DistOptions){ranks, 3, 25 << 20, false, false, 0};
+		run_at(&r, net, &o, 2);
+		assert_true(r.an.plan.recompute_cost > 0);
+		assert_int_equal(most_copies(&r), 1);
+		pd = rm_plan_perblock(&r.an.d, &r.a);
+		assert_true(pd.sched.n > 0);
+		assert_int_equal(vf_evaluate(&r.an.d, &pd.sched, &r.an.ev, true, &r.a), ST_OK);
+		assert_int_equal(most_copies(&r), 1);
+		o.dist.zero = 2;
+		run_at(&r2, net, &o, 2);
+		assert_true(r.an.plan.peak <= r2.an.plan.peak);
+		/* a Dag with its gathers is no ZeRO-2 Dag to replay */
+		assert_false(dist_seed(&r.an.d, &r.an.d, &r.an.plan.sched, &s, &r.a));
+		d2 = r2.an.d;
+		assert_true(dist_seed(&r.an.d, &d2, &r2.an.plan.sched, &s, &r.a));
+		assert_true(s.n >= r2.an.plan.sched.n + 2 * r.an.dist.nunits);
+		ar_free(&r2.a);
+		ar_free(&r.a);
+	}
+}
+
 int
 main(void)
 {
@@ -459,6 +542,7 @@ main(void)
 		cmocka_unit_test(test_stage_units),
 		cmocka_unit_test(test_prefetch),
 		cmocka_unit_test(test_comm_nodes),
+		cmocka_unit_test(test_one_gathered_copy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
