@@ -161,10 +161,11 @@ plain_ok(const Case *c)
 	return c->H == c->Hk && c->mkind == 0 && c->pd == 0;
 }
 
+/* check(case, its number, its tensors, general) for every case and both
+ * launchers (the plain attention's where the case needs no more). */
 static void
-test_forward(void **st)
+each_case(void (*check)(const Case *, size_t, Bufs *, int))
 {
-	(void)st;
 	for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
 	for (int general = 0; general < 2; general++) {
 		const Case *c = &cases[ci];
@@ -172,29 +173,42 @@ test_forward(void **st)
 			continue;
 		Bufs b;
 		make(c, &b);
-		plain_f(c, &b, general);
-		RtT out = copy(b.t[4]), lse = copy(b.t[5]), dm = b.t[6].p ? copy(b.t[6]) : rt_none();
-		memset(b.t[4].p, 0, (size_t)(b.t[4].n * rt_esize(b.t[4].dt)));
-		tiled_f(c, &b, general);
-		double tol = c->dt == RT_DT_F32 ? 2e-6 : c->dt == RT_DT_F16 ? 2e-3 : 1.6e-2;
-		double dout = maxdiff(&out, &b.t[4]), dlse = 0;
-		for (int64_t i = 0; i < lse.n; i++) {
-			double x = rt_get(&lse, i), y = rt_get(&b.t[5], i);
-			if (x != y)     /* +inf (no key left) must match exactly */
-				dlse = fmax(dlse, fabs(x - y));
-		}
-		if (dout > tol || dlse > 2e-6) {
-			fprintf(stderr, "case %zu%s: out differs by %g, lse by %g\n", ci,
-			        general ? " (general)" : "", dout, dlse);
-			fail();
-		}
-		if (dm.p)
-			assert_memory_equal(dm.p, b.t[6].p, (size_t)dm.n);
-		free(out.p);
-		free(lse.p);
-		free(dm.p);
+		check(c, ci, &b, general);
 		release(&b);
 	}
+}
+
+static void
+check_forward(const Case *c, size_t ci, Bufs *b, int general)
+{
+	plain_f(c, b, general);
+	RtT out = copy(b->t[4]), lse = copy(b->t[5]), dm = b->t[6].p ? copy(b->t[6]) : rt_none();
+	memset(b->t[4].p, 0, (size_t)(b->t[4].n * rt_esize(b->t[4].dt)));
+	tiled_f(c, b, general);
+	double tol = c->dt == RT_DT_F32 ? 2e-6 : c->dt == RT_DT_F16 ? 2e-3 : 1.6e-2;
+	double dout = maxdiff(&out, &b->t[4]), dlse = 0;
+	for (int64_t i = 0; i < lse.n; i++) {
+		double x = rt_get(&lse, i), y = rt_get(&b->t[5], i);
+		if (x != y)     /* +inf (no key left) must match exactly */
+			dlse = fmax(dlse, fabs(x - y));
+	}
+	if (dout > tol || dlse > 2e-6) {
+		fprintf(stderr, "case %zu%s: out differs by %g, lse by %g\n", ci,
+		        general ? " (general)" : "", dout, dlse);
+		fail();
+	}
+	if (dm.p)
+		assert_memory_equal(dm.p, b->t[6].p, (size_t)dm.n);
+	free(out.p);
+	free(lse.p);
+	free(dm.p);
+}
+
+static void
+test_forward(void **st)
+{
+	(void)st;
+	each_case(check_forward);
 }
 
 /* Slot s of the backward into dst, plain (k_attn_b, k_attn2_b) or tiled. */
@@ -217,32 +231,29 @@ backward(const Case *c, Bufs *b, int slot, RtT dst, int add, int general, int ti
 }
 
 static void
+check_backward(const Case *c, size_t ci, Bufs *b, int general)
+{
+	tiled_f(c, b, general);
+	for (int slot = 0; slot < 3; slot++)
+	for (int add = 0; add < 2; add++) {
+		RtT base = slot ? b->dk : b->dq, ref = copy(base), got = copy(base);
+		backward(c, b, slot, ref, add, general, 0);
+		backward(c, b, slot, got, add, general, 1);
+		if (memcmp(ref.p, got.p, (size_t)(ref.n * 4)) != 0) {
+			fprintf(stderr, "case %zu%s slot %d add %d: differs by %g\n", ci,
+			        general ? " (general)" : "", slot, add, maxdiff(&ref, &got));
+			fail();
+		}
+		free(ref.p);
+		free(got.p);
+	}
+}
+
+static void
 test_backward(void **st)
 {
 	(void)st;
-	for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
-	for (int general = 0; general < 2; general++) {
-		const Case *c = &cases[ci];
-		if (!general && !plain_ok(c))
-			continue;
-		Bufs b;
-		make(c, &b);
-		tiled_f(c, &b, general);
-		for (int slot = 0; slot < 3; slot++)
-		for (int add = 0; add < 2; add++) {
-			RtT base = slot ? b.dk : b.dq, ref = copy(base), got = copy(base);
-			backward(c, &b, slot, ref, add, general, 0);
-			backward(c, &b, slot, got, add, general, 1);
-			if (memcmp(ref.p, got.p, (size_t)(ref.n * 4)) != 0) {
-				fprintf(stderr, "case %zu%s slot %d add %d: differs by %g\n", ci,
-				        general ? " (general)" : "", slot, add, maxdiff(&ref, &got));
-				fail();
-			}
-			free(ref.p);
-			free(got.p);
-		}
-		release(&b);
-	}
+	each_case(check_backward);
 }
 
 /* sum(out * g) in double, after the tiled forward. */
