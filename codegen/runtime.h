@@ -2032,6 +2032,10 @@ rt_b_conv2d(int slot, RtT x, RtT w, RtT g, RtT dst, int add, int64_t sh, int64_t
 
 /* ------------------------------------------------------------ attention */
 
+/* The plain kernels: one thread per row. The programs run them with
+ * -DRT_NAIVE only, else the tiled kernels (runtime_ops.h, with the
+ * launchers rt_f_attention and rt_b_attention); tests compare the two. */
+
 /* Score of query row qi against key row kj, both [.., Dh], scaled. */
 RT_DFN rt_real
 rt_score(const RtT *Q, const RtT *K, int64_t qi, int64_t kj, int64_t Dh)
@@ -2099,13 +2103,6 @@ rt_attn_rows(RtT q)
 	return q.n / q.shape[3];
 }
 
-RT_FN void
-rt_f_attention(RtT q, RtT k, RtT v, RtT y, RtT lse, int causal)
-{
-	int64_t rows = rt_attn_rows(q);
-	RT_RUN(RT_GO, k_attn_f, rows, (q, k, v, y, lse), rows, causal);
-}
-
 /* Query row qi's and key row kj's term of attention's backward, added to
  * acc; P: q, k, v, out, g; p: the softmax weight, w: its dropout weight.
  * Slot 2 (dv) adds p w g[qi]; slots 0, 1 (dq, dk) add ds times k[kj] or
@@ -2149,14 +2146,6 @@ k_attn_b(const RtT *T, int64_t rows, int causal, int slot, int add)
 		for (int64_t d = 0; d < Dh; d++)
 			rt_out(D, r * Dh + d, acc[d], add);
 	}
-}
-
-RT_FN void
-rt_b_attention(int slot, RtT q, RtT k, RtT v, RtT y, RtT lse, RtT g, RtT dst,
-               int add, int causal)
-{
-	int64_t rows = dst.n / dst.shape[3];
-	RT_RUN(RT_GO, k_attn_b, rows, (q, k, v, y, lse, g, dst), rows, causal, slot, add);
 }
 
 /* ------------------------------------------------------------ norms */

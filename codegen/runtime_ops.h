@@ -300,20 +300,13 @@ typedef struct RtAttn {
 	uint64_t key;
 } RtAttn;
 
-/* The score of query row r (b, h, i) and key j, or -inf when excluded. */
+/* Score s of query row r (b, h, i of q [B, H, S, Dh]) and key j with the
+ * mask applied: -inf when the mask excludes the key. */
 RT_DFN rt_real
-rt_ascore(const RtT *T, RtAttn c, int64_t r, int64_t j)
+rt_amask(const RtT *M, RtAttn c, int64_t r, int64_t S, int64_t H, int64_t j, rt_real s)
 {
-	const RtT *Q = &T[0], *K = &T[1], *M = &T[3];
-	int64_t S = Q->shape[2], H = Q->shape[1], Hk = K->shape[1], Tk = K->shape[2];
-	int64_t i = r % S, h = r / S % H, b = r / S / H;
-	int64_t kr = (b * Hk + h / (H / Hk)) * Tk + j;
-	rt_real s;
-	if (c.causal && j > i)
-		return -INFINITY;
-	s = rt_score(Q, K, r, kr, Q->shape[3]);
 	if (c.mkind) {
-		int64_t ix[4] = {b, h, i, j}, f = 0;
+		int64_t ix[4] = {r / S / H, r / S % H, r % S, j}, f = 0;
 		for (int d = 0; d < M->nd; d++)
 			f = f * M->shape[d] + (M->shape[d] == 1 ? 0 : ix[4 - M->nd + d]);
 		if (c.mkind == 1 && rt_geti(M, f) == 0)
@@ -324,6 +317,19 @@ rt_ascore(const RtT *T, RtAttn c, int64_t r, int64_t j)
 	return s;
 }
 
+/* The score of query row r (b, h, i) and key j, or -inf when excluded. */
+RT_DFN rt_real
+rt_ascore(const RtT *T, RtAttn c, int64_t r, int64_t j)
+{
+	const RtT *Q = &T[0], *K = &T[1];
+	int64_t S = Q->shape[2], H = Q->shape[1], Hk = K->shape[1], Tk = K->shape[2];
+	int64_t i = r % S, h = r / S % H, b = r / S / H;
+	int64_t kr = (b * Hk + h / (H / Hk)) * Tk + j;
+	if (c.causal && j > i)
+		return -INFINITY;
+	return rt_amask(&T[3], c, r, S, H, j, rt_score(Q, K, r, kr, Q->shape[3]));
+}
+
 /* The dropout weight of (r, j): keep / (1 - pd), from dmask when given. */
 RT_DFN rt_real
 rt_akeep(const RtT *D, RtAttn c, int64_t e)
@@ -331,6 +337,312 @@ rt_akeep(const RtT *D, RtAttn c, int64_t e)
 	if (c.pd == 0)
 		return 1;
 	return rt_get(D, e) != 0 ? 1 / (1 - (rt_real)c.pd) : 0;
+}
+
+/* ------------------------------------------------------------ attention, tiled */
+
+/* Flash-style attention, the kernels of both attention calls (but with
+ * -DRT_NAIVE, which keeps the plain ones above): a block per (b, h, tile
+ * of t query rows) in the forward and in dq, per (b, k/v head, tile of t
+ * key rows) in dk and dv, its tiles of q, k, v and dO staged in shared
+ * memory, rows Dh + 1 apart (the threads of one score step read distinct
+ * banks). The forward keeps each row's online softmax across the key
+ * tiles: the tile's scores raise the running max m once, rescale the sum
+ * l and the output row by exp(m_old - m_new), then add the tile's terms.
+ * It writes out and lse only (docs/ops.md: what attention saves). The
+ * backward recomputes each tile's probabilities exp(s - lse) from the
+ * saved lse and adds its terms key by key (dq: D = rowsum(dO * out) once
+ * per row) or query by query (dk, dv: the query tiles, and the q heads
+ * sharing a k/v head, looped over inside the block), in the order of the
+ * plain kernels, so its results equal theirs bit for bit. Every sum is one
+ * thread's loop: no atomics, the same bits every run.
+ * One source serves both builds: a kernel is a sequence of steps, each a
+ * loop over independent items (RT_STEP) that the GPU splits over the
+ * block's RT_ANT threads and the host runs in full, with a barrier
+ * (RT_BAR) between steps; what lives from one step to the next is in the
+ * shared buffer (RT_ASH: dynamic shared memory; a static buffer on the
+ * host). */
+enum { RT_ANT = 128, RT_ASHB = 48 * 1024 };
+#ifdef RT_GPU
+#define RT_STEP(e, n) for (int64_t e = threadIdx.x; e < (n); e += blockDim.x)
+#define RT_BAR() __syncthreads()
+#define RT_ASH(sh) extern __shared__ double sh##_d[]; rt_real *sh = (rt_real *)sh##_d
+#define RT_AGO(k, nb, t, dh) k<<<rt_rblocks(nb), RT_ANT, (size_t)rt_ashb(t, dh)>>>
+#else
+#define RT_STEP(e, n) for (int64_t e = 0; e < (n); e++)
+#define RT_BAR() ((void)0)
+#define RT_ASH(sh) static double sh##_d[RT_ASHB / sizeof(double)]; rt_real *sh = (rt_real *)sh##_d
+#define RT_AGO(k, nb, t, dh) k
+#endif
+
+/* The shared bytes of tile t: five tiles of t rows, a t x t tile of
+ * scores or weights, two values per row. */
+RT_DFN int64_t
+rt_ashb(int64_t t, int64_t Dh)
+{
+	return (5 * t * (Dh + 1) + t * t + 2 * t) * (int64_t)sizeof(rt_real);
+}
+
+/* The tile: 16 rows, halved until the buffer fits the 48 KiB a block gets
+ * without opting in (Dh <= RT_MAXDH: 8 rows at 256 in float, 4 in double).
+ * It depends on Dh and rt_real only, so the host and the GPU tile alike. */
+RT_FN int
+rt_atile(int64_t Dh)
+{
+	int t = 16;
+	while (t > 1 && rt_ashb(t, Dh) > RT_ASHB)
+		t /= 2;
+	return t;
+}
+
+/* The dot product of two staged rows, in rt_dot's order. */
+RT_DFN rt_real
+rt_sdot(const rt_real *a, const rt_real *b, int64_t Dh)
+{
+	rt_real s = 0;
+	for (int64_t d = 0; d < Dh; d++)
+		s += a[d] * b[d];
+	return s;
+}
+
+/* The score of staged query row qs (q row r) and key row ks (key j), as
+ * rt_ascore computes it, or -inf when causal or the mask excludes it. */
+RT_DFN rt_real
+rt_tscore(const RtT *T, RtAttn c, const rt_real *qs, const rt_real *ks, int64_t r, int64_t j)
+{
+	int64_t S = T[0].shape[2], Dh = T[0].shape[3];
+	if (c.causal && j > r % S)
+		return -INFINITY;
+	return rt_amask(&T[3], c, r, S, T[0].shape[1], j, rt_sdot(qs, ks, Dh) / rt_sqrt((rt_real)Dh));
+}
+
+/* n rows of t from row r0 of X [.., Dh] into sh, rows Dh + 1 apart. */
+#define RT_ALOAD(sh, X, r0, n, Dh) \
+	RT_STEP(e_, (n) * (Dh)) (sh)[e_ / (Dh) * ((Dh) + 1) + e_ % (Dh)] = rt_get(X, (r0) * (Dh) + e_)
+
+/* The forward. T: q, k, v, mask, out, lse, dmask; nb blocks, tile t. */
+RT_K
+k_attn_tf(const RtT *T, int64_t nb, RtAttn c, int t)
+{
+	const RtT *Q = &T[0], *K = &T[1];
+	int64_t S = Q->shape[2], H = Q->shape[1], Hk = K->shape[1], Tk = K->shape[2];
+	int64_t Dh = Q->shape[3], ld = Dh + 1, nqt = (S + t - 1) / t;
+	RT_ASH(sh);
+	rt_real *qs = sh, *kv = sh + t * ld, *acc = sh + 2 * t * ld, *p = sh + 5 * t * ld;
+	rt_real *m = p + t * t, *l = m + t;
+	RT_ROWS(blk, nb) {
+		int64_t bh = blk / nqt, i0 = blk % nqt * t, nq = S - i0 < t ? S - i0 : t;
+		int64_t r0 = bh * S + i0, kb = (bh / H * Hk + bh % H / (H / Hk)) * Tk;
+		int64_t kend = c.causal && i0 + nq < Tk ? i0 + nq : Tk;
+		RT_ALOAD(qs, Q, r0, nq, Dh);
+		RT_STEP(e, nq * Dh) acc[e / Dh * ld + e % Dh] = 0;
+		RT_STEP(i, nq) {
+			m[i] = -INFINITY;
+			l[i] = 0;
+		}
+		/* the keep mask of every (row, key), skipped causal tiles too */
+		if (c.pd != 0)
+			RT_STEP(e, nq * Tk) rt_put(&T[6], r0 * Tk + e,
+			                           rt_unit(c.key, (uint64_t)(r0 * Tk + e)) >= (rt_real)c.pd);
+		for (int64_t j0 = 0; j0 < kend; j0 += t) {
+			int64_t nk = kend - j0 < t ? kend - j0 : t;
+			RT_BAR();       /* the last tile's v read, the first loads done */
+			RT_ALOAD(kv, K, kb + j0, nk, Dh);
+			RT_BAR();
+			RT_STEP(e, nq * nk) p[e / nk * t + e % nk] =
+				rt_tscore(T, c, qs + e / nk * ld, kv + e % nk * ld, r0 + e / nk, j0 + e % nk);
+			RT_BAR();
+			RT_ALOAD(kv, &T[2], kb + j0, nk, Dh);
+			/* p: the scores become the weights p w; l sums the undropped p */
+			RT_STEP(i, nq) {
+				rt_real mx = m[i], sum = 0, *pi = p + i * t;
+				for (int64_t j = 0; j < nk; j++)
+					mx = pi[j] > mx ? pi[j] : mx;
+				for (int64_t j = 0; j < nk; j++) {
+					rt_real e = pi[j] == -INFINITY ? 0 : rt_exp(pi[j] - mx), w = 1;
+					if (c.pd != 0)
+						w = rt_unit(c.key, (uint64_t)((r0 + i) * Tk + j0 + j)) >=
+						    (rt_real)c.pd ? 1 / (1 - (rt_real)c.pd) : 0;
+					sum += e;
+					pi[j] = e * w;
+				}
+				/* the old terms' factor, in the row's pad column */
+				rt_real corr = mx == -INFINITY ? 1 : rt_exp(m[i] - mx);
+				m[i] = mx;
+				l[i] = l[i] * corr + sum;
+				acc[i * ld + Dh] = corr;
+			}
+			RT_BAR();
+			RT_STEP(e, nq * Dh) {
+				int64_t i = e / Dh, d = e % Dh;
+				rt_real a = acc[i * ld + d] * acc[i * ld + Dh];
+				for (int64_t j = 0; j < nk; j++)
+					if (p[i * t + j] != 0)  /* a masked key adds nothing */
+						a += p[i * t + j] * kv[j * ld + d];
+				acc[i * ld + d] = a;
+			}
+		}
+		RT_BAR();
+		RT_STEP(e, nq * Dh) {
+			int64_t i = e / Dh;
+			rt_put(&T[4], r0 * Dh + e, l[i] > 0 ? acc[i * ld + e % Dh] / l[i] : 0);
+		}
+		RT_STEP(i, nq) rt_put(&T[5], r0 + i, l[i] > 0 ? m[i] + rt_log(l[i]) : INFINITY);
+		RT_BAR();       /* the next block's loads overwrite the buffer */
+	}
+}
+
+/* The weight of (q row r, key j) in the backward, into the tile: 0 when
+ * excluded, else slot 2 (dv) p w, slots 0, 1 (dq, dk) ds = p (w dO.v - D)
+ * sc, the plain kernels' rt_attn_bterm terms. qs, ks, gs, vs: the staged
+ * rows; dr: D = rowsum(dO * out) of row r, lr its lse. */
+RT_DFN rt_real
+rt_tweight(const RtT *T, RtAttn c, int slot, const rt_real *qs, const rt_real *ks,
+           const rt_real *gs, const rt_real *vs, int64_t r, int64_t j, rt_real dr, rt_real lr)
+{
+	int64_t Dh = T[0].shape[3];
+	rt_real s = rt_tscore(T, c, qs, ks, r, j), w;
+	if (s == -INFINITY)
+		return 0;
+	rt_real p = rt_exp(s - lr);
+	w = rt_akeep(&T[6], c, r * T[1].shape[2] + j);
+	if (slot == 2)
+		return p * w;
+	return p * (w * rt_sdot(gs, vs, Dh) - dr) * (1 / rt_sqrt((rt_real)Dh));
+}
+
+/* dq. T: q, k, v, mask, out, lse, dmask, g, dst; a block per query tile
+ * (as the forward), the key tiles in order; each element of dq adds its
+ * terms key by key, one thread's loop. */
+RT_K
+k_attn_tbq(const RtT *T, int64_t nb, RtAttn c, int t, int add)
+{
+	const RtT *Q = &T[0], *K = &T[1], *G = &T[7];
+	int64_t S = Q->shape[2], H = Q->shape[1], Hk = K->shape[1], Tk = K->shape[2];
+	int64_t Dh = Q->shape[3], ld = Dh + 1, nqt = (S + t - 1) / t;
+	RT_ASH(sh);
+	rt_real *qs = sh, *gs = sh + t * ld, *ks = sh + 2 * t * ld, *vs = sh + 3 * t * ld;
+	rt_real *acc = sh + 4 * t * ld, *p = sh + 5 * t * ld, *dd = p + t * t, *lq = dd + t;
+	RT_ROWS(blk, nb) {
+		int64_t bh = blk / nqt, i0 = blk % nqt * t, nq = S - i0 < t ? S - i0 : t;
+		int64_t r0 = bh * S + i0, kb = (bh / H * Hk + bh % H / (H / Hk)) * Tk;
+		int64_t kend = c.causal && i0 + nq < Tk ? i0 + nq : Tk;
+		RT_ALOAD(qs, Q, r0, nq, Dh);
+		RT_ALOAD(gs, G, r0, nq, Dh);
+		RT_STEP(e, nq * Dh) acc[e / Dh * ld + e % Dh] = 0;
+		RT_STEP(i, nq) {
+			dd[i] = rt_dot(G, r0 + i, &T[4], r0 + i, Dh);
+			lq[i] = rt_get(&T[5], r0 + i);
+		}
+		for (int64_t j0 = 0; j0 < kend; j0 += t) {
+			int64_t nk = kend - j0 < t ? kend - j0 : t;
+			RT_BAR();
+			RT_ALOAD(ks, K, kb + j0, nk, Dh);
+			RT_ALOAD(vs, &T[2], kb + j0, nk, Dh);
+			RT_BAR();
+			RT_STEP(e, nq * nk) {
+				int64_t i = e / nk, j = e % nk;
+				p[i * t + j] = rt_tweight(T, c, 0, qs + i * ld, ks + j * ld, gs + i * ld,
+				                          vs + j * ld, r0 + i, j0 + j, dd[i], lq[i]);
+			}
+			RT_BAR();
+			RT_STEP(e, nq * Dh) {
+				int64_t i = e / Dh, d = e % Dh;
+				rt_real a = acc[i * ld + d];
+				/* a zero term leaves the sum's bits as they are (it never
+				 * holds -0), so skipping the excluded keys is exact */
+				for (int64_t j = 0; j < nk; j++)
+					if (p[i * t + j] != 0)
+						a += p[i * t + j] * ks[j * ld + d];
+				acc[i * ld + d] = a;
+			}
+		}
+		RT_BAR();
+		RT_STEP(e, nq * Dh) rt_out(&T[8], r0 * Dh + e, acc[e / Dh * ld + e % Dh], add);
+		RT_BAR();
+	}
+}
+
+/* dk (slot 1) and dv (slot 2). T as k_attn_tbq's; a block per (b, k/v
+ * head hk, key tile), looping over the q heads sharing hk and, in each,
+ * the query tiles (causal: from the key tile's first key on); each
+ * element adds its terms query by query, one thread's loop. */
+RT_K
+k_attn_tbk(const RtT *T, int64_t nb, RtAttn c, int t, int slot, int add)
+{
+	const RtT *Q = &T[0], *K = &T[1], *G = &T[7];
+	int64_t S = Q->shape[2], H = Q->shape[1], Hk = K->shape[1], Tk = K->shape[2];
+	int64_t Dh = Q->shape[3], ld = Dh + 1, nkt = (Tk + t - 1) / t, grp = H / Hk;
+	RT_ASH(sh);
+	rt_real *ks = sh, *vs = sh + t * ld, *qs = sh + 2 * t * ld, *gs = sh + 3 * t * ld;
+	rt_real *acc = sh + 4 * t * ld, *p = sh + 5 * t * ld, *dd = p + t * t, *lq = dd + t;
+	RT_ROWS(blk, nb) {
+		int64_t bk = blk / nkt, j0 = blk % nkt * t, nk = Tk - j0 < t ? Tk - j0 : t;
+		int64_t qh = (bk / Hk * H + bk % Hk * grp) * S;   /* the group's first q row */
+		RT_ALOAD(ks, K, bk * Tk + j0, nk, Dh);
+		if (slot == 1)
+			RT_ALOAD(vs, &T[2], bk * Tk + j0, nk, Dh);
+		RT_STEP(e, nk * Dh) acc[e / Dh * ld + e % Dh] = 0;
+		/* causal: the rows before j0 see none of these keys */
+		for (int64_t g = 0; g < grp; g++)
+		for (int64_t i0 = c.causal ? j0 : 0; i0 < S; i0 += t) {
+			int64_t nq = S - i0 < t ? S - i0 : t, r0 = qh + g * S + i0;
+			RT_BAR();
+			RT_ALOAD(qs, Q, r0, nq, Dh);
+			RT_ALOAD(gs, G, r0, nq, Dh);
+			RT_STEP(i, nq) {
+				dd[i] = slot == 1 ? rt_dot(G, r0 + i, &T[4], r0 + i, Dh) : 0;
+				lq[i] = rt_get(&T[5], r0 + i);
+			}
+			RT_BAR();
+			RT_STEP(e, nq * nk) {
+				int64_t i = e / nk, j = e % nk;
+				p[i * t + j] = rt_tweight(T, c, slot, qs + i * ld, ks + j * ld, gs + i * ld,
+				                          vs + j * ld, r0 + i, j0 + j, dd[i], lq[i]);
+			}
+			RT_BAR();
+			RT_STEP(e, nk * Dh) {
+				int64_t j = e / Dh, d = e % Dh;
+				const rt_real *f = slot == 2 ? gs : qs;
+				rt_real a = acc[j * ld + d];
+				for (int64_t i = 0; i < nq; i++)    /* exact: see k_attn_tbq */
+					if (p[i * t + j] != 0)
+						a += p[i * t + j] * f[i * ld + d];
+				acc[j * ld + d] = a;
+			}
+		}
+		RT_BAR();
+		RT_STEP(e, nk * Dh) rt_out(&T[8], (bk * Tk + j0) * Dh + e, acc[e / Dh * ld + e % Dh], add);
+		RT_BAR();
+	}
+}
+
+/* The forward on the tiled kernel. a: q, k, v, mask, out, lse, dmask. */
+RT_FN void
+rt_f_attn_t(RtT *a, RtAttn c)
+{
+	int64_t S = a[0].shape[2], Dh = a[0].shape[3];
+	int t = rt_atile(Dh);
+	int64_t nb = a[0].n / (S * Dh) * ((S + t - 1) / t);
+	RT_AGO(k_attn_tf, nb, t, Dh)(rt_args(a, 7), nb, c, t);
+	rt_after();
+}
+
+/* Slot 0, 1, 2 (dq, dk, dv) on the tiled kernels. a: q, k, v, mask, out,
+ * lse, dmask, g, dst. */
+RT_FN void
+rt_b_attn_t(RtT *a, RtAttn c, int slot, int add)
+{
+	int64_t S = a[0].shape[2], Tk = a[1].shape[2], Dh = a[0].shape[3];
+	int t = rt_atile(Dh);
+	if (slot == 0) {
+		int64_t nb = a[0].n / (S * Dh) * ((S + t - 1) / t);
+		RT_AGO(k_attn_tbq, nb, t, Dh)(rt_args(a, 9), nb, c, t, add);
+	} else {
+		int64_t nb = a[1].n / (Tk * Dh) * ((Tk + t - 1) / t);
+		RT_AGO(k_attn_tbk, nb, t, Dh)(rt_args(a, 9), nb, c, t, slot, add);
+	}
+	rt_after();
 }
 
 RT_K
@@ -366,7 +678,13 @@ rt_f_attn2(RtT q, RtT k, RtT v, RtT mask, RtT y, RtT lse, RtT dmask,
 {
 	RtAttn c = {causal, mkind, pd, key};
 	int64_t rows = rt_attn_rows(q);
+#ifdef RT_NAIVE
 	RT_RUN(RT_GO, k_attn2_f, rows, (q, k, v, mask, y, lse, dmask), rows, c);
+#else
+	RtT a[] = {q, k, v, mask, y, lse, dmask};
+	(void)rows;
+	rt_f_attn_t(a, c);
+#endif
 }
 
 /* T: q, k, v, mask, out, lse, dmask, g, dst. slot 0: one thread per query
@@ -413,8 +731,42 @@ rt_b_attn2(int slot, RtT q, RtT k, RtT v, RtT mask, RtT y, RtT lse, RtT dmask,
            RtT g, RtT dst, int add, int causal, int mkind, double pd)
 {
 	RtAttn c = {causal, mkind, pd, 0};
+#ifdef RT_NAIVE
 	int64_t rows = dst.n / dst.shape[3];
 	RT_RUN(RT_GO, k_attn2_b, rows, (q, k, v, mask, y, lse, dmask, g, dst), rows, c, slot, add);
+#else
+	RtT a[] = {q, k, v, mask, y, lse, dmask, g, dst};
+	rt_b_attn_t(a, c, slot, add);
+#endif
+}
+
+/* Attention without mask, dropout or GQA (runtime.h's plain kernels). */
+RT_FN void
+rt_f_attention(RtT q, RtT k, RtT v, RtT y, RtT lse, int causal)
+{
+	int64_t rows = rt_attn_rows(q);
+#ifdef RT_NAIVE
+	RT_RUN(RT_GO, k_attn_f, rows, (q, k, v, y, lse), rows, causal);
+#else
+	RtAttn c = {causal, 0, 0, 0};
+	RtT a[] = {q, k, v, rt_none(), y, lse, rt_none()};
+	(void)rows;
+	rt_f_attn_t(a, c);
+#endif
+}
+
+RT_FN void
+rt_b_attention(int slot, RtT q, RtT k, RtT v, RtT y, RtT lse, RtT g, RtT dst,
+               int add, int causal)
+{
+#ifdef RT_NAIVE
+	int64_t rows = dst.n / dst.shape[3];
+	RT_RUN(RT_GO, k_attn_b, rows, (q, k, v, y, lse, g, dst), rows, causal, slot, add);
+#else
+	RtAttn c = {causal, 0, 0, 0};
+	RtT a[] = {q, k, v, rt_none(), y, lse, rt_none(), g, dst};
+	rt_b_attn_t(a, c, slot, add);
+#endif
 }
 
 /* ------------------------------------------------------------ issue 28: views for conv1d, axis lists, expand */
