@@ -2,10 +2,10 @@
 # tests/plan_nested.sh -- -O2 with no recompute cap on chains whose
 # activations dominate: the nested chain DP (passes/plan/remat_chain.c,
 # docs/planner.md step 2) recomputes checkpoints from checkpoints, so the
-# peak stays near the lower bound. Fails when the peak over the bound
-# regresses past the stated limit (issue 27; measured when written: ViT
-# B=256 1.260, LLaMA-7B shape B=16 1.054; before the nested DP 1.583 and
-# 1.067).
+# peak stays near the lower bound (with what lives across its step,
+# docs/planning.md). Fails when the peak over the bound regresses past the
+# stated limit (issue 27; measured when written: ViT B=256 1.030, LLaMA-7B
+# shape B=16 1.004; before the nested DP 1.294 and 1.017 of this bound).
 set -u
 : "${REMAT:?}" "${SRCDIR:?}"
 cd "$SRCDIR" || exit 99
@@ -33,7 +33,7 @@ check() {
 		fails=$((fails + 1))
 	fi
 }
-check 1.27 "ViT B=256" examples/vit.net -DB=256
-check 1.06 "LLaMA-7B shape B=16" examples/llama.net -DD=4096 -DH=32 -DL=32 \
+check 1.05 "ViT B=256" examples/vit.net -DB=256
+check 1.01 "LLaMA-7B shape B=16" examples/llama.net -DD=4096 -DH=32 -DL=32 \
 	-DF=11008 -DS=4096 -DB=16
 [ "$fails" -eq 0 ]

@@ -462,7 +462,9 @@ chain_init(Chain *K, RmScorer *S, RmRecipe *R, Arena *a)
 enum {
 	NEST_MAXB = 80,         /* boundaries: the DP is O(nb^3 q) */
 	NEST_UNITS = 160,       /* memory units up to the reference bound */
-	NEST_PLANS = 8          /* budgets tried, from the smallest within the cap */
+	NEST_PLANS = 8,         /* budgets tried, from the smallest within the cap */
+	NEST_VARIANTS = 4,      /* longest leaves allowed: any, 4, 2, 1 pieces */
+	NEST_HASHES = 32        /* at least the plans of every variant */
 };
 
 static size_t
@@ -471,57 +473,71 @@ nest_at(const RmNest *N, int i, int j, int q)
 	return ((size_t)i * (size_t)N->nb + (size_t)j) * (size_t)(N->q + 1) + (size_t)q;
 }
 
+/* Split k for every budget q: right[q - c] (k held, c units) and then
+ * left[q], after a run costing run; best and arg take it where cheaper.
+ * Every entry is at most RM_NEST_NONE (none) and run at most
+ * nest_clamp's, so the sum cannot overflow and one with a missing part
+ * is never below a real one: no branch but the select. */
+static void
+nest_split(int64_t *best, short *arg, const int64_t *right, const int64_t *left,
+           int c, int Q, int64_t run, int k)
+{
+	for (int q = c; q <= Q; q++) {
+		int64_t v = run + right[q - c] + left[q];
+		bool take = v < best[q];
+		best[q] = take ? v : best[q];
+		arg[q] = take ? (short)k : arg[q];
+	}
+}
+
+/* A cost the DP adds: at most RM_NEST_NONE / (2 nb), so that a tree's
+ * (at most nb leaves and nb runs) stays below RM_NEST_NONE. */
+static int64_t
+nest_clamp(const RmNest *N, int64_t x)
+{
+	int64_t lim = RM_NEST_NONE / (2 * N->nb + 2);
+
+	return x < 0 ? 0 : x > lim ? lim : x;
+}
+
 void
 rm_nest_dp(RmNest *N)
 {
 	int nb = N->nb, Q = N->q, end = nb - 1;
 
+	/* for each segment, the splits k in increasing order with q inner:
+	 * both tables are read along q (contiguous), and a later k replaces
+	 * an earlier one only when strictly cheaper */
 	for (int len = 1; len < nb; len++) {
 		for (int i = 0; i + len < nb; i++) {
 			int j = i + len;
-			int64_t leaf = N->fc[j] - N->fc[i] - N->own[j];
+			int64_t leaf = nest_clamp(N, N->fc[j] - N->fc[i] - N->own[j]);
+			bool short_leaf = N->maxleaf == 0 || len <= N->maxleaf;
+			int64_t *best = &N->f[nest_at(N, i, j, 0)];
+			short *arg = &N->arg[nest_at(N, i, j, 0)];
 			for (int q = 0; q <= Q; q++) {
-				int64_t best = N->need[i * nb + j] <= q ? leaf : INT64_MAX;
-				short arg = -1;
-				for (int k = i + 1; k < j; k++) {
-					if (N->cu[k] > q)
-						continue;
-					int64_t r = N->f[nest_at(N, k, j, q - N->cu[k])];
-					int64_t l = N->f[nest_at(N, i, k, q)];
-					if (r == INT64_MAX || l == INT64_MAX)
-						continue;
-					int64_t v = ck_sat_add(ck_sat_add(N->fc[k] - N->fc[i], r), l);
-					if (v < best) {
-						best = v;
-						arg = (short)k;
-					}
-				}
-				N->f[nest_at(N, i, j, q)] = best;
-				N->arg[nest_at(N, i, j, q)] = arg;
+				best[q] = short_leaf && N->need[i * nb + j] <= q ? leaf : RM_NEST_NONE;
+				arg[q] = -1;
 			}
+			for (int k = i + 1; k < j; k++)
+				nest_split(best, arg, &N->f[nest_at(N, k, j, 0)],
+				           &N->f[nest_at(N, i, k, 0)], N->cu[k], Q,
+				           nest_clamp(N, N->fc[k] - N->fc[i]), k);
 		}
 	}
 	/* the outermost level: (i, end] after the original forward, whose
 	 * run to a checkpoint costs nothing */
 	for (int i = end - 1; i >= 0; i--) {
+		bool short_leaf = N->maxleaf == 0 || end - i <= N->maxleaf;
+		int64_t *best = &N->top[(size_t)i * (size_t)(Q + 1)];
+		short *arg = &N->targ[(size_t)i * (size_t)(Q + 1)];
 		for (int q = 0; q <= Q; q++) {
-			int64_t best = N->need[i * nb + end] <= q ? 0 : INT64_MAX;
-			short arg = -1;
-			for (int k = i + 1; k < end; k++) {
-				if (N->cu[k] > q)
-					continue;
-				int64_t r = N->top[(size_t)k * (size_t)(Q + 1) + (size_t)(q - N->cu[k])];
-				int64_t l = N->f[nest_at(N, i, k, q)];
-				if (r == INT64_MAX || l == INT64_MAX)
-					continue;
-				if (ck_sat_add(r, l) < best) {
-					best = ck_sat_add(r, l);
-					arg = (short)k;
-				}
-			}
-			N->top[(size_t)i * (size_t)(Q + 1) + (size_t)q] = best;
-			N->targ[(size_t)i * (size_t)(Q + 1) + (size_t)q] = arg;
+			best[q] = short_leaf && N->need[i * nb + end] <= q ? 0 : RM_NEST_NONE;
+			arg[q] = -1;
 		}
+		for (int k = i + 1; k < end; k++)
+			nest_split(best, arg, &N->top[(size_t)k * (size_t)(Q + 1)],
+			           &N->f[nest_at(N, i, k, 0)], N->cu[k], Q, 0, k);
 	}
 }
 
@@ -540,7 +556,9 @@ typedef struct Nest {
 	int *run, *runseg;      /* recompute steps and the segment each precedes */
 	int nrun, caprun;
 	int *steps, nsteps;     /* the schedule */
-	int *prev, nprev;       /* the last plan's schedule */
+	uint64_t hash[NEST_HASHES]; /* the schedules made so far (FNV-1a):
+	                           one the DP makes again is skipped */
+	int nhash;
 } Nest;
 
 /* The boundaries: every cut when they fit in NEST_MAXB, else the cheapest
@@ -752,8 +770,12 @@ nest_inputs(Nest *X, int64_t Pref)
 	int64_t *fc = ar_alloc(K->a, sizeof *fc * (size_t)nb);
 	int64_t *own = ar_alloc(K->a, sizeof *own * (size_t)nb);
 
+	/* pieces with no backward node (the end's) have none */
 	for (int k = 1; k <= K->r + 1; k++)
-		gfloor = K->g[k] < gfloor ? K->g[k] : gfloor;
+		if (K->g[k] > 0 && K->g[k] < gfloor)
+			gfloor = K->g[k];
+	if (gfloor == INT64_MAX || gfloor >= Pref)
+		gfloor = 0;
 	double unit = (double)(Pref - gfloor) / NEST_UNITS;
 	if (unit < 1)
 		unit = 1;
@@ -784,11 +806,13 @@ nest_inputs(Nest *X, int64_t Pref)
 	N->own = own;
 }
 
+static void nest_plans(Nest *X, RmPool *pool, double cap, int n);
+
 /* The nested plans: the DP over the chain's boundaries, then its answers
  * from the smallest budget whose recompute estimate is within the cap up,
  * each as a schedule that lv_eval scores. */
 static void
-chain_nested(Chain *K, RmPool *pool, double cap, int64_t Pref)
+chain_nested(Chain *K, RmPool *pool, RmPool *shortp, double cap, int64_t Pref)
 {
 	const RmModel *M = K->M;
 	Nest X = {.K = K};
@@ -806,31 +830,55 @@ chain_nested(Chain *K, RmPool *pool, double cap, int64_t Pref)
 	N->arg = ar_alloc(K->a, sizeof *N->arg * cells);
 	N->top = ar_alloc(K->a, sizeof *N->top * (size_t)N->nb * (size_t)(N->q + 1));
 	N->targ = ar_alloc(K->a, sizeof *N->targ * (size_t)N->nb * (size_t)(N->q + 1));
-	rm_nest_dp(N);
 	X.seg = ar_alloc(K->a, sizeof *X.seg * nn);
 	X.mark = ar_alloc(K->a, nn);
 	nest_segments(&X);
 	X.steps = ar_alloc(K->a, sizeof *X.steps * ((size_t)RM_MAXSTEP(M) + 1));
-	X.prev = ar_alloc(K->a, sizeof *X.prev * ((size_t)RM_MAXSTEP(M) + 1));
-	X.nprev = -1;
+	/* leaves of any length, then of at most 4, 2 and 1 pieces: where the
+	 * model overrates the segment that binds (BERT's head: its
+	 * background counts more than lv_eval finds there), the DP is free
+	 * to make the other leaves as long as that, and they are the true
+	 * peak; short leaves hold less at once whatever the model's error */
+	static const int maxleaf[NEST_VARIANTS] = {0, 4, 2, 1};
+	for (int v = 0; v < NEST_VARIANTS; v++) {
+		N->maxleaf = maxleaf[v];
+		rm_nest_dp(N);
+		nest_plans(&X, v == 0 ? pool : shortp, cap,
+		           v == 0 ? NEST_PLANS : NEST_PLANS / 2);
+	}
+}
+
+/* The DP's answers from the smallest budget whose recompute estimate is
+ * within the cap up, the first n of a fixed ladder above it (the units'
+ * rounding, then wider), each as a schedule in the pool unless it is the
+ * last one again. */
+static void
+nest_plans(Nest *X, RmPool *pool, double cap, int n)
+{
+	const RmNest *N = &X->N;
+	Chain *K = X->K;
 	int q0 = 0;
-	while (q0 <= N->q && (N->top[q0] == INT64_MAX ||
+	static const int step[NEST_PLANS] = {0, 1, 2, 3, 5, 8, 12, 18};
+
+	while (q0 <= N->q && (N->top[q0] == RM_NEST_NONE ||
 	       (cap >= 0 && (double)N->top[q0] > cap)))
 		q0++;
-	/* just above the smallest budget (the units' rounding), then wider */
-	static const int step[NEST_PLANS] = {0, 1, 2, 3, 5, 8, 12, 18};
-	for (int t = 0; t < NEST_PLANS && q0 + step[t] <= N->q; t++) {
-		X.nrun = 0;
-		nest_emit(&X, 0, N->nb - 1, q0 + step[t], true);
-		if (!nest_schedule(&X))
+	for (int t = 0; t < n && q0 + step[t] <= N->q; t++) {
+		X->nrun = 0;
+		nest_emit(X, 0, N->nb - 1, q0 + step[t], true);
+		if (!nest_schedule(X))
 			continue;
-		if (X.nsteps == X.nprev &&
-		    memcmp(X.steps, X.prev, sizeof *X.steps * (size_t)X.nsteps) == 0)
+		uint64_t h = 1469598103934665603ULL;
+		bool seen = false;
+		for (int x = 0; x < X->nsteps; x++)
+			h = (h ^ (uint64_t)X->steps[x]) * 1099511628211ULL;
+		for (int x = 0; x < X->nhash; x++)
+			seen |= X->hash[x] == h;
+		if (seen || X->nhash == NEST_HASHES)
 			continue;
-		memcpy(X.prev, X.steps, sizeof *X.steps * (size_t)X.nsteps);
-		X.nprev = X.nsteps;
-		rm_pool_add_sched(pool, X.steps, X.nsteps,
-		                  rm_eval_steps(K->S, X.steps, X.nsteps));
+		X->hash[X->nhash++] = h;
+		rm_pool_add_sched(pool, X->steps, X->nsteps,
+		                  rm_eval_steps(K->S, X->steps, X->nsteps));
 	}
 }
 
@@ -868,7 +916,8 @@ rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 }
 
 void
-rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
+rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, RmPool *shortp,
+                      double cap)
 {
 	Arena a;
 	Chain K = {0};
@@ -880,7 +929,7 @@ rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 	/* the single-level DP's smallest bound: the units' reference */
 	int64_t P0 = chain_min_bound(&K, K.top);
 	if (P0 > 0)
-		chain_nested(&K, pool, cap, P0);
+		chain_nested(&K, pool, shortp, cap, P0);
 	ar_free(&a);
 }
 

@@ -217,7 +217,7 @@ test_bound_below_plans(void **state)
 		LowerBound lb = rm_lower_bound_parts(&d);
 		assert_int_equal(lb.bytes, rm_lower_bound(&d));
 		assert_int_equal(lb.bytes, lb.persistent + lb.always +
-		                 (lb.at_end ? lb.end_grads + lb.end_step : lb.step));
+		                 (lb.at_end ? lb.end_grads + lb.end_step : lb.step + lb.across));
 		PlanResult r0 = plan(&d, 0, 1.0, -1, &a);
 		PlanResult r1 = plan(&d, 1, 1.0, -1, &a);
 		PlanResult r2 = plan(&d, 2, 1.0, -1, &a);

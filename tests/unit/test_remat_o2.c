@@ -272,7 +272,7 @@ chain_nocap(RmScorer *S, RmRecipe *R, RmPool *pool)
 static void
 nested_nocap(RmScorer *S, RmRecipe *R, RmPool *pool)
 {
-	rm_chain_nested_plans(S, R, pool, -1);
+	rm_chain_nested_plans(S, R, pool, pool, -1);
 }
 
 /* The smallest peak among the plans gen adds to a fresh pool on d. */
@@ -374,7 +374,8 @@ nest_trees(const RmNest *N, int i, int j, bool first, NestTree *out)
 	int n = 0;
 	int64_t leaf = first ? 0 : N->fc[j] - N->fc[i] - N->own[j];
 
-	out[n++] = (NestTree){leaf, N->need[i * N->nb + j]};
+	if (N->maxleaf == 0 || j - i <= N->maxleaf)
+		out[n++] = (NestTree){leaf, N->need[i * N->nb + j]};
 	for (int k = i + 1; k < j; k++) {
 		NestTree *r = malloc(sizeof *r * NEST_TREES);
 		NestTree *l = malloc(sizeof *l * NEST_TREES);
@@ -437,18 +438,20 @@ test_nest_dp_brute(void **state)
 		for (int i = 0; i < nb; i++)
 			for (int j = 0; j < nb; j++)
 				need[i * nb + j] = j > i ? cu[j] + 2 * (j - i) + rand() % 3 : Q + 1;
-		RmNest N = {nb, Q, cu, need, fc, own, f, arg, top, targ};
+		RmNest N = {.nb = nb, .q = Q, .maxleaf = iter % 3, .cu = cu, .need = need,
+		            .fc = fc, .own = own, .f = f, .arg = arg, .top = top,
+		            .targ = targ};
 		rm_nest_dp(&N);
 		int nt = nest_trees(&N, 0, nb - 1, true, t);
 		for (int q = 0; q <= Q; q++) {
-			int64_t best = INT64_MAX;
+			int64_t best = RM_NEST_NONE;
 			for (int x = 0; x < nt; x++)
 				if (t[x].peak <= q && t[x].cost < best)
 					best = t[x].cost;
 			if (top[q] != best)
 				fail_msg("nb %d q %d: DP %lld, brute force %lld", nb, q,
 				         (long long)top[q], (long long)best);
-			if (best == INT64_MAX)
+			if (best == RM_NEST_NONE)
 				continue;
 			bool held[NEST_NB] = {false};
 			int peak = 0;
