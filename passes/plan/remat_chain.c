@@ -882,19 +882,31 @@ nest_plans(Nest *X, RmPool *pool, double cap, int n)
 	}
 }
 
+/* The chain of the graph S scores, its cuts coarsened past 1,023
+ * (chain_coarsen), and in *P0 the smallest bound the DP meets (-1: none);
+ * false (a freed) when there is no chain. */
+static bool
+chain_ready(Chain *K, RmScorer *S, RmRecipe *R, Arena *a, int64_t *P0)
+{
+	if (!chain_init(K, S, R, a))
+		return false;
+	chain_coarsen(K);
+	chain_limits(K);
+	*P0 = chain_min_bound(K, K->top);
+	return true;
+}
+
 void
 rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 {
 	const RmEffort *e = R->eff;
 	Arena a;
 	Chain K = {0};
+	int64_t P0;
 
-	if (!chain_init(&K, S, R, &a))
+	if (!chain_ready(&K, S, R, &a, &P0))
 		return;
-	/* past 1,023 cuts, the cheapest cut of each run (chain_coarsen) */
-	chain_coarsen(&K);
-	chain_limits(&K);
-	int64_t top = K.top, P0 = chain_min_bound(&K, top);
+	int64_t top = K.top;
 	Last l = last_init(&K);
 	/* finely just above the smallest bound (where the model's error
 	 * matters), then geometrically up to one segment: the cheaper plans
@@ -921,13 +933,11 @@ rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, RmPool *shortp,
 {
 	Arena a;
 	Chain K = {0};
+	int64_t P0;
 
-	if (!chain_init(&K, S, R, &a))
+	if (!chain_ready(&K, S, R, &a, &P0))
 		return;
-	chain_coarsen(&K);
-	chain_limits(&K);
 	/* the single-level DP's smallest bound: the units' reference */
-	int64_t P0 = chain_min_bound(&K, K.top);
 	if (P0 > 0)
 		chain_nested(&K, pool, shortp, cap, P0);
 	ar_free(&a);

@@ -482,7 +482,10 @@ test_mlp_stack(void **state)
 	assert_int_equal(an0.ev.peak, 504 * 1024);
 	assert_true(an1.ev.peak < an0.ev.peak - 16 * 8192);
 	assert_true(an1.ev.peak <= an1.lb.bytes + 2 * 7 * 8192);
-	assert_true(an0.lb.at_end);
+	/* every param grad is in the bound: at the end of backward, or
+	 * (issue 27) live across the first layer's backward with the input
+	 * read after it, which is more */
+	assert_true(an0.lb.bytes >= an0.lb.persistent + an0.lb.end_grads);
 	assert_int_equal(an0.lb.persistent, 40 * 4096);
 	assert_int_equal(an0.lb.end_grads, 40 * 4096);
 	ar_free(&a);
