@@ -121,8 +121,10 @@ baselines(const Analysis *an, FILE *out)
 	fprintf(out, "  \"lower_bound\": {\"bytes\": %" PRId64 ", \"persistent\": %" PRId64
 	        ", \"always_live\": %" PRId64 ", \"param_grads_at_end\": %" PRId64
 	        ", \"last_step\": %" PRId64 ", \"largest_step\": %" PRId64
+	        ", \"live_across\": %" PRId64
 	        ", \"at_end\": %s},\n", lb->bytes, lb->persistent, lb->always,
-	        lb->end_grads, lb->end_step, lb->step, lb->at_end ? "true" : "false");
+	        lb->end_grads, lb->end_step, lb->step, lb->across,
+	        lb->at_end ? "true" : "false");
 }
 
 static void

@@ -407,6 +407,14 @@ lower_bound_lines(const Analysis *an, const ReportOptions *ro, FILE *out)
 		        report_size(lb->end_grads, buf));
 		fprintf(out, " + the last backward step (backward %s) %s\n",
 		        an->d.node[lb->end_node].name, report_size(lb->end_step, buf));
+	} else if (lb->step_node >= 0 && lb->across > 0) {
+		const DagNode *n = &an->d.node[lb->step_node];
+		fprintf(out, " + the step (%s %s) %s",
+		        n->is_backward ? "backward" : "forward", n->name,
+		        report_size(lb->step, buf));
+		fprintf(out, " + what lives across it (grads made before it, "
+		        "inputs and gradients read after it) %s\n",
+		        report_size(lb->across, buf));
 	} else if (lb->step_node >= 0) {
 		const DagNode *n = &an->d.node[lb->step_node];
 		fprintf(out, " + the largest step (%s %s) %s\n",

@@ -329,8 +329,237 @@ end_grads(Bound *B)
 	return s;
 }
 
+/* ------------------------------------------------- what lives across a step */
+/* Part (1) counts a step's own bytes only. But at the step of a backward
+ * node deep in the chain, every param grad made by the backward nodes
+ * that must run before it is live (to_end), and so are the gradients made
+ * before it and read after it (a gradient is never recomputed) and the
+ * inputs read after it: on the LLaMA-7B shape the param grads alone are
+ * 24 GiB at the last block's MLP backward, where the step's own bytes are
+ * 6.7 GiB. So for a few of the largest steps (LB_CANDIDATES, the latest
+ * in the base order first among equal ones), the nodes that run before v
+ * and after v's first step in every valid schedule are found
+ * (dependencies: a node reading t runs after t's only producer, or after
+ * every contribution to a gradient, since a contribution after a read is
+ * invalid; docs/planning.md says why each counted tensor is live). */
+enum { LB_CANDIDATES = 16 };
+
+typedef struct Deps {
+	int *pofs, *pred;       /* CSR [nnode]: nodes that run before each */
+	int *sofs, *succ;       /* CSR [nnode]: the reverse */
+	int *tpofs, *tprod;     /* CSR [nt]: nodes that make or add to t */
+	int *trofs, *tread;     /* CSR [nt]: nodes that read t */
+	int *seen, stamp;       /* [nnode] visited at stamp (before) or
+	                           -stamp (after) */
+	int *stack;
+	bool *once_made;        /* [nt] every maker of t is a once node */
+	int *nout;              /* [nt] nodes with t in out[] */
+} Deps;
+
+/* CSR rows from (row, value) pairs counted by row. */
+static void
+csr_fill(int nrow, const int *rowof, const int *val, int n, int **ofs, int **out, Arena *a)
+{
+	*ofs = ar_alloc(a, sizeof **ofs * ((size_t)nrow + 2));
+	*out = ar_alloc(a, sizeof **out * ((size_t)n + 1));
+	for (int i = 0; i < n; i++)
+		(*ofs)[rowof[i] + 2]++;
+	for (int r = 0; r <= nrow; r++)
+		(*ofs)[r + 1] += (*ofs)[r];
+	for (int i = 0; i < n; i++)
+		(*out)[(*ofs)[rowof[i] + 1]++] = val[i];
+}
+
+/* Whether every reader of t runs after each node that makes t. */
+static bool
+dep_edge(const Deps *D, const Dag *d, int t)
+{
+	int k = D->tpofs[t + 1] - D->tpofs[t];
+
+	return (D->nout[t] == 1 && k == 1 && !d->t[t].from_start) ||
+	       (D->nout[t] == 0 && k > 0);
+}
+
+/* The tensor tables and the dependency edges of d. */
+static void
+deps_init(Deps *D, const Dag *d, Arena *a)
+{
+	int ne = 0, np = 0, nr = 0;
+
+	for (int v = 0; v < d->nnode; v++) {
+		np += d->node[v].nout + d->node[v].nacc;
+		nr += d->node[v].nin;
+	}
+	int *pr = ar_alloc(a, sizeof *pr * ((size_t)np + 1));
+	int *pv = ar_alloc(a, sizeof *pv * ((size_t)np + 1));
+	int *rr = ar_alloc(a, sizeof *rr * ((size_t)nr + 1));
+	int *rv = ar_alloc(a, sizeof *rv * ((size_t)nr + 1));
+	D->once_made = ar_alloc(a, (size_t)d->nt + 1);
+	D->nout = ar_alloc(a, sizeof *D->nout * ((size_t)d->nt + 1));
+	for (int t = 0; t < d->nt; t++)
+		D->once_made[t] = true;
+	np = nr = 0;
+	for (int v = 0; v < d->nnode; v++) {
+		const DagNode *n = &d->node[v];
+		for (int j = 0; j < n->nout + n->nacc; j++) {
+			int t = j < n->nout ? n->out[j] : n->acc[j - n->nout].tensor;
+			pr[np] = t;
+			pv[np++] = v;
+			D->once_made[t] &= n->once;
+			D->nout[t] += j < n->nout;
+		}
+		for (int j = 0; j < n->nin; j++) {
+			rr[nr] = n->in[j];
+			rv[nr++] = v;
+		}
+	}
+	csr_fill(d->nt, pr, pv, np, &D->tpofs, &D->tprod, a);
+	csr_fill(d->nt, rr, rv, nr, &D->trofs, &D->tread, a);
+	/* edges: a reader after t's only producer (t made by out alone, and
+	 * not there from the start), or after every contribution (t made by
+	 * accumulation alone) */
+	for (int i = 0; i < nr; i++)
+		if (dep_edge(D, d, rr[i]))
+			ne += D->tpofs[rr[i] + 1] - D->tpofs[rr[i]];
+	int *eu = ar_alloc(a, sizeof *eu * ((size_t)ne + 1));
+	int *ev = ar_alloc(a, sizeof *ev * ((size_t)ne + 1));
+	ne = 0;
+	for (int i = 0; i < nr; i++) {
+		int t = rr[i];
+		if (!dep_edge(D, d, t))
+			continue;
+		for (int p = D->tpofs[t]; p < D->tpofs[t + 1]; p++) {
+			if (D->tprod[p] == rv[i])
+				continue;
+			eu[ne] = D->tprod[p];
+			ev[ne++] = rv[i];
+		}
+	}
+	csr_fill(d->nnode, ev, eu, ne, &D->pofs, &D->pred, a);
+	csr_fill(d->nnode, eu, ev, ne, &D->sofs, &D->succ, a);
+	D->seen = ar_alloc(a, sizeof *D->seen * ((size_t)d->nnode + 1));
+	D->stack = ar_alloc(a, sizeof *D->stack * ((size_t)d->nnode + 1));
+}
+
+/* Marks (seen = mark) every node reachable from v over the rows (ofs,
+ * adj), v not. */
+static void
+deps_reach(Deps *D, int v, const int *ofs, const int *adj, int mark)
+{
+	int n = 0;
+
+	D->stack[n++] = v;
+	while (n > 0) {
+		int u = D->stack[--n];
+		for (int e = ofs[u]; e < ofs[u + 1]; e++) {
+			int w = adj[e];
+			if (D->seen[w] == mark || w == v)
+				continue;
+			D->seen[w] = mark;
+			D->stack[n++] = w;
+		}
+	}
+}
+
+/* Whether some node of row t of (ofs, list) is marked mark. */
+static bool
+any_marked(const Deps *D, const int *ofs, const int *list, int t, int mark)
+{
+	for (int p = ofs[t]; p < ofs[t + 1]; p++)
+		if (D->seen[list[p]] == mark)
+			return true;
+	return false;
+}
+
+/* What is live at v's first step besides its own bytes (B->mark holds
+ * v + 1 for those) and what part (1) counts always: owning tensors (no
+ * view, never an accumulation view) that are (a) to_end and made by a
+ * node before v; (b) inputs (from_start, made by none) read by a node
+ * after v; (c) made by once nodes alone (gradients), by a node before v,
+ * and read by a node after v. */
+static int64_t
+live_across(Bound *B, Deps *D, int v)
+{
+	const Dag *d = B->d;
+	int before = 2 * D->stamp + 1, after = 2 * D->stamp + 2;
+	int64_t s = 0;
+
+	D->stamp++;
+	deps_reach(D, v, D->pofs, D->pred, before);
+	deps_reach(D, v, D->sofs, D->succ, after);
+	for (int t = 0; t < d->nt; t++) {
+		const DagTensor *x = &d->t[t];
+		int k = D->tpofs[t + 1] - D->tpofs[t];
+		if (B->alias[t] >= 0 || x->persistent_view || B->counted[t] ||
+		    B->mark[t] == v + 1)
+			continue;
+		bool made = any_marked(D, D->tpofs, D->tprod, t, before);
+		bool read = any_marked(D, D->trofs, D->tread, t, after);
+		if ((x->to_end && made) ||
+		    (x->from_start && !x->to_end && k == 0 && read) ||
+		    (!x->from_start && !x->to_end && k > 0 && D->once_made[t] &&
+		     (D->nout[t] == 0 || (D->nout[t] == 1 && k == 1)) && made && read))
+			s = ck_sat_add(s, x->bytes);
+	}
+	return s;
+}
+
+static int64_t *sort_step;
+static int *sort_pos;
+
+/* Nodes by their own step's bytes, the latest in the base order first
+ * among equal ones (deeper in backward: more param grads made). */
+static int
+by_step(const void *pa, const void *pb)
+{
+	int a = *(const int *)pa, b = *(const int *)pb;
+
+	if (sort_step[a] != sort_step[b])
+		return sort_step[a] > sort_step[b] ? -1 : 1;
+	if (sort_pos[a] != sort_pos[b])
+		return sort_pos[a] > sort_pos[b] ? -1 : 1;
+	return a - b;
+}
+
+/* The best of part (1) with what lives across the step, over the
+ * LB_CANDIDATES largest steps; into lb->step, step_node, across. */
+static void
+step_across(Bound *B, LowerBound *lb, Arena *a)
+{
+	const Dag *d = B->d;
+	Deps D = {0};
+	int *cand = ar_alloc(a, sizeof *cand * ((size_t)d->nnode + 1));
+	int64_t *own = ar_alloc(a, sizeof *own * ((size_t)d->nnode + 1));
+	int *pos = ar_alloc(a, sizeof *pos * ((size_t)d->nnode + 1));
+
+	for (int v = 0; v < d->nnode; v++) {
+		cand[v] = v;
+		pos[v] = -1;
+	}
+	for (int x = 0; x < d->nbase; x++)
+		pos[d->base_order[x]] = x;
+	for (int v = 0; v < d->nnode; v++)
+		own[v] = step_bytes(B, v);
+	sort_step = own;
+	sort_pos = pos;
+	qsort(cand, (size_t)d->nnode, sizeof *cand, by_step);
+	deps_init(&D, d, a);
+	for (int i = 0; i < d->nnode && i < LB_CANDIDATES; i++) {
+		int v = cand[i];
+		memset(B->mark, 0, sizeof(int) * ((size_t)d->nt + 1));
+		step_bytes(B, v);
+		int64_t x = live_across(B, &D, v);
+		if (ck_sat_add(own[v], x) > ck_sat_add(lb->step, lb->across)) {
+			lb->step = own[v];
+			lb->step_node = v;
+			lb->across = x;
+		}
+	}
+}
+
 /* Under every schedule: (1) each node runs at some step, which holds its
- * own bytes besides what is always there; (2) the step of the last once
+ * own bytes besides what is always there, and what lives across it
+ * (step_across); (2) the step of the last once
  * node (the end of backward) holds every param grad besides its own. */
 LowerBound
 rm_lower_bound_parts(const Dag *d)
@@ -355,6 +584,8 @@ rm_lower_bound_parts(const Dag *d)
 			lb.step_node = v;
 		}
 	}
+	int64_t largest = lb.step;
+	step_across(&B, &lb, &a);
 	lb.end_grads = end_grads(&B);
 	memset(B.mark, 0, sizeof(int) * nt);
 	for (int v = 0; v < d->nnode; v++) {
@@ -368,8 +599,10 @@ rm_lower_bound_parts(const Dag *d)
 	}
 	int64_t base = ck_sat_add(lb.persistent, lb.always);
 	int64_t end = ck_sat_add(lb.end_grads, lb.end_step);
-	lb.at_end = lb.end_node >= 0 && end > lb.step;
-	lb.bytes = ck_sat_add(base, lb.at_end ? end : lb.step);
+	int64_t step = ck_sat_add(lb.step, lb.across);
+	lb.at_end = lb.end_node >= 0 && end > step;
+	lb.bytes = ck_sat_add(base, lb.at_end ? end : step);
+	lb.ladder = ck_sat_add(base, end > largest && lb.end_node >= 0 ? end : largest);
 	ar_free(&a);
 	return lb;
 }

@@ -74,9 +74,17 @@ typedef struct LowerBound {
 	int64_t end_grads;      /* to_end tensors backward makes */
 	int64_t end_step;       /* the cheapest last backward step's own bytes */
 	int end_node;           /* that step's node, or -1 (no backward) */
-	int64_t step;           /* the largest single step's own bytes */
+	int64_t step;           /* a step's own bytes: the largest, or the one
+	                           whose own bytes and across are the most */
 	int step_node;          /* that step's node, or -1 */
+	int64_t across;         /* what else lives at that step in every
+	                           schedule: param grads and gradients made
+	                           before it, inputs and gradients read after */
 	bool at_end;            /* the end of backward is the larger */
+	int64_t ladder;         /* the bound without across (as before issue
+	                           27): where -O2's fixed ladders of bounds
+	                           (remat_dtr.c) start, so their rungs and
+	                           plans do not move with it */
 } LowerBound;
 LowerBound rm_lower_bound_parts(const Dag *d);
 /* passes/plan/remat_exact.c: the true optimum under the model, by exhaustive

@@ -103,7 +103,9 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
 	if (goal->exact)
 		return rm_plan_exact(d, goal, a);
 	rm_ctx_init(&C, d);
-	C.r.lower = rm_lower_bound(d);
+	LowerBound lb = rm_lower_bound_parts(d);
+	/* the ladders' anchor (LowerBound.ladder), not the tighter bound */
+	C.r.lower = lb.ladder;
 	st = rm_state_new(&C.m, &C.r.mem);
 	rm_pool_add(&pool, &C.m, st, rm_eval_state(&C.s, st));
 	if (pool.n == 0) {
@@ -147,7 +149,7 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
 	r.peak = pool.c[k].peak;
 	r.recompute_cost = pool.c[k].cost;
 	r.fits = goal->budget < 0 || r.peak <= goal->budget;
-	r.lower_bound = C.r.lower;
+	r.lower_bound = lb.bytes;
 	rm_pool_free(&pool);
 	rm_ctx_free(&C);
 	return r;

@@ -24,6 +24,7 @@
  * tensors inside it only while recomputing), never from stale instances
  * left alive (Chen et al.'s segments). Reads the Dag and the gap table;
  * allocates from one arena per call. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,19 +448,465 @@ chain_init(Chain *K, RmScorer *S, RmRecipe *R, Arena *a)
 	return true;
 }
 
+/* ----------------------------------------------------------------- nested */
+/* The DP above keeps each checkpoint from the forward to its segment's
+ * backward and recomputes a segment once: Chen's one level. With room for
+ * more recompute, a checkpoint may itself be recomputed from an earlier
+ * one while the segments after it are back-propagated (Revolve; rotor's
+ * DP of Beaumont et al.): the checkpoints held at once then fall from
+ * about sqrt(n) to a few. rm_nest_dp is that DP over the boundaries
+ * (remat_int.h says what it computes); chain_nested builds its inputs from
+ * the chain's costs and turns its answers into explicit schedules that
+ * lv_eval scores (the DP's memory is the model's estimate, rounded up to
+ * units, and only steers). */
+enum {
+	NEST_MAXB = 80,         /* boundaries: the DP is O(nb^3 q) */
+	NEST_UNITS = 160,       /* memory units up to the reference bound */
+	NEST_PLANS = 8,         /* budgets tried, from the smallest within the cap */
+	NEST_VARIANTS = 4,      /* longest leaves allowed: any, 4, 2, 1 pieces */
+	NEST_HASHES = 32        /* at least the plans of every variant */
+};
+
+static size_t
+nest_at(const RmNest *N, int i, int j, int q)
+{
+	return ((size_t)i * (size_t)N->nb + (size_t)j) * (size_t)(N->q + 1) + (size_t)q;
+}
+
+/* Split k for every budget q: right[q - c] (k held, c units) and then
+ * left[q], after a run costing run; best and arg take it where cheaper.
+ * Every entry is at most RM_NEST_NONE (none) and run at most
+ * nest_clamp's, so the sum cannot overflow and one with a missing part
+ * is never below a real one: no branch but the select. */
+static void
+nest_split(int64_t *best, short *arg, const int64_t *right, const int64_t *left,
+           int c, int Q, int64_t run, int k)
+{
+	for (int q = c; q <= Q; q++) {
+		int64_t v = run + right[q - c] + left[q];
+		bool take = v < best[q];
+		best[q] = take ? v : best[q];
+		arg[q] = take ? (short)k : arg[q];
+	}
+}
+
+/* A cost the DP adds: at most RM_NEST_NONE / (2 nb), so that a tree's
+ * (at most nb leaves and nb runs) stays below RM_NEST_NONE. */
+static int64_t
+nest_clamp(const RmNest *N, int64_t x)
+{
+	int64_t lim = RM_NEST_NONE / (2 * N->nb + 2);
+
+	return x < 0 ? 0 : x > lim ? lim : x;
+}
+
+void
+rm_nest_dp(RmNest *N)
+{
+	int nb = N->nb, Q = N->q, end = nb - 1;
+
+	/* for each segment, the splits k in increasing order with q inner:
+	 * both tables are read along q (contiguous), and a later k replaces
+	 * an earlier one only when strictly cheaper */
+	for (int len = 1; len < nb; len++) {
+		for (int i = 0; i + len < nb; i++) {
+			int j = i + len;
+			int64_t leaf = nest_clamp(N, N->fc[j] - N->fc[i] - N->own[j]);
+			bool short_leaf = N->maxleaf == 0 || len <= N->maxleaf;
+			int64_t *best = &N->f[nest_at(N, i, j, 0)];
+			short *arg = &N->arg[nest_at(N, i, j, 0)];
+			for (int q = 0; q <= Q; q++) {
+				best[q] = short_leaf && N->need[i * nb + j] <= q ? leaf : RM_NEST_NONE;
+				arg[q] = -1;
+			}
+			for (int k = i + 1; k < j; k++)
+				nest_split(best, arg, &N->f[nest_at(N, k, j, 0)],
+				           &N->f[nest_at(N, i, k, 0)], N->cu[k], Q,
+				           nest_clamp(N, N->fc[k] - N->fc[i]), k);
+		}
+	}
+	/* the outermost level: (i, end] after the original forward, whose
+	 * run to a checkpoint costs nothing */
+	for (int i = end - 1; i >= 0; i--) {
+		bool short_leaf = N->maxleaf == 0 || end - i <= N->maxleaf;
+		int64_t *best = &N->top[(size_t)i * (size_t)(Q + 1)];
+		short *arg = &N->targ[(size_t)i * (size_t)(Q + 1)];
+		for (int q = 0; q <= Q; q++) {
+			best[q] = short_leaf && N->need[i * nb + end] <= q ? 0 : RM_NEST_NONE;
+			arg[q] = -1;
+		}
+		for (int k = i + 1; k < end; k++)
+			nest_split(best, arg, &N->top[(size_t)k * (size_t)(Q + 1)],
+			           &N->f[nest_at(N, i, k, 0)], N->cu[k], Q, 0, k);
+	}
+}
+
+/* The nested plans' context: the DP, the boundaries as the chain's
+ * indices, each node's segment, and the recompute runs to emit before
+ * each segment's backward. */
+typedef struct Nest {
+	Chain *K;
+	RmNest N;
+	int *bk;                /* [nb] the chain's boundary index */
+	int *seg;               /* [nnode] segment 1..nb-1 of a forward or
+	                           backward node, 0: none */
+	int *fofs, *fnode;      /* CSR [nb]: forward nodes of each segment */
+	int *bofs, *bnode;      /* CSR [nb]: backward nodes of each segment */
+	bool *mark;             /* [nnode] scratch */
+	int *run, *runseg;      /* recompute steps and the segment each precedes */
+	int nrun, caprun;
+	int *steps, nsteps;     /* the schedule */
+	uint64_t hash[NEST_HASHES]; /* the schedules made so far (FNV-1a):
+	                           one the DP makes again is skipped */
+	int nhash;
+} Nest;
+
+/* The boundaries: every cut when they fit in NEST_MAXB, else the cheapest
+ * to keep of each run (as chain_coarsen). */
+static int
+nest_bounds(Nest *X)
+{
+	const Chain *K = X->K;
+	int r = K->r, m = (r + NEST_MAXB - 3) / (NEST_MAXB - 2), nb = 0;
+
+	X->bk[nb++] = 0;
+	for (int lo = 1; lo <= r; lo += m) {
+		int best = lo;
+		for (int k = lo + 1; k < lo + m && k <= r; k++)
+			if (K->c[k] < K->c[best])
+				best = k;
+		X->bk[nb++] = best;
+	}
+	X->bk[nb++] = r + 1;
+	return nb;
+}
+
+/* Each forward node's segment by base position (the boundaries' nodes end
+ * theirs), each backward node's by its forward node's (one without: the
+ * backward node's before it), and the CSR lists of both. */
+static void
+nest_segments(Nest *X)
+{
+	const RmModel *M = X->K->M;
+	const Dag *d = M->d;
+	int nb = X->N.nb, s = 1, bs = nb - 1;
+	int *cnt;
+
+	X->fofs = ar_alloc(X->K->a, sizeof *X->fofs * ((size_t)nb + 1));
+	X->bofs = ar_alloc(X->K->a, sizeof *X->bofs * ((size_t)nb + 1));
+	X->fnode = ar_alloc(X->K->a, sizeof *X->fnode * ((size_t)M->n + 1));
+	X->bnode = ar_alloc(X->K->a, sizeof *X->bnode * ((size_t)M->n + 1));
+	cnt = ar_alloc(X->K->a, sizeof *cnt * ((size_t)nb + 1));
+	for (int x = 0; x < M->n; x++) {
+		int v = d->base_order[x];
+		if (is_fwd(M, v)) {
+			X->seg[v] = s;
+			if (s < nb - 1 && v == X->K->cut[X->bk[s]])
+				s++;
+			X->fofs[X->seg[v]]++;
+		} else if (d->node[v].is_backward) {
+			int f = d->node[v].fwd_plus1 - 1;
+			if (f >= 0 && X->seg[f] > 0)
+				bs = X->seg[f];
+			X->seg[v] = bs;
+			X->bofs[bs]++;
+		}
+	}
+	/* prefix sums: segment k's nodes are [ofs[k - 1], ofs[k]) */
+	for (int k = 1; k <= nb; k++) {
+		X->fofs[k] += X->fofs[k - 1];
+		X->bofs[k] += X->bofs[k - 1];
+	}
+	for (int x = 0; x < M->n; x++) {
+		int v = d->base_order[x], k = X->seg[v];
+		if (k == 0)
+			continue;
+		if (is_fwd(M, v))
+			X->fnode[X->fofs[k - 1] + cnt[k]++] = v;
+	}
+	memset(cnt, 0, sizeof *cnt * ((size_t)nb + 1));
+	for (int x = 0; x < M->n; x++) {
+		int v = d->base_order[x], k = X->seg[v];
+		if (k > 0 && !is_fwd(M, v))
+			X->bnode[X->bofs[k - 1] + cnt[k]++] = v;
+	}
+}
+
+static void
+nest_push(Nest *X, int v, int before)
+{
+	if (X->nrun == X->caprun) {
+		int cap = X->caprun ? 2 * X->caprun : 1024;
+		int *run = ar_alloc(X->K->a, sizeof *run * (size_t)cap);
+		int *rs = ar_alloc(X->K->a, sizeof *rs * (size_t)cap);
+		if (X->nrun) {
+			memcpy(run, X->run, sizeof *run * (size_t)X->nrun);
+			memcpy(rs, X->runseg, sizeof *rs * (size_t)X->nrun);
+		}
+		X->run = run;
+		X->runseg = rs;
+		X->caprun = cap;
+	}
+	X->run[X->nrun] = v;
+	X->runseg[X->nrun++] = before;
+}
+
+/* Runs again, before segment `before`'s backward, the forward nodes of
+ * segments (i, j] that the marks need: marked ones, and transitively the
+ * producers of their inputs in (i, j]; skip (j's node when it is held)
+ * never. Marks are cleared. */
+static void
+nest_run(Nest *X, int i, int j, int skip, int before)
+{
+	const RmModel *M = X->K->M;
+	int lo = X->fofs[i], hi = X->fofs[j];
+
+	for (int x = hi - 1; x >= lo; x--) {
+		int v = X->fnode[x];
+		if (!X->mark[v] || v == skip)
+			continue;
+		RmRow uses = rm_uses(M, v);
+		for (int u = uses.lo; u < uses.hi; u++) {
+			int p = M->prod[M->use[u]];
+			if (p >= 0 && X->seg[p] > i && X->seg[p] <= j && is_fwd(M, p))
+				X->mark[p] = true;
+		}
+	}
+	for (int x = lo; x < hi; x++) {
+		int v = X->fnode[x];
+		if (X->mark[v] && v != skip)
+			nest_push(X, v, before);
+		X->mark[v] = false;
+	}
+}
+
+/* A leaf (i, j] run again before its backward: what its backward nodes
+ * read from its forward nodes, j's held node not. */
+static void
+nest_leaf(Nest *X, int i, int j)
+{
+	const RmModel *M = X->K->M;
+	int skip = j < X->N.nb - 1 ? X->K->cut[X->bk[j]] : -1;
+
+	for (int x = X->bofs[i]; x < X->bofs[j]; x++) {
+		RmRow uses = rm_uses(M, X->bnode[x]);
+		for (int u = uses.lo; u < uses.hi; u++) {
+			int p = M->prod[M->use[u]];
+			if (p >= 0 && X->seg[p] > i && X->seg[p] <= j && is_fwd(M, p))
+				X->mark[p] = true;
+		}
+	}
+	nest_run(X, i, j, skip, j);
+}
+
+/* The DP's answer for (i, j] with q units as recompute runs; first: its
+ * forward is the original pass. */
+static void
+nest_emit(Nest *X, int i, int j, int q, bool first)
+{
+	const RmNest *N = &X->N;
+	int k = first ? N->targ[(size_t)i * (size_t)(N->q + 1) + (size_t)q] :
+	        N->arg[nest_at(N, i, j, q)];
+
+	if (k < 0) {
+		if (!first)
+			nest_leaf(X, i, j);
+		return;
+	}
+	if (!first) {
+		X->mark[X->K->cut[X->bk[k]]] = true;
+		nest_run(X, i, k, -1, j);
+	}
+	nest_emit(X, k, j, q - N->cu[k], first);
+	nest_emit(X, i, k, q, false);
+}
+
+/* The schedule: the base order, each segment's recompute runs (stable by
+ * segment) before the first backward node of it or of an earlier one. */
+static bool
+nest_schedule(Nest *X)
+{
+	const RmModel *M = X->K->M;
+	const Dag *d = M->d;
+	int nb = X->N.nb, done = nb;
+	int *ofs = ar_alloc(X->K->a, sizeof *ofs * ((size_t)nb + 2));
+	int *byseg = ar_alloc(X->K->a, sizeof *byseg * ((size_t)X->nrun + 1));
+
+	if ((long)M->n + X->nrun > (long)RM_MAXSTEP(M))
+		return false;
+	for (int r = 0; r < X->nrun; r++)
+		ofs[X->runseg[r] + 1]++;
+	for (int k = 0; k <= nb; k++)
+		ofs[k + 1] += ofs[k];
+	for (int r = 0; r < X->nrun; r++)
+		byseg[ofs[X->runseg[r]]++] = X->run[r];
+	for (int k = nb; k > 0; k--)
+		ofs[k] = ofs[k - 1];
+	ofs[0] = 0;
+	X->nsteps = 0;
+	for (int x = 0; x < M->n; x++) {
+		int v = d->base_order[x];
+		while (!is_fwd(M, v) && done > X->seg[v] && X->seg[v] > 0) {
+			done--;
+			for (int r = ofs[done]; r < ofs[done + 1]; r++)
+				X->steps[X->nsteps++] = byseg[r];
+		}
+		X->steps[X->nsteps++] = v;
+	}
+	return true;
+}
+
+/* The DP's inputs from the chain's costs, in units of the reference bound
+ * Pref (above the least background, which every segment holds). */
+static void
+nest_inputs(Nest *X, int64_t Pref)
+{
+	const Chain *K = X->K;
+	RmNest *N = &X->N;
+	int nb = N->nb;
+	int64_t gfloor = INT64_MAX;
+	int *cu = ar_alloc(K->a, sizeof *cu * (size_t)nb);
+	int *need = ar_alloc(K->a, sizeof *need * (size_t)nb * (size_t)nb);
+	int64_t *fc = ar_alloc(K->a, sizeof *fc * (size_t)nb);
+	int64_t *own = ar_alloc(K->a, sizeof *own * (size_t)nb);
+
+	/* pieces with no backward node (the end's) have none */
+	for (int k = 1; k <= K->r + 1; k++)
+		if (K->g[k] > 0 && K->g[k] < gfloor)
+			gfloor = K->g[k];
+	if (gfloor == INT64_MAX || gfloor >= Pref)
+		gfloor = 0;
+	double unit = (double)(Pref - gfloor) / NEST_UNITS;
+	if (unit < 1)
+		unit = 1;
+	for (int a = 0; a < nb; a++) {
+		int ka = X->bk[a];
+		bool mid = a > 0 && a < nb - 1;
+		cu[a] = mid ? (int)ceil((double)K->c[ka] / unit) : 0;
+		fc[a] = K->fc[ka];
+		own[a] = mid ? K->M->d->node[K->cut[ka]].cost : 0;
+		int64_t gmax = 0;
+		for (int b = 0; b < nb; b++) {
+			int kb = X->bk[b];
+			need[a * nb + b] = INT_MAX;
+			if (b <= a)
+				continue;
+			for (int p = X->bk[b - 1] + 1; p <= kb; p++)
+				gmax = K->g[p] > gmax ? K->g[p] : gmax;
+			bool bmid = b < nb - 1;
+			double v = (double)((bmid ? K->c[kb] - K->sb[kb] : 0) +
+			                    K->sw[kb] - K->sw[ka] + gmax - gfloor);
+			v = ceil((v > 0 ? v : 0) / unit);
+			need[a * nb + b] = v > N->q ? N->q + 1 : (int)v;
+		}
+	}
+	N->cu = cu;
+	N->need = need;
+	N->fc = fc;
+	N->own = own;
+}
+
+static void nest_plans(Nest *X, RmPool *pool, double cap, int n);
+
+/* The nested plans: the DP over the chain's boundaries, then its answers
+ * from the smallest budget whose recompute estimate is within the cap up,
+ * each as a schedule that lv_eval scores. */
+static void
+chain_nested(Chain *K, RmPool *pool, RmPool *shortp, double cap, int64_t Pref)
+{
+	const RmModel *M = K->M;
+	Nest X = {.K = K};
+	RmNest *N = &X.N;
+	size_t nn = (size_t)M->d->nnode + 1;
+
+	if (K->r < 2 || Pref <= 0)
+		return;
+	X.bk = ar_alloc(K->a, sizeof *X.bk * (NEST_MAXB + 2));
+	N->nb = nest_bounds(&X);
+	N->q = NEST_UNITS + NEST_UNITS / 4;
+	nest_inputs(&X, Pref);
+	size_t cells = (size_t)N->nb * (size_t)N->nb * (size_t)(N->q + 1);
+	N->f = ar_alloc(K->a, sizeof *N->f * cells);
+	N->arg = ar_alloc(K->a, sizeof *N->arg * cells);
+	N->top = ar_alloc(K->a, sizeof *N->top * (size_t)N->nb * (size_t)(N->q + 1));
+	N->targ = ar_alloc(K->a, sizeof *N->targ * (size_t)N->nb * (size_t)(N->q + 1));
+	X.seg = ar_alloc(K->a, sizeof *X.seg * nn);
+	X.mark = ar_alloc(K->a, nn);
+	nest_segments(&X);
+	X.steps = ar_alloc(K->a, sizeof *X.steps * ((size_t)RM_MAXSTEP(M) + 1));
+	/* leaves of any length, then of at most 4, 2 and 1 pieces: where the
+	 * model overrates the segment that binds (BERT's head: its
+	 * background counts more than lv_eval finds there), the DP is free
+	 * to make the other leaves as long as that, and they are the true
+	 * peak; short leaves hold less at once whatever the model's error */
+	static const int maxleaf[NEST_VARIANTS] = {0, 4, 2, 1};
+	for (int v = 0; v < NEST_VARIANTS; v++) {
+		N->maxleaf = maxleaf[v];
+		rm_nest_dp(N);
+		nest_plans(&X, v == 0 ? pool : shortp, cap,
+		           v == 0 ? NEST_PLANS : NEST_PLANS / 2);
+	}
+}
+
+/* The DP's answers from the smallest budget whose recompute estimate is
+ * within the cap up, the first n of a fixed ladder above it (the units'
+ * rounding, then wider), each as a schedule in the pool unless it is the
+ * last one again. */
+static void
+nest_plans(Nest *X, RmPool *pool, double cap, int n)
+{
+	const RmNest *N = &X->N;
+	Chain *K = X->K;
+	int q0 = 0;
+	static const int step[NEST_PLANS] = {0, 1, 2, 3, 5, 8, 12, 18};
+
+	while (q0 <= N->q && (N->top[q0] == RM_NEST_NONE ||
+	       (cap >= 0 && (double)N->top[q0] > cap)))
+		q0++;
+	for (int t = 0; t < n && q0 + step[t] <= N->q; t++) {
+		X->nrun = 0;
+		nest_emit(X, 0, N->nb - 1, q0 + step[t], true);
+		if (!nest_schedule(X))
+			continue;
+		uint64_t h = 1469598103934665603ULL;
+		bool seen = false;
+		for (int x = 0; x < X->nsteps; x++)
+			h = (h ^ (uint64_t)X->steps[x]) * 1099511628211ULL;
+		for (int x = 0; x < X->nhash; x++)
+			seen |= X->hash[x] == h;
+		if (seen || X->nhash == NEST_HASHES)
+			continue;
+		X->hash[X->nhash++] = h;
+		rm_pool_add_sched(pool, X->steps, X->nsteps,
+		                  rm_eval_steps(K->S, X->steps, X->nsteps));
+	}
+}
+
+/* The chain of the graph S scores, its cuts coarsened past 1,023
+ * (chain_coarsen), and in *P0 the smallest bound the DP meets (-1: none);
+ * false (a freed) when there is no chain. */
+static bool
+chain_ready(Chain *K, RmScorer *S, RmRecipe *R, Arena *a, int64_t *P0)
+{
+	if (!chain_init(K, S, R, a))
+		return false;
+	chain_coarsen(K);
+	chain_limits(K);
+	*P0 = chain_min_bound(K, K->top);
+	return true;
+}
+
 void
 rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 {
 	const RmEffort *e = R->eff;
 	Arena a;
 	Chain K = {0};
+	int64_t P0;
 
-	if (!chain_init(&K, S, R, &a))
+	if (!chain_ready(&K, S, R, &a, &P0))
 		return;
-	/* past 1,023 cuts, the cheapest cut of each run (chain_coarsen) */
-	chain_coarsen(&K);
-	chain_limits(&K);
-	int64_t top = K.top, P0 = chain_min_bound(&K, top);
+	int64_t top = K.top;
 	Last l = last_init(&K);
 	/* finely just above the smallest bound (where the model's error
 	 * matters), then geometrically up to one segment: the cheaper plans
@@ -477,6 +924,22 @@ rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 			break;          /* top near 2^63 (a saturated sum) */
 		chain_add(&K, pool, Pi, cap, &l);
 	}
+	ar_free(&a);
+}
+
+void
+rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, RmPool *shortp,
+                      double cap)
+{
+	Arena a;
+	Chain K = {0};
+	int64_t P0;
+
+	if (!chain_ready(&K, S, R, &a, &P0))
+		return;
+	/* the single-level DP's smallest bound: the units' reference */
+	if (P0 > 0)
+		chain_nested(&K, pool, shortp, cap, P0);
 	ar_free(&a);
 }
 

@@ -141,7 +141,9 @@ typedef struct RmScorer {
 /* The recipe's state: what rm_plan and rm_plan_o2 hand the generators
  * besides the model, and what the generators tell them back. */
 typedef struct RmRecipe {
-	int64_t lower;          /* the lower bound (set by rm_plan), or 0 */
+	int64_t lower;          /* the lower bound without what lives across
+	                           the step (LowerBound.ladder; set by
+	                           rm_plan), or 0: the ladders' anchor */
 	const RmEffort *eff;    /* -O2's budgets (set by rm_plan_o2) */
 	int *lborder;           /* rm_least_bytes_order's, or NULL */
 	bool lborder_done;
@@ -342,6 +344,41 @@ void rm_pool_baselines(RmScorer *S, RmPool *pool);
  * fitted to the recompute cap (< 0: none) by storing whole segments; sets
  * R->capmet when one met the cap. Budgets from R->eff. */
 void rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap);
+/* The nested chain DP (Revolve / rotor style; docs/planner.md, step 2):
+ * over boundaries 0 (the start) .. nb - 1 (the end), with memory in units
+ * 0..q. A segment (i, j] is back-propagated from a held checkpoint i with
+ * q units beyond the checkpoints up to i either as a leaf (its forward run
+ * again from i, all it saves kept: need[i * nb + j] units, j's checkpoint
+ * included) or split at i < k < j: the forward from i run up to k's node,
+ * k held (cu[k] units) while (k, j] is solved with q - cu[k], then (i, k]
+ * with q. Recompute is counted at every level: a leaf costs
+ * fc[j] - fc[i] - own[j] (j is held), a split's run fc[k] - fc[i]. In
+ * top, the segments (i, nb - 1] whose forward is the original pass (no
+ * cost), as the outermost level is. The caller fills nb, q, maxleaf, cu,
+ * need, fc, own and the output arrays' storage. */
+typedef struct RmNest {
+	int nb, q;
+	int maxleaf;            /* most pieces a leaf spans, 0: any */
+	const int *cu;          /* [nb] units holding boundary k (cu[0] = 0) */
+	const int *need;        /* [nb * nb] a leaf's units, > q: none */
+	const int64_t *fc;      /* [nb] forward cost up to boundary k's node */
+	const int64_t *own;     /* [nb] boundary k's node's cost, 0 at the ends */
+	int64_t *f;             /* [nb * nb * (q + 1)] least recompute of (i, j]
+	                           with q' units, RM_NEST_NONE: none (costs are
+	                           clamped to RM_NEST_NONE / (2 nb + 2)) */
+	short *arg;             /* [nb * nb * (q + 1)] its split k, -1: a leaf */
+	int64_t *top;           /* [nb * (q + 1)] (i, nb - 1], original forward */
+	short *targ;            /* [nb * (q + 1)] its split, -1: a leaf */
+} RmNest;
+#define RM_NEST_NONE (INT64_MAX / 4)
+/* Fills f, arg, top and targ (O(nb^3 q) steps). */
+void rm_nest_dp(RmNest *N);
+/* The nested DP's plans (rm_nest_dp over the chain's boundaries) as
+ * explicit schedules, from the smallest budget whose recompute estimate
+ * is within cap (< 0: none) up: with leaves of any length into pool,
+ * with short leaves into shortp. */
+void rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, RmPool *shortp,
+                           double cap);
 /* --budget: the chain's least-recompute plans (a DP over kept bytes and
  * recompute) at a fixed ladder of bounds up to just above budget. */
 void rm_chain_budget_plans(RmScorer *S, RmRecipe *R, RmPool *pool, int64_t budget);

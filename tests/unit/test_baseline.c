@@ -217,7 +217,7 @@ test_bound_below_plans(void **state)
 		LowerBound lb = rm_lower_bound_parts(&d);
 		assert_int_equal(lb.bytes, rm_lower_bound(&d));
 		assert_int_equal(lb.bytes, lb.persistent + lb.always +
-		                 (lb.at_end ? lb.end_grads + lb.end_step : lb.step));
+		                 (lb.at_end ? lb.end_grads + lb.end_step : lb.step + lb.across));
 		PlanResult r0 = plan(&d, 0, 1.0, -1, &a);
 		PlanResult r1 = plan(&d, 1, 1.0, -1, &a);
 		PlanResult r2 = plan(&d, 2, 1.0, -1, &a);
@@ -482,7 +482,10 @@ test_mlp_stack(void **state)
 	assert_int_equal(an0.ev.peak, 504 * 1024);
 	assert_true(an1.ev.peak < an0.ev.peak - 16 * 8192);
 	assert_true(an1.ev.peak <= an1.lb.bytes + 2 * 7 * 8192);
-	assert_true(an0.lb.at_end);
+	/* every param grad is in the bound: at the end of backward, or
+	 * (issue 27) live across the first layer's backward with the input
+	 * read after it, which is more */
+	assert_true(an0.lb.bytes >= an0.lb.persistent + an0.lb.end_grads);
 	assert_int_equal(an0.lb.persistent, 40 * 4096);
 	assert_int_equal(an0.lb.end_grads, 40 * 4096);
 	ar_free(&a);

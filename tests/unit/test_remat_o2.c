@@ -269,6 +269,12 @@ chain_nocap(RmScorer *S, RmRecipe *R, RmPool *pool)
 	rm_chain_plans(S, R, pool, -1);
 }
 
+static void
+nested_nocap(RmScorer *S, RmRecipe *R, RmPool *pool)
+{
+	rm_chain_nested_plans(S, R, pool, pool, -1);
+}
+
 /* The smallest peak among the plans gen adds to a fresh pool on d. */
 static int64_t
 best_of(const Dag *d, void (*gen)(RmScorer *, RmRecipe *, RmPool *))
@@ -347,6 +353,142 @@ test_long_chain_coarsened(void **state)
 	ar_free(&a);
 }
 
+/* The nested chain DP (rm_nest_dp) against brute force on small random
+ * chains: every split tree of (0, end] (leaves, and splits whose right
+ * part is solved first with the split's checkpoint held), its recompute
+ * and its peak over the leaves (the checkpoints held then, up to the
+ * leaf's start, plus the leaf's need), enumerated; for every budget q the
+ * least recompute of a tree whose peak is within q must be the DP's. And
+ * the DP's own tree, read back from its split tables and simulated with
+ * an explicit set of held checkpoints, must cost that and fit q. */
+enum { NEST_NB = 7, NEST_Q = 24, NEST_TREES = 4096 };
+
+typedef struct NestTree {
+	int64_t cost;
+	int peak;
+} NestTree;
+
+static int
+nest_trees(const RmNest *N, int i, int j, bool first, NestTree *out)
+{
+	int n = 0;
+	int64_t leaf = first ? 0 : N->fc[j] - N->fc[i] - N->own[j];
+
+	if (N->maxleaf == 0 || j - i <= N->maxleaf)
+		out[n++] = (NestTree){leaf, N->need[i * N->nb + j]};
+	for (int k = i + 1; k < j; k++) {
+		NestTree *r = malloc(sizeof *r * NEST_TREES);
+		NestTree *l = malloc(sizeof *l * NEST_TREES);
+		int nr = nest_trees(N, k, j, first, r), nl = nest_trees(N, i, k, false, l);
+		for (int a = 0; a < nr; a++)
+			for (int b = 0; b < nl; b++) {
+				int pk = N->cu[k] + r[a].peak > l[b].peak ? N->cu[k] + r[a].peak : l[b].peak;
+				assert_true(n < NEST_TREES);
+				out[n++] = (NestTree){(first ? 0 : N->fc[k] - N->fc[i]) +
+				                      r[a].cost + l[b].cost, pk};
+			}
+		free(r);
+		free(l);
+	}
+	return n;
+}
+
+/* The DP's tree for (i, j] with q units, simulated: held[h] marks the
+ * checkpoints held; returns its recompute, *peak the most at a leaf. */
+static int64_t
+nest_walk(const RmNest *N, int i, int j, int q, bool first, bool *held, int *peak)
+{
+	int k = first ? N->targ[i * (N->q + 1) + q] :
+	        N->arg[((size_t)i * N->nb + j) * (N->q + 1) + q];
+
+	if (k < 0) {
+		int m = N->need[i * N->nb + j];
+		for (int h = 0; h <= i; h++)
+			m += held[h] ? N->cu[h] : 0;
+		*peak = m > *peak ? m : *peak;
+		return first ? 0 : N->fc[j] - N->fc[i] - N->own[j];
+	}
+	held[k] = true;
+	int64_t c = nest_walk(N, k, j, q - N->cu[k], first, held, peak);
+	held[k] = false;
+	return c + (first ? 0 : N->fc[k] - N->fc[i]) +
+	       nest_walk(N, i, k, q, false, held, peak);
+}
+
+static void
+test_nest_dp_brute(void **state)
+{
+	(void)state;
+	srand(27);
+	for (int iter = 0; iter < 200; iter++) {
+		int nb = 3 + iter % (NEST_NB - 2), Q = NEST_Q;
+		int cu[NEST_NB], need[NEST_NB * NEST_NB];
+		int64_t fc[NEST_NB], own[NEST_NB];
+		static int64_t f[NEST_NB * NEST_NB * (NEST_Q + 1)], top[NEST_NB * (NEST_Q + 1)];
+		static short arg[NEST_NB * NEST_NB * (NEST_Q + 1)], targ[NEST_NB * (NEST_Q + 1)];
+		static NestTree t[NEST_TREES];
+		fc[0] = 0;
+		for (int k = 0; k < nb; k++) {
+			cu[k] = k > 0 && k < nb - 1 ? 1 + rand() % 4 : 0;
+			own[k] = k > 0 && k < nb - 1 ? 1 + rand() % 3 : 0;
+			if (k > 0)
+				fc[k] = fc[k - 1] + own[k] + rand() % 5;
+		}
+		/* a leaf holds its pieces' saved bytes and j's checkpoint */
+		for (int i = 0; i < nb; i++)
+			for (int j = 0; j < nb; j++)
+				need[i * nb + j] = j > i ? cu[j] + 2 * (j - i) + rand() % 3 : Q + 1;
+		RmNest N = {.nb = nb, .q = Q, .maxleaf = iter % 3, .cu = cu, .need = need,
+		            .fc = fc, .own = own, .f = f, .arg = arg, .top = top,
+		            .targ = targ};
+		rm_nest_dp(&N);
+		int nt = nest_trees(&N, 0, nb - 1, true, t);
+		for (int q = 0; q <= Q; q++) {
+			int64_t best = RM_NEST_NONE;
+			for (int x = 0; x < nt; x++)
+				if (t[x].peak <= q && t[x].cost < best)
+					best = t[x].cost;
+			if (top[q] != best)
+				fail_msg("nb %d q %d: DP %lld, brute force %lld", nb, q,
+				         (long long)top[q], (long long)best);
+			if (best == RM_NEST_NONE)
+				continue;
+			bool held[NEST_NB] = {false};
+			int peak = 0;
+			int64_t c = nest_walk(&N, 0, nb - 1, q, true, held, &peak);
+			if (c != best || peak > q)
+				fail_msg("nb %d q %d: the DP's tree costs %lld peak %d", nb, q,
+				         (long long)c, peak);
+		}
+	}
+}
+
+/* With no recompute cap, the nested plans hold a few checkpoints at once
+ * instead of about sqrt(n): on 120 matmul + relu layers the chain's best
+ * plan must hold at most 12 layers' activations beyond the params and
+ * their gradients (Chen's one level needs about 2 sqrt(120), 22). */
+static void
+test_nested_chain(void **state)
+{
+	static Net f;
+	Arena a;
+	Dag d;
+	(void)state;
+
+	ar_init(&a);
+	mlp(&f, 120);
+	net_lower(&f, &d, &a);
+	int64_t bound = d.persistent[CAT_PARAMS] + 120 * 50 + 12 * 1000;
+	int64_t nested = best_of(&d, nested_nocap);
+	if (nested > bound)
+		fail_msg("mlp 120: the nested plans' best peak %lld over %lld",
+		         (long long)nested, (long long)bound);
+	PlanResult r2 = plan(&d, 2, -1, &a);
+	assert_true(r2.peak <= nested);
+	check_plan(&d, &r2, &a, "mlp 120 -O2 inf");
+	ar_free(&a);
+}
+
 int
 main(void)
 {
@@ -355,6 +497,8 @@ main(void)
 		cmocka_unit_test(test_chains_and_stacks),
 		cmocka_unit_test(test_segments_recompute_from_checkpoints),
 		cmocka_unit_test(test_long_chain_coarsened),
+		cmocka_unit_test(test_nest_dp_brute),
+		cmocka_unit_test(test_nested_chain),
 	};
 	return cmocka_run_group_tests_name("remat_o2", tests, NULL, NULL);
 }
