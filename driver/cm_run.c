@@ -1,8 +1,8 @@
 /* driver/cm_run.c -- `remat --import checkmate FILE.json`: imports a
  * published benchmark graph (frontend/checkmate/checkmate.c) as the DAG of
  * an Analysis, runs analyze_dag on it (the reference order is the base
- * schedule) and prints the human or JSON report with peak, recompute cost
- * and TDI. */
+ * schedule) and prints the human or JSON report with peak, arena, recompute
+ * cost and TDI. */
 #include <inttypes.h>
 
 #include "driver.h"
@@ -54,6 +54,9 @@ print_human(const CmReport *r, FILE *out)
 		        goal->max_recompute);
 	fprintf(out, "planned peak: %" PRId64 " bytes (%s)\n", an->ev.peak,
 	        of_ref(an->ev.peak, ref, pct, sizeof pct));
+	fprintf(out, "arena: %" PRId64 " bytes (+%.2f%% over the peak), aligned lower bound: %" PRId64
+	        " bytes\n", an->arena_bytes, report_over_peak(an->arena_bytes, an->ev.peak),
+	        an->ev.arena_floor);
 	fprintf(out, "recompute cost: %" PRId64 "\n", an->ev.recompute_cost);
 	fprintf(out, "base cost: %" PRId64 "\n", d->total_cost);
 	fprintf(out, "TDI: %.2f%%\n", tdi_percent(d, an->ev.recompute_cost));
@@ -82,6 +85,9 @@ print_json(const CmReport *r, FILE *out)
 		fputs("null", out);
 	fprintf(out, ",\n  \"peak_bytes\": %" PRId64 ", \"peak_step\": %d, \"fits\": %s,\n",
 	        ev->peak, ev->peak_step, an->plan.fits ? "true" : "false");
+	fprintf(out, "  \"arena_bytes\": %" PRId64 ", \"arena_lower_bound_bytes\": %" PRId64
+	        ", \"arena_over_peak_percent\": %.4f,\n", an->arena_bytes, ev->arena_floor,
+	        report_over_peak(an->arena_bytes, ev->peak));
 	fprintf(out, "  \"recompute_cost\": %" PRId64 ", \"base_cost\": %" PRId64
 	        ", \"tdi_percent\": %.4f, \"solve_seconds\": %.6f,\n",
 	        ev->recompute_cost, d->total_cost, tdi_percent(d, ev->recompute_cost),

@@ -46,6 +46,7 @@ typedef enum MpMethod {
 	MP_BREADTH_BEST_FIT, MP_BREADTH_FIRST_FIT,      /* greedy by breadth */
 	MP_SKYLINE_AREA, MP_SKYLINE_SIZE, MP_SKYLINE_LENGTH,
 	MP_SKYLINE_PERTURBED,   /* skyline restarts, priorities perturbed */
+	MP_SKYLINE_BOUNDED,     /* the skyline under bounds below the best so far */
 	MP_METHOD_COUNT,
 	MP_ALL = MP_METHOD_COUNT        /* mp_plan_with: the smallest of them all */
 } MpMethod;
@@ -104,7 +105,9 @@ MpPlacer *mp_placer(MpExtent *b, int n, int64_t work, Arena *a);
  * perturbation of MP_SKYLINE_PERTURBED): sets every off so that extents
  * that share a step do not overlap, and returns the top (largest end), or
  * -1 when the work ran out before every extent was placed. Deterministic;
- * ties go to the lower index. */
+ * ties go to the lower index. MP_SKYLINE_BOUNDED starts from the placement
+ * in b (the caller's best) and never returns -1: out of work, it keeps the
+ * least top found, that one at worst. */
 int64_t mp_place(MpPlacer *p, MpMethod m, uint64_t seed);
 int64_t mp_work_left(const MpPlacer *p);
 void mp_work_set(MpPlacer *p, int64_t work);     /* the units left, now */

@@ -37,21 +37,24 @@
  * - When the scan is above the floor and there are at most MP_SEARCH_MAX
  *   extents, the placements of placement.c on a copy of the extents, in
  *   turn: the skyline by area, size and length; greedy by size and by
- *   breadth (Pisarchyk & Lee 2020), best and first fit; then perturbed
- *   skylines, MP_RESTARTS at most. Each costs O(n^2) at worst, so they
- *   share a count of work linear in the extents (counted, not timed: the
- *   plan is the same on every machine), except greedy by size with best
- *   fit, which on up to MP_GREEDY_MAX extents always runs, as it did alone
- *   before the search: no arena is larger than that plan's. The search
- *   stops at the first plan that reaches the floor.
+ *   breadth (Pisarchyk & Lee 2020), best and first fit; the skyline under a
+ *   bound, a search from the best plan so far for one whose top is at most
+ *   a bound halfway to the floor; then perturbed skylines, MP_RESTARTS at
+ *   most. Each costs O(n^2) at worst, so they share a count of work linear
+ *   in the extents (counted, not timed: the plan is the same on every
+ *   machine), except greedy by size with best fit, which on up to
+ *   MP_GREEDY_MAX extents always runs, as it did alone before the search:
+ *   no arena is larger than that plan's. The search stops at the first
+ *   plan that reaches the floor.
  * The smallest top wins (the earlier method on ties). On every example
- * (default dims and B=8, -O0 and -O2) it is within 0.4% of the peak, and
- * on the Checkmate graphs at the floor but for ResNet-50 at -O2 (+4.8%) and
- * the random ones, whose bytes are so few that 256-byte rounding puts the
- * floor itself 6-9% over the peak (make bench-arena). Scratch is 4 bytes a
+ * (default dims and B=8, -O0, -O1 and -O2) it is within 0.4% of the peak,
+ * and on the Checkmate graphs at the floor (ResNet-50 at -O2 too, +4.8%
+ * before the bounded search) but for the random ones, whose bytes are so
+ * few that 256-byte rounding puts the floor itself 6-9% over the peak, and
+ * which stay up to 5.4% over the floor (make bench-arena). Scratch is 4 bytes a
  * extent (its instance or step), 4 a step while the extents are sorted, 4
  * an extent and 4 a step during the scan, about 64 a free range, and for
- * the search about 300 bytes an extent: sizes, starts and ends are read from the MemEval and
+ * the search about 600 bytes an extent: sizes, starts and ends are read from the MemEval and
  * placements are made in place in MemEval.offset and temp_offset, so on a
  * 300k-op graph (no search) the planner is not the peak.
  */
@@ -60,12 +63,13 @@
 
 #include "eval.h"
 
-/* The units of work the search may spend (placement.c: about 2 ns each):
+/* The units of work the search may spend (placement.c: about 2.5 ns each):
  * MP_WORK, plus MP_WORK_EXTENT an extent, so that a skyline or two fit on a
- * large graph too -- about 20 ms on the examples, at most about 0.2 s on
- * MP_SEARCH_MAX extents, linear in the extents. */
+ * large graph too -- at most about 0.1 s on the examples, 0.2 s on
+ * MP_SEARCH_MAX extents, linear in the extents; only a graph whose plans
+ * stay above the floor spends it all. */
 enum {
-	MP_WORK = 1 << 24,
+	MP_WORK = 1 << 25,
 	MP_WORK_EXTENT = 512,
 	MP_RESTARTS = 64,       /* perturbed skylines at most */
 };
@@ -545,7 +549,8 @@ search(const Extents *B, MpExtent *bl, int64_t top, int64_t most, MpMethod only,
 {
 	static const MpMethod order[] = {
 		MP_SKYLINE_AREA, MP_SKYLINE_SIZE, MP_SKYLINE_LENGTH, MP_SIZE_BEST_FIT,
-		MP_SIZE_FIRST_FIT, MP_BREADTH_BEST_FIT, MP_BREADTH_FIRST_FIT, MP_SKYLINE_PERTURBED,
+		MP_SIZE_FIRST_FIT, MP_BREADTH_BEST_FIT, MP_BREADTH_FIRST_FIT, MP_SKYLINE_BOUNDED,
+		MP_SKYLINE_PERTURBED,
 	};
 	int64_t work = MP_WORK + (int64_t)MP_WORK_EXTENT * B->n;
 	MpPlacer *P = mp_placer(bl, B->n, work, a);
@@ -561,6 +566,10 @@ search(const Extents *B, MpExtent *bl, int64_t top, int64_t most, MpMethod only,
 			continue;
 		if (granted)
 			mp_work_set(P, (left > 0 ? left : 0) + greedy_cost);
+		/* the skyline under a bound starts from the best plan so far */
+		if (m == MP_SKYLINE_BOUNDED)
+			for (int i = 0; i < B->n; i++)
+				bl[i].off = *b_off(B, i);
 		for (int r = 1; r <= (m == MP_SKYLINE_PERTURBED ? MP_RESTARTS : 1) && best > most; r++) {
 			int64_t before = mp_work_left(P);
 			int64_t t = mp_place(P, m, (uint64_t)r);
@@ -590,7 +599,7 @@ mp_method_name(MpMethod m)
 		"linear scan", "greedy by size (best fit)", "greedy by size (first fit)",
 		"greedy by breadth (best fit)", "greedy by breadth (first fit)",
 		"skyline by area", "skyline by size", "skyline by length",
-		"skyline, perturbed",
+		"skyline, perturbed", "skyline under a bound",
 	};
 	return (unsigned)m < MP_METHOD_COUNT ? name[m] : "?";
 }

@@ -24,6 +24,15 @@
  *   against +10% for the best greedy). The perturbed variant
  *   multiplies each priority by a factor in [0.85, 1.15) drawn from a seed:
  *   restarts that explore near the three fixed orders.
+ * - The skyline under a bound: the skyline as a depth-first search that
+ *   may not leave a gap (a lift) where the skyline plus the bytes still to
+ *   place at some step would exceed a bound, and that backtracks to its
+ *   latest choice instead (the next of the few best extents there). It
+ *   starts from the best plan so far and halves the range between the floor
+ *   and that plan's top, each bound tried by restarts of bounded length.
+ *   On ResNet-50's Checkmate graph at -O2 it reaches the floor where every
+ *   other placement stays 4.8% above it (a skyline restart that finds the
+ *   floor needs a few backtracks, and only the bound tells where).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -510,6 +519,288 @@ skyline(MpPlacer *P, MpMethod m, uint64_t seed)
 	return top;
 }
 
+/* ------------------------------------------------------------ skyline under a bound */
+
+/* A value per step (0 .. m-1, m a power of 2) under range adds: a segment
+ * tree whose node x holds the least and the most value below it, counting
+ * the adds at x and below but not those above it. */
+typedef struct Range {
+	int64_t *mn, *mx, *add;
+	int m;
+} Range;
+
+/* Step t holds v[t] (0 when v is NULL) for t < n, the steps after it `pad`. */
+static void
+rg_build(Range *R, const int64_t *v, int n, int64_t pad)
+{
+	for (int t = 0; t < R->m; t++) {
+		R->mn[R->m + t] = R->mx[R->m + t] = t >= n ? pad : v ? v[t] : 0;
+		R->add[R->m + t] = 0;
+	}
+	for (int x = R->m - 1; x > 0; x--) {
+		R->add[x] = 0;
+		R->mn[x] = R->mn[2 * x] < R->mn[2 * x + 1] ? R->mn[2 * x] : R->mn[2 * x + 1];
+		R->mx[x] = R->mx[2 * x] > R->mx[2 * x + 1] ? R->mx[2 * x] : R->mx[2 * x + 1];
+	}
+}
+
+/* Adds v to steps l..r; node x covers nl..nr. */
+static void
+rg_add(Range *R, int x, int nl, int nr, int l, int r, int64_t v)
+{
+	if (r < nl || nr < l)
+		return;
+	if (l <= nl && nr <= r) {
+		R->mn[x] += v;
+		R->mx[x] += v;
+		R->add[x] += v;
+		return;
+	}
+	int mid = nl + (nr - nl) / 2;
+	rg_add(R, 2 * x, nl, mid, l, r, v);
+	rg_add(R, 2 * x + 1, mid + 1, nr, l, r, v);
+	R->mn[x] = R->add[x] + (R->mn[2 * x] < R->mn[2 * x + 1] ? R->mn[2 * x] : R->mn[2 * x + 1]);
+	R->mx[x] = R->add[x] + (R->mx[2 * x] > R->mx[2 * x + 1] ? R->mx[2 * x] : R->mx[2 * x + 1]);
+}
+
+/* The most value at steps l..r; node x covers nl..nr. */
+static int64_t
+rg_max(const Range *R, int x, int nl, int nr, int l, int r)
+{
+	if (r < nl || nr < l)
+		return INT64_MIN;
+	if (l <= nl && nr <= r)
+		return R->mx[x];
+	int mid = nl + (nr - nl) / 2;
+	int64_t a = rg_max(R, 2 * x, nl, mid, l, r), c = rg_max(R, 2 * x + 1, mid + 1, nr, l, r);
+	return R->add[x] + (a > c ? a : c);
+}
+
+/* The first step at or after l whose value is above h, every value being
+ * at least h (-1: none); node x covers nl..nr, `above` the adds over x. */
+static int
+rg_above(const Range *R, int x, int nl, int nr, int l, int64_t h, int64_t above)
+{
+	if (nr < l || R->mx[x] + above <= h)
+		return -1;
+	if (nl == nr)
+		return nl;
+	int mid = nl + (nr - nl) / 2, t = rg_above(R, 2 * x, nl, mid, l, h, above + R->add[x]);
+	return t >= 0 ? t : rg_above(R, 2 * x + 1, mid + 1, nr, l, h, above + R->add[x]);
+}
+
+/* The value at step t. */
+static int64_t
+rg_get(const Range *R, int t)
+{
+	int64_t v = R->mn[R->m + t];
+
+	for (int x = (R->m + t) / 2; x > 0; x /= 2)
+		v += R->add[x];
+	return v;
+}
+
+enum {
+	BRANCH = 4,             /* extents tried on a segment, best first */
+	TRY_NODES = 8,          /* a try's decisions: TRY_NODES n + 64 at most */
+	ATTEMPT_RESTARTS = 32,  /* tries that fail a bound */
+};
+
+/* A decision of the search: on the lowest segment l..r of the skyline at
+ * height h, one of the best extents that lie within it, or else a lift. */
+typedef struct Frame {
+	int l, r;
+	int64_t h;
+	int cand[BRANCH];
+	int nc, next;
+	int put;                /* the extent placed now, or -1 */
+	int64_t lift;           /* the lift applied now, or 0 */
+	bool lifted;            /* the lift was tried */
+} Frame;
+
+typedef struct Bounded {
+	MpPlacer *P;
+	Range sky;              /* the skyline's height at each step */
+	Range need;             /* the height plus the unplaced bytes live at
+	                           each step: what the top will be at least */
+	int64_t *load;          /* [steps] the bytes live at each step */
+	char *placed;
+	Frame *f;
+	int nf, left;
+} Bounded;
+
+/* A frame on the lowest segment of the skyline, with its candidates: the
+ * unplaced extents that start and end within it, best first. */
+static bool
+bd_push(Bounded *B)
+{
+	MpPlacer *P = B->P;
+	int T = B->sky.m - 1, l = 0, x = 1;
+	int64_t h = B->sky.mn[1], above = 0;
+
+	while (x < B->sky.m) {  /* down to the first lowest step */
+		above += B->sky.add[x];
+		x = B->sky.mn[2 * x] + above == h ? 2 * x : 2 * x + 1;
+	}
+	l = x - B->sky.m;
+	int r = rg_above(&B->sky, 1, 0, T, l, h, 0) - 1;
+	Frame *F = &B->f[B->nf++];
+	*F = (Frame){l, r, h, {0}, 0, 0, -1, 0, false};
+	for (int p = first_from(P, l + P->lo); p < P->n; p++) {
+		int i = P->bys[p];
+		if (P->b[i].start - P->lo > r)
+			break;
+		if (!spend(P, 1))
+			return false;
+		if (B->placed[i] || P->b[i].end - P->lo > r ||
+		    (F->nc == BRANCH && !sky_better(P, i, F->cand[BRANCH - 1])))
+			continue;
+		int k = F->nc < BRANCH ? F->nc++ : BRANCH - 1;
+		for (; k > 0 && sky_better(P, i, F->cand[k - 1]); k--)
+			F->cand[k] = F->cand[k - 1];
+		F->cand[k] = i;
+	}
+	return true;
+}
+
+/* One depth-first search for a placement with every step at most bound
+ * high, within `nodes` decisions: true when found (the offsets in P->b). */
+static bool
+bd_search(Bounded *B, int64_t bound, int64_t nodes)
+{
+	MpPlacer *P = B->P;
+	int T = B->sky.m - 1, steps = P->hi - P->lo + 1;
+
+	rg_build(&B->sky, NULL, steps, INT64_MAX / 4);   /* beyond the steps: never lowest */
+	rg_build(&B->need, B->load, steps, 0);
+	memset(B->placed, 0, (size_t)P->n);
+	B->nf = 0;
+	B->left = P->n;
+	if (!bd_push(B))
+		return false;
+	while (B->nf > 0 && B->left > 0 && nodes-- > 0) {
+		Frame *F = &B->f[B->nf - 1];
+		if (!spend(P, SEG_COST))
+			return false;
+		if (F->put >= 0) {      /* undo the last decision here */
+			MpExtent *x = &P->b[F->put];
+			rg_add(&B->sky, 1, 0, T, x->start - P->lo, x->end - P->lo, -x->size);
+			B->placed[F->put] = 0;
+			B->left++;
+			F->put = -1;
+		}
+		if (F->lift) {
+			rg_add(&B->sky, 1, 0, T, F->l, F->r, -F->lift);
+			rg_add(&B->need, 1, 0, T, F->l, F->r, -F->lift);
+			F->lift = 0;
+		}
+		if (F->next < F->nc) {
+			int i = F->cand[F->next++];
+			MpExtent *x = &P->b[i];
+			x->off = F->h;
+			rg_add(&B->sky, 1, 0, T, x->start - P->lo, x->end - P->lo, x->size);
+			B->placed[i] = 1;
+			B->left--;
+			F->put = i;
+			if (B->left > 0 && !bd_push(B))
+				return false;
+			continue;
+		}
+		if (!F->lifted) {
+			/* no extent fits, or none led to a placement: raise the
+			 * segment to its lower neighbour, unless some step of it
+			 * would then need more than the bound */
+			F->lifted = true;
+			int64_t hp = F->l > 0 ? rg_get(&B->sky, F->l - 1) : INT64_MAX;
+			int64_t hq = F->r + 1 < steps ? rg_get(&B->sky, F->r + 1) : INT64_MAX;
+			int64_t to = hp < hq ? hp : hq;
+			if (to != INT64_MAX &&
+			    rg_max(&B->need, 1, 0, T, F->l, F->r) + (to - F->h) <= bound) {
+				F->lift = to - F->h;
+				rg_add(&B->sky, 1, 0, T, F->l, F->r, F->lift);
+				rg_add(&B->need, 1, 0, T, F->l, F->r, F->lift);
+				if (!bd_push(B))
+					return false;
+				continue;
+			}
+		}
+		B->nf--;
+	}
+	return B->left == 0;
+}
+
+/* The skyline under a bound: starts from the placement in P->b (the best
+ * so far, top t) and looks for one whose top is at most a bound between
+ * the floor f (the most bytes live at one step) and t, halving [f, t) on
+ * each answer. Under a bound the skyline rises over a segment only when no
+ * step of it then needs more than the bound (its height plus the unplaced
+ * bytes live there), and when it cannot, the search backtracks to the
+ * latest decision and tries the next of the BRANCH best extents there.
+ * Each try is a depth-first search of at most TRY_NODES n + 64 decisions
+ * (a path holds n placements and at most 2n + 1 lifts: 4n + 4 frames), with
+ * priorities by area, size, length and then perturbed as the skyline's
+ * restarts; ATTEMPT_RESTARTS tries fail a bound. O(log steps) a decision,
+ * plus the extents that start within the segment. Returns the least top
+ * found, its offsets in P->b. */
+static int64_t
+bounded(MpPlacer *P)
+{
+	Arena s;
+	ar_init(&s);
+	int n = P->n, steps = P->hi - P->lo + 1;
+	Bounded B = {P, {NULL, NULL, NULL, 1}, {NULL, NULL, NULL, 1}, NULL, NULL, NULL, 0, 0};
+	int64_t *best = ar_array(&s, (size_t)n + 1, sizeof *best), top = 0;
+	int64_t lo = 0;         /* the floor, then the least bound not failed */
+	uint64_t seed = 0;
+
+	while (B.sky.m < steps + 1)     /* a step beyond the last, for rg_above */
+		B.sky.m *= 2;
+	B.need.m = B.sky.m;
+	for (int k = 0; k < 2; k++) {
+		Range *R = k ? &B.need : &B.sky;
+		R->mn = ar_array(&s, 2 * (size_t)R->m, sizeof *R->mn);
+		R->mx = ar_array(&s, 2 * (size_t)R->m, sizeof *R->mx);
+		R->add = ar_array(&s, 2 * (size_t)R->m, sizeof *R->add);
+	}
+	B.load = ar_array(&s, (size_t)steps + 1, sizeof *B.load);
+	for (int i = 0; i < n; i++) {
+		B.load[P->b[i].start - P->lo] += P->b[i].size;
+		B.load[P->b[i].end - P->lo + 1] -= P->b[i].size;
+	}
+	for (int t = 0; t < steps; t++) {
+		B.load[t] += t ? B.load[t - 1] : 0;
+		lo = B.load[t] > lo ? B.load[t] : lo;
+	}
+	B.placed = ar_alloc(&s, (size_t)n + 1);
+	B.f = ar_array(&s, 4 * (size_t)n + 4, sizeof *B.f);
+	for (int i = 0; i < n; i++) {
+		best[i] = P->b[i].off;
+		top = P->b[i].off + P->b[i].size > top ? P->b[i].off + P->b[i].size : top;
+	}
+	while (lo < top && P->work > 0) {
+		int64_t bound = lo + (top - lo) / 2 / MP_ALIGN * MP_ALIGN;
+		bool found = false;
+		for (int r = 0; r < ATTEMPT_RESTARTS && !found && P->work > 0; r++, seed++) {
+			sky_prio(P, seed < 3 ? (MpMethod)(MP_SKYLINE_AREA + (int)seed) : MP_SKYLINE_PERTURBED,
+			         seed);
+			found = bd_search(&B, bound, TRY_NODES * (int64_t)n + 64);
+		}
+		if (!found) {
+			lo = bound + MP_ALIGN;
+			continue;
+		}
+		top = 0;
+		for (int i = 0; i < n; i++) {
+			best[i] = P->b[i].off;
+			top = P->b[i].off + P->b[i].size > top ? P->b[i].off + P->b[i].size : top;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		P->b[i].off = best[i];
+	ar_free(&s);
+	return top;
+}
+
 /* ------------------------------------------------------------ entry */
 
 MpPlacer *
@@ -559,6 +850,8 @@ mp_place(MpPlacer *P, MpMethod m, uint64_t seed)
 	ir_assert(m > MP_LINEAR_SCAN && m < MP_METHOD_COUNT);
 	if (P->n == 0)
 		return 0;
+	if (m == MP_SKYLINE_BOUNDED)
+		return bounded(P);
 	if (m >= MP_SKYLINE_AREA)
 		return skyline(P, m, seed);
 	if (m == MP_SIZE_BEST_FIT || m == MP_SIZE_FIRST_FIT) {

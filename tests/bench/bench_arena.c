@@ -31,7 +31,7 @@ row(const char *name, const char *how, int64_t peak, const MemEval *ev, int64_t 
 
 	printf("%-22s %-10s %14" PRId64 " %14" PRId64 " %14" PRId64 " %8.4f %8.4f %6d %4d %9" PRId64
 	       "  %s%s\n", name, how, peak, ev->arena_floor, arena, r,
-	       (double)arena / (double)ev->arena_floor, st->nblocks, st->runs, st->work,
+	       (double)arena / (double)ev->arena_floor, st->nextents, st->runs, st->work,
 	       mp_method_name(st->chosen), bad ? "  OVER" : "");
 	rows++;
 	over += bad;
@@ -69,7 +69,8 @@ example(const char *dir, const char *file, int level, int64_t batch)
 	diag_init(&dg, &src, stderr);
 	dg.quiet_warnings = true;
 	Program *p = net_parse(&src, &a, &dg);
-	rc = p ? analyze(p, path, &o, &goal, false, &an, &a, &dg, NULL) : 1;
+	Job job = {p, path, o, goal, false, {0, NULL, false, NULL}};
+	rc = p && analyze(&job, &an, &a, &dg) == ST_OK ? 0 : 1;
 	if (rc == 0) {
 		/* analyze planned it already; plan again for the statistics */
 		int64_t arena = mp_plan_with(&an.d, &an.ev, &a, MP_ALL, &st);
@@ -171,7 +172,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	printf("%-22s %-10s %14s %14s %14s %8s %8s %6s %4s %9s  %s\n", "case", "flags", "peak",
-	       "aligned floor", "arena", "/peak", "/floor", "blocks", "runs", "work",
+	       "aligned floor", "arena", "/peak", "/floor", "extents", "runs", "work",
 	       "placement");
 	for (char **p = v; *p; p++) {
 		for (int level = 0; level <= 2; level += 2) {

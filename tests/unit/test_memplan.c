@@ -253,7 +253,8 @@ test_skyline_beats_size(void **state)
 }
 
 /* mp_place on its own: out of work, a placement says so (-1) instead of
- * returning a partial plan. */
+ * returning a partial plan; the skyline under a bound keeps the one it
+ * started from. */
 static void
 test_out_of_work(void **state)
 {
@@ -266,6 +267,8 @@ test_out_of_work(void **state)
 		b[i] = (MpExtent){256 * (1 + (int64_t)(rnd(&seed) % 8)), 0, s, s + (int)(rnd(&seed) % 5)};
 	}
 	for (int m = MP_SIZE_BEST_FIT; m < MP_METHOD_COUNT; m++) {
+		if (m == MP_SKYLINE_BOUNDED)
+			continue;
 		ar_init(&a);
 		MpPlacer *P = mp_placer(b, 64, 100, &a);
 		assert_int_equal(mp_place(P, (MpMethod)m, 1), -1);
@@ -274,6 +277,25 @@ test_out_of_work(void **state)
 		assert_true(mp_place(P, (MpMethod)m, 1) > 0);
 		ar_free(&a);
 	}
+	/* the skyline under a bound starts from a placement: out of work, it
+	 * keeps it; with work, it may only lower the top, and stays sound */
+	ar_init(&a);
+	int64_t t0 = mp_place(mp_placer(b, 64, 1 << 20, &a), MP_BREADTH_FIRST_FIT, 1);
+	int64_t off[64];
+	for (int i = 0; i < 64; i++)
+		off[i] = b[i].off;
+	assert_int_equal(mp_place(mp_placer(b, 64, 100, &a), MP_SKYLINE_BOUNDED, 1), t0);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(b[i].off, off[i]);
+	int64_t t1 = mp_place(mp_placer(b, 64, 1 << 20, &a), MP_SKYLINE_BOUNDED, 1);
+	assert_true(t1 > 0 && t1 <= t0);
+	for (int i = 0; i < 64; i++) {
+		assert_true(b[i].off >= 0 && b[i].off % 256 == 0 && b[i].off + b[i].size <= t1);
+		for (int j = 0; j < i; j++)
+			assert_true(b[i].start > b[j].end || b[j].start > b[i].end ||
+			            b[i].off >= b[j].off + b[j].size || b[j].off >= b[i].off + b[i].size);
+	}
+	ar_free(&a);
 }
 
 /* Disjoint lifetimes share memory: a chain of same-sized buffers, each
