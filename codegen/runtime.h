@@ -1850,12 +1850,12 @@ typedef struct RtCg {
  * the offset in the other tensor (see RtCg); base -1: past the end. */
 typedef struct RtCgIx { int base, h, w, other; } RtCgIx;
 
-/* Convolutions run as implicit GEMMs (for the tests and the summary). */
+/* Convolutions run as implicit GEMMs (tests/unit/test_conv counts them). */
 static int64_t rt_nconvgemm;
 
-/* Tile sizes (u x v x k) of the GPU kernel; the host packs X in tiles of
- * RT_CG_BU too. */
-enum { RT_CG_BU = 64, RT_CG_BV = 64, RT_CG_BK = 16 };
+/* Terms per step of the GPU kernel; u rows per tile it packs on the host
+ * (the GPU's tiles are 16 R x 16 R, R = 4, 2 or 1: k_conv_gemm). */
+enum { RT_CG_BK = 16, RT_CG_BU = 64 };
 
 /* Index i of group grp along u (side 0) or k (side 1), decoded. A
  * position of y (modes 0 and 2: (b, oh, ow)) holds the top-left input
@@ -1932,8 +1932,8 @@ rt_cg_x(const RtCg *g, const RtT *X, RtCgIx u, RtCgIx k)
  * folded), or 0 where the plain kernels run instead: a view that is not
  * contiguous, a tensor of 2^31 elements or more, more than 65535 groups,
  * or a GEMM under 8 wide along u or v (a depthwise convolution: its one
- * output channel per group would fill 1/64 of a tile, so the plain
- * kernel, a thread per element, is faster). */
+ * output channel per group would fill 1/16 of a tile's columns at best,
+ * so it keeps the plain kernel, a thread per element). */
 RT_FN int
 rt_cg_plan(RtT x, RtT w, RtT y, RtT dst, RtConv c, int m, int add, RtCg *g, RtT *T)
 {
@@ -1990,37 +1990,43 @@ rt_cg_plan(RtT x, RtT w, RtT y, RtT dst, RtConv c, int m, int add, RtCg *g, RtT 
 }
 
 #if defined(RT_GPU) && !defined(RT_NAIVE)
-/* The tiled implicit GEMM: a block of 256 threads computes an RT_CG_BU x
- * RT_CG_BV tile of D (grid: v tiles, u tiles, groups), each thread 4 x 4
- * elements (u = ty + 16 i, v = tx + 16 j) in registers. Per step of
- * RT_CG_BK terms the block decodes the step's k indices, gathers X's and
- * loads P's tile into shared memory (along k where consecutive k are
- * neighbours in memory: P always, X's x in mode 2; else along u), then
- * each thread adds the step's terms in order. T: X, P, D. */
+/* The tiled implicit GEMM: a block of 256 threads computes a 16 R x 16 R
+ * tile of D (grid: v tiles, u tiles, groups), each thread R x R elements
+ * (u = ty + 16 i, v = tx + 16 j) in registers. Per step of RT_CG_BK terms
+ * the block decodes the step's k indices, gathers X's and loads P's tile
+ * into shared memory (along k where consecutive k are neighbours in
+ * memory: P always, X's x in mode 2; else along u), then each thread adds
+ * the step's terms in order: the tile size changes which thread sums an
+ * element, not the order of its terms. T: X, P, D. */
+template <int R>
 static __global__ void __launch_bounds__(256)
 k_conv_gemm(const RtT *T, RtCg g)
 {
-	__shared__ rt_real xs[RT_CG_BK][RT_CG_BU + 1], ps[RT_CG_BK][RT_CG_BV + 1];
-	__shared__ RtCgIx ui[RT_CG_BU], ki[RT_CG_BK];
+	enum { B = 16 * R };
+	__shared__ rt_real xs[RT_CG_BK][B + 1], ps[RT_CG_BK][B + 1];
+	__shared__ RtCgIx ui[B], ki[RT_CG_BK];
 	const RtT *X = &T[0], *P = &T[1], *D = &T[2];
 	int t = (int)threadIdx.x, tx = t % 16, ty = t / 16, grp = (int)blockIdx.z;
-	for (int64_t u0 = (int64_t)blockIdx.y * RT_CG_BU; u0 < g.U; u0 += (int64_t)gridDim.y * RT_CG_BU)
-	for (int64_t v0 = (int64_t)blockIdx.x * RT_CG_BV; v0 < g.V; v0 += (int64_t)gridDim.x * RT_CG_BV) {
-		rt_real acc[4][4];
-		for (int i = 0; i < 4; i++)
-			for (int j = 0; j < 4; j++)
+	for (int64_t u0 = (int64_t)blockIdx.y * B; u0 < g.U; u0 += (int64_t)gridDim.y * B)
+	for (int64_t v0 = (int64_t)blockIdx.x * B; v0 < g.V; v0 += (int64_t)gridDim.x * B) {
+		rt_real acc[R][R];
+		#pragma unroll
+		for (int i = 0; i < R; i++)
+			#pragma unroll
+			for (int j = 0; j < R; j++)
 				acc[i][j] = 0;
 		__syncthreads();        /* the last tile's stores have read ui */
-		if (t < RT_CG_BU)
+		if (t < B)
 			ui[t] = rt_cg_ix(&g, grp, 0, u0 + t);
 		for (int64_t k0 = 0; k0 < g.K; k0 += RT_CG_BK) {
 			__syncthreads();        /* the last step's terms are added */
 			if (t < RT_CG_BK)
 				ki[t] = rt_cg_ix(&g, grp, 1, k0 + t);
 			__syncthreads();
-			for (int q = 0; q < 4; q++) {
+			#pragma unroll
+			for (int q = 0; q < R; q++) {   /* 16 B elements of each tile */
 				int e = t + 256 * q, kk = e % RT_CG_BK, v = e / RT_CG_BK;
-				int xk = g.mode == 2 ? kk : e / RT_CG_BU, xu = g.mode == 2 ? v : e % RT_CG_BU;
+				int xk = g.mode == 2 ? kk : e / B, xu = g.mode == 2 ? v : e % B;
 				xs[xk][xu] = rt_cg_x(&g, X, ui[xu], ki[xk]);
 				ps[kk][v] = v0 + v < g.V && ki[kk].base >= 0 ?
 				            rt_ld(P, ki[kk].other + (v0 + v) * g.sp) : 0;
@@ -2028,18 +2034,23 @@ k_conv_gemm(const RtT *T, RtCg g)
 			__syncthreads();
 			int kn = g.K - k0 < RT_CG_BK ? (int)(g.K - k0) : RT_CG_BK;
 			for (int kk = 0; kk < kn; kk++) {
-				rt_real a[4], b[4];
-				for (int i = 0; i < 4; i++) {
+				rt_real a[R], b[R];
+				#pragma unroll
+				for (int i = 0; i < R; i++) {
 					a[i] = xs[kk][ty + 16 * i];
 					b[i] = ps[kk][tx + 16 * i];
 				}
-				for (int i = 0; i < 4; i++)
-					for (int j = 0; j < 4; j++)
+				#pragma unroll
+				for (int i = 0; i < R; i++)
+					#pragma unroll
+					for (int j = 0; j < R; j++)
 						acc[i][j] += a[i] * b[j];
 			}
 		}
-		for (int i = 0; i < 4; i++)
-			for (int j = 0; j < 4; j++) {
+		#pragma unroll
+		for (int i = 0; i < R; i++)
+			#pragma unroll
+			for (int j = 0; j < R; j++) {
 				RtCgIx u = ui[ty + 16 * i];
 				int64_t v = v0 + tx + 16 * j;
 				if (u.base < 0 || v >= g.V)
@@ -2050,14 +2061,40 @@ k_conv_gemm(const RtT *T, RtCg g)
 	}
 }
 
-/* One launch: grid (v tiles, u tiles up to 65535, groups). */
+/* Blocks of a 16 R x 16 R tiling (per group, times the groups). */
+RT_FN int64_t
+rt_cg_tiles(const RtCg *g, int R)
+{
+	int64_t b = 16 * R;
+	return ((int64_t)g->U + b - 1) / b * (((int64_t)g->V + b - 1) / b) * g->G;
+}
+
+/* One launch, grid (v tiles, u tiles up to 65535, groups): 64 x 64 tiles
+ * (R = 4) where they make two blocks per multiprocessor, else 32 x 32 or
+ * 16 x 16 tiles, so that a GEMM with few outputs and many terms (grad(w)
+ * of an early layer: 64 x 576 outputs, N H W terms) still spreads over the
+ * GPU without splitting any element's sum. */
 RT_FN void
 rt_conv_gemm(const RtCg *g, RtT *T)
 {
-	int64_t gu = (g->U + RT_CG_BU - 1) / RT_CG_BU, gv = (g->V + RT_CG_BV - 1) / RT_CG_BV;
+	static int nsm;
+	if (!nsm) {
+		int dev;
+		rt_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+		rt_cuda(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev),
+		        "cudaDeviceGetAttribute");
+	}
+	int R = rt_cg_tiles(g, 4) >= 2 * nsm ? 4 : rt_cg_tiles(g, 2) >= 2 * nsm ? 2 : 1;
+	int64_t gu = ((int64_t)g->U + 16 * R - 1) / (16 * R), gv = ((int64_t)g->V + 16 * R - 1) / (16 * R);
 	dim3 grid((unsigned)(gv < 65535 ? gv : 65535), (unsigned)(gu < 65535 ? gu : 65535),
 	          (unsigned)g->G);
-	k_conv_gemm<<<grid, 256>>>(rt_args(T, 3), *g);
+	const RtT *a = rt_args(T, 3);
+	if (R == 4)
+		k_conv_gemm<4><<<grid, 256>>>(a, *g);
+	else if (R == 2)
+		k_conv_gemm<2><<<grid, 256>>>(a, *g);
+	else
+		k_conv_gemm<1><<<grid, 256>>>(a, *g);
 	rt_nconvgemm++;
 	rt_after();
 }
