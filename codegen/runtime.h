@@ -5,7 +5,9 @@
  * loops over the elements. Every kernel is deterministic, no atomics: one
  * thread per output element, or a block per reduction row summing in one
  * fixed tree that the host runs too (trees); matmuls are calls of one GEMM
- * interface, cuBLAS on the GPU and its C version on the host (matmul).
+ * interface, cuBLAS on the GPU and its C version on the host (matmul);
+ * convolutions are implicit GEMMs, a tiled kernel on the GPU and its C
+ * mirror on the host (conv2d).
  *
  * A tensor is an RtT descriptor: a base pointer, a storage dtype, a logical
  * shape, and a chain of index maps from the logical row-major element index
@@ -1145,7 +1147,7 @@ rt_batch(int64_t b, const int64_t *ob, int no, const int64_t *ab, int na)
  * y[r, c] starts from 0 and adds t = 0, 1, ... in order (the plain
  * kernels' order, so results are the same bits), 4 x 4 outputs at a time
  * so that 16 independent sums are in flight. The host's GEMM and its
- * unpadded convolutions. */
+ * implicit-GEMM convolutions. */
 RT_FN void
 rt_dot_rows(const rt_real *p, const rt_real *q, int64_t R, int64_t C, int64_t T,
             rt_real *y)
@@ -1821,103 +1823,323 @@ k_conv_f(const RtT *T, int64_t n, RtConv c)
 	}
 }
 
-#if !defined(RT_GPU) && !defined(RT_NAIVE)
-/* The host's conv2d without padding (every window in bounds, so nothing
- * is skipped): k_conv_f's forward and k_conv_b's weight gradient as
- * rt_dot_rows over im2col rows, the same sums in the same order. Padded
- * convolutions take the plain kernels. */
-RT_FN int
-rt_host_conv_ok(const RtT *X, const RtT *Wt, const RtT *Y, RtConv c)
+/* Implicit GEMM. A convolution and its two gradients are GEMMs whose
+ * gathered operand is read from the tensor as the tiles fill (no im2col
+ * buffer, nothing allocated): per group, D(u, v) = sum over k < K of
+ * X(u, k) P(v, k), X gathered, P plain, in one of three modes:
+ *   0 forward:  u = (b, oh, ow), v = o, k = (ci, kh, kw); X = x, P = w, D = y
+ *   1 grad(x):  u = (b, h, w), v = ci, k = (o, kh, kw); X = g, P = w, D = dx
+ *   2 grad(w):  u = (ci, kh, kw), v = o, k = (b, oh, ow); X = x, P = g, D = dw
+ * (o and ci within the group). Each D(u, v) is summed from 0 over k = 0,
+ * 1, ... in order: the plain kernels' order, the same on the GPU (a tiled
+ * kernel) and on the host (rt_dot_rows over packed tiles), run after run.
+ * X(u, k) is where a position (u in modes 0 and 1, k in mode 2) meets a
+ * tap (the other index): both decode to an RtCgIx once per tile row or
+ * column (rt_cg_ix), and rt_cg_at combines them; the padding, a stride
+ * that skips a grad(x) tap and the rows past the end read 0. P(v, k) and
+ * D(u, v) are an index's `other` offset plus v times a stride (sp, so).
+ * Indices are int: the plan takes tensors of fewer than 2^31 elements. */
+typedef struct RtCg {
+	int mode, U, V, K, G, add;
+	int C, H, W, O, Cg, Og, KH, KW, OH, OW;
+	int sh, sw, ph, pw, dh, dw;
+	int sp, so;             /* P(v, k) = ix(k).other + v sp, D(u, v) = ix(u).other + v so */
+} RtCg;
+
+/* A decoded position or tap: base, h, w as rt_cg_at combines them, and
+ * the offset in the other tensor (see RtCg); base -1: past the end. */
+typedef struct RtCgIx { int base, h, w, other; } RtCgIx;
+
+/* Convolutions run as implicit GEMMs (tests/unit/test_conv counts them). */
+static int64_t rt_nconvgemm;
+
+/* Terms per step of the GPU kernel; u rows per tile it packs on the host
+ * (the GPU's tiles are 16 R x 16 R, R = 4, 2 or 1: k_conv_gemm). */
+enum { RT_CG_BK = 16, RT_CG_BU = 64 };
+
+/* Index i of group grp along u (side 0) or k (side 1), decoded. A
+ * position of y (modes 0 and 2: (b, oh, ow)) holds the top-left input
+ * element its window starts at; one of dx (mode 1: (b, h, w)) holds
+ * (h, w) plus the begin pads, whose difference with a tap's offsets is
+ * the output position times the stride. A tap (ci, kh, kw) of x, or (o,
+ * kh, kw) of g in mode 1, holds its channel's plane and dilated offsets. */
+RT_DFN RtCgIx
+rt_cg_ix(const RtCg *g, int grp, int side, int64_t i)
 {
-	return c.ph == 0 && c.pw == 0 &&
-	       (Y->shape[2] - 1) * c.sh + (Wt->shape[2] - 1) * c.dh < X->shape[2] &&
-	       (Y->shape[3] - 1) * c.sw + (Wt->shape[3] - 1) * c.dw < X->shape[3];
-}
-
-/* rows[(oh, ow) or (b, oh, ow)][(ci, kh, kw)] of x (gathered in xs) for
- * the group's channels; b_only >= 0: that image only, rows (oh, ow);
- * else all images, rows (b, oh, ow), and the result transposed:
- * cols[(ci, kh, kw)][(b, oh, ow)]. */
-RT_FN void
-rt_im2col(const rt_real *xs, const RtT *X, const RtT *Wt, const RtT *Y, RtConv c,
-          int64_t grp, int64_t b_only, rt_real *dst)
-{
-	int64_t C = X->shape[1], H = X->shape[2], W = X->shape[3];
-	int64_t Cg = Wt->shape[1], KH = Wt->shape[2], KW = Wt->shape[3];
-	int64_t OH = Y->shape[2], OW = Y->shape[3], Tk = Cg * KH * KW;
-	int64_t b0 = b_only >= 0 ? b_only : 0, b1 = b_only >= 0 ? b_only + 1 : X->shape[0];
-	int64_t npos = (b1 - b0) * OH * OW;
-
-	for (int64_t b = b0; b < b1; b++)
-		for (int64_t oh = 0; oh < OH; oh++)
-			for (int64_t ow = 0; ow < OW; ow++) {
-				int64_t pos = ((b - b0) * OH + oh) * OW + ow;
-				for (int64_t ci = 0; ci < Cg; ci++)
-					for (int64_t kh = 0; kh < KH; kh++)
-						for (int64_t kw = 0; kw < KW; kw++) {
-							int64_t t = (ci * KH + kh) * KW + kw;
-							rt_real v = xs[((b * C + grp * Cg + ci) * H + oh * c.sh +
-							                kh * c.dh) * W + ow * c.sw + kw * c.dw];
-							if (b_only >= 0)
-								dst[pos * Tk + t] = v;
-							else
-								dst[t * npos + pos] = v;
-						}
-			}
-}
-
-RT_FN void
-rt_host_conv_f(const RtT *X, const RtT *Wt, const RtT *Y, RtConv c)
-{
-	int64_t N = X->shape[0], O = Wt->shape[0], Og = O / c.g;
-	int64_t Tk = Wt->shape[1] * Wt->shape[2] * Wt->shape[3];
-	int64_t OH = Y->shape[2], OW = Y->shape[3], P = OH * OW;
-	rt_real *xs = rt_scratch(X->n), *ws = rt_scratch(Wt->n);
-	rt_real *rows = rt_scratch(P * Tk), *y = rt_scratch(P * Og);
-
-	rt_read_run(X, 0, X->n, xs);
-	rt_read_run(Wt, 0, Wt->n, ws);
-	for (int64_t b = 0; b < N; b++)
-		for (int64_t grp = 0; grp < c.g; grp++) {
-			rt_im2col(xs, X, Wt, Y, c, grp, b, rows);
-			rt_dot_rows(rows, ws + grp * Og * Tk, P, Og, Tk, y);
-			for (int64_t pos = 0; pos < P; pos++)
-				for (int64_t ol = 0; ol < Og; ol++)
-					rt_put(Y, (b * O + grp * Og + ol) * P + pos, y[pos * Og + ol]);
+	RtCgIx x = {-1, 0, 0, 0};
+	int pos = side == (g->mode == 2), KK = g->KH * g->KW;
+	if (i >= (side ? g->K : g->U))
+		return x;
+	int j = (int)i;
+	if (pos && g->mode == 1) {
+		int HW = g->H * g->W, b = j / HW, r = j % HW;
+		x.base = (b * g->O + grp * g->Og) * g->OH * g->OW;
+		x.h = r / g->W + g->ph;
+		x.w = r % g->W + g->pw;
+		x.other = (b * g->C + grp * g->Cg) * HW + r;
+	} else if (pos) {
+		int P = g->OH * g->OW, b = j / P, r = j % P;
+		x.base = (b * g->C + grp * g->Cg) * g->H * g->W;
+		x.h = r / g->OW * g->sh - g->ph;
+		x.w = r % g->OW * g->sw - g->pw;
+		x.other = (b * g->O + grp * g->Og) * P + r;
+	} else {
+		int ch = j / KK, r = j % KK;
+		x.h = r / g->KW * g->dh;
+		x.w = r % g->KW * g->dw;
+		if (g->mode == 1) {
+			x.base = ch * g->OH * g->OW;
+			x.other = (grp * g->Og + ch) * g->Cg * KK + r;
+		} else {
+			x.base = ch * g->H * g->W;
+			x.other = grp * g->Og * g->Cg * KK + j;
 		}
-	free(xs);
-	free(ws);
-	free(rows);
-	free(y);
+	}
+	return x;
 }
 
-/* dw[o, (cc, kh, kw)] = sum over (b, oh, ow) of g[b, o, oh, ow] x[...] */
-RT_FN void
-rt_host_conv_dw(const RtT *X, const RtT *G, const RtT *D, RtConv c, int add)
+/* The element of X where position p meets tap t, or -1 (padding, a
+ * skipped grad(x) tap, past the end). */
+RT_DFN int
+rt_cg_at(const RtCg *g, RtCgIx p, RtCgIx t)
 {
-	int64_t N = X->shape[0], O = D->shape[0], Og = O / c.g;
-	int64_t Tk = D->shape[1] * D->shape[2] * D->shape[3];
-	int64_t P = G->shape[2] * G->shape[3], T = N * P;
-	rt_real *xs = rt_scratch(X->n), *gs = rt_scratch(G->n);
-	rt_real *gr = rt_scratch(Og * T), *cols = rt_scratch(Tk * T), *y = rt_scratch(Og * Tk);
-
-	rt_read_run(X, 0, X->n, xs);
-	rt_read_run(G, 0, G->n, gs);
-	for (int64_t grp = 0; grp < c.g; grp++) {
-		for (int64_t ol = 0; ol < Og; ol++)
-			for (int64_t b = 0; b < N; b++)
-				memcpy(gr + ol * T + b * P, gs + (b * O + grp * Og + ol) * P,
-				       sizeof *gr * (size_t)P);
-		rt_im2col(xs, X, D, G, c, grp, -1, cols);
-		rt_dot_rows(gr, cols, Og, Tk, T, y);
-		for (int64_t i = 0; i < Og * Tk; i++)
-			rt_out(D, grp * Og * Tk + i, y[i], add);
+	if (p.base < 0 || t.base < 0)
+		return -1;
+	if (g->mode != 1) {
+		int h = p.h + t.h, w = p.w + t.w;
+		if (h < 0 || h >= g->H || w < 0 || w >= g->W)
+			return -1;
+		return p.base + t.base + h * g->W + w;
 	}
-	free(xs);
-	free(gs);
-	free(gr);
-	free(cols);
+	int th = p.h - t.h, tw = p.w - t.w;
+	if (th < 0 || tw < 0 || th % g->sh || tw % g->sw || th / g->sh >= g->OH ||
+	    tw / g->sw >= g->OW)
+		return -1;
+	return p.base + t.base + th / g->sh * g->OW + tw / g->sw;
+}
+
+/* X(u, k) from the decoded u and k. */
+RT_DFN rt_real
+rt_cg_x(const RtCg *g, const RtT *X, RtCgIx u, RtCgIx k)
+{
+	int at = g->mode == 2 ? rt_cg_at(g, k, u) : rt_cg_at(g, u, k);
+	return at < 0 ? 0 : rt_ld(X, at);
+}
+
+/* The implicit GEMM of convolution mode m (0: forward, 1: grad(x), 2:
+ * grad(w); add: += into dst) with x, w, the output-shaped y (the forward's
+ * result or the gradient g) and dst, into g and T (X, P, D, views
+ * folded), or 0 where the plain kernels run instead: a view that is not
+ * contiguous, a tensor of 2^31 elements or more, more than 65535 groups,
+ * or a GEMM under 8 wide along u or v (a depthwise convolution: its one
+ * output channel per group would fill 1/16 of a tile's columns at best,
+ * so it keeps the plain kernel, a thread per element). */
+RT_FN int
+rt_cg_plan(RtT x, RtT w, RtT y, RtT dst, RtConv c, int m, int add, RtCg *g, RtT *T)
+{
+	RtT t[3] = {m == 1 ? y : x, m == 2 ? y : w, dst};
+	int64_t U, V, K;
+	for (int i = 0; i < 3; i++) {
+		rt_flat(&t[i]);
+		if (!t[i].p || t[i].dt == RT_DT_ONE || t[i].nmap || t[i].n > 2147483647)
+			return 0;
+		T[i] = t[i];
+	}
+	if (x.n > 2147483647 || w.n > 2147483647 || y.n > 2147483647 || c.g > 65535)
+		return 0;
+	memset(g, 0, sizeof *g);
+	g->mode = m;
+	g->add = add;
+	g->G = (int)c.g;
+	g->C = (int)x.shape[1];
+	g->H = (int)x.shape[2];
+	g->W = (int)x.shape[3];
+	g->O = (int)w.shape[0];
+	g->Cg = (int)w.shape[1];
+	g->KH = (int)w.shape[2];
+	g->KW = (int)w.shape[3];
+	g->OH = (int)y.shape[2];
+	g->OW = (int)y.shape[3];
+	g->Og = g->O / g->G;
+	g->sh = (int)c.sh;
+	g->sw = (int)c.sw;
+	g->ph = (int)c.ph;
+	g->pw = (int)c.pw;
+	g->dh = (int)c.dh;
+	g->dw = (int)c.dw;
+	int64_t N = x.shape[0], KK = w.shape[2] * w.shape[3], P = y.shape[2] * y.shape[3];
+	if (m == 0) {
+		U = N * P, V = g->Og, K = g->Cg * KK;
+		g->sp = (int)K;
+		g->so = (int)P;
+	} else if (m == 1) {
+		U = N * g->H * g->W, V = g->Cg, K = g->Og * KK;
+		g->sp = (int)KK;
+		g->so = g->H * g->W;
+	} else {
+		U = g->Cg * KK, V = g->Og, K = N * P;
+		g->sp = (int)P;
+		g->so = g->Cg * (int)KK;
+	}
+	if (U < 8 || V < 8)
+		return 0;
+	g->U = (int)U;
+	g->V = (int)V;
+	g->K = (int)K;
+	return 1;
+}
+
+#if defined(RT_GPU) && !defined(RT_NAIVE)
+/* The tiled implicit GEMM: a block of 256 threads computes a 16 R x 16 R
+ * tile of D (grid: v tiles, u tiles, groups), each thread R x R elements
+ * (u = ty + 16 i, v = tx + 16 j) in registers. Per step of RT_CG_BK terms
+ * the block decodes the step's k indices, gathers X's and loads P's tile
+ * into shared memory (along k where consecutive k are neighbours in
+ * memory: P always, X's x in mode 2; else along u), then each thread adds
+ * the step's terms in order: the tile size changes which thread sums an
+ * element, not the order of its terms. T: X, P, D. */
+template <int R>
+static __global__ void __launch_bounds__(256)
+k_conv_gemm(const RtT *T, RtCg g)
+{
+	enum { B = 16 * R };
+	__shared__ rt_real xs[RT_CG_BK][B + 1], ps[RT_CG_BK][B + 1];
+	__shared__ RtCgIx ui[B], ki[RT_CG_BK];
+	const RtT *X = &T[0], *P = &T[1], *D = &T[2];
+	int t = (int)threadIdx.x, tx = t % 16, ty = t / 16, grp = (int)blockIdx.z;
+	for (int64_t u0 = (int64_t)blockIdx.y * B; u0 < g.U; u0 += (int64_t)gridDim.y * B)
+	for (int64_t v0 = (int64_t)blockIdx.x * B; v0 < g.V; v0 += (int64_t)gridDim.x * B) {
+		rt_real acc[R][R];
+		#pragma unroll
+		for (int i = 0; i < R; i++)
+			#pragma unroll
+			for (int j = 0; j < R; j++)
+				acc[i][j] = 0;
+		__syncthreads();        /* the last tile's stores have read ui */
+		if (t < B)
+			ui[t] = rt_cg_ix(&g, grp, 0, u0 + t);
+		for (int64_t k0 = 0; k0 < g.K; k0 += RT_CG_BK) {
+			__syncthreads();        /* the last step's terms are added */
+			if (t < RT_CG_BK)
+				ki[t] = rt_cg_ix(&g, grp, 1, k0 + t);
+			__syncthreads();
+			#pragma unroll
+			for (int q = 0; q < R; q++) {   /* 16 B elements of each tile */
+				int e = t + 256 * q, kk = e % RT_CG_BK, v = e / RT_CG_BK;
+				int xk = g.mode == 2 ? kk : e / B, xu = g.mode == 2 ? v : e % B;
+				xs[xk][xu] = rt_cg_x(&g, X, ui[xu], ki[xk]);
+				ps[kk][v] = v0 + v < g.V && ki[kk].base >= 0 ?
+				            rt_ld(P, ki[kk].other + (v0 + v) * g.sp) : 0;
+			}
+			__syncthreads();
+			int kn = g.K - k0 < RT_CG_BK ? (int)(g.K - k0) : RT_CG_BK;
+			for (int kk = 0; kk < kn; kk++) {
+				rt_real a[R], b[R];
+				#pragma unroll
+				for (int i = 0; i < R; i++) {
+					a[i] = xs[kk][ty + 16 * i];
+					b[i] = ps[kk][tx + 16 * i];
+				}
+				#pragma unroll
+				for (int i = 0; i < R; i++)
+					#pragma unroll
+					for (int j = 0; j < R; j++)
+						acc[i][j] += a[i] * b[j];
+			}
+		}
+		#pragma unroll
+		for (int i = 0; i < R; i++)
+			#pragma unroll
+			for (int j = 0; j < R; j++) {
+				RtCgIx u = ui[ty + 16 * i];
+				int64_t v = v0 + tx + 16 * j;
+				if (u.base < 0 || v >= g.V)
+					continue;
+				int at = u.other + (int)v * g.so;
+				rt_st(D, at, g.add ? rt_ld(D, at) + acc[i][j] : acc[i][j]);
+			}
+	}
+}
+
+/* Blocks of a 16 R x 16 R tiling (per group, times the groups). */
+RT_FN int64_t
+rt_cg_tiles(const RtCg *g, int R)
+{
+	int64_t b = 16 * R;
+	return ((int64_t)g->U + b - 1) / b * (((int64_t)g->V + b - 1) / b) * g->G;
+}
+
+/* One launch, grid (v tiles, u tiles up to 65535, groups): 64 x 64 tiles
+ * (R = 4) where they make two blocks per multiprocessor, else 32 x 32 or
+ * 16 x 16 tiles, so that a GEMM with few outputs and many terms (grad(w)
+ * of an early layer: 64 x 576 outputs, N H W terms) still spreads over the
+ * GPU without splitting any element's sum. */
+RT_FN void
+rt_conv_gemm(const RtCg *g, RtT *T)
+{
+	static int nsm;
+	if (!nsm) {
+		int dev;
+		rt_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+		rt_cuda(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev),
+		        "cudaDeviceGetAttribute");
+	}
+	int R = rt_cg_tiles(g, 4) >= 2 * nsm ? 4 : rt_cg_tiles(g, 2) >= 2 * nsm ? 2 : 1;
+	int64_t gu = ((int64_t)g->U + 16 * R - 1) / (16 * R), gv = ((int64_t)g->V + 16 * R - 1) / (16 * R);
+	dim3 grid((unsigned)(gv < 65535 ? gv : 65535), (unsigned)(gu < 65535 ? gu : 65535),
+	          (unsigned)g->G);
+	const RtT *a = rt_args(T, 3);
+	if (R == 4)
+		k_conv_gemm<4><<<grid, 256>>>(a, *g);
+	else if (R == 2)
+		k_conv_gemm<2><<<grid, 256>>>(a, *g);
+	else
+		k_conv_gemm<1><<<grid, 256>>>(a, *g);
+	rt_nconvgemm++;
+	rt_after();
+}
+#elif !defined(RT_GPU)
+/* The host's mirror of k_conv_gemm, the same interface and arguments, the
+ * same index mapping (rt_cg_ix, rt_cg_at, sp, so) and the same order of
+ * terms: per group, P's rows (v, k) packed once, X's rows packed
+ * RT_CG_BU u at a time, rt_dot_rows on the two, each element stored as
+ * the kernel stores it. */
+RT_FN void
+rt_conv_gemm(const RtCg *g, RtT *T)
+{
+	const RtT *X = &T[0], *P = &T[1], *D = &T[2];
+	int64_t K = g->K, V = g->V;
+	rt_real *pv = rt_scratch(V * K), *xu = rt_scratch(RT_CG_BU * K);
+	rt_real *y = rt_scratch(RT_CG_BU * V);
+	RtCgIx *ki = (RtCgIx *)malloc(sizeof *ki * (size_t)K), ui[RT_CG_BU];
+	if (!ki)
+		rt_die("out of memory (convolution scratch)");
+	for (int grp = 0; grp < g->G; grp++) {
+		for (int64_t k = 0; k < K; k++)
+			ki[k] = rt_cg_ix(g, grp, 1, k);
+		for (int64_t v = 0; v < V; v++)
+			for (int64_t k = 0; k < K; k++)
+				pv[v * K + k] = rt_ld(P, ki[k].other + v * g->sp);
+		for (int64_t u0 = 0; u0 < g->U; u0 += RT_CG_BU) {
+			int64_t nu = g->U - u0 < RT_CG_BU ? g->U - u0 : RT_CG_BU;
+			for (int64_t u = 0; u < nu; u++) {
+				ui[u] = rt_cg_ix(g, grp, 0, u0 + u);
+				for (int64_t k = 0; k < K; k++)
+					xu[u * K + k] = rt_cg_x(g, X, ui[u], ki[k]);
+			}
+			rt_dot_rows(xu, pv, nu, V, K, y);
+			for (int64_t u = 0; u < nu; u++)
+				for (int64_t v = 0; v < V; v++) {
+					int64_t at = ui[u].other + v * g->so;
+					rt_st(D, at, g->add ? rt_ld(D, at) + y[u * V + v] : y[u * V + v]);
+				}
+		}
+	}
+	rt_nconvgemm++;
+	free(pv);
+	free(xu);
 	free(y);
+	free(ki);
 }
 #endif
 
@@ -1954,10 +2176,10 @@ rt_f_conv2d(RtT x, RtT w, RtT y, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
 		rt_mm(m, -1, 0);
 		return;
 	}
-#endif
-#if !defined(RT_GPU) && !defined(RT_NAIVE)
-	if (rt_host_conv_ok(&a[0], &a[1], &a[2], c)) {
-		rt_host_conv_f(&a[0], &a[1], &a[2], c);
+	RtCg cg;
+	RtT t[3];
+	if (rt_cg_plan(x, w, y, y, c, 0, 0, &cg, t)) {
+		rt_conv_gemm(&cg, t);
 		return;
 	}
 #endif
@@ -2019,10 +2241,10 @@ rt_b_conv2d(int slot, RtT x, RtT w, RtT g, RtT dst, int add, int64_t sh, int64_t
 		rt_mm(m, !slot, add);
 		return;
 	}
-#endif
-#if !defined(RT_GPU) && !defined(RT_NAIVE)
-	if (slot == 1 && rt_host_conv_ok(&a[0], &a[3], &a[2], c)) {
-		rt_host_conv_dw(&a[0], &a[2], &a[3], c, add);
+	RtCg cg;
+	RtT t[3];
+	if (rt_cg_plan(slot ? x : dst, slot ? dst : w, g, dst, c, slot + 1, add, &cg, t)) {
+		rt_conv_gemm(&cg, t);
 		return;
 	}
 #endif

@@ -220,8 +220,8 @@ for net in $nets wide.net; do
 	fi
 done
 
-# The host's fast kernels (matmuls as calls of the GEMM interface, unpadded
-# conv as im2col rows) sum in the plain kernels' order, except where a
+# The host's fast kernels (matmuls as calls of the GEMM interface,
+# implicit-GEMM convolutions) sum in the plain kernels' order, except where a
 # matmul's summed axes are not one strided axis (a reshape of permuted
 # heads) and its calls add into an f32 result in turn: the -O2 programs of
 # the examples with matmuls and convolutions (strided, 1x1, depthwise),

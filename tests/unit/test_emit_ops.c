@@ -101,6 +101,24 @@ static const char *conv_net =
 	"loss = mean(sum(tanh(h), axis=2)) + mean(sum(reshape(tanh(y), [B, 72]), axis=1));\n"
 	"output loss;\n";
 
+/* The same windows 8 channels wide or more per group, so that every
+ * convolution, forward, grad(x) and grad(w), is an implicit GEMM
+ * (codegen/runtime.h): a grouped, strided, dilated conv1d with
+ * asymmetric pads, and a conv2d with per-axis strides and dilations, each
+ * fed by another convolution so that its grad(x) runs too. */
+static const char *convgemm_net =
+	"batch B = 2; dim C = 16, L = 13;\n"
+	"input x : f64[B, C, L]; input img : f64[B, 8, 7, 6];\n"
+	"param w4 : f64[C, C, 3]; param w1 : f64[C, 8, 3]; param w3 : f64[8, C, 2];\n"
+	"param w0 : f64[8, 8, 3, 3]; param w2 : f64[8, 8, 3, 2];\n"
+	"h = conv1d(tanh(conv1d(x, w4, padding=1)), w1, stride=2, padding=[2, 1], dilation=2,\n"
+	"           groups=2);\n"
+	"h = conv1d(tanh(h), w3, padding=[0, 1]);\n"
+	"y = conv2d(tanh(conv2d(img, w0, padding=1)), w2, stride=[2, 1], padding=[1, 0, 0, 2],\n"
+	"           dilation=[1, 2]);\n"
+	"loss = mean(sum(tanh(h), axis=2)) + mean(sum(reshape(tanh(y), [B, 144]), axis=1));\n"
+	"output loss;\n";
+
 /* Pools: per-axis windows and strides, maxpool2d's dilation, ceil_mode
  * (an avgpool2d window past the end pad divides by less than KH*KW),
  * asymmetric pads. */
@@ -142,10 +160,16 @@ static const char *expand_net =
 	"output loss;\n";
 
 static void test_conv(void **st) { (void)st; check_net(conv_net, "conv"); }
+static void test_convgemm(void **st) { (void)st; check_net(convgemm_net, "convgemm"); }
 static void test_pool(void **st) { (void)st; check_net(pool_net, "pool"); }
 static void test_gn(void **st) { (void)st; check_net(gn_net, "gn"); }
 static void test_expand(void **st) { (void)st; check_net(expand_net, "expand"); }
 static void test_fd_conv(void **st) { (void)st; check_fd(conv_net, "conv_fd", 1e-6, 1e-5, 1e-9); }
+static void test_fd_convgemm(void **st)
+{
+	(void)st;
+	check_fd(convgemm_net, "convgemm_fd", 1e-6, 1e-5, 1e-9);
+}
 static void test_fd_pool(void **st) { (void)st; check_fd(pool_net, "pool_fd", 1e-6, 1e-5, 1e-9); }
 static void test_fd_gn(void **st) { (void)st; check_fd(gn_net, "gn_fd", 1e-6, 1e-5, 1e-9); }
 static void test_fd_expand(void **st) { (void)st; check_fd(expand_net, "expand_fd", 1e-6, 1e-5, 1e-9); }
@@ -183,13 +207,13 @@ test_dropout_drops(void **st)
 	ar_free(&b.a);
 }
 
-/* The general attention kernel, and the calls that conv1d, expand and
- * axis lists make (views built on the host), compile as CUDA too
- * (compile only). */
+/* The general attention kernel, the calls that conv1d, expand and axis
+ * lists make (views built on the host) and the implicit-GEMM convolution
+ * kernel compile as CUDA too (compile only). */
 static void
 test_nvcc(void **st)
 {
-	static const char *const progs[] = {"gqa", "conv", "expand"};
+	static const char *const progs[] = {"gqa", "conv", "convgemm", "expand"};
 	char cmd[2048];
 	const char *nvcc = getenv("NVCC");
 	(void)st;
@@ -216,10 +240,12 @@ main(void)
 		cmocka_unit_test(test_fd_xent),
 		cmocka_unit_test(test_dropout_drops),
 		cmocka_unit_test(test_conv),
+		cmocka_unit_test(test_convgemm),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_gn),
 		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_fd_conv),
+		cmocka_unit_test(test_fd_convgemm),
 		cmocka_unit_test(test_fd_pool),
 		cmocka_unit_test(test_fd_gn),
 		cmocka_unit_test(test_fd_expand),
