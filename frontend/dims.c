@@ -29,10 +29,12 @@ keyhash(const char *name, int scope)
 int *
 map_find(const Map *m, const char *name, int scope)
 {
-	uint32_t h = keyhash(name, scope);
+	uint32_t h;
 
-	if (!m->cap)
+	if (!m->n)      /* before hashing: most programs have no custom op,
+	                   dim argument or loop index to look among */
 		return NULL;
+	h = keyhash(name, scope);
 	for (int i = (int)(h & (uint32_t)(m->cap - 1));; i = (i + 1) & (m->cap - 1)) {
 		MapEntry *e = &m->e[i];
 		if (!e->name)

@@ -639,8 +639,8 @@ call_def(Inst *in, Scope *sc, const Expr *e, const DefInfo *df, Namer *nm)
 	int n = s->names->n, p = npositional(e);
 	int i = call_number(in, sc, s->name.s) - 1;
 	bool ok = no_attrs(in, e, "def");
-	int *ts;
-	int64_t *dv;
+	int *ts, few_ts[FEW_ARGS] = {0};
+	int64_t *dv, few_dv[FEW_ARGS] = {0};
 	Scope inner;
 	ScopeMark mk;
 	Val v = poison;
@@ -650,8 +650,10 @@ call_def(Inst *in, Scope *sc, const Expr *e, const DefInfo *df, Namer *nm)
 		           n == 1 ? "" : "s", p);
 		return poison;
 	}
-	ts = ar_alloc(&in->tmp, sizeof(int) * ((size_t)n + 1));
-	dv = ar_alloc(&in->tmp, sizeof(int64_t) * ((size_t)n + 1));
+	/* on the stack when few, like tensor_args: 32 bytes of the scratch
+	 * arena, which lives as long as the instantiation, for every call */
+	ts = n < FEW_ARGS ? few_ts : ar_alloc(&in->tmp, sizeof(int) * ((size_t)n + 1));
+	dv = n < FEW_ARGS ? few_dv : ar_alloc(&in->tmp, sizeof(int64_t) * ((size_t)n + 1));
 	ok &= def_args(in, sc, e, s->names, ts, dv, nm);
 	if (!ok || df->bad || in->too_big)
 		return poison;
