@@ -848,7 +848,7 @@ declare(Inst *in, Scope *sc, const Stmt *s)
 	if (s->kind == ST_PARAM && !dtype_is_float(s->type->dt))
 		diag_error(in->d, s->type->loc, "param '%s' must be floating point, not %s",
 		           s->name.s, dtype_name(s->type->dt));
-	t = ir_add_tensor(in->g, ar_printf(in->g->arena, "%s%s", sc->prefix, s->name.s),
+	t = ir_add_tensor(in->g, ar_cat(in->g->arena, sc->prefix, s->name.s, ""),
 	                  s->kind == ST_PARAM ? TK_PARAM : TK_INPUT, s->loc);
 	in->g->t[t].scope = sc->prefix;
 	in->g->t[t].frozen = s->frozen;
