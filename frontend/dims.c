@@ -29,10 +29,12 @@ keyhash(const char *name, int scope)
 int *
 map_find(const Map *m, const char *name, int scope)
 {
-	uint32_t h = keyhash(name, scope);
+	uint32_t h;
 
-	if (!m->cap)
+	if (!m->n)      /* before hashing: most programs have no custom op,
+	                   dim argument or loop index to look among */
 		return NULL;
+	h = keyhash(name, scope);
 	for (int i = (int)(h & (uint32_t)(m->cap - 1));; i = (i + 1) & (m->cap - 1)) {
 		MapEntry *e = &m->e[i];
 		if (!e->name)
@@ -69,7 +71,9 @@ map_rehash(Map *m, Arena *a)
  * 3/4. Small tables keep their layout, so the order in which
  * hints.c offers equally close names is the one it always was; past
  * MAP_DENSE_CAP slots that order (which name of a tie is suggested) is
- * another, as arbitrary. */
+ * another, as arbitrary. The keys of def calls that have returned are
+ * deleted (map_del), so that order no longer depends on how many calls
+ * ran before the misspelt name either. */
 enum { MAP_DENSE_CAP = 1 << 16 };
 
 static bool
@@ -93,11 +97,38 @@ map_put(Map *m, Arena *a, const char *name, int scope)
 	h = keyhash(name, scope);
 	for (i = (int)(h & (uint32_t)(m->cap - 1)); m->e[i].name; i = (i + 1) & (m->cap - 1))
 		;
-	/* keys are copied: a statement's tree may be freed once it has run
-	 * (net_parse_once), the table lives on */
-	m->e[i] = (MapEntry){ar_strdup(a, name), scope, -1};
+	/* keys of scope 0 are copied: a top-level statement's tree may be
+	 * freed once it has run (net_parse_once), the table lives on. A def
+	 * call's keys come from the def's tree, which is kept: copying them
+	 * was a string for every name of every call. */
+	m->e[i] = (MapEntry){scope ? name : ar_strdup(a, name), scope, -1};
 	m->n++;
 	return &m->e[i].val;
+}
+
+/* Backward-shift deletion: each entry after the hole that may move back
+ * (its home slot is not in the cyclic range after the hole up to it)
+ * fills it, so lookups need no tombstones and the table holds only the
+ * live keys. */
+void
+map_del(Map *m, const char *name, int scope)
+{
+	int *v = map_find(m, name, scope);
+	int mask = m->cap - 1, hole, i;
+
+	if (!v)
+		return;
+	hole = (int)(((char *)v - (char *)m->e) / (ptrdiff_t)sizeof *m->e);
+	for (i = (hole + 1) & mask; m->e[i].name; i = (i + 1) & mask) {
+		int home = (int)(keyhash(m->e[i].name, m->e[i].scope) & (uint32_t)mask);
+		/* home in (hole, i] cyclically: the entry stays */
+		if (((i - home) & mask) < ((i - hole) & mask))
+			continue;
+		m->e[hole] = m->e[i];
+		hole = i;
+	}
+	m->e[hole] = (MapEntry){NULL, 0, 0};
+	m->n--;
 }
 
 /* ---------------------------------------------------------------- dimension arithmetic */

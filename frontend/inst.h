@@ -65,6 +65,15 @@ typedef struct LoopIndex {
 	int64_t value;
 } LoopIndex;
 
+/* A key that a def call's scope added to a table (names, localdims,
+ * calls): the call's keys are dropped when it returns, since no scope id
+ * is used again, so the tables hold the live scopes only. */
+typedef struct ScopeKey {
+	Map *m;
+	const char *name;
+	int scope;
+} ScopeKey;
+
 typedef struct Inst Inst;
 /* A def's `dim` argument of this name in the scope, into *out. */
 typedef bool (*LocalDimFn)(Inst *in, const void *scope, const char *name,
@@ -77,6 +86,9 @@ struct Inst {
 	Diag *d;
 	Arena tmp;              /* tables and scratch; dies with the call */
 	Map dims, defs, customs;
+	Map builtins;           /* built-in op name -> OpKind: a call's op is
+	                           found by hash, not by comparing it with
+	                           every name of ir_optab */
 	Map names;              /* (scope, name) -> binding */
 	Map topdecl;            /* top-level params and inputs, seen by defs */
 	Map calls;              /* (scope, def) -> calls made so far */
@@ -101,10 +113,15 @@ struct Inst {
 	LoopIndex *loops;       /* the repeats running now with an index, the
 	                           innermost last */
 	int nloops, caploops;
+	ScopeKey *undo;         /* keys of the def calls running now, in order */
+	int nundo, capundo;
 };
 
 int *map_find(const Map *m, const char *name, int scope);
-int *map_put(Map *m, Arena *a, const char *name, int scope); /* new: -1 */
+/* new: -1. A key of scope 0 is copied; one of any other scope (a def
+ * call's) is kept as given and must live as long as the table. */
+int *map_put(Map *m, Arena *a, const char *name, int scope);
+void map_del(Map *m, const char *name, int scope);
 uint32_t map_hash(const char *s);
 
 /* Evaluates a dimension expression; false after an error (reported) or

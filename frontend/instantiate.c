@@ -102,11 +102,52 @@ find_bind(Inst *in, const Scope *sc, const char *name)
 	return k ? &in->binds.v[*k] : NULL;
 }
 
+/* map_put of (name, sc) into m; a new key of a def call's scope is
+ * logged, for leave_scope to drop. */
+static int *
+scope_put(Inst *in, Map *m, const Scope *sc, const char *name)
+{
+	int *k = map_put(m, &in->tmp, name, sc->id);
+
+	if (*k < 0 && !sc->top) {
+		in->undo = ar_fit(&in->tmp, in->undo, in->nundo, &in->capundo,
+		                  sizeof *in->undo, 64);
+		in->undo[in->nundo++] = (ScopeKey){m, name, sc->id};
+	}
+	return k;
+}
+
+/* The state before a def call's scope got its first key. */
+typedef struct ScopeMark {
+	int undo, binds, ld;
+} ScopeMark;
+
+static ScopeMark
+scope_mark(const Inst *in)
+{
+	return (ScopeMark){in->nundo, in->binds.n, in->nld};
+}
+
+/* A def call has returned: its scope's keys, bindings and dim arguments
+ * go (nested calls have dropped theirs already), since the scope's id
+ * is never used again. The names table holds the live scopes only, not
+ * eight keys of every call a million-op file makes. */
+static void
+leave_scope(Inst *in, ScopeMark mk)
+{
+	while (in->nundo > mk.undo) {
+		const ScopeKey *k = &in->undo[--in->nundo];
+		map_del(k->m, k->name, k->scope);
+	}
+	in->binds.n = mk.binds;
+	in->nld = mk.ld;
+}
+
 /* Makes (or returns) the binding slot of name in sc, count 0 when new. */
 static Bind *
 put_bind(Inst *in, const Scope *sc, const char *name)
 {
-	int *k = map_put(&in->names, &in->tmp, name, sc->id);
+	int *k = scope_put(in, &in->names, sc, name);
 
 	if (*k < 0) {
 		Binds *bs = &in->binds;
@@ -156,7 +197,7 @@ bind_local_dim(Inst *in, const Scope *sc, const char *name, int64_t v)
 {
 	in->ldval = ar_fit(&in->tmp, in->ldval, in->nld, &in->capld, sizeof *in->ldval, 64);
 	in->ldval[in->nld] = v;
-	*map_put(&in->localdims, &in->tmp, name, sc->id) = in->nld++;
+	*scope_put(in, &in->localdims, sc, name) = in->nld++;
 }
 
 /* A tensor may not take the name of a dim, a def or a `dim` argument. */
@@ -173,6 +214,32 @@ name_free(Inst *in, const Scope *sc, const Name *n)
 	return !what;
 }
 
+/* s1 s2 sep n tail, n >= 0 in decimal, in the graph's arena: what
+ * ar_printf("%s%s@%d") and the like make, without vsnprintf, which was
+ * most of the cost of the several ids that every op of a million-op
+ * file takes. */
+static const char *
+id_num(Inst *in, const char *s1, const char *s2, char sep, int n, const char *tail)
+{
+	char buf[256], digits[16];
+	size_t n1 = strlen(s1), n2 = strlen(s2), n3 = strlen(tail), nd = 0, len;
+	unsigned u = (unsigned)n;
+
+	do
+		digits[nd++] = (char)('0' + u % 10);
+	while (u /= 10);
+	len = n1 + n2 + 1 + nd + n3;
+	if (len >= sizeof buf)
+		return ar_printf(in->g->arena, "%s%s%c%d%s", s1, s2, sep, n, tail);
+	memcpy(buf, s1, n1);
+	memcpy(buf + n1, s2, n2);
+	buf[n1 + n2] = sep;
+	for (size_t i = 0; i < nd; i++)
+		buf[n1 + n2 + 1 + i] = digits[nd - 1 - i];
+	memcpy(buf + n1 + n2 + 1 + nd, tail, n3);
+	return ar_strndup(in->g->arena, buf, len);
+}
+
 /* The id of the next binding of name in sc: name, name@1, name@2, ... */
 static const char *
 next_id(Inst *in, const Scope *sc, const char *name)
@@ -181,7 +248,7 @@ next_id(Inst *in, const Scope *sc, const char *name)
 
 	if (!b || !b->count)
 		return ar_cat(in->g->arena, sc->prefix, name, "");
-	return ar_printf(in->g->arena, "%s%s@%d", sc->prefix, name, b->count);
+	return id_num(in, sc->prefix, name, '@', b->count, "");
 }
 
 static void
@@ -231,7 +298,7 @@ make_op(Inst *in, Scope *sc, OpKind kind, const int *ins, int nin, const Expr *e
 	if (!room(in, nout + IR_MAXEXTRA))
 		return poison;
 	if (!root)
-		mid[0] = ar_printf(g->arena, "%s~%d", nm->base, ++nm->j);
+		mid[0] = id_num(in, nm->base, "", '~', ++nm->j, "");
 	o = ir_add_op(g, kind, ins, nin);
 	ir_set_outputs(g, o, root ? nm->ids : mid, nout, sc->prefix, e->loc);
 	if (nout == 1)
@@ -505,7 +572,7 @@ call_custom(Inst *in, Scope *sc, const Expr *e, const CustomInfo *ci, Namer *nm,
 static int
 call_number(Inst *in, const Scope *sc, const char *def)
 {
-	int *k = map_put(&in->calls, &in->tmp, def, sc->id);
+	int *k = scope_put(in, &in->calls, sc, def);
 
 	*k = *k < 0 ? 1 : *k + 1;
 	return *k;
@@ -572,17 +639,21 @@ call_def(Inst *in, Scope *sc, const Expr *e, const DefInfo *df, Namer *nm)
 	int n = s->names->n, p = npositional(e);
 	int i = call_number(in, sc, s->name.s) - 1;
 	bool ok = no_attrs(in, e, "def");
-	int *ts;
-	int64_t *dv;
+	int *ts, few_ts[FEW_ARGS] = {0};
+	int64_t *dv, few_dv[FEW_ARGS] = {0};
 	Scope inner;
+	ScopeMark mk;
+	Val v = poison;
 
 	if (p != n) {
 		diag_error(in->d, e->loc, "def '%s' takes %d argument%s, got %d", s->name.s, n,
 		           n == 1 ? "" : "s", p);
 		return poison;
 	}
-	ts = ar_alloc(&in->tmp, sizeof(int) * ((size_t)n + 1));
-	dv = ar_alloc(&in->tmp, sizeof(int64_t) * ((size_t)n + 1));
+	/* on the stack when few, like tensor_args: 32 bytes of the scratch
+	 * arena, which lives as long as the instantiation, for every call */
+	ts = n < FEW_ARGS ? few_ts : ar_alloc(&in->tmp, sizeof(int) * ((size_t)n + 1));
+	dv = n < FEW_ARGS ? few_dv : ar_alloc(&in->tmp, sizeof(int64_t) * ((size_t)n + 1));
 	ok &= def_args(in, sc, e, s->names, ts, dv, nm);
 	if (!ok || df->bad || in->too_big)
 		return poison;
@@ -590,38 +661,40 @@ call_def(Inst *in, Scope *sc, const Expr *e, const DefInfo *df, Namer *nm)
 		diag_error(in->d, e->loc, "def calls nested more than %d deep", INST_MAXCALLS);
 		return poison;
 	}
-	inner = (Scope){++in->nscopes, ar_printf(in->g->arena, "%s%s.%d.", sc->prefix,
-	                s->name.s, i), false, sc->depth + 1};
-	for (int a = 0; a < n; a++) {
+	inner = (Scope){++in->nscopes, id_num(in, sc->prefix, s->name.s, '.', i, "."),
+	                false, sc->depth + 1};
+	mk = scope_mark(in);
+	for (int a = 0; a < n && ok; a++) {
 		const Name *an = &s->names->v[a];
 		if (!an->is_dim) {
 			if (name_free(in, &inner, an))
 				rebind(in, &inner, an->s, one(ts[a]), ST_ASSIGN);
 		} else if (map_find(&in->dims, an->s, 0)) {
 			diag_error(in->d, an->loc, "dim argument '%s' has the name of a dim", an->s);
-			return poison;
+			ok = false;
 		} else {
 			bind_local_dim(in, &inner, an->s, dv[a]);
 		}
 	}
-	exec_stmts(in, &inner, s->body);
-	if (in->too_big || diag_full(in->d))
-		return poison;
-	return def_return(in, &inner, s->body->v[s->body->n - 1]);
+	if (ok)
+		exec_stmts(in, &inner, s->body);
+	if (ok && !in->too_big && !diag_full(in->d))
+		v = def_return(in, &inner, s->body->v[s->body->n - 1]);
+	leave_scope(in, mk);
+	return v;
 }
 
 static Val
 call(Inst *in, Scope *sc, const Expr *e, Namer *nm, bool root)
 {
 	int *k;
-	int b;
 
 	if ((k = map_find(&in->defs, e->name, 0)))
 		return call_def(in, sc, e, &in->def[*k], nm);
 	if ((k = map_find(&in->customs, e->name, 0)))
 		return call_custom(in, sc, e, &in->custom[*k], nm, root);
-	if ((b = ir_op_from_name(e->name)) >= 0)
-		return call_builtin(in, sc, e, (OpKind)b, nm, root);
+	if ((k = map_find(&in->builtins, e->name, 0)))
+		return call_builtin(in, sc, e, (OpKind)*k, nm, root);
 	char hint[INST_HINTLEN];
 	diag_error(in->d, e->loc, "unknown op '%s'%s", e->name,
 	           inst_hint_op(in, e->name, hint, sizeof hint));
@@ -775,7 +848,7 @@ declare(Inst *in, Scope *sc, const Stmt *s)
 	if (s->kind == ST_PARAM && !dtype_is_float(s->type->dt))
 		diag_error(in->d, s->type->loc, "param '%s' must be floating point, not %s",
 		           s->name.s, dtype_name(s->type->dt));
-	t = ir_add_tensor(in->g, ar_printf(in->g->arena, "%s%s", sc->prefix, s->name.s),
+	t = ir_add_tensor(in->g, ar_cat(in->g->arena, sc->prefix, s->name.s, ""),
 	                  s->kind == ST_PARAM ? TK_PARAM : TK_INPUT, s->loc);
 	in->g->t[t].scope = sc->prefix;
 	in->g->t[t].frozen = s->frozen;
@@ -976,6 +1049,11 @@ net_instantiate(const Program *p, const NetOptions *o, Graph *g, Diag *d)
 	ar_init(&in.tmp);
 	in.local_dim = local_dim;
 	in.max_tensors = o->max_tensors > 0 ? o->max_tensors : INST_MAXTENSORS;
+	for (int k = 0; k < OP_CUSTOM; k++) {
+		int *v = map_put(&in.builtins, &in.tmp, ir_optab[k].name, 0);
+		if (*v < 0)     /* the first of a name, as ir_op_from_name finds */
+			*v = k;
+	}
 	if (!g->file)
 		g->file = p->file;
 	if (!p->stmts->n)       /* no line to point at: the whole file is empty */

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "frontend.h"
+#include "inst.h"
 
 typedef struct Run {
 	Arena a;
@@ -641,6 +642,83 @@ test_pytorch_habits(void **state)
 	             "t.net:2:5: error: unknown op 'frobnicate'");
 }
 
+/* map_del against a plain list of the live keys: random puts and deletes
+ * over few names and many scopes (long probe runs, wrapping round the
+ * table's end), small and past the dense size; every live key keeps its
+ * value and every deleted one is gone. */
+static void
+test_map_delete(void **state)
+{
+	static const char *const names[] = {"h", "a", "m", "return", "w1", "w2", "g", "b"};
+	enum { NNAME = 8, NOPS = 200000 };
+	static unsigned char live[NNAME][NOPS / 2];
+	Arena a;
+	Map m = {0};
+	unsigned x = 12345;
+	int n = 0;
+	(void)state;
+
+	ar_init(&a);
+	memset(live, 0, sizeof live);
+	for (int op = 0; op < NOPS; op++) {
+		x = x * 1103515245u + 12345u;
+		int k = (int)(x >> 16) % NNAME;
+		/* scopes grow, so the table does too, while deletes keep some
+		 * old ones: at most op / 2 + 1 scopes */
+		int sc = 1 + (int)((x >> 4) % (unsigned)(op / 2 + 1));
+		if ((x >> 8) % 3) {
+			int *v = map_put(&m, &a, names[k], sc);
+			n += *v < 0;
+			*v = sc * NNAME + k;
+			live[k][sc] = 1;
+		} else {
+			n -= live[k][sc];
+			map_del(&m, names[k], sc);
+			live[k][sc] = 0;
+		}
+		assert_int_equal(m.n, n);
+		if (op % 4999 == 0 || op == NOPS - 1)
+			for (int j = 0; j < NNAME; j++)
+				for (int s = 1; s <= op / 2 + 1; s++) {
+					int *v = map_find(&m, names[j], s);
+					assert_int_equal(v != NULL, live[j][s]);
+					if (v)
+						assert_int_equal(*v, s * NNAME + j);
+				}
+	}
+	assert_true(m.cap > (1 << 16));
+	ar_free(&a);
+}
+
+/* The keys of a def call go when it returns: a misspelt name's hint among
+ * equally close names is the same after one call or two hundred. */
+static void
+test_calls_leave_no_keys(void **state)
+{
+	char text[2][512];
+	Run *r[2];
+	(void)state;
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(text[i], sizeof text[i],
+		         "dim D = 4;\ninput x : f32[D];\n"
+		         "def g(a) { c = relu(a); return c; }\n"
+		         "def f(a) { b = g(a); return relu(b); }\n"
+		         "y = x;\nrepeat %d { y = f(y); }\n"
+		         "ab = relu(x); ac = relu(x); ae = relu(x); af = relu(x);\n"
+		         "ag = relu(x); ah = relu(x); aj = relu(x); ak = relu(x);\n"
+		         "q = relu(ad);\n", i ? 200 : 1);
+		r[i] = run(text[i]);
+		assert_int_equal(r[i]->nerr, 1);
+		assert_non_null(strstr(r[i]->err, "undefined name 'ad' (did you mean 'a"));
+	}
+	assert_string_equal(r[0]->err, r[1]->err);
+	assert_true(tensor(r[1], "f.199.g.0.c") >= 0);
+	assert_true(tensor(r[1], "f.199.return") >= 0);
+	done(r[0]);
+	done(r[1]);
+}
+
 int
 main(void)
 {
@@ -665,6 +743,8 @@ main(void)
 		cmocka_unit_test(test_poison_and_many_errors),
 		cmocka_unit_test(test_reinstantiate_and_cap),
 		cmocka_unit_test(test_pytorch_habits),
+		cmocka_unit_test(test_map_delete),
+		cmocka_unit_test(test_calls_leave_no_keys),
 	};
 	return cmocka_run_group_tests_name("instantiate", tests, NULL, NULL);
 }
