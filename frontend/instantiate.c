@@ -40,7 +40,6 @@
  * - A repeat whose count is bad (error reported) runs its body once, to
  *   report errors in it and to bind its names; unrolling stops at the first
  *   iteration that reports an error. Def calls nest at most 256 deep, and
- *   the graph holds at most 2^24 tensors (NetOptions.max_tensors).
  *   the graph holds at most 2^24 tensors (NetOptions.max_tensors); the
  *   whole expansion is counted before it starts (frontend/bound.c,
  *   docs/limits.md).
@@ -884,7 +883,12 @@ repeat(Inst *in, Scope *sc, const Stmt *s)
 	int64_t n = 1;
 	bool idx = s->name.s != NULL;
 
-	if (dims_of(in, sc, s->e, &n) && n <= 0) {
+	/* a count that failed to evaluate (error reported) may hold a partial
+	 * value: the body runs once, as bound.c costed it, or an empty body
+	 * would spin through a wrapped count of 10^18 */
+	if (!dims_of(in, sc, s->e, &n))
+		n = 1;
+	else if (n <= 0) {
 		diag_error(in->d, s->e->loc, "repeat count must be positive, got %lld",
 		           (long long)n);
 		n = 1;

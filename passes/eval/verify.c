@@ -181,7 +181,7 @@ check_node(Vf *V, int i)
 	}
 	if (V->runs[v] > 0) {
 		V->ev->kind[i] = STEP_RECOMPUTE;
-		V->ev->recompute_cost += d->node[v].cost;
+		V->ev->recompute_cost = ck_sat_add(V->ev->recompute_cost, d->node[v].cost);
 	} else
 		V->ev->kind[i] = d->node[v].is_backward ? STEP_BACKWARD : STEP_FORWARD;
 	V->runs[v]++;

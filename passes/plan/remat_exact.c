@@ -542,7 +542,9 @@ step(Ex *x, int i, int v)
 	const DagNode *nd = &x->d->node[v];
 	uint64_t c = x->st[i].c, c2 = c | bit(v), f2 = note_first(x, v, c, x->st[i].f);
 	bool again = c & bit(v);
-	int64_t cost = x->st[i].cost + (again ? nd->cost : 0);
+	/* saturated: a bottleneck search follows paths of any cost, and a
+	 * Checkmate graph's costs may be near 2^63 */
+	int64_t cost = again ? ck_sat_add(x->st[i].cost, nd->cost) : x->st[i].cost;
 	int64_t g = !x->minimax ? cost : x->st[i].g > x->step_m ? x->st[i].g : x->step_m;
 	int freet[4 * EX_MAX_TENSORS], nfree;
 	Set R1 = x->st[i].r, forced;
@@ -669,7 +671,8 @@ probe(Ex *x, int64_t P, int64_t rem, Found *f)
 	vf_eval(x->d, &f->s, &ev, x->a);
 	/* a path's memory is never below its schedule's, and equal along
 	 * the path of its best drops: the least key is the least peak */
-	ir_assert(ev.valid && ev.peak <= P && ev.recompute_cost == x->st[goal].cost &&
+	ir_assert(ev.valid && ev.peak <= P &&
+	          (x->st[goal].cost == INF || ev.recompute_cost == x->st[goal].cost) &&
 	          (!x->minimax || ev.peak == x->st[goal].g));
 	f->key = x->st[goal].g;
 	f->peak = ev.peak;
@@ -707,9 +710,13 @@ min_peak(Ex *x, int64_t lo, int64_t rem, Found *f)
 	if (rc && m.key > lo)
 		lo = m.key;
 	if (rc && m.cost <= rem) {
-		if ((rc = probe(x, lo, rem, &m)) > 0)
-			*f = m;
-		return rc > 0 ? 0 : -1;
+		Found c;
+		/* the cheapest at that peak; the bottleneck search's own
+		 * schedule should a saturated cost hide every path from it */
+		if ((rc = probe(x, lo, rem, &c)) < 0)
+			return -1;
+		*f = rc ? c : m;
+		return 0;
 	}
 	step = lo / 128 > 0 ? lo / 128 : 1;
 	while (lo < f->peak) {

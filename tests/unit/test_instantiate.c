@@ -651,7 +651,7 @@ test_map_delete(void **state)
 {
 	static const char *const names[] = {"h", "a", "m", "return", "w1", "w2", "g", "b"};
 	enum { NNAME = 8, NOPS = 200000 };
-	static unsigned char live[NNAME][NOPS / 2];
+	static unsigned char live[NNAME][NOPS / 2 + 2];  /* scopes 1 .. NOPS / 2 */
 	Arena a;
 	Map m = {0};
 	unsigned x = 12345;
