@@ -22,6 +22,10 @@
 
 #include "driver.h"
 
+#ifndef NAME_MAX
+#define NAME_MAX 255    /* POSIX leaves it undefined where it varies */
+#endif
+
 static char *volatile pending;  /* the temporary file, while it exists */
 
 static void
@@ -119,9 +123,6 @@ base_of(const char *path)
 static char *
 temp_name(const char *target)
 {
-#ifndef NAME_MAX
-#define NAME_MAX 255
-#endif
 	size_t dir = (size_t)(base_of(target) - target), base = strlen(target) - dir;
 	char *t = xmalloc(strlen(target) + 48);
 

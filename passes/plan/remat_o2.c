@@ -492,7 +492,7 @@ exact_plan(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 		ev = NULL;
 	/* where it gave up, its best schedule so far is a candidate all the
 	 * same (the steps below run as usual) */
-	if (found.n && (best = rm_eval_steps(S, found.step, found.n)) && best->valid)
+	if (found.n && (best = rm_eval_steps(S, found.step, found.n)))  /* NULL: refused */
 		rm_pool_add_sched(pool, found.step, found.n, best);
 	if (goal->budget < 0)
 		R->exact_done = ev != NULL;
