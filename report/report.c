@@ -470,6 +470,49 @@ by_owned_desc(const void *a, const void *b)
 	return x->tensor - y->tensor;
 }
 
+/* Restores the heap h[0..k) below r: each entry sorts after its children
+ * (by_owned_desc), so the root is the one that sorts last. */
+static void
+sift_down(Instance **h, int k, int r)
+{
+	for (;;) {
+		int c = 2 * r + 1;
+		if (c >= k)
+			return;
+		if (c + 1 < k && by_owned_desc(&h[c + 1], &h[c]) > 0)
+			c++;
+		if (by_owned_desc(&h[c], &h[r]) <= 0)
+			return;
+		Instance *x = h[r];
+		h[r] = h[c];
+		h[c] = x;
+		r = c;
+	}
+}
+
+/* Moves the k first of live[0..n) by by_owned_desc, sorted, into
+ * live[0..k): a heap of the k first so far, so a peak with 1M tensors
+ * live is not sorted whole for the ten it prints. */
+static void
+first_k(Instance **live, int n, int k)
+{
+	if (k > n)
+		k = n;
+	if (k <= 0)
+		return;
+	for (int r = k / 2 - 1; r >= 0; r--)
+		sift_down(live, k, r);
+	for (int i = k; i < n; i++) {
+		if (by_owned_desc(&live[i], &live[0]) >= 0)
+			continue;
+		Instance *x = live[0];
+		live[0] = live[i];
+		live[i] = x;
+		sift_down(live, k, 0);
+	}
+	qsort(live, (size_t)k, sizeof *live, by_owned_desc);
+}
+
 static bool
 is_live_at(const Instance *in, int step)
 {
@@ -493,7 +536,7 @@ top_tensors(const Analysis *an, const ReportOptions *ro, FILE *out)
 	for (int i = 0; i < ev->ninst; i++)
 		if (is_live_at(&ev->inst[i], ps))
 			live[n++] = (Instance *)&ev->inst[i];
-	qsort(live, (size_t)n, sizeof *live, by_owned_desc);
+	first_k(live, n, ro->top);
 	fprintf(out, "\ntensors live at the peak (%d, largest first):\n", n);
 	for (int i = 0; i < n && i < ro->top; i++) {
 		const DagTensor *dt = &an->d.t[live[i]->tensor];

@@ -344,190 +344,161 @@ end_grads(Bound *B)
  * invalid; docs/planning.md says why each counted tensor is live). */
 enum { LB_CANDIDATES = 16 };
 
-typedef struct Deps {
-	int *pofs, *pred;       /* CSR [nnode]: nodes that run before each */
-	int *sofs, *succ;       /* CSR [nnode]: the reverse */
-	int *tpofs, *tprod;     /* CSR [nt]: nodes that make or add to t */
-	int *trofs, *tread;     /* CSR [nt]: nodes that read t */
-	int *seen, stamp;       /* [nnode] visited at stamp (before) or
-	                           -stamp (after) */
-	int *stack;
-	bool *once_made;        /* [nt] every maker of t is a once node */
-	int *nout;              /* [nt] nodes with t in out[] */
-	int *cand, ncand;       /* the tensors live_across may count */
-	unsigned char *kind;    /* [nt] their LA_* kinds */
-} Deps;
+/* A set of candidate steps: bit i is the i-th. All candidates are found
+ * in one pass each way (below), not one search per candidate: 32 searches
+ * of a 1M-op chain were 16% of -O0. */
+typedef uint16_t CandSet;
+_Static_assert(LB_CANDIDATES <= 16, "CandSet has a bit per candidate step");
 
 /* The kinds of tensor that may live across a step (live_across). */
 enum { LA_END = 1, LA_INPUT = 2, LA_GRAD = 4 };
 
-/* CSR rows from (row, value) pairs counted by row. */
-static void
-csr_fill(int nrow, const int *rowof, const int *val, int n, int **ofs, int **out, Arena *a)
+typedef struct Across {
+	const Dag *d;
+	CandSet *self;          /* [nnode] the candidate a node is, if any */
+	CandSet *before;        /* [nnode] candidates the node runs before */
+	CandSet *after;         /* [nnode] candidates it runs after */
+	uint8_t *nmake, *nout;  /* [nt] nodes making t, and those with t in
+	                           out[], counted up to 2 */
+	bool *once_made;        /* [nt] every maker of t is a once node */
+} Across;
+
+/* The j-th tensor node n makes: out[] first, then acc[]. */
+static int
+made_by(const DagNode *n, int j)
 {
-	*ofs = ar_alloc(a, sizeof **ofs * ((size_t)nrow + 2));
-	*out = ar_alloc(a, sizeof **out * ((size_t)n + 1));
-	for (int i = 0; i < n; i++)
-		(*ofs)[rowof[i] + 2]++;
-	for (int r = 0; r <= nrow; r++)
-		(*ofs)[r + 1] += (*ofs)[r];
-	for (int i = 0; i < n; i++)
-		(*out)[(*ofs)[rowof[i] + 1]++] = val[i];
+	return j < n->nout ? n->out[j] : n->acc[j - n->nout].tensor;
 }
 
-/* Whether every reader of t runs after each node that makes t. */
+/* Whether each reader of t runs after each node that makes it, in every
+ * valid schedule: after t's only producer (t made by out alone, and not
+ * there from the start), or after every contribution (t made by
+ * accumulation alone: a contribution after a read is invalid). */
 static bool
-dep_edge(const Deps *D, const Dag *d, int t)
+orders(const Across *A, int t)
 {
-	int k = D->tpofs[t + 1] - D->tpofs[t];
-
-	return (D->nout[t] == 1 && k == 1 && !d->t[t].from_start) ||
-	       (D->nout[t] == 0 && k > 0);
+	return (A->nout[t] == 1 && A->nmake[t] == 1 && !A->d->t[t].from_start) ||
+	       (A->nout[t] == 0 && A->nmake[t] > 0);
 }
 
-/* The tensor tables and the dependency edges of d. */
 static void
-deps_init(Deps *D, const Dag *d, Arena *a)
+count_makers(Across *A, Arena *a)
 {
-	int ne = 0, np = 0, nr = 0;
+	const Dag *d = A->d;
 
-	for (int v = 0; v < d->nnode; v++) {
-		np += d->node[v].nout + d->node[v].nacc;
-		nr += d->node[v].nin;
-	}
-	int *pr = ar_alloc(a, sizeof *pr * ((size_t)np + 1));
-	int *pv = ar_alloc(a, sizeof *pv * ((size_t)np + 1));
-	int *rr = ar_alloc(a, sizeof *rr * ((size_t)nr + 1));
-	int *rv = ar_alloc(a, sizeof *rv * ((size_t)nr + 1));
-	D->once_made = ar_alloc(a, (size_t)d->nt + 1);
-	D->nout = ar_alloc(a, sizeof *D->nout * ((size_t)d->nt + 1));
+	A->nmake = ar_alloc(a, (size_t)d->nt + 1);
+	A->nout = ar_alloc(a, (size_t)d->nt + 1);
+	A->once_made = ar_alloc(a, (size_t)d->nt + 1);
 	for (int t = 0; t < d->nt; t++)
-		D->once_made[t] = true;
-	np = nr = 0;
+		A->once_made[t] = true;
 	for (int v = 0; v < d->nnode; v++) {
 		const DagNode *n = &d->node[v];
 		for (int j = 0; j < n->nout + n->nacc; j++) {
-			int t = j < n->nout ? n->out[j] : n->acc[j - n->nout].tensor;
-			pr[np] = t;
-			pv[np++] = v;
-			D->once_made[t] &= n->once;
-			D->nout[t] += j < n->nout;
-		}
-		for (int j = 0; j < n->nin; j++) {
-			rr[nr] = n->in[j];
-			rv[nr++] = v;
+			int t = made_by(n, j);
+			A->once_made[t] &= n->once;
+			A->nmake[t] += A->nmake[t] < 2;
+			A->nout[t] += j < n->nout && A->nout[t] < 2;
 		}
 	}
-	csr_fill(d->nt, pr, pv, np, &D->tpofs, &D->tprod, a);
-	csr_fill(d->nt, rr, rv, nr, &D->trofs, &D->tread, a);
-	/* edges: a reader after t's only producer (t made by out alone, and
-	 * not there from the start), or after every contribution (t made by
-	 * accumulation alone) */
-	for (int i = 0; i < nr; i++)
-		if (dep_edge(D, d, rr[i]))
-			ne += D->tpofs[rr[i] + 1] - D->tpofs[rr[i]];
-	int *eu = ar_alloc(a, sizeof *eu * ((size_t)ne + 1));
-	int *ev = ar_alloc(a, sizeof *ev * ((size_t)ne + 1));
-	ne = 0;
-	for (int i = 0; i < nr; i++) {
-		int t = rr[i];
-		if (!dep_edge(D, d, t))
-			continue;
-		for (int p = D->tpofs[t]; p < D->tpofs[t + 1]; p++) {
-			if (D->tprod[p] == rv[i])
-				continue;
-			eu[ne] = D->tprod[p];
-			ev[ne++] = rv[i];
-		}
-	}
-	csr_fill(d->nnode, ev, eu, ne, &D->pofs, &D->pred, a);
-	csr_fill(d->nnode, eu, ev, ne, &D->sofs, &D->succ, a);
-	D->seen = ar_alloc(a, sizeof *D->seen * ((size_t)d->nnode + 1));
-	D->stack = ar_alloc(a, sizeof *D->stack * ((size_t)d->nnode + 1));
 }
 
-/* Marks (seen = mark) every node reachable from v over the rows (ofs,
- * adj), v not. */
+/* before[u]: the candidates u must run before, over the dependencies, by
+ * one pass in reverse base order (the -O0 schedule, valid, so every
+ * reader of what u makes comes later); after[u] likewise forward. Each
+ * bit stands for a real chain of dependencies, so a node missing from
+ * the base order only leaves bits out: the bound stays a bound. */
 static void
-deps_reach(Deps *D, int v, const int *ofs, const int *adj, int mark)
+order_sets(Across *A, Arena *a)
 {
-	int n = 0;
+	const Dag *d = A->d;
+	CandSet *rd = ar_alloc(a, sizeof *rd * ((size_t)d->nt + 1));
+	CandSet *mk = ar_alloc(a, sizeof *mk * ((size_t)d->nt + 1));
 
-	D->stack[n++] = v;
-	while (n > 0) {
-		int u = D->stack[--n];
-		for (int e = ofs[u]; e < ofs[u + 1]; e++) {
-			int w = adj[e];
-			if (D->seen[w] == mark || w == v)
-				continue;
-			D->seen[w] = mark;
-			D->stack[n++] = w;
-		}
+	for (int x = d->nbase - 1; x >= 0; x--) {
+		int u = d->base_order[x];
+		const DagNode *n = &d->node[u];
+		CandSet s = 0;
+		for (int j = 0; j < n->nout + n->nacc; j++)
+			if (orders(A, made_by(n, j)))
+				s |= rd[made_by(n, j)];
+		A->before[u] = s;
+		for (int j = 0; j < n->nin; j++)
+			rd[n->in[j]] |= s | A->self[u];
+	}
+	for (int x = 0; x < d->nbase; x++) {
+		int u = d->base_order[x];
+		const DagNode *n = &d->node[u];
+		CandSet s = 0;
+		for (int j = 0; j < n->nin; j++)
+			if (orders(A, n->in[j]))
+				s |= mk[n->in[j]];
+		A->after[u] = s;
+		for (int j = 0; j < n->nout + n->nacc; j++)
+			mk[made_by(n, j)] |= s | A->self[u];
 	}
 }
 
-/* Whether some node of row t of (ofs, list) is marked mark. */
-static bool
-any_marked(const Deps *D, const int *ofs, const int *list, int t, int mark)
+/* The kind of tensor t that live_across counts, or 0: owning tensors (no
+ * view, never an accumulation view) that are (a) to_end; (b) inputs
+ * (from_start, made by none); (c) made by once nodes alone (gradients). */
+static int
+la_kind(const Bound *B, const Across *A, int t)
 {
-	for (int p = ofs[t]; p < ofs[t + 1]; p++)
-		if (D->seen[list[p]] == mark)
-			return true;
-	return false;
+	const DagTensor *x = &B->d->t[t];
+	int k = A->nmake[t];
+
+	if (B->alias[t] >= 0 || x->persistent_view || B->counted[t])
+		return 0;
+	return (x->to_end ? LA_END : 0) |
+	       (x->from_start && !x->to_end && k == 0 ? LA_INPUT : 0) |
+	       (!x->from_start && !x->to_end && k > 0 && A->once_made[t] &&
+	        (A->nout[t] == 0 || (A->nout[t] == 1 && k == 1)) ? LA_GRAD : 0);
 }
 
-/* What is live at v's first step besides its own bytes (B->mark holds
- * v + 1 for those) and what part (1) counts always: owning tensors (no
- * view, never an accumulation view) that are (a) to_end and made by a
- * node before v; (b) inputs (from_start, made by none) read by a node
- * after v; (c) made by once nodes alone (gradients), by a node before v,
- * and read by a node after v. Only the tensors of those kinds are looked
- * at (D->cand, found once by la_candidates): on a 1M-op chain the rest,
- * two thirds, cost 16 scans of every tensor. */
-static int64_t
-live_across(Bound *B, Deps *D, int v)
-{
-	int before = 2 * D->stamp + 1, after = 2 * D->stamp + 2;
-	int64_t s = 0;
-
-	D->stamp++;
-	deps_reach(D, v, D->pofs, D->pred, before);
-	deps_reach(D, v, D->sofs, D->succ, after);
-	for (int i = 0; i < D->ncand; i++) {
-		int t = D->cand[i], k = D->kind[t];
-		if (B->mark[t] == v + 1)
-			continue;
-		bool made = (k & (LA_END | LA_GRAD)) &&
-		            any_marked(D, D->tpofs, D->tprod, t, before);
-		bool read = (k & (LA_INPUT | LA_GRAD)) &&
-		            any_marked(D, D->trofs, D->tread, t, after);
-		if (((k & LA_END) && made) || ((k & LA_INPUT) && read) ||
-		    ((k & LA_GRAD) && made && read))
-			s = ck_sat_add(s, B->d->t[t].bytes);
-	}
-	return s;
-}
-
-/* The tensors live_across may count, with their kinds. */
+/* What is live at each candidate v's first step besides its own bytes
+ * and what part (1) counts always: the tensors of la_kind (a) made by a
+ * node before v, (b) read by a node after v, (c) made before v and read
+ * after it. Into across[i] for cand[i]. */
 static void
-la_candidates(const Bound *B, Deps *D, Arena *a)
+live_across(Bound *B, const int *cand, int ncand, int64_t *across, Arena *a)
 {
 	const Dag *d = B->d;
+	Across A = {.d = d};
+	CandSet *made = ar_alloc(a, sizeof *made * ((size_t)d->nt + 1));
+	CandSet *read = ar_alloc(a, sizeof *read * ((size_t)d->nt + 1));
+	CandSet *own = ar_alloc(a, sizeof *own * ((size_t)d->nt + 1));
 
-	D->cand = ar_alloc(a, sizeof *D->cand * ((size_t)d->nt + 1));
-	D->kind = ar_alloc(a, (size_t)d->nt + 1);
-	D->ncand = 0;
+	A.self = ar_alloc(a, sizeof *A.self * ((size_t)d->nnode + 1));
+	A.before = ar_alloc(a, sizeof *A.before * ((size_t)d->nnode + 1));
+	A.after = ar_alloc(a, sizeof *A.after * ((size_t)d->nnode + 1));
+	count_makers(&A, a);
+	for (int i = 0; i < ncand; i++) {
+		const DagNode *n = &d->node[cand[i]];
+		A.self[cand[i]] |= (CandSet)(1u << i);
+		/* v's own tensors are in step_bytes already */
+		for (int j = 0; j < n->nin + n->nout + n->nacc; j++) {
+			int t = j < n->nin ? n->in[j] : made_by(n, j - n->nin);
+			int r = root_of(d, B->alias, t);
+			if (r >= 0)
+				own[r] |= (CandSet)(1u << i);
+		}
+	}
+	order_sets(&A, a);
+	for (int v = 0; v < d->nnode; v++) {
+		const DagNode *n = &d->node[v];
+		for (int j = 0; j < n->nout + n->nacc; j++)
+			made[made_by(n, j)] |= A.before[v];
+		for (int j = 0; j < n->nin; j++)
+			read[n->in[j]] |= A.after[v];
+	}
 	for (int t = 0; t < d->nt; t++) {
-		const DagTensor *x = &d->t[t];
-		int k = D->tpofs[t + 1] - D->tpofs[t];
-		if (B->alias[t] >= 0 || x->persistent_view || B->counted[t])
+		int k = la_kind(B, &A, t);
+		if (!k)
 			continue;
-		D->kind[t] = (x->to_end ? LA_END : 0) |
-		             (x->from_start && !x->to_end && k == 0 ? LA_INPUT : 0) |
-		             (!x->from_start && !x->to_end && k > 0 && D->once_made[t] &&
-		              (D->nout[t] == 0 || (D->nout[t] == 1 && k == 1)) ? LA_GRAD : 0);
-		if (D->kind[t])
-			D->cand[D->ncand++] = t;
+		unsigned m = ((k & LA_END) ? made[t] : 0) | ((k & LA_INPUT) ? read[t] : 0) |
+		             ((k & LA_GRAD) ? made[t] & read[t] : 0);
+		for (m &= ~(unsigned)own[t]; m; m &= m - 1)
+			across[__builtin_ctz(m)] = ck_sat_add(across[__builtin_ctz(m)], d->t[t].bytes);
 	}
 }
 
@@ -545,14 +516,13 @@ step_first(const int64_t *own, const int *pos, int a, int b)
 }
 
 /* The best of part (1) with what lives across the step, over the
- * LB_CANDIDATES largest steps; into lb->step, step_node, across. */
+ * LB_CANDIDATES largest steps (own: each node's step_bytes); into
+ * lb->step, step_node, across. */
 static void
-step_across(Bound *B, LowerBound *lb, Arena *a)
+step_across(Bound *B, const int64_t *own, LowerBound *lb, Arena *a)
 {
 	const Dag *d = B->d;
-	Deps D = {0};
 	int cand[LB_CANDIDATES], ncand = 0;
-	int64_t *own = ar_alloc(a, sizeof *own * ((size_t)d->nnode + 1));
 	int *pos = ar_alloc(a, sizeof *pos * ((size_t)d->nnode + 1));
 
 	for (int v = 0; v < d->nnode; v++)
@@ -563,7 +533,6 @@ step_across(Bound *B, LowerBound *lb, Arena *a)
 	 * was 3% of -O0 on a 1M-op chain */
 	for (int v = 0; v < d->nnode; v++) {
 		int i;
-		own[v] = step_bytes(B, v);
 		if (ncand == LB_CANDIDATES && !step_first(own, pos, v, cand[ncand - 1]))
 			continue;
 		if (ncand < LB_CANDIDATES)
@@ -572,18 +541,14 @@ step_across(Bound *B, LowerBound *lb, Arena *a)
 			cand[i] = cand[i - 1];
 		cand[i] = v;
 	}
-	deps_init(&D, d, a);
-	la_candidates(B, &D, a);
+	int64_t across[LB_CANDIDATES] = {0};
+	live_across(B, cand, ncand, across, a);
 	for (int i = 0; i < ncand; i++) {
 		int v = cand[i];
-		/* marks are v + 1: v's own tensors are the only ones that hold
-		 * it, once step_bytes has run again */
-		step_bytes(B, v);
-		int64_t x = live_across(B, &D, v);
-		if (ck_sat_add(own[v], x) > ck_sat_add(lb->step, lb->across)) {
+		if (ck_sat_add(own[v], across[i]) > ck_sat_add(lb->step, lb->across)) {
 			lb->step = own[v];
 			lb->step_node = v;
-			lb->across = x;
+			lb->across = across[i];
 		}
 	}
 }
@@ -608,15 +573,16 @@ rm_lower_bound_parts(const Dag *d)
 		lb.persistent = ck_sat_add(lb.persistent, d->persistent[c]);
 	bound_tables(&B);
 	lb.always = always_live(&B);
+	int64_t *own = ar_alloc(&a, sizeof *own * ((size_t)d->nnode + 1));
 	for (int v = 0; v < d->nnode; v++) {
-		int64_t s = step_bytes(&B, v);
-		if (lb.step_node < 0 || s > lb.step) {
-			lb.step = s;
+		own[v] = step_bytes(&B, v);
+		if (lb.step_node < 0 || own[v] > lb.step) {
+			lb.step = own[v];
 			lb.step_node = v;
 		}
 	}
 	int64_t largest = lb.step;
-	step_across(&B, &lb, &a);
+	step_across(&B, own, &lb, &a);
 	lb.end_grads = end_grads(&B);
 	memset(B.mark, 0, sizeof(int) * nt);
 	for (int v = 0; v < d->nnode; v++) {
