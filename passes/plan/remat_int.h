@@ -387,6 +387,11 @@ void rm_chain_budget_plans(RmScorer *S, RmRecipe *R, RmPool *pool, int64_t budge
 /* Plans re-minimizing recompute at a fixed ladder of peak bounds up to the
  * budget, from the pool's plans; simple Dags only. Budgets from R->eff. */
 void rm_trim_plans(RmScorer *S, const RmRecipe *R, RmPool *pool, int64_t budget);
+/* passes/plan/remat_cover.c */
+/* --budget: the least-cost sets of forward tensors to drop across the
+ * steps over a fixed ladder of bounds up to the budget (knapsack covers),
+ * scored, into the pool; size: RmEffort.size. */
+void rm_cover_plans(RmScorer *S, RmPool *pool, int64_t budget, long size);
 
 /* passes/plan/remat_o2.c */
 void rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal);

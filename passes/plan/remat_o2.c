@@ -555,8 +555,10 @@ o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 		rm_plan_o1(S, pool);
 		rm_chain_plans(S, R, pool, cap);
 	}
-	if (goal->budget >= 0)
+	if (goal->budget >= 0) {
 		rm_chain_budget_plans(S, R, pool, goal->budget);
+		rm_cover_plans(S, pool, goal->budget, eff.size);
+	}
 	if (M->n > eff.desc_size) {
 		if (!again)
 			nested_plans(S, R, pool, cap, false);
