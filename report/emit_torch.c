@@ -521,8 +521,12 @@ anchor(const Analysis *an, int o, int dag_out)
 		return (Anchor){NULL, "an autograd.Function of several aten calls",
 		                "_to_copy pow mean add rsqrt mul"};
 	case OP_CROSS_ENTROPY:
+		/* under CUDA autocast, nll_loss casts half log-probs to f32
+		 * (the extra lsm_f32): a _to_copy between the two */
 		return (Anchor){NULL, "two aten calls, and the saved log-probabilities "
-		                "come from the first", "_log_softmax nll_loss_forward"};
+		                "come from the first", op->nextra > 1 ?
+		                "_log_softmax _to_copy nll_loss_forward" :
+		                "_log_softmax nll_loss_forward"};
 	case OP_CUSTOM:
 		return (Anchor){NULL, "a custom op: an autograd.Function whose aten calls "
 		                "are unknown", "*"};

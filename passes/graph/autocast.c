@@ -10,7 +10,8 @@
  * Writes: the dtype and bytes of every floating param and input (f32) and of
  * every op's outputs; a new OP_CAST op before an op for each input that
  * autocast casts; Tensor.autocast_cached on the casts of params that
- * autocast caches (lower_torch keeps them to the end of forward).
+ * autocast caches (lower_torch keeps them to the end of forward); on CUDA,
+ * cross_entropy's extra lsm_f32 (nll_loss's f32 copy of half log-probs).
  *
  * The op lists are PyTorch's (aten/src/ATen/autocast_mode.h and .cpp, as
  * torch 2.15 has them), per device: CUDA's, or the CPU's for
@@ -173,6 +174,27 @@ natural(const Graph *g, const Op *op)
 	return w;
 }
 
+/* CUDA's cross_entropy of half logits: log_softmax keeps their dtype and
+ * nll_loss, on the fp32 list, casts the log-probs to an f32 copy, which it
+ * saves beside log_softmax's half ones (NllLossBackward and
+ * LogSoftmaxBackward each hold theirs). The copy is the op's extra
+ * `lsm_f32`, so that reports show both tensors at their own dtype. */
+static void
+nll_copy(Ac *A, int o)
+{
+	Graph *g = A->g;
+	Tensor *lsm = &g->t[ir_extra(&g->op[o], 0)], *c;
+
+	if (!castable(lsm) || lsm->dtype == DT_F32)
+		return;
+	ir_add_extra(g, o, 1);
+	lsm = &g->t[ir_extra(&g->op[o], 0)];    /* g->t may have moved */
+	c = &g->t[ir_extra(&g->op[o], 1)];
+	ir_set_shape(g, c, lsm->ndim, lsm->shape);
+	c->dtype = DT_F32;
+	c->bytes = ir_numel(lsm) * 4;
+}
+
 /* Moves op `old` (a copy) to the end of g's op list, casting its inputs
  * as its policy says, and infers its outputs' dtypes. */
 static void
@@ -220,6 +242,8 @@ move_op(Ac *A, const Op *old)
 	/* a norm's weights are read as x's dtype; every other op's inputs as
 	 * the dtype it computes in */
 	infer_as(A, o, as, pol == AC_NONE && is_norm(old->kind));
+	if (old->kind == OP_CROSS_ENTROPY && !A->cpu)
+		nll_copy(A, o);
 }
 
 int

@@ -243,6 +243,69 @@ test_autocast_cpu(void **state)
 	assert_int_equal(dag_t(&d, ir_extra(&g.op[g.t[n.n].producer], 0))->bytes, 16);
 }
 
+/* cross_entropy under autocast, on x input f16 [4, 8], w param f16 [8, 8],
+ * y input i64 [4]: loss = cross_entropy(x @ w, y). CUDA: cross_entropy is
+ * on no list, log_softmax keeps the half logits' dtype (lsm f16, 64 B) and
+ * nll_loss casts the log-probs to its own f32 copy, the extra lsm_f32
+ * (128 B), which its backward reads beside lsm. CPU: the logits are cast
+ * to f32 first (fp32 list: a cast op), so lsm is f32 and there is no copy. */
+static void
+check_ce(bool cpu)
+{
+	int x = decl("x", TK_INPUT, DT_F16, 2, 4, 8);
+	int w = decl("w", TK_PARAM, DT_F16, 2, 8, 8);
+	int y = decl("y", TK_INPUT, DT_I64, 1, 4);
+	int loss = out(mk(OP_CROSS_ENTROPY, "loss", 2, out(mk(OP_MATMUL, "z", 2, x, w)), y));
+	const Op *ce;
+	int v = -1;
+	Dag d;
+
+	g.settings.pytorch = true;
+	g.settings.pytorch_cpu = cpu;
+	g.settings.mixed = true;
+	g.outputs = ar_alloc(&arena, sizeof(int));
+	g.output_loc = ar_alloc(&arena, sizeof(Loc));
+	g.outputs[0] = loss;
+	g.output_loc[0] = loc_make("t.net", 9, 1);
+	g.noutputs = 1;
+	g.loss = loss;
+	g.train = true;
+	assert_int_equal(shape_infer(&g, &diag), 0);
+	assert_int_equal(autocast(&g, &diag), 0);
+	assert_int_equal(autodiff(&g, &diag), 0);
+	ce = &g.op[g.t[loss].producer];
+	assert_int_equal(ce->nextra, cpu ? 1 : 2);
+	assert_int_equal(g.t[ir_extra(ce, 0)].dtype, cpu ? DT_F32 : DT_F16);
+	assert_int_equal(g.t[ir_extra(ce, 0)].bytes, cpu ? 128 : 64);
+	lower_graph(&g, &d, &arena);
+	if (cpu)
+		return;
+	assert_string_equal(g.t[ir_extra(ce, 1)].id, "loss:lsm_f32");
+	assert_int_equal(g.t[ir_extra(ce, 1)].dtype, DT_F32);
+	assert_int_equal(dag_t(&d, ir_extra(ce, 0))->bytes, 64);
+	assert_int_equal(dag_t(&d, ir_extra(ce, 1))->bytes, 128);
+	for (int i = 0; i < d.nnode; i++)
+		if (d.node[i].is_backward && d.node[i].ir_op == g.t[loss].producer)
+			v = i;
+	assert_true(v >= 0);
+	assert_true(node_reads(&d, v, dag_t(&d, ir_extra(ce, 0))));
+	assert_true(node_reads(&d, v, dag_t(&d, ir_extra(ce, 1))));
+}
+
+static void
+test_autocast_ce_cuda(void **state)
+{
+	(void)state;
+	check_ce(false);
+}
+
+static void
+test_autocast_ce_cpu(void **state)
+{
+	(void)state;
+	check_ce(true);
+}
+
 int
 main(void)
 {
@@ -251,6 +314,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_cpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocast_cuda, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocast_cpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_autocast_ce_cuda, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_autocast_ce_cpu, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("lower_torch", tests, NULL, NULL);
 }
