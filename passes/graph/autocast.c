@@ -96,12 +96,16 @@ castable(const Tensor *t)
 
 /* Appends `src.to(dt)` before the op being moved (whose scope and
  * location it takes); the cast of a param that needs grad is made once and
- * reused (autocast's cache of weight casts: leaves that require grad). */
+ * reused (autocast's cache of weight casts: leaves that require grad).
+ * --infer is torch.inference_mode, under which autocast caches nothing
+ * (cached_cast's !InferenceMode::is_enabled(), torch 2.15): every cast is
+ * made inside the op that reads it and freed when that op returns. */
 static int
 add_cast(Ac *A, int src, Dtype dt, const char *scope, Loc loc)
 {
 	Graph *g = A->g;
-	bool cache = g->t[src].kind == TK_PARAM && g->t[src].needs_grad && dt == A->low;
+	bool cache = g->train && g->t[src].kind == TK_PARAM && g->t[src].needs_grad &&
+	             dt == A->low;
 	const char *id;
 	OpParams p;
 	int o, t;

@@ -134,7 +134,7 @@ typedef struct AcNet {
 } AcNet;
 
 static AcNet
-build_autocast(bool cpu)
+build_autocast(bool cpu, bool train)
 {
 	AcNet n;
 	int oa, on, om;
@@ -159,10 +159,11 @@ build_autocast(bool cpu)
 	g.output_loc[0] = loc_make("t.net", 9, 1);
 	g.noutputs = 1;
 	g.loss = n.loss;
-	g.train = true;
+	g.train = train;
 	assert_int_equal(shape_infer(&g, &diag), 0);
 	assert_int_equal(autocast(&g, &diag), 0);
-	assert_int_equal(autodiff(&g, &diag), 0);
+	if (train)
+		assert_int_equal(autodiff(&g, &diag), 0);
 	return n;
 }
 
@@ -205,7 +206,7 @@ test_autocast_cuda(void **state)
 	int wc;
 
 	(void)state;
-	n = build_autocast(false);
+	n = build_autocast(false, true);
 	/* cast(w), cast(x), a, cast(a), n, cast(n), m, loss */
 	expect(&n, 8, 4, DT_F16, DT_F32, DT_F32);
 	assert_int_equal(g.t[n.x].bytes, 128);
@@ -234,13 +235,39 @@ test_autocast_cpu(void **state)
 	Dag d;
 
 	(void)state;
-	n = build_autocast(true);
+	n = build_autocast(true, true);
 	/* cast(w), cast(x), a, n, m, loss */
 	expect(&n, 6, 2, DT_BF16, DT_BF16, DT_BF16);
 	lower_graph(&g, &d, &arena);
 	/* layer_norm of bf16 x with f32 weights is mixed-type: f32
 	 * statistics, 4 x 4 B */
 	assert_int_equal(dag_t(&d, ir_extra(&g.op[g.t[n.n].producer], 0))->bytes, 16);
+}
+
+/* --infer under CUDA autocast is torch.inference_mode, where autocast
+ * caches no weight cast: each matmul casts w itself (cast(w), cast(x), a,
+ * cast(a), n, cast(w), cast(n), m, loss), and each cast of w dies with the
+ * matmul that reads it. */
+static void
+test_autocast_infer(void **state)
+{
+	AcNet n;
+	Dag d;
+	int wa, wm;
+
+	(void)state;
+	n = build_autocast(false, false);
+	expect(&n, 9, 5, DT_F16, DT_F32, DT_F32);
+	wa = g.op[g.t[n.a].producer].in[1];
+	wm = g.op[g.t[n.m].producer].in[1];
+	assert_int_not_equal(wa, wm);
+	assert_false(g.t[wa].autocast_cached);
+	assert_false(g.t[wm].autocast_cached);
+	assert_int_equal(g.t[wa].bytes, 128);
+	lower_graph(&g, &d, &arena);
+	assert_int_equal(d.persistent[CAT_PARAMS], 320);
+	assert_false(node_reads(&d, g.t[n.loss].producer, dag_t(&d, wa)));
+	assert_false(node_reads(&d, g.t[n.loss].producer, dag_t(&d, wm)));
 }
 
 /* cross_entropy under autocast, on x input f16 [4, 8], w param f16 [8, 8],
@@ -314,6 +341,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_cpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocast_cuda, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocast_cpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_autocast_infer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocast_ce_cuda, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocast_ce_cpu, setup, teardown),
 	};
