@@ -129,6 +129,23 @@ test_cpu(void **state)
  * reuses w's cast; sum (fp32_set_opt_dtype) reads m as it is and returns
  * f32. CPU (bf16): layer_norm and sum are on no CPU list, so n and the
  * loss stay bf16 and only w and x are cast. */
+/* Makes loss the graph's output and loss, under --runtime pytorch or
+ * pytorch-cpu with precision = mixed, and runs shape inference, autocast
+ * and (train) autodiff, as driver/analyze.c does. */
+static void
+autocast_graph(int loss, bool cpu, bool train)
+{
+	g.settings.pytorch = true;
+	g.settings.pytorch_cpu = cpu;
+	g.settings.mixed = true;
+	set_loss(loss);
+	g.train = train;
+	assert_int_equal(shape_infer(&g, &diag), 0);
+	assert_int_equal(autocast(&g, &diag), 0);
+	if (train)
+		assert_int_equal(autodiff(&g, &diag), 0);
+}
+
 typedef struct AcNet {
 	int x, w, a, n, m, loss;
 } AcNet;
@@ -150,20 +167,7 @@ build_autocast(bool cpu, bool train)
 	n.a = out(oa);
 	n.n = out(on);
 	n.m = out(om);
-	g.settings.pytorch = true;
-	g.settings.pytorch_cpu = cpu;
-	g.settings.mixed = true;
-	g.outputs = ar_alloc(&arena, sizeof(int));
-	g.output_loc = ar_alloc(&arena, sizeof(Loc));
-	g.outputs[0] = n.loss;
-	g.output_loc[0] = loc_make("t.net", 9, 1);
-	g.noutputs = 1;
-	g.loss = n.loss;
-	g.train = train;
-	assert_int_equal(shape_infer(&g, &diag), 0);
-	assert_int_equal(autocast(&g, &diag), 0);
-	if (train)
-		assert_int_equal(autodiff(&g, &diag), 0);
+	autocast_graph(n.loss, cpu, train);
 	return n;
 }
 
@@ -287,19 +291,7 @@ check_ce(bool cpu)
 	int v = -1;
 	Dag d;
 
-	g.settings.pytorch = true;
-	g.settings.pytorch_cpu = cpu;
-	g.settings.mixed = true;
-	g.outputs = ar_alloc(&arena, sizeof(int));
-	g.output_loc = ar_alloc(&arena, sizeof(Loc));
-	g.outputs[0] = loss;
-	g.output_loc[0] = loc_make("t.net", 9, 1);
-	g.noutputs = 1;
-	g.loss = loss;
-	g.train = true;
-	assert_int_equal(shape_infer(&g, &diag), 0);
-	assert_int_equal(autocast(&g, &diag), 0);
-	assert_int_equal(autodiff(&g, &diag), 0);
+	autocast_graph(loss, cpu, true);
 	ce = &g.op[g.t[loss].producer];
 	assert_int_equal(ce->nextra, cpu ? 1 : 2);
 	assert_int_equal(g.t[ir_extra(ce, 0)].dtype, cpu ? DT_F32 : DT_F16);
