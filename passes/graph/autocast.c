@@ -235,6 +235,12 @@ move_op(Ac *A, const Op *old)
 	for (int i = old->nin - 1; to != DT_NONE && i >= 0; i--)
 		if (castable(&g->t[in[i]]) && g->t[in[i]].dtype != to)
 			in[i] = add_cast(A, in[i], to, scope, loc);
+	/* then SDPA turns a bool mask into an additive one of the query's
+	 * dtype (convert_boolean_attn_mask), which the CPU flash kernel
+	 * (no dropout: lower_torch.c's cpu_flash) saves */
+	if (old->kind == OP_ATTENTION && A->cpu && old->nin > 3 && old->p->dropout == 0 &&
+	    g->t[in[3]].dtype == DT_BOOL)
+		in[3] = add_cast(A, in[3], g->t[in[0]].dtype, scope, loc);
 	g->op = ar_fit(g->arena, g->op, g->nop, &g->capop, sizeof *g->op, 256);
 	o = g->nop++;
 	g->op[o] = *old;

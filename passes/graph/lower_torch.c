@@ -111,12 +111,14 @@ expand_strides(const Tensor *x, const int64_t *xst, const Tensor *y, int64_t *st
 }
 
 /* Autocast (precision = mixed) on the CPU is PyTorch >= 2.4's, whose
- * attention is SDPA: without a mask or dropout, its CPU flash kernel,
- * which lays its output out as the CUDA kernels do. */
+ * attention is SDPA: without dropout, with or without a mask, its CPU
+ * flash kernel (ScaledDotProductFlashAttentionForCpuBackward, torch 2.15),
+ * which lays its output out as the CUDA kernels do for the usual
+ * transposed q. */
 static bool
 cpu_flash(const Torch *T, const Op *op)
 {
-	return !T->cuda && T->g->settings.mixed && op->nin == 3 && op->p->dropout == 0;
+	return !T->cuda && T->g->settings.mixed && op->p->dropout == 0;
 }
 
 /* Forward strides in program order; a reshape/flatten that cannot view

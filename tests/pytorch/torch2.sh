@@ -30,7 +30,7 @@ fi
 . "$SRCDIR/tests/pytorch/shim.sh"
 ex=$SRCDIR/examples
 fail=0 i=0
-echo "1..44"
+echo "1..46"
 tap() { # tap CMD...: one TAP line from the command's last output line
 	i=$((i + 1))
 	if line=$("$@" 2>&1); then
@@ -68,10 +68,12 @@ for net in "$MLP" "$GPT2" "$LLAMA" "$RESNET" "$UNET" "$DENSE" "$MOBILE" "$LORA";
 	tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
 		"$REMAT" $net --autocast --tol 0.001
 done
-tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
-	"$REMAT" "$SRCDIR/tests/pytorch/autocast.net" --autocast --tol 0.001
+for net in autocast.net attn_mask.net; do
+	tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
+		"$REMAT" "$SRCDIR/tests/pytorch/$net" --autocast --tol 0.001
+done
 for net in "$MLP" "$GPT2" "$LLAMA" "$RESNET" "$UNET" "$DENSE" "$MOBILE" "$LORA" \
-	"$SRCDIR/tests/pytorch/autocast.net"; do
+	"$SRCDIR/tests/pytorch/autocast.net" "$SRCDIR/tests/pytorch/attn_mask.net"; do
 	# shellcheck disable=SC2086
 	tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
 		"$REMAT" $net --infer --autocast --tol 0.001
