@@ -254,8 +254,9 @@ analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
 		return st;
 	if (shape_infer(&an->g, d))
 		return ST_ERROR;
-	/* precision = mixed under PyTorch is torch.autocast: its casts are ops */
-	if (an->g.train && an->g.settings.pytorch && an->g.settings.mixed &&
+	/* precision = mixed under PyTorch is torch.autocast: its casts are ops
+	 * (--infer: autocast under torch.inference_mode) */
+	if (an->g.settings.pytorch && an->g.settings.mixed &&
 	    autocast(&an->g, d))
 		return ST_ERROR;
 	if ((st = after_pass(an, PASS_SHAPE, NULL, po, a)))

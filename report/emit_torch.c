@@ -484,7 +484,7 @@ static const struct {
 	OpKind kind;
 	const char *cls;
 } aten_class[] = {
-	{OP_SCALE, "mul"}, {OP_MUL, "mul"}, {OP_CAST, "_to_copy"},
+	{OP_SCALE, "mul"}, {OP_MUL, "mul"},
 	{OP_CONV2D, "convolution"}, {OP_LAYERNORM, "native_layer_norm"},
 	{OP_BATCHNORM, "batch_norm"}, {OP_SOFTMAX, "_softmax"},
 	{OP_LOG_SOFTMAX, "_log_softmax"}, {OP_MAXPOOL2D, "max_pool2d_with_indices"},
@@ -517,12 +517,21 @@ anchor(const Analysis *an, int o, int dag_out)
 		return (Anchor){"sdpa", NULL, NULL};
 	case OP_MATMUL:
 		return (Anchor){g->t[op->in[1]].ndim <= 2 ? "mm" : "bmm", NULL, NULL};
+	case OP_CAST:
+		/* a bool attention mask made additive by SDPA (autocast.c):
+		 * torch.where, not a copy */
+		return (Anchor){g->t[op->in[0]].dtype == DT_BOOL ? "where" : "_to_copy",
+		                NULL, NULL};
 	case OP_RMSNORM:
 		return (Anchor){NULL, "an autograd.Function of several aten calls",
 		                "_to_copy pow mean add rsqrt mul"};
 	case OP_CROSS_ENTROPY:
+		/* under CUDA autocast, nll_loss casts half log-probs to f32
+		 * (the extra lsm_f32): a _to_copy between the two */
 		return (Anchor){NULL, "two aten calls, and the saved log-probabilities "
-		                "come from the first", "_log_softmax nll_loss_forward"};
+		                "come from the first", op->nextra > 1 ?
+		                "_log_softmax _to_copy nll_loss_forward" :
+		                "_log_softmax nll_loss_forward"};
 	case OP_CUSTOM:
 		return (Anchor){NULL, "a custom op: an autograd.Function whose aten calls "
 		                "are unknown", "*"};

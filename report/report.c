@@ -72,6 +72,8 @@ settings(const Analysis *an, FILE *out)
 		fprintf(out, ", %s, %s precision, accumulate %" PRId64,
 		        optimizer_name(s->optimizer), s->mixed ? "mixed" : "declared",
 		        s->accumulate);
+	else if (s->pytorch && s->mixed)        /* autocast's casts are in the graph */
+		fputs(", mixed precision (autocast under inference_mode)", out);
 	fprintf(out, ", -O%d%s\n", an->goal.level,
 	        s->pytorch_cpu ? ", runtime pytorch-cpu" : s->pytorch ? ", runtime pytorch" : "");
 	if (dist_active(&s->dist))

@@ -121,9 +121,12 @@ const OpInfo ir_optab[OP_COUNT] = {
 	[OP_SUM] = REDUCE("sum"),
 	[OP_MEAN] = REDUCE("mean"),
 	[OP_CROSS_ENTROPY] = {.name = "cross_entropy", .min_args = 2,
-		.max_args = 2, .attrs = "ignore_index", .nextra = 1, .extra_role = {"lsm"},
+		.max_args = 2, .attrs = "ignore_index", .nextra = 1,
+		/* lsm_f32: autocast's f32 copy of half log-probs, which
+		 * nll_loss saves under --runtime pytorch (passes/graph/autocast.c) */
+		.extra_role = {"lsm", "lsm_f32"},
 		.shape = SR_CROSS_ENTROPY, .flops = FL_IN, .flops_k = 5,
-		.saves = {SAVE_EXTRA(0), SAVE_ARG(1)}, .bwd_factor = 1},
+		.saves = {SAVE_EXTRA(0), SAVE_ARG(1), SAVE_EXTRA(1)}, .bwd_factor = 1},
 	[OP_MSE_LOSS] = {.name = "mse_loss", .min_args = 2, .max_args = 2,
 		.attrs = "", .shape = SR_MSE, .float_in = true, .flops = FL_IN,
 		.flops_k = 3, .saves = {SAVE_ARG(0), SAVE_ARG(1)}, .bwd_factor = 1},

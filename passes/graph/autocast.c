@@ -10,7 +10,8 @@
  * Writes: the dtype and bytes of every floating param and input (f32) and of
  * every op's outputs; a new OP_CAST op before an op for each input that
  * autocast casts; Tensor.autocast_cached on the casts of params that
- * autocast caches (lower_torch keeps them to the end of forward).
+ * autocast caches (lower_torch keeps them to the end of forward); on CUDA,
+ * cross_entropy's extra lsm_f32 (nll_loss's f32 copy of half log-probs).
  *
  * The op lists are PyTorch's (aten/src/ATen/autocast_mode.h and .cpp, as
  * torch 2.15 has them), per device: CUDA's, or the CPU's for
@@ -95,12 +96,16 @@ castable(const Tensor *t)
 
 /* Appends `src.to(dt)` before the op being moved (whose scope and
  * location it takes); the cast of a param that needs grad is made once and
- * reused (autocast's cache of weight casts: leaves that require grad). */
+ * reused (autocast's cache of weight casts: leaves that require grad).
+ * --infer is torch.inference_mode, under which autocast caches nothing
+ * (cached_cast's !InferenceMode::is_enabled(), torch 2.15): every cast is
+ * made inside the op that reads it and freed when that op returns. */
 static int
 add_cast(Ac *A, int src, Dtype dt, const char *scope, Loc loc)
 {
 	Graph *g = A->g;
-	bool cache = g->t[src].kind == TK_PARAM && g->t[src].needs_grad && dt == A->low;
+	bool cache = g->train && g->t[src].kind == TK_PARAM && g->t[src].needs_grad &&
+	             dt == A->low;
 	const char *id;
 	OpParams p;
 	int o, t;
@@ -173,6 +178,27 @@ natural(const Graph *g, const Op *op)
 	return w;
 }
 
+/* CUDA's cross_entropy of half logits: log_softmax keeps their dtype and
+ * nll_loss, on the fp32 list, casts the log-probs to an f32 copy, which it
+ * saves beside log_softmax's half ones (NllLossBackward and
+ * LogSoftmaxBackward each hold theirs). The copy is the op's extra
+ * `lsm_f32`, so that reports show both tensors at their own dtype. */
+static void
+nll_copy(Ac *A, int o)
+{
+	Graph *g = A->g;
+	Tensor *lsm = &g->t[ir_extra(&g->op[o], 0)], *c;
+
+	if (!castable(lsm) || lsm->dtype == DT_F32)
+		return;
+	ir_add_extra(g, o, 1);
+	lsm = &g->t[ir_extra(&g->op[o], 0)];    /* g->t may have moved */
+	c = &g->t[ir_extra(&g->op[o], 1)];
+	ir_set_shape(g, c, lsm->ndim, lsm->shape);
+	c->dtype = DT_F32;
+	c->bytes = ir_numel(lsm) * 4;
+}
+
 /* Moves op `old` (a copy) to the end of g's op list, casting its inputs
  * as its policy says, and infers its outputs' dtypes. */
 static void
@@ -209,6 +235,12 @@ move_op(Ac *A, const Op *old)
 	for (int i = old->nin - 1; to != DT_NONE && i >= 0; i--)
 		if (castable(&g->t[in[i]]) && g->t[in[i]].dtype != to)
 			in[i] = add_cast(A, in[i], to, scope, loc);
+	/* then SDPA turns a bool mask into an additive one of the query's
+	 * dtype (convert_boolean_attn_mask), which the CPU flash kernel
+	 * (no dropout: lower_torch.c's cpu_flash) saves */
+	if (old->kind == OP_ATTENTION && A->cpu && old->nin > 3 && old->p->dropout == 0 &&
+	    g->t[in[3]].dtype == DT_BOOL)
+		in[3] = add_cast(A, in[3], g->t[in[0]].dtype, scope, loc);
 	g->op = ar_fit(g->arena, g->op, g->nop, &g->capop, sizeof *g->op, 256);
 	o = g->nop++;
 	g->op[o] = *old;
@@ -220,6 +252,8 @@ move_op(Ac *A, const Op *old)
 	/* a norm's weights are read as x's dtype; every other op's inputs as
 	 * the dtype it computes in */
 	infer_as(A, o, as, pol == AC_NONE && is_norm(old->kind));
+	if (old->kind == OP_CROSS_ENTROPY && !A->cpu)
+		nll_copy(A, o);
 }
 
 int

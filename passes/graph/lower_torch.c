@@ -111,12 +111,14 @@ expand_strides(const Tensor *x, const int64_t *xst, const Tensor *y, int64_t *st
 }
 
 /* Autocast (precision = mixed) on the CPU is PyTorch >= 2.4's, whose
- * attention is SDPA: without a mask or dropout, its CPU flash kernel,
- * which lays its output out as the CUDA kernels do. */
+ * attention is SDPA: without dropout, with or without a mask, its CPU
+ * flash kernel (ScaledDotProductFlashAttentionForCpuBackward, torch 2.15),
+ * which lays its output out as the CUDA kernels do for the usual
+ * transposed q. */
 static bool
 cpu_flash(const Torch *T, const Op *op)
 {
-	return !T->cuda && T->g->settings.mixed && op->nin == 3 && op->p->dropout == 0;
+	return !T->cuda && T->g->settings.mixed && op->p->dropout == 0;
 }
 
 /* Forward strides in program order; a reshape/flatten that cannot view
@@ -181,14 +183,12 @@ sdpa_saves(Torch *T, const Op *op)
 }
 
 /* Under autocast on CUDA, cross_entropy of half logits: log_softmax keeps
- * their dtype and nll_loss casts its log-probs to f32 (autocast.c). */
+ * their dtype and nll_loss casts its log-probs to f32, the op's extra
+ * lsm_f32 (autocast.c). */
 static bool
 autocast_ce(const Torch *T, const Op *op)
 {
-	const Graph *g = T->g;
-
-	return T->cuda && g->settings.mixed && T->dag_of[ir_extra(op, 0)] >= 0 &&
-	       g->t[ir_extra(op, 0)].dtype != DT_F32;
+	return op->nextra > 1 && T->dag_of[ir_extra(op, 1)] >= 0;
 }
 
 /* Bytes that PyTorch's CPU kernels (1.13) allocate differently:
@@ -219,11 +219,6 @@ extras(Torch *T)
 			T->d->t[T->dag_of[op->out[0]]].bytes = ir_numel(&g->t[op->in[0]]) * esz;
 		if (op->kind == OP_ATTENTION && T->cuda)
 			sdpa_saves(T, op);
-		if (op->kind == OP_CROSS_ENTROPY && autocast_ce(T, op))
-			/* nll_loss (autocast's fp32 list) saves an f32 copy of the
-			 * half log-probs, which log_softmax saves too */
-			T->d->t[T->dag_of[ir_extra(op, 0)]].bytes +=
-				ir_numel(&g->t[ir_extra(op, 0)]) * 4;
 		if (op->kind != OP_GROUPNORM &&
 		    (T->cuda || (op->kind != OP_LAYERNORM && op->kind != OP_DROPOUT)))
 			continue;
@@ -347,9 +342,10 @@ backward_rules(Torch *T)
 			replace_input(T, n, T->dag_of[op->out[0]], T->dag_of[op->in[0]]);
 		if (op->kind == OP_CROSS_ENTROPY && autocast_ce(T, op)) {
 			/* NllLossBackward's dense f32 gradient, beside both
-			 * saved log-probs, is the node's largest boundary; the
-			 * step counts those and grad(logits) (half), so the
-			 * workspace is the f32 gradient less grad(logits) */
+			 * saved log-probs (lsm and lsm_f32, inputs of the step),
+			 * is the node's largest boundary; the step counts those
+			 * and grad(logits) (half), so the workspace is the f32
+			 * gradient less grad(logits) */
 			const Tensor *l = &g->t[ir_extra(op, 0)];
 			dag_set_workspace(d, v, dag_workspace(d, v) + ir_numel(l) *
 			                  (4 - dtype_size(l->dtype)), T->a);

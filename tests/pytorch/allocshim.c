@@ -5,7 +5,9 @@
  * at any moment (what the profiler's memory events count), without the
  * oneDNN scratchpads or Python objects that malloc-level hooks would see.
  * The harness reads it through ctypes after every aten op (operator
- * boundaries). An open-addressing table maps each live pointer to its size
+ * boundaries); shim_max() is the most bytes live at any moment since
+ * shim_reset_max() (a run whose ops the harness cannot see one by one). An
+ * open-addressing table maps each live pointer to its size
  * (free_cpu does not pass it); a lock keeps intra-op threads safe. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -22,10 +24,12 @@ static void *(*real_alloc)(size_t);
 static void (*real_free)(void *);
 static void *keys[CAP];
 static size_t vals[CAP];
-static long long cur;
+static long long cur, most;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 long long shim_bytes(void);
+long long shim_max(void);
+void shim_reset_max(void);
 void *_ZN3c109alloc_cpuEm(size_t n);
 void _ZN3c108free_cpuEPv(void *p);
 
@@ -33,6 +37,20 @@ long long
 shim_bytes(void)
 {
 	return cur;
+}
+
+long long
+shim_max(void)
+{
+	return most;
+}
+
+void
+shim_reset_max(void)
+{
+	pthread_mutex_lock(&mu);
+	most = cur;
+	pthread_mutex_unlock(&mu);
 }
 
 static unsigned
@@ -83,6 +101,8 @@ _ZN3c109alloc_cpuEm(size_t n)
 	keys[i] = p;
 	vals[i] = n;
 	cur += (long long)n;
+	if (cur > most)
+		most = cur;
 	pthread_mutex_unlock(&mu);
 	return p;
 }

@@ -7,7 +7,7 @@ counted by allocshim.so (LD_PRELOAD) and sampled from a TorchDispatchMode.
 It compares that peak with `remat --runtime pytorch-cpu --json`.
 
 Run by tests/pytorch/check.sh, which builds the shim and sets LD_PRELOAD:
-  harness.py REMAT FILE.net [-D NAME=V ...] [--emit-torch [--selective]] [--autocast] [--tol R]
+  harness.py REMAT FILE.net [-D NAME=V ...] [--emit-torch [--selective]] [--autocast] [--infer] [--tol R]
 Prints one line per network; exit 1 when the difference exceeds --tol.
 
 Conventions of the translation (docs/runtime-pytorch.md):
@@ -28,6 +28,18 @@ Conventions of the translation (docs/runtime-pytorch.md):
   every floating param and input is f32 and the forward runs under
   torch.autocast("cpu", dtype=torch.bfloat16), the backward outside it;
   compared with `--precision mixed`, which models the CPU's autocast lists.
+- --infer: the forward alone, as under torch.inference_mode() (with
+  --autocast, inside torch.autocast too); inputs, params and the net's
+  outputs are held; compared with `remat --infer`. It runs under
+  torch.no_grad() with autocast's cache off, which allocates what
+  inference_mode does (autocast caches no weight cast there) while a
+  TorchDispatchMode still sees every aten op: under inference_mode it sees
+  composite ops (cross_entropy_loss, layer_norm) whole, so the boundaries
+  inside them, where the log-probs or the statistics are live, go unsampled.
+  Then it runs the forward again under torch.inference_mode itself, with
+  autocast's defaults, and checks that the two runs' high-water marks
+  (every allocation counted, kernels' own scratch buffers too, which remat
+  does not model) are the same.
 """
 import ctypes
 import json
@@ -53,11 +65,13 @@ def _torch_at_least(major, minor):
 
 TORCH2 = _torch_at_least(2, 0)
 AUTOCAST = False        # --autocast
+INFER = False           # --infer
 
 # the allocation shim (LD_PRELOAD): only the measuring main() needs it
 _lib = ctypes.CDLL(None)
 if hasattr(_lib, "shim_bytes"):
     _lib.shim_bytes.restype = ctypes.c_longlong
+    _lib.shim_max.restype = ctypes.c_longlong
 
 
 class Meter(TorchDispatchMode):
@@ -439,9 +453,9 @@ def wrap_policy(policy, g):
     return {a: (b, s) for s, (a, b) in spans.items()}
 
 
-def run_region(g, env, lo, hi, keep):
-    """Runs ops lo..hi on env (a dict), dropping dead references; returns
-    the tensors of the region that `keep` lists."""
+def run_region(g, env, lo, hi, keep, held=()):
+    """Runs ops lo..hi on env (a dict), dropping dead references but those
+    in `held`; returns the tensors of the region that `keep` lists."""
     last = last_uses(g)
     for o in range(lo, hi + 1):
         op = g["ops"][o]
@@ -451,9 +465,24 @@ def run_region(g, env, lo, hi, keep):
             env[i] = r
         del res, r
         for i in set(op["in"]):
-            if last.get(i, -1) == o and g["tensors"][i]["kind"] not in ("input", "param"):
+            if (last.get(i, -1) == o and i not in held and
+                    g["tensors"][i]["kind"] not in ("input", "param")):
                 env.pop(i, None)
     return [env[i] for i in keep]
+
+
+def infer(g, env, inference_mode=False):
+    """The forward alone, as `remat --infer` counts it (torch.inference_mode,
+    measured as the module's docstring says, or run under it), the net's
+    outputs held to the end."""
+    with torch.inference_mode() if inference_mode else torch.no_grad():
+        region = torch.autocast("cpu", dtype=torch.bfloat16,
+                                cache_enabled=inference_mode) if AUTOCAST else None
+        if region:
+            region.__enter__()
+        run_region(g, env, 0, len(g["ops"]) - 1, [], set(g["outputs"]))
+        if region:
+            region.__exit__(None, None, None)
 
 
 def step(g, env, policy):
@@ -509,7 +538,8 @@ def run_remat(args):
 
 def remat_json(remat, net, defs, extra):
     cmd = [remat, "--json", "--runtime", "pytorch-cpu", "--optimizer", "sgd",
-           "--precision", "mixed" if AUTOCAST else "declared"] + defs + extra + [net]
+           "--precision", "mixed" if AUTOCAST else "declared"] + \
+        (["--infer"] if INFER else []) + defs + extra + [net]
     return json.loads(run_remat(cmd))
 
 
@@ -534,8 +564,11 @@ def boundaries(trace, schedule, tol):
 
 
 def main():
-    global METER, AUTOCAST
+    global METER, AUTOCAST, INFER
     argv = sys.argv[1:]
+    if "--infer" in argv:
+        argv.remove("--infer")
+        INFER = True
     if "--autocast" in argv:
         argv.remove("--autocast")
         AUTOCAST = True
@@ -553,6 +586,8 @@ def main():
     selective = "--selective" in argv   # the helper's POLICY, forced on
     if selective:
         argv.remove("--selective")
+    if INFER and emit:
+        raise SystemExit("harness: --infer has no plan to wrap (--emit-torch trains)")
     remat, net, defs = argv[0], argv[1], argv[2:]
     src = open(net).read().replace("f16[", "bf16[").replace("bbf16[", "bf16[")
     with tempfile.TemporaryDirectory() as tmp:
@@ -582,26 +617,45 @@ def main():
     base = _lib.shim_bytes()
     METER.peak = base
     METER.base = base - held
+    _lib.shim_reset_max()
     with METER:
-        step(g, env, policy)
+        if INFER:
+            infer(g, env)
+        else:
+            step(g, env, policy)
     got = METER.peak - base + held
     trace = METER.trace
     METER = None
+    if INFER:   # the same forward under inference_mode: the high-water marks
+        most_measured = _lib.shim_max() - base + held
+        for i in list(env):
+            if g["tensors"][i]["kind"] not in ("input", "param"):
+                del env[i]
+        base = _lib.shim_bytes()
+        _lib.shim_reset_max()
+        infer(g, env, inference_mode=True)
+        most = _lib.shim_max() - base + held
+        env = None
     diff = (want - got) / got
     name = os.path.basename(net)
     line = ("%-14s %-24s pytorch %12d  remat --runtime pytorch-cpu%s %12d  diff %+.4f%%"
             % (name, " ".join(defs)[:24], got, (" -O2 --emit-torch" if emit else "") +
                (" (selective)" if selective else "") +
-               (" --precision mixed" if AUTOCAST else ""),
+               (" --precision mixed" if AUTOCAST else "") + (" --infer" if INFER else ""),
                want, 100 * diff))
     ok = abs(diff) <= tol
-    if AUTOCAST and not emit:
+    if INFER:
+        line += "; high-water marks: measured %d, under inference_mode %d" % (
+            most_measured, most)
+        ok = ok and most == most_measured
+    if (AUTOCAST or INFER) and not emit:
         # the op-boundary values of the -O0 schedule (with --emit-torch,
         # the schedule is remat's plan, not the wrapping that ran), step
         # by step, within 0.1% of a measured one
         b = boundaries(trace, rep["schedule"], 0.001)
-        line += "; boundaries within 0.1%%: forward %d of %d, backward %d of %d" % (
-            b["forward"][0], b["forward"][1], b["backward"][0], b["backward"][1])
+        line += "; boundaries within 0.1%%: forward %d of %d" % tuple(b["forward"])
+        if not INFER:
+            line += ", backward %d of %d" % tuple(b["backward"])
         # every forward step is a measured boundary; the backward's order
         # of independent nodes (the engine's) may differ from remat's -O0
         ok = ok and b["forward"][0] == b["forward"][1]

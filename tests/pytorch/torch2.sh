@@ -16,6 +16,10 @@
 #   and every forward step's bytes a measured operator boundary's; with
 #   --emit-torch (whole and selective), the peak under the plan within
 #   0.1% of its prediction.
+# - harness.py --infer (with and without --autocast): the forward alone, as
+#   under torch.inference_mode, within 0.1% of `--infer` (autocast caches no
+#   weight cast there), every forward step a measured boundary, and the
+#   high-water mark of the run measured the same as inference_mode's own.
 # Output is TAP.
 : "${REMAT:=./remat}" "${SRCDIR:=.}" "${CC:=cc}" "${TORCH_VENV:=./torch-venv}"
 PY=$TORCH_VENV/bin/python
@@ -26,7 +30,7 @@ fi
 . "$SRCDIR/tests/pytorch/shim.sh"
 ex=$SRCDIR/examples
 fail=0 i=0
-echo "1..33"
+echo "1..46"
 tap() { # tap CMD...: one TAP line from the command's last output line
 	i=$((i + 1))
 	if line=$("$@" 2>&1); then
@@ -64,8 +68,21 @@ for net in "$MLP" "$GPT2" "$LLAMA" "$RESNET" "$UNET" "$DENSE" "$MOBILE" "$LORA";
 	tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
 		"$REMAT" $net --autocast --tol 0.001
 done
-tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
-	"$REMAT" "$SRCDIR/tests/pytorch/autocast.net" --autocast --tol 0.001
+for net in autocast.net attn_mask.net; do
+	tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
+		"$REMAT" "$SRCDIR/tests/pytorch/$net" --autocast --tol 0.001
+done
+for net in "$MLP" "$GPT2" "$LLAMA" "$RESNET" "$UNET" "$DENSE" "$MOBILE" "$LORA" \
+	"$SRCDIR/tests/pytorch/autocast.net" "$SRCDIR/tests/pytorch/attn_mask.net"; do
+	# shellcheck disable=SC2086
+	tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
+		"$REMAT" $net --infer --autocast --tol 0.001
+done
+for net in "$MLP" "$RESNET"; do
+	# shellcheck disable=SC2086
+	tap env LD_PRELOAD="$tmp/allocshim.so" "$PY" -W ignore "$SRCDIR/tests/pytorch/harness.py" \
+		"$REMAT" $net --infer --tol 0.001
+done
 for net in "$GPT2" "$RESNET"; do
 	for mode in "" "--selective"; do
 		# shellcheck disable=SC2086

@@ -99,8 +99,8 @@ set_list(int o, int n, ...)
 	va_end(ap);
 }
 
-int
-train(int t)
+void
+set_loss(int t)
 {
 	g.outputs = ar_alloc(&arena, sizeof(int));
 	g.output_loc = ar_alloc(&arena, sizeof(Loc));
@@ -109,6 +109,12 @@ train(int t)
 	g.noutputs = 1;
 	g.loss = t;
 	g.train = true;
+}
+
+int
+train(int t)
+{
+	set_loss(t);
 	if (shape_infer(&g, &diag) != 0) {
 		fprintf(stderr, "train: shape inference failed: %s\n", said());
 		abort();

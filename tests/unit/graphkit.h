@@ -28,8 +28,11 @@ int mk(OpKind k, const char *out, int nin, ...);
 int out(int o);
 /* Sets op o's shape or axes list: set_list(o, 3, 2, 4, -1). */
 void set_list(int o, int n, ...);
-/* Makes t the training output (declared at line 9) and runs shape
- * inference (which must succeed) and autodiff; autodiff's error count. */
+/* Makes t the graph's one output (declared at line 9) and its loss, in
+ * train mode. */
+void set_loss(int t);
+/* set_loss(t), then shape inference (which must succeed) and autodiff;
+ * autodiff's error count. */
 int train(int t);
 
 #endif

@@ -129,12 +129,29 @@ test_cpu(void **state)
  * reuses w's cast; sum (fp32_set_opt_dtype) reads m as it is and returns
  * f32. CPU (bf16): layer_norm and sum are on no CPU list, so n and the
  * loss stay bf16 and only w and x are cast. */
+/* Makes loss the graph's output and loss, under --runtime pytorch or
+ * pytorch-cpu with precision = mixed, and runs shape inference, autocast
+ * and (train) autodiff, as driver/analyze.c does. */
+static void
+autocast_graph(int loss, bool cpu, bool train)
+{
+	g.settings.pytorch = true;
+	g.settings.pytorch_cpu = cpu;
+	g.settings.mixed = true;
+	set_loss(loss);
+	g.train = train;
+	assert_int_equal(shape_infer(&g, &diag), 0);
+	assert_int_equal(autocast(&g, &diag), 0);
+	if (train)
+		assert_int_equal(autodiff(&g, &diag), 0);
+}
+
 typedef struct AcNet {
 	int x, w, a, n, m, loss;
 } AcNet;
 
 static AcNet
-build_autocast(bool cpu)
+build_autocast(bool cpu, bool train)
 {
 	AcNet n;
 	int oa, on, om;
@@ -150,19 +167,7 @@ build_autocast(bool cpu)
 	n.a = out(oa);
 	n.n = out(on);
 	n.m = out(om);
-	g.settings.pytorch = true;
-	g.settings.pytorch_cpu = cpu;
-	g.settings.mixed = true;
-	g.outputs = ar_alloc(&arena, sizeof(int));
-	g.output_loc = ar_alloc(&arena, sizeof(Loc));
-	g.outputs[0] = n.loss;
-	g.output_loc[0] = loc_make("t.net", 9, 1);
-	g.noutputs = 1;
-	g.loss = n.loss;
-	g.train = true;
-	assert_int_equal(shape_infer(&g, &diag), 0);
-	assert_int_equal(autocast(&g, &diag), 0);
-	assert_int_equal(autodiff(&g, &diag), 0);
+	autocast_graph(n.loss, cpu, train);
 	return n;
 }
 
@@ -205,7 +210,7 @@ test_autocast_cuda(void **state)
 	int wc;
 
 	(void)state;
-	n = build_autocast(false);
+	n = build_autocast(false, true);
 	/* cast(w), cast(x), a, cast(a), n, cast(n), m, loss */
 	expect(&n, 8, 4, DT_F16, DT_F32, DT_F32);
 	assert_int_equal(g.t[n.x].bytes, 128);
@@ -234,13 +239,90 @@ test_autocast_cpu(void **state)
 	Dag d;
 
 	(void)state;
-	n = build_autocast(true);
+	n = build_autocast(true, true);
 	/* cast(w), cast(x), a, n, m, loss */
 	expect(&n, 6, 2, DT_BF16, DT_BF16, DT_BF16);
 	lower_graph(&g, &d, &arena);
 	/* layer_norm of bf16 x with f32 weights is mixed-type: f32
 	 * statistics, 4 x 4 B */
 	assert_int_equal(dag_t(&d, ir_extra(&g.op[g.t[n.n].producer], 0))->bytes, 16);
+}
+
+/* --infer under CUDA autocast is torch.inference_mode, where autocast
+ * caches no weight cast: each matmul casts w itself (cast(w), cast(x), a,
+ * cast(a), n, cast(w), cast(n), m, loss), and each cast of w dies with the
+ * matmul that reads it. */
+static void
+test_autocast_infer(void **state)
+{
+	AcNet n;
+	Dag d;
+	int wa, wm;
+
+	(void)state;
+	n = build_autocast(false, false);
+	expect(&n, 9, 5, DT_F16, DT_F32, DT_F32);
+	wa = g.op[g.t[n.a].producer].in[1];
+	wm = g.op[g.t[n.m].producer].in[1];
+	assert_int_not_equal(wa, wm);
+	assert_false(g.t[wa].autocast_cached);
+	assert_false(g.t[wm].autocast_cached);
+	assert_int_equal(g.t[wa].bytes, 128);
+	lower_graph(&g, &d, &arena);
+	assert_int_equal(d.persistent[CAT_PARAMS], 320);
+	assert_false(node_reads(&d, g.t[n.loss].producer, dag_t(&d, wa)));
+	assert_false(node_reads(&d, g.t[n.loss].producer, dag_t(&d, wm)));
+}
+
+/* cross_entropy under autocast, on x input f16 [4, 8], w param f16 [8, 8],
+ * y input i64 [4]: loss = cross_entropy(x @ w, y). CUDA: cross_entropy is
+ * on no list, log_softmax keeps the half logits' dtype (lsm f16, 64 B) and
+ * nll_loss casts the log-probs to its own f32 copy, the extra lsm_f32
+ * (128 B), which its backward reads beside lsm. CPU: the logits are cast
+ * to f32 first (fp32 list: a cast op), so lsm is f32 and there is no copy. */
+static void
+check_ce(bool cpu)
+{
+	int x = decl("x", TK_INPUT, DT_F16, 2, 4, 8);
+	int w = decl("w", TK_PARAM, DT_F16, 2, 8, 8);
+	int y = decl("y", TK_INPUT, DT_I64, 1, 4);
+	int loss = out(mk(OP_CROSS_ENTROPY, "loss", 2, out(mk(OP_MATMUL, "z", 2, x, w)), y));
+	const Op *ce;
+	int v = -1;
+	Dag d;
+
+	autocast_graph(loss, cpu, true);
+	ce = &g.op[g.t[loss].producer];
+	assert_int_equal(ce->nextra, cpu ? 1 : 2);
+	assert_int_equal(g.t[ir_extra(ce, 0)].dtype, cpu ? DT_F32 : DT_F16);
+	assert_int_equal(g.t[ir_extra(ce, 0)].bytes, cpu ? 128 : 64);
+	lower_graph(&g, &d, &arena);
+	if (cpu)
+		return;
+	assert_string_equal(g.t[ir_extra(ce, 1)].id, "loss:lsm_f32");
+	assert_int_equal(g.t[ir_extra(ce, 1)].dtype, DT_F32);
+	assert_int_equal(dag_t(&d, ir_extra(ce, 0))->bytes, 64);
+	assert_int_equal(dag_t(&d, ir_extra(ce, 1))->bytes, 128);
+	for (int i = 0; i < d.nnode; i++)
+		if (d.node[i].is_backward && d.node[i].ir_op == g.t[loss].producer)
+			v = i;
+	assert_true(v >= 0);
+	assert_true(node_reads(&d, v, dag_t(&d, ir_extra(ce, 0))));
+	assert_true(node_reads(&d, v, dag_t(&d, ir_extra(ce, 1))));
+}
+
+static void
+test_autocast_ce_cuda(void **state)
+{
+	(void)state;
+	check_ce(false);
+}
+
+static void
+test_autocast_ce_cpu(void **state)
+{
+	(void)state;
+	check_ce(true);
 }
 
 int
@@ -251,6 +333,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_cpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocast_cuda, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocast_cpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_autocast_infer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_autocast_ce_cuda, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_autocast_ce_cpu, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("lower_torch", tests, NULL, NULL);
 }
