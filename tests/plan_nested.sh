@@ -6,8 +6,8 @@
 # docs/planning.md). Fails when the peak over the bound regresses past the
 # stated limit (issue 27; measured when written: ViT B=256 1.030, LLaMA-7B
 # shape B=16 1.004; before the nested DP 1.294 and 1.017 of this bound;
-# BERT at the default cap 1.028, 1.050 before the nested DP's second
-# background, chain_background_own).
+# BERT at the default cap 1.021, 1.050 before the nested DP's second
+# background, chain_background_own, and its trimmed plans, nest_trim).
 set -u
 : "${REMAT:?}" "${SRCDIR:?}"
 cd "$SRCDIR" || exit 99
@@ -38,5 +38,5 @@ check() { # check LIMIT CAP NAME ARGS...
 check 1.05 inf "ViT B=256" examples/vit.net -DB=256
 check 1.01 inf "LLaMA-7B shape B=16" examples/llama.net -DD=4096 -DH=32 -DL=32 \
 	-DF=11008 -DS=4096 -DB=16
-check 1.03 1 "BERT at the default cap" examples/bert.net
+check 1.025 1 "BERT at the default cap" examples/bert.net
 [ "$fails" -eq 0 ]

@@ -548,8 +548,11 @@ enum {
 	NEST_UNITS = 160,       /* memory units up to the reference bound */
 	NEST_PLANS = 8,         /* budgets tried, from the smallest within the cap */
 	NEST_VARIANTS = 4,      /* longest leaves allowed: any, 4, 2, 1 pieces */
-	NEST_HASHES = 32        /* at least the plans of every variant, both
+	NEST_HASHES = 40,       /* at least the plans of every variant, both
 	                           backgrounds */
+	NEST_TRIMS = 48,        /* nest_trim's tries per plan */
+	NEST_TRIM_SIZE = 20000  /* most base steps for nest_trim (48 whole
+	                           evaluations a plan), as the descent's */
 };
 
 static size_t
@@ -644,6 +647,11 @@ typedef struct Nest {
 	uint64_t hash[NEST_HASHES]; /* the schedules made so far (FNV-1a):
 	                           one the DP makes again is skipped */
 	int nhash;
+	bool trim;              /* nest_plans: also budgets below the cap's,
+	                           each plan's repeated runs trimmed */
+	RmPool *below;          /* with trim: the plans below the cap's budget */
+	int *tbuf;              /* [RM_MAXSTEP + 1] nest_trim's trial */
+	bool *tdrop;            /* [RM_MAXSTEP + 1] steps it dropped */
 } Nest;
 
 /* The boundaries: every cut when they fit in NEST_MAXB, else the cheapest
@@ -893,6 +901,7 @@ nest_inputs(Nest *X, int64_t Pref, const int64_t *bg)
 }
 
 static void nest_plans(Nest *X, RmPool *pool, double cap, int n);
+static bool has_comm(const Dag *d);
 
 /* The nested plans: the DP over the chain's boundaries, then its answers
  * from the smallest budget whose recompute estimate is within the cap up,
@@ -936,23 +945,112 @@ chain_nested(Chain *K, RmPool *np, double cap, int64_t Pref)
 	 * no longer overrated by its log-softmax, so under the default cap
 	 * the DP holds 4 checkpoints at the loss instead of 7 (3.72 -> 3.64
 	 * GB). The short leaves under gown found nothing more on the
-	 * examples. The plans above stay as they were, in pools of their
-	 * own, so no pick gets worse. */
+	 * examples. These plans are trimmed, and budgets below the cap's
+	 * tried too (nest_plans): BERT's plan with 3 checkpoints, 1.8% over
+	 * the cap as emitted, is 1.5% under it once its head transform runs
+	 * once instead of three times (3.62 GB). The plans above stay as
+	 * they were, in pools of their own, so no pick gets worse. */
 	bool differs = false;
 	for (int k = 0; k <= K->r + 1; k++)
 		differs |= K->gown[k] != K->g[k];
 	if (differs) {
 		nest_inputs(&X, Pref, K->gown);
+		X.trim = M->n <= NEST_TRIM_SIZE && !has_comm(M->d);
+		X.below = &np[3];
+		X.tbuf = ar_alloc(K->a, sizeof *X.tbuf * ((size_t)RM_MAXSTEP(M) + 1));
+		X.tdrop = ar_alloc(K->a, (size_t)RM_MAXSTEP(M) + 1);
 		N->maxleaf = 0;
 		rm_nest_dp(N);
 		nest_plans(&X, &np[2], cap, NEST_PLANS);
 	}
 }
 
+/* Whether d communicates (data-parallel or pipeline steps). Not for
+ * nest_trim there: tests/zero_monotone.sh holds -O2's per-rank peak
+ * non-increasing from ZeRO-0 to ZeRO-3, each stage planned apart (only
+ * ZeRO-3 takes the ZeRO-2 plan as a candidate), and the trimmed plans,
+ * found at some stages and not at the next (GPT-2 at 8 ranks: 2,095 MB
+ * at ZeRO-1, none at ZeRO-2, which stays at 2,108 MB), broke that. */
+static bool
+has_comm(const Dag *d)
+{
+	for (int v = 0; v < d->nnode; v++) {
+		const DagXfer *x = dag_xfer(d, v);
+		if (x->comm != COMM_NONE || x->pipe != PIPE_NONE)
+			return true;
+	}
+	return false;
+}
+
+/* Drops, costliest node first, each recompute step of X->steps (a run
+ * of a node that ran before) whose removal leaves the schedule valid
+ * with its peak no higher: its readers then read the instance before,
+ * kept alive instead. A leaf's run is emitted whole, so a node that a
+ * later leaf or split runs again (BERT's head transform: three runs of
+ * a 19 GFLOP matmul) is often still there, away from the peak. At most
+ * NEST_TRIMS tries, each one evaluation. Returns the evaluation of the
+ * result: ev when there is nothing to try, else made again (the tries
+ * overwrite the scorer's). */
+static const MemEval *
+nest_trim(Nest *X, const MemEval *ev)
+{
+	Chain *K = X->K;
+	const Dag *d = K->M->d;
+	int n = X->nsteps, nc = 0, *cand = ar_alloc(K->a, sizeof *cand * ((size_t)n + 1));
+	int64_t peak = ev->peak;
+	bool dropped = false;
+
+	for (int x = 0; x < n; x++) {
+		int v = X->steps[x];
+		X->tdrop[x] = false;
+		if (X->mark[v])
+			cand[nc++] = x;
+		X->mark[v] = true;
+	}
+	for (int x = 0; x < n; x++)
+		X->mark[X->steps[x]] = false;
+	/* the costliest NEST_TRIMS, costliest first (insertion: few kept) */
+	int nk = 0;
+	for (int c = 0; c < nc; c++) {
+		int64_t w = d->node[X->steps[cand[c]]].cost;
+		if (w <= 0 || (nk == NEST_TRIMS &&
+		    w <= d->node[X->steps[cand[nk - 1]]].cost))
+			continue;
+		int i = nk < NEST_TRIMS ? nk++ : NEST_TRIMS - 1, x = cand[c];
+		for (; i > 0 && d->node[X->steps[cand[i - 1]]].cost < w; i--)
+			cand[i] = cand[i - 1];
+		cand[i] = x;
+	}
+	for (int c = 0; c < nk; c++) {
+		int m = 0;
+		for (int x = 0; x < n; x++)
+			if (!X->tdrop[x] && x != cand[c])
+				X->tbuf[m++] = X->steps[x];
+		const MemEval *t = rm_eval_steps(K->S, X->tbuf, m);
+		if (t && t->peak <= peak) {
+			X->tdrop[cand[c]] = true;
+			dropped = true;
+		}
+	}
+	if (nk == 0)
+		return ev;
+	if (!dropped)
+		return rm_eval_steps(K->S, X->steps, n);
+	int m = 0;
+	for (int x = 0; x < n; x++)
+		if (!X->tdrop[x])
+			X->steps[m++] = X->steps[x];
+	X->nsteps = m;
+	return rm_eval_steps(K->S, X->steps, m);
+}
+
 /* The DP's answers from the smallest budget whose recompute estimate is
  * within the cap up, the first n of a fixed ladder above it (the units'
  * rounding, then wider), each as a schedule in the pool unless it is the
- * last one again. */
+ * last one again. With X->trim, each is trimmed (nest_trim), and the
+ * ladder goes below that budget too, as far, into X->below: the
+ * estimate counts every run whole, so a plan the DP puts over the cap
+ * may fit once trimmed (pick holds the cap). */
 static void
 nest_plans(Nest *X, RmPool *pool, double cap, int n)
 {
@@ -964,9 +1062,12 @@ nest_plans(Nest *X, RmPool *pool, double cap, int n)
 	while (q0 <= N->q && (N->top[q0] == RM_NEST_NONE ||
 	       (cap >= 0 && (double)N->top[q0] > cap)))
 		q0++;
-	for (int t = 0; t < n && q0 + step[t] <= N->q; t++) {
+	for (int t = 0; t < (X->trim ? 2 * n - 1 : n); t++) {
+		int q = t < n ? q0 + step[t] : q0 - step[t - n + 1];
+		if (q < 0 || q > N->q || N->top[q] == RM_NEST_NONE)
+			continue;
 		X->nrun = 0;
-		nest_emit(X, 0, N->nb - 1, q0 + step[t], true);
+		nest_emit(X, 0, N->nb - 1, q, true);
 		if (!nest_schedule(X))
 			continue;
 		uint64_t h = 1469598103934665603ULL;
@@ -978,8 +1079,11 @@ nest_plans(Nest *X, RmPool *pool, double cap, int n)
 		if (seen || X->nhash == NEST_HASHES)
 			continue;
 		X->hash[X->nhash++] = h;
-		rm_pool_add_sched(pool, X->steps, X->nsteps,
-		                  rm_eval_steps(K->S, X->steps, X->nsteps));
+		const MemEval *ev = rm_eval_steps(K->S, X->steps, X->nsteps);
+		if (ev && X->trim)
+			ev = nest_trim(X, ev);
+		rm_pool_add_sched(t < n || !X->below ? pool : X->below,
+		                  X->steps, X->nsteps, ev);
 	}
 }
 
