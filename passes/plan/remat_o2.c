@@ -503,13 +503,9 @@ exact_plan(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 /* The nested chain's plans (remat_chain.c), last and in pools of their
  * own (leaves of any length; short leaves; leaves of any length under
  * the background less each piece's freed bytes, and those below the
- * cap's budget), each but the last reordered there (reorder) as the
- * final reordering does the best plans: the searches before them see
- * the same pool as without them, so adding them can only lower the
- * pick. The last pool is not reordered: from its plans the reordering
- * found DenseNet's 657-660 MB (718 MB before) at ZeRO-1 and ZeRO-2 on 2
- * ranks, but the lower at ZeRO-1, which tests/zero_monotone.sh refuses
- * (the local search's end depends on where it starts). */
+ * cap's budget), each reordered there (reorder) as the final reordering
+ * does the best plans: the searches before them see the same pool as
+ * without them, so adding them can only lower the pick. */
 static void
 nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap, bool reorder)
 {
@@ -524,7 +520,7 @@ nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap, bool reorder)
 	eff.order_work /= 16;
 	R2.eff = &eff;
 	for (int p = 0; p < RM_NEST_POOLS; p++) {
-		if (reorder && np[p].n > 0 && p < RM_NEST_POOLS - 1)
+		if (reorder && np[p].n > 0)
 			rm_reorder_pool(S, &R2, &np[p], cap, 2);
 		for (int i = 0; i < np[p].n; i++) {
 			MemEval ev = {0};
