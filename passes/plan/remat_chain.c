@@ -42,6 +42,8 @@ typedef struct Chain {
 	int64_t *sb;            /* [r + 2] of those, what backward saves anyway */
 	int64_t *sw;            /* [r + 2] prefix: saved bytes of pieces 1..k */
 	int64_t *g;             /* [r + 2] background while piece k runs backward */
+	int64_t *gown;          /* [r + 2] g less what k's own saved bytes free
+	                           by then (chain_background_own) */
 	int64_t *dp;            /* [r + 2] the DP's kept bytes, INT64_MAX: none */
 	int *par;               /* [r + 2] previous kept boundary */
 	long work;              /* DP steps so far */
@@ -143,6 +145,84 @@ chain_costs(Chain *K, const int *piece)
 	}
 }
 
+/* The background less what the piece's own saved tensors free while it
+ * runs backward (K->gown): the most, over piece k's backward steps s, of
+ * -O0's background at s plus the instances piece k's forward made that
+ * are still live at s, less all k saves (sw's share of k). A segment's
+ * model holds every saved byte of its pieces through the backward of
+ * each, so its need, W + G, counts the bytes a piece's early backward
+ * steps free as live at its late ones: on BERT the head's log-softmax
+ * (1 GB) dies at the loss's backward, before the bias add's backward
+ * holds two logit-sized gradients, and W + G overrated the head by that
+ * gigabyte. At piece p's step s of a segment (i, j] the saved bytes live
+ * are at most sw(i..j) less p's share plus p's instances live at s, so
+ * W + the most of gown over the segment still bounds -O0's memory there
+ * from above. At most g: the instances of k are at most its share. */
+static void
+chain_background_own(Chain *K, const int *piece, const MemEval *ev,
+                     const int64_t *fw)
+{
+	const RmModel *M = K->M;
+	const Dag *d = M->d;
+	int np = K->r + 2;
+	/* CSR over pieces of their backward steps (ascending), with one
+	 * extra slot per piece for the difference array's ends */
+	int *ofs = ar_alloc(K->a, sizeof *ofs * ((size_t)np + 1));
+	int *pos = ar_alloc(K->a, sizeof *pos * ((size_t)M->n + 1));
+	int *cnt = ar_alloc(K->a, sizeof *cnt * ((size_t)np + 1));
+	int64_t *own = ar_alloc(K->a, sizeof *own * ((size_t)M->n + (size_t)np + 1));
+
+	K->gown = ar_alloc(K->a, sizeof *K->gown * (size_t)np);
+	for (int s = 0; s < M->n; s++) {
+		int f = d->node[d->base_order[s]].fwd_plus1 - 1;
+		if (f >= 0 && piece[f] > 0)
+			ofs[piece[f] + 1]++;
+	}
+	for (int k = 0; k < np; k++)
+		ofs[k + 1] += ofs[k];
+	for (int s = 0; s < M->n; s++) {
+		int f = d->node[d->base_order[s]].fwd_plus1 - 1;
+		if (f >= 0 && piece[f] > 0)
+			pos[ofs[piece[f]] + cnt[piece[f]]++] = s;
+	}
+	for (int i = 0; i < ev->ninst; i++) {
+		const Instance *in = &ev->inst[i];
+		int p = M->prod[in->tensor];
+		if (in->owned <= 0 || p < 0 || !is_fwd(M, p) || piece[p] <= 0)
+			continue;
+		int k = piece[p], lo = ofs[k], hi = ofs[k + 1], a = lo, b;
+		/* the first of k's backward steps at or after the start, and
+		 * the first after the end */
+		for (int h = hi; a < h;) {
+			int m = a + (h - a) / 2;
+			if (pos[m] < in->start)
+				a = m + 1;
+			else
+				h = m;
+		}
+		b = a;
+		for (int h = hi; b < h;) {
+			int m = b + (h - b) / 2;
+			if (pos[m] <= in->end)
+				b = m + 1;
+			else
+				h = m;
+		}
+		own[a + k] += in->owned;
+		own[b + k] -= in->owned;
+	}
+	for (int k = 1; k < np; k++) {
+		int64_t run = 0, best = 0, share = K->sw[k] - K->sw[k - 1];
+		for (int x = ofs[k]; x < ofs[k + 1]; x++) {
+			int s = pos[x];
+			run += own[x + k];
+			int64_t v = ev->live_bytes[s] - fw[s] + run - share;
+			best = x == ofs[k] || v > best ? v : best;
+		}
+		K->gown[k] = best < 0 ? 0 : best < K->g[k] ? best : K->g[k];
+	}
+}
+
 /* The background: -O0's memory at each backward node less the forward-made
  * instances, the most over the backward nodes of each piece. */
 static bool
@@ -177,6 +257,7 @@ chain_background(Chain *K, const int *piece)
 		if (bg > K->g[piece[f]])
 			K->g[piece[f]] = bg;
 	}
+	chain_background_own(K, piece, ev, fw);
 	return true;
 }
 
@@ -187,7 +268,7 @@ chain_background(Chain *K, const int *piece)
  * segment of the optimum's about sqrt(r) pieces still has some 16
  * boundaries to choose from. A boundary's piece absorbs the pieces since
  * the previous one: sw and fc are prefixes (read at the kept boundary),
- * g the most over the absorbed pieces. Chains of up to 1,023 cuts (every
+ * g and gown the most over the absorbed pieces. Chains of up to 1,023 cuts (every
  * example) keep every cut. */
 static void
 chain_coarsen(Chain *K)
@@ -200,14 +281,16 @@ chain_coarsen(Chain *K)
 	 * of writes): the cheapest cut of each run, then the end */
 	for (int lo = 1; lo <= K->r + 1; lo += m) {
 		int best = lo;
-		int64_t gm = 0;
+		int64_t gm = 0, go = 0;
 		if (lo > K->r)
 			best = K->r + 1;
 		for (int k = lo + 1; lo <= K->r && k < lo + m && k <= K->r; k++)
 			if (K->c[k] < K->c[best])
 				best = k;
-		for (int k = prev + 1; k <= best; k++)
+		for (int k = prev + 1; k <= best; k++) {
 			gm = K->g[k] > gm ? K->g[k] : gm;
+			go = K->gown[k] > go ? K->gown[k] : go;
+		}
 		nr++;
 		K->cut[nr] = K->cut[best];
 		K->c[nr] = K->c[best];
@@ -215,6 +298,7 @@ chain_coarsen(Chain *K)
 		K->sw[nr] = K->sw[best];
 		K->fc[nr] = K->fc[best];
 		K->g[nr] = gm;
+		K->gown[nr] = go;
 		prev = best;
 		if (best == K->r + 1)
 			break;
@@ -464,7 +548,11 @@ enum {
 	NEST_UNITS = 160,       /* memory units up to the reference bound */
 	NEST_PLANS = 8,         /* budgets tried, from the smallest within the cap */
 	NEST_VARIANTS = 4,      /* longest leaves allowed: any, 4, 2, 1 pieces */
-	NEST_HASHES = 32        /* at least the plans of every variant */
+	NEST_HASHES = 40,       /* at least the plans of every variant, both
+	                           backgrounds */
+	NEST_TRIMS = 48,        /* nest_trim's tries per plan */
+	NEST_TRIM_SIZE = 20000  /* most base steps for nest_trim (48 whole
+	                           evaluations a plan), as the descent's */
 };
 
 static size_t
@@ -559,6 +647,11 @@ typedef struct Nest {
 	uint64_t hash[NEST_HASHES]; /* the schedules made so far (FNV-1a):
 	                           one the DP makes again is skipped */
 	int nhash;
+	bool trim;              /* nest_plans: also budgets below the cap's,
+	                           each plan's repeated runs trimmed */
+	RmPool *below;          /* with trim: the plans below the cap's budget */
+	int *tbuf;              /* [RM_MAXSTEP + 1] nest_trim's trial */
+	bool *tdrop;            /* [RM_MAXSTEP + 1] steps it dropped */
 } Nest;
 
 /* The boundaries: every cut when they fit in NEST_MAXB, else the cheapest
@@ -756,10 +849,11 @@ nest_schedule(Nest *X)
 	return true;
 }
 
-/* The DP's inputs from the chain's costs, in units of the reference bound
- * Pref (above the least background, which every segment holds). */
+/* The DP's inputs from the chain's costs and the background bg (K->g or
+ * K->gown), in units of the reference bound Pref (above the least of
+ * K->g, which every segment holds). */
 static void
-nest_inputs(Nest *X, int64_t Pref)
+nest_inputs(Nest *X, int64_t Pref, const int64_t *bg)
 {
 	const Chain *K = X->K;
 	RmNest *N = &X->N;
@@ -792,7 +886,7 @@ nest_inputs(Nest *X, int64_t Pref)
 			if (b <= a)
 				continue;
 			for (int p = X->bk[b - 1] + 1; p <= kb; p++)
-				gmax = K->g[p] > gmax ? K->g[p] : gmax;
+				gmax = bg[p] > gmax ? bg[p] : gmax;
 			bool bmid = b < nb - 1;
 			double v = (double)((bmid ? K->c[kb] - K->sb[kb] : 0) +
 			                    K->sw[kb] - K->sw[ka] + gmax - gfloor);
@@ -807,12 +901,13 @@ nest_inputs(Nest *X, int64_t Pref)
 }
 
 static void nest_plans(Nest *X, RmPool *pool, double cap, int n);
+static bool has_comm(const Dag *d);
 
 /* The nested plans: the DP over the chain's boundaries, then its answers
  * from the smallest budget whose recompute estimate is within the cap up,
  * each as a schedule that lv_eval scores. */
 static void
-chain_nested(Chain *K, RmPool *pool, RmPool *shortp, double cap, int64_t Pref)
+chain_nested(Chain *K, RmPool *np, double cap, int64_t Pref)
 {
 	const RmModel *M = K->M;
 	Nest X = {.K = K};
@@ -824,7 +919,6 @@ chain_nested(Chain *K, RmPool *pool, RmPool *shortp, double cap, int64_t Pref)
 	X.bk = ar_alloc(K->a, sizeof *X.bk * (NEST_MAXB + 2));
 	N->nb = nest_bounds(&X);
 	N->q = NEST_UNITS + NEST_UNITS / 4;
-	nest_inputs(&X, Pref);
 	size_t cells = (size_t)N->nb * (size_t)N->nb * (size_t)(N->q + 1);
 	N->f = ar_alloc(K->a, sizeof *N->f * cells);
 	N->arg = ar_alloc(K->a, sizeof *N->arg * cells);
@@ -840,18 +934,123 @@ chain_nested(Chain *K, RmPool *pool, RmPool *shortp, double cap, int64_t Pref)
 	 * to make the other leaves as long as that, and they are the true
 	 * peak; short leaves hold less at once whatever the model's error */
 	static const int maxleaf[NEST_VARIANTS] = {0, 4, 2, 1};
+	nest_inputs(&X, Pref, K->g);
 	for (int v = 0; v < NEST_VARIANTS; v++) {
 		N->maxleaf = maxleaf[v];
 		rm_nest_dp(N);
-		nest_plans(&X, v == 0 ? pool : shortp, cap,
-		           v == 0 ? NEST_PLANS : NEST_PLANS / 2);
+		nest_plans(&X, &np[v > 0], cap, v == 0 ? NEST_PLANS : NEST_PLANS / 2);
 	}
+	/* then leaves of any length again under the background less what
+	 * each piece's own saved bytes free by then (K->gown): BERT's head is
+	 * no longer overrated by its log-softmax, so under the default cap
+	 * the DP holds 4 checkpoints at the loss instead of 7 (3.72 -> 3.64
+	 * GB). The short leaves under gown found nothing more on the
+	 * examples. These plans are trimmed, and budgets below the cap's
+	 * tried too (nest_plans): BERT's plan with 3 checkpoints, 1.8% over
+	 * the cap as emitted, is 1.5% under it once its head transform runs
+	 * once instead of three times (3.62 GB). The plans above stay as
+	 * they were, in pools of their own, so no pick gets worse. */
+	bool differs = false;
+	for (int k = 0; k <= K->r + 1; k++)
+		differs |= K->gown[k] != K->g[k];
+	if (differs) {
+		nest_inputs(&X, Pref, K->gown);
+		X.trim = M->n <= NEST_TRIM_SIZE && !has_comm(M->d);
+		X.below = &np[3];
+		X.tbuf = ar_alloc(K->a, sizeof *X.tbuf * ((size_t)RM_MAXSTEP(M) + 1));
+		X.tdrop = ar_alloc(K->a, (size_t)RM_MAXSTEP(M) + 1);
+		N->maxleaf = 0;
+		rm_nest_dp(N);
+		nest_plans(&X, &np[2], cap, NEST_PLANS);
+	}
+}
+
+/* Whether d communicates (data-parallel or pipeline steps). Not for
+ * nest_trim there: tests/zero_monotone.sh holds -O2's per-rank peak
+ * non-increasing from ZeRO-0 to ZeRO-3, each stage planned apart (only
+ * ZeRO-3 takes the ZeRO-2 plan as a candidate), and the trimmed plans,
+ * found at some stages and not at the next (GPT-2 at 8 ranks: 2,095 MB
+ * at ZeRO-1, none at ZeRO-2, which stays at 2,108 MB), broke that. */
+static bool
+has_comm(const Dag *d)
+{
+	for (int v = 0; v < d->nnode; v++) {
+		const DagXfer *x = dag_xfer(d, v);
+		if (x->comm != COMM_NONE || x->pipe != PIPE_NONE)
+			return true;
+	}
+	return false;
+}
+
+/* Drops, costliest node first, each recompute step of X->steps (a run
+ * of a node that ran before) whose removal leaves the schedule valid
+ * with its peak no higher: its readers then read the instance before,
+ * kept alive instead. A leaf's run is emitted whole, so a node that a
+ * later leaf or split runs again (BERT's head transform: three runs of
+ * a 19 GFLOP matmul) is often still there, away from the peak. At most
+ * NEST_TRIMS tries, each one evaluation. Returns the evaluation of the
+ * result: ev when there is nothing to try, else made again (the tries
+ * overwrite the scorer's). */
+static const MemEval *
+nest_trim(Nest *X, const MemEval *ev)
+{
+	Chain *K = X->K;
+	const Dag *d = K->M->d;
+	int n = X->nsteps, nc = 0, *cand = ar_alloc(K->a, sizeof *cand * ((size_t)n + 1));
+	int64_t peak = ev->peak;
+	bool dropped = false;
+
+	for (int x = 0; x < n; x++) {
+		int v = X->steps[x];
+		X->tdrop[x] = false;
+		if (X->mark[v])
+			cand[nc++] = x;
+		X->mark[v] = true;
+	}
+	for (int x = 0; x < n; x++)
+		X->mark[X->steps[x]] = false;
+	/* the costliest NEST_TRIMS, costliest first (insertion: few kept) */
+	int nk = 0;
+	for (int c = 0; c < nc; c++) {
+		int64_t w = d->node[X->steps[cand[c]]].cost;
+		if (w <= 0 || (nk == NEST_TRIMS &&
+		    w <= d->node[X->steps[cand[nk - 1]]].cost))
+			continue;
+		int i = nk < NEST_TRIMS ? nk++ : NEST_TRIMS - 1, x = cand[c];
+		for (; i > 0 && d->node[X->steps[cand[i - 1]]].cost < w; i--)
+			cand[i] = cand[i - 1];
+		cand[i] = x;
+	}
+	for (int c = 0; c < nk; c++) {
+		int m = 0;
+		for (int x = 0; x < n; x++)
+			if (!X->tdrop[x] && x != cand[c])
+				X->tbuf[m++] = X->steps[x];
+		const MemEval *t = rm_eval_steps(K->S, X->tbuf, m);
+		if (t && t->peak <= peak) {
+			X->tdrop[cand[c]] = true;
+			dropped = true;
+		}
+	}
+	if (nk == 0)
+		return ev;
+	if (!dropped)
+		return rm_eval_steps(K->S, X->steps, n);
+	int m = 0;
+	for (int x = 0; x < n; x++)
+		if (!X->tdrop[x])
+			X->steps[m++] = X->steps[x];
+	X->nsteps = m;
+	return rm_eval_steps(K->S, X->steps, m);
 }
 
 /* The DP's answers from the smallest budget whose recompute estimate is
  * within the cap up, the first n of a fixed ladder above it (the units'
  * rounding, then wider), each as a schedule in the pool unless it is the
- * last one again. */
+ * last one again. With X->trim, each is trimmed (nest_trim), and the
+ * ladder goes below that budget too, as far, into X->below: the
+ * estimate counts every run whole, so a plan the DP puts over the cap
+ * may fit once trimmed (pick holds the cap). */
 static void
 nest_plans(Nest *X, RmPool *pool, double cap, int n)
 {
@@ -863,9 +1062,12 @@ nest_plans(Nest *X, RmPool *pool, double cap, int n)
 	while (q0 <= N->q && (N->top[q0] == RM_NEST_NONE ||
 	       (cap >= 0 && (double)N->top[q0] > cap)))
 		q0++;
-	for (int t = 0; t < n && q0 + step[t] <= N->q; t++) {
+	for (int t = 0; t < (X->trim ? 2 * n - 1 : n); t++) {
+		int q = t < n ? q0 + step[t] : q0 - step[t - n + 1];
+		if (q < 0 || q > N->q || N->top[q] == RM_NEST_NONE)
+			continue;
 		X->nrun = 0;
-		nest_emit(X, 0, N->nb - 1, q0 + step[t], true);
+		nest_emit(X, 0, N->nb - 1, q, true);
 		if (!nest_schedule(X))
 			continue;
 		uint64_t h = 1469598103934665603ULL;
@@ -877,8 +1079,11 @@ nest_plans(Nest *X, RmPool *pool, double cap, int n)
 		if (seen || X->nhash == NEST_HASHES)
 			continue;
 		X->hash[X->nhash++] = h;
-		rm_pool_add_sched(pool, X->steps, X->nsteps,
-		                  rm_eval_steps(K->S, X->steps, X->nsteps));
+		const MemEval *ev = rm_eval_steps(K->S, X->steps, X->nsteps);
+		if (ev && X->trim)
+			ev = nest_trim(X, ev);
+		rm_pool_add_sched(t < n || !X->below ? pool : X->below,
+		                  X->steps, X->nsteps, ev);
 	}
 }
 
@@ -928,7 +1133,7 @@ rm_chain_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap)
 }
 
 void
-rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, RmPool *shortp,
+rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool np[RM_NEST_POOLS],
                       double cap)
 {
 	Arena a;
@@ -939,7 +1144,7 @@ rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, RmPool *shortp,
 		return;
 	/* the single-level DP's smallest bound: the units' reference */
 	if (P0 > 0)
-		chain_nested(&K, pool, shortp, cap, P0);
+		chain_nested(&K, np, cap, P0);
 	ar_free(&a);
 }
 

@@ -375,9 +375,13 @@ typedef struct RmNest {
 void rm_nest_dp(RmNest *N);
 /* The nested DP's plans (rm_nest_dp over the chain's boundaries) as
  * explicit schedules, from the smallest budget whose recompute estimate
- * is within cap (< 0: none) up: with leaves of any length into pool,
- * with short leaves into shortp. */
-void rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, RmPool *shortp,
+ * is within cap (< 0: none) up, into np: [0] leaves of any length, [1]
+ * short leaves, under -O0's background; [2] leaves of any length under
+ * the background less what each piece's own saved bytes free by then,
+ * their repeated runs trimmed, and [3] those of the budgets below the
+ * cap's (remat_chain.c). */
+enum { RM_NEST_POOLS = 4 };
+void rm_chain_nested_plans(RmScorer *S, RmRecipe *R, RmPool np[RM_NEST_POOLS],
                            double cap);
 /* --budget: the chain's least-recompute plans (a DP over kept bytes and
  * recompute) at a fixed ladder of bounds up to just above budget. */

@@ -501,24 +501,25 @@ exact_plan(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 }
 
 /* The nested chain's plans (remat_chain.c), last and in pools of their
- * own (leaves of any length; short leaves), each reordered there
- * (reorder) as the final reordering does the best plans: the searches
- * before them see the same pool as without them, so adding them can only
- * lower the pick. */
+ * own (leaves of any length; short leaves; leaves of any length under
+ * the background less each piece's freed bytes, and those below the
+ * cap's budget), each reordered there (reorder) as the final reordering
+ * does the best plans: the searches before them see the same pool as
+ * without them, so adding them can only lower the pick. */
 static void
 nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap, bool reorder)
 {
-	RmPool np[2] = {{0}, {0}};
+	RmPool np[RM_NEST_POOLS] = {{0}};
 	RmEffort eff = *R->eff;
 	RmRecipe R2 = *R;
 
-	rm_chain_nested_plans(S, R, &np[0], &np[1], cap);
+	rm_chain_nested_plans(S, R, np, cap);
 	/* the best 2 of each, with 1/16 of the final reordering's work: with
 	 * a quarter for the best 4 it took 0.3 s of CPU on sd_unet (no nested
 	 * plan wins there) for the same peaks on the examples */
 	eff.order_work /= 16;
 	R2.eff = &eff;
-	for (int p = 0; p < 2; p++) {
+	for (int p = 0; p < RM_NEST_POOLS; p++) {
 		if (reorder && np[p].n > 0)
 			rm_reorder_pool(S, &R2, &np[p], cap, 2);
 		for (int i = 0; i < np[p].n; i++) {

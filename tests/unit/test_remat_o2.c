@@ -272,7 +272,17 @@ chain_nocap(RmScorer *S, RmRecipe *R, RmPool *pool)
 static void
 nested_nocap(RmScorer *S, RmRecipe *R, RmPool *pool)
 {
-	rm_chain_nested_plans(S, R, pool, pool, -1);
+	RmPool np[RM_NEST_POOLS] = {{0}};
+
+	rm_chain_nested_plans(S, R, np, -1);
+	for (int p = 0; p < RM_NEST_POOLS; p++) {
+		for (int i = 0; i < np[p].n; i++) {
+			MemEval ev = {.peak = np[p].c[i].peak,
+			              .recompute_cost = np[p].c[i].cost};
+			rm_pool_add_sched(pool, np[p].c[i].sched, np[p].c[i].nsched, &ev);
+		}
+		rm_pool_free(&np[p]);
+	}
 }
 
 /* The smallest peak among the plans gen adds to a fresh pool on d. */
