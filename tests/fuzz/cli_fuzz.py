@@ -1,7 +1,8 @@
 """tests/fuzz/cli_fuzz.py -- the command line fuzzed: combinations of
 remat's options, with edge values, on small inputs of every format.
 
-  cli_fuzz.py REMAT SRCDIR [--seconds N] [--runs N] [--seed S] [--out DIR]
+  cli_fuzz.py REMAT SRCDIR [--seconds N] [--cpu-seconds N] [--runs N] [--seed S]
+              [--out DIR]
   cli_fuzz.py REMAT SRCDIR --replay DIR
 
 The options and the form of their arguments come from `remat --help`, so a
@@ -172,6 +173,14 @@ def keep(out, argv, why):
     print("FINDING %s: %s\n  %s" % (name, why, " ".join(argv)))
 
 
+def cpu_used():
+    """CPU seconds (user + system) of this process and the remat runs it
+    waited for: --cpu-seconds bounds a run by CPU, which a loaded machine
+    does not stretch as it does the wall clock."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def main():
     a = sys.argv[1:]
     remat, src = os.path.abspath(a[0]), os.path.abspath(a[1])
@@ -191,12 +200,13 @@ def main():
         return 1 if bad else 0
     seconds = float(arg.get("--seconds", 60))
     runs = int(arg.get("--runs", 1 << 30))
+    cpu_max = float(arg.get("--cpu-seconds", 0))
     rng = random.Random(int(arg.get("--seed", time.time_ns() % 1000003)))
     out = arg.get("--out", "fuzz-out/cli")
     opts, ins = options(remat), inputs(src)
     seen_rc, seen_opt, findings, n = {}, set(), 0, 0
     t0 = time.time()
-    while n < runs and time.time() - t0 < seconds:
+    while n < runs and time.time() - t0 < seconds and (not cpu_max or cpu_used() < cpu_max):
         argv = one_run(rng, opts, ins, scratch)
         why, rc = run(remat, src, argv, scratch)
         n += 1
@@ -206,8 +216,8 @@ def main():
             findings += 1
             keep(out, [x.replace(scratch, "@SCRATCH@") for x in argv], why)
     dt = time.time() - t0
-    print("cli_fuzz: %d runs in %.0f s (%.1f/s), exit statuses %s, %d of %d options used, "
-          "%d findings" % (n, dt, n / dt if dt else 0, dict(sorted(seen_rc.items(), key=str)),
+    print("cli_fuzz: %d runs in %.0f s, %.0f s CPU (%.1f/s), exit statuses %s, %d of %d options used, "
+          "%d findings" % (n, dt, cpu_used(), n / dt if dt else 0, dict(sorted(seen_rc.items(), key=str)),
                            len(seen_opt & {o for o, _ in opts}), len(opts), findings))
     return 1 if findings else 0
 

@@ -1,7 +1,8 @@
 """tests/fuzz/writer_fuzz.py -- every output writer fed random names, each
 output parsed back in its own language (issue 29: inert outputs).
 
-  writer_fuzz.py REMAT SRCDIR [--seconds N] [--runs N] [--seed S] [--out DIR]
+  writer_fuzz.py REMAT SRCDIR [--seconds N] [--cpu-seconds N] [--runs N] [--seed S]
+                 [--out DIR]
 
 Each run draws a name of random bytes (no NUL; a '/' makes folders), mixed with the
 pieces that break languages (quotes, backslashes, newlines, comment and
@@ -167,18 +168,27 @@ class Run:
             shutil.rmtree(cwd, ignore_errors=True)
 
 
+def cpu_used():
+    """CPU seconds (user + system) of this process and the remat runs it
+    waited for: --cpu-seconds bounds a run by CPU, which a loaded machine
+    does not stretch as it does the wall clock."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def main():
     a = sys.argv[1:]
     remat, src = os.path.abspath(a[0]), os.path.abspath(a[1])
     arg = {k: a[i + 1] for i, k in enumerate(a) if k.startswith("--") and i + 1 < len(a)}
     seconds, runs = float(arg.get("--seconds", 60)), int(arg.get("--runs", 1 << 30))
+    cpu_max = float(arg.get("--cpu-seconds", 0))
     rng = random.Random(int(arg.get("--seed", time.time_ns() % 1000003)))
     out = arg.get("--out", "fuzz-out/writers")
     scratch = tempfile.mkdtemp(prefix="remat-writer-fuzz.")
     r = Run(remat, src, scratch, shutil.which(os.environ.get("CC", "cc")), shutil.which("dot"))
     n = bad = 0
     t0 = time.time()
-    while n < runs and time.time() - t0 < seconds:
+    while n < runs and time.time() - t0 < seconds and (not cpu_max or cpu_used() < cpu_max):
         nm = name(rng)
         try:
             r.one(nm, n)
@@ -191,8 +201,8 @@ def main():
         n += 1
     dt = time.time() - t0
     shutil.rmtree(scratch, ignore_errors=True)
-    print("writer_fuzz: %d names in %.0f s (%.2f/s), every writer each, %d findings"
-          % (n, dt, n / dt if dt else 0, bad))
+    print("writer_fuzz: %d names in %.0f s, %.0f s CPU (%.2f/s), every writer each, %d findings"
+          % (n, dt, cpu_used(), n / dt if dt else 0, bad))
     return 1 if bad else 0
 
 
