@@ -31,9 +31,10 @@
 
 #include "remat_int.h"
 
-/* The branch and bound's nodes per solve; the solves per rung (the first,
+/* The branch and bound's work per solve (a node, and each item its bound
+ * looks at, is a unit: at most a few ms); the solves per rung (the first,
  * then one per overshoot the scoring finds). */
-enum { COVER_WORK = 2000000, COVER_TRIES = 4, COVER_FINE = 50000, COVER_SIZE = 400000 };
+enum { COVER_WORK = 1000000, COVER_TRIES = 4, COVER_FINE = 50000, COVER_SIZE = 400000 };
 
 typedef struct Item {
 	int64_t bytes, cost;
@@ -64,13 +65,14 @@ by_ratio(const void *pa, const void *pb)
 }
 
 /* The least cost to add for need more bytes from items i.. (fractional:
- * the items are in ratio order, the last one taken in part). */
+ * the items are in ratio order, the last one taken in part); each item
+ * looked at is a unit of the work. */
 static double
-frac_bound(const Cover *C, int i, int64_t need)
+frac_bound(Cover *C, int i, int64_t need)
 {
 	double c = 0;
 
-	for (; i < C->n && need > 0; i++) {
+	for (; i < C->n && need > 0; i++, C->left--) {
 		int64_t take = C->it[i].bytes < need ? C->it[i].bytes : need;
 		c += (double)C->it[i].cost * (double)take / (double)C->it[i].bytes;
 		need -= take;
