@@ -566,7 +566,6 @@ static void
 setup(Imp *I, Onnx__ModelProto *m)
 {
 	Onnx__GraphProto *g = m->graph;
-	regex_t re;
 	int rc;
 
 	ox_door(I, m);
@@ -596,14 +595,16 @@ setup(Imp *I, Onnx__ModelProto *m)
 		read_type(I, ox_new(I, g->input[i]->name ? g->input[i]->name : ""), g->input[i]);
 	read_initializers(I);
 	check_order(I);
-	if (I->opt->params && (rc = regcomp(&re, I->opt->params, REG_EXTENDED | REG_NOSUB))) {
+	if (I->opt->params && (rc = regcomp(&I->params_re, I->opt->params, REG_EXTENDED | REG_NOSUB))) {
 		char msg[128];
-		regerror(rc, &re, msg, sizeof msg);
+		regerror(rc, &I->params_re, msg, sizeof msg);
 		ox_fail(I, "--params: bad regular expression '%s': %s", I->opt->params, msg);
 	}
-	classify(I, I->opt->params ? &re : NULL);
-	if (I->opt->params)
-		regfree(&re);
+	I->params_re_live = I->opt->params != NULL;
+	classify(I, I->opt->params ? &I->params_re : NULL);
+	if (I->params_re_live)
+		regfree(&I->params_re);
+	I->params_re_live = false;
 	declare_inputs(I);
 }
 
@@ -672,6 +673,9 @@ static void
 imp_free(Imp *I, Onnx__ModelProto *m, ProtobufCAllocator *pa, Buf *text)
 {
 	onnx__model_proto__free_unpacked(m, pa);
+	if (I->params_re_live)
+		regfree(&I->params_re);
+	I->params_re_live = false;
 	ar_free(I->a);
 	ox_names_free(&I->used);
 	free(I->head.s), free(I->ops.s), free(I->defs.s), free(I->body.s), free(text->s);

@@ -3,6 +3,7 @@
 #ifndef REMAT_ONNX_INT_H
 #define REMAT_ONNX_INT_H
 
+#include <regex.h>
 #include <setjmp.h>
 
 #include "onnx.h"
@@ -98,6 +99,9 @@ typedef struct Imp {
 	int64_t folded;         /* elements folded so far (OX_MAXFOLDALL) */
 	int nbn_train, nbn_infer, ndropout;
 	int64_t buffer_bytes;   /* BatchNorm running statistics */
+	regex_t params_re;      /* --params, compiled: imp_free frees it when a
+	                           failure jumps out before classify is done */
+	bool params_re_live;
 	bool *skip;             /* nodes folded into a fused op */
 	const Node *cur;        /* node being translated, for messages */
 } Imp;
