@@ -223,6 +223,13 @@ root_of(const Dag *d, const int *alias, int t)
 	return t;
 }
 
+/* The j-th tensor node n makes: out[] first, then acc[]. */
+static int
+made_by(const DagNode *n, int j)
+{
+	return j < n->nout ? n->out[j] : n->acc[j - n->nout].tensor;
+}
+
 typedef struct Bound {
 	const Dag *d;
 	int *alias;             /* [nt] view or accumulation-view source, or -1 */
@@ -244,8 +251,7 @@ step_bytes(Bound *B, int v)
 	int nt = n->nin + n->nout + n->nacc;
 
 	for (int j = 0; j < nt; j++) {
-		int t = j < n->nin ? n->in[j] : j < n->nin + n->nout ?
-		        n->out[j - n->nin] : n->acc[j - n->nin - n->nout].tensor;
+		int t = j < n->nin ? n->in[j] : made_by(n, j - n->nin);
 		int r = root_of(d, B->alias, t);
 		if (r < 0 || B->mark[r] == v + 1 || B->counted[r])
 			continue;
@@ -263,7 +269,7 @@ may_end(const Bound *B, int v)
 	const DagNode *n = &B->d->node[v];
 
 	for (int j = 0; j < n->nout + n->nacc; j++) {
-		int t = j < n->nout ? n->out[j] : n->acc[j - n->nout].tensor;
+		int t = made_by(n, j);
 		if (B->nprod[t] == 1 && B->read_once[t])
 			return false;
 	}
@@ -318,7 +324,7 @@ end_grads(Bound *B)
 	for (int v = 0; v < d->nnode; v++) {
 		const DagNode *n = &d->node[v];
 		for (int j = 0; n->once && j < n->nout + n->nacc; j++) {
-			int t = j < n->nout ? n->out[j] : n->acc[j - n->nout].tensor;
+			int t = made_by(n, j);
 			if (d->t[t].to_end && !d->t[t].from_start && !B->counted[t] &&
 			    root_of(d, B->alias, t) == t) {
 				B->counted[t] = true;
@@ -362,13 +368,6 @@ typedef struct Across {
 	                           out[], counted up to 2 */
 	bool *once_made;        /* [nt] every maker of t is a once node */
 } Across;
-
-/* The j-th tensor node n makes: out[] first, then acc[]. */
-static int
-made_by(const DagNode *n, int j)
-{
-	return j < n->nout ? n->out[j] : n->acc[j - n->nout].tensor;
-}
 
 /* Whether each reader of t runs after each node that makes it, in every
  * valid schedule: after t's only producer (t made by out alone, and not
