@@ -15,6 +15,9 @@
 # its cause is in the report: ZeRO-2 -> 3 when the model has one gathered
 # unit, whose full weights are live with their shard (FSDP holds a single
 # flat parameter and its all-gathered copy the same way).
+# No plan is below the sharded lower bound (passes/plan/baseline.c: from
+# ZeRO-2 it counts, across each step, the smaller of the gradients made
+# before it and their shards, whichever order the bucket runs in).
 # Prints TAP.
 set -u
 : "${REMAT:?}" "${SRCDIR:?}" "${BUILDDIR:?}"
@@ -30,6 +33,7 @@ fig() {
 	O0) sed -n 's/^  before remat (-O0): .*(\([0-9]*\) bytes).*/\1/p' "$1" ;;
 	O1) sed -n 's/^  sqrt(n) checkpointing (-O1): .*(\([0-9]*\) bytes).*/\1/p' "$1" ;;
 	def) sed -n 's/^  per-def checkpointing: .*(\([0-9]*\) bytes).*/\1/p' "$1" ;;
+	lb) sed -n 's/^  lower bound: .*(\([0-9]*\) bytes).*/\1/p' "$1" ;;
 	esac
 }
 
@@ -59,6 +63,11 @@ for net in $nets; do
 			[ -n "$p0" ] || p0=$p2
 			p1=$(fig "$f" O1)
 			pd=$(fig "$f" def)
+			lb=$(fig "$f" lb)
+			for p in $p0 $p1 $p2 $pd; do
+				[ -z "$lb" ] || [ "$p" -ge "$lb" ] ||
+					bad="$bad; ZeRO-$z a plan at $p < the lower bound $lb"
+			done
 			for lv in 0 1 2; do
 				eval "p=\$p$lv prev=\$prev$lv"
 				[ -n "$p" ] && [ -n "$prev" ] && [ "$p" -gt "$prev" ] || continue
@@ -75,7 +84,7 @@ for net in $nets; do
 		done
 		n=$((n + 1))
 		if [ -z "$bad" ]; then
-			echo "ok $n - $name: per-rank peaks non-increasing from ZeRO-0 to 3 at -O0, -O1, -O2; -O2 <= -O0, per-def"
+			echo "ok $n - $name: per-rank peaks non-increasing from ZeRO-0 to 3 at -O0, -O1, -O2; -O2 <= -O0, per-def; none below the bound"
 		else
 			echo "not ok $n - $name${bad}"
 		fi
