@@ -10,9 +10,11 @@ new option is fuzzed as soon as it is listed. Each run draws an input
 (examples/, tests/bad/, tests/onnx/, the Checkmate corpus), one to six
 options and a value for each from the argument's kind (sizes, counts,
 ratios, names, file paths in a scratch directory: never a device or the
-input), and runs remat with a wall-clock limit. A finding is an exit
+input), and runs remat with a limit of LIMIT_S seconds of CPU (a loaded
+machine or a sanitizer build stretches the wall clock, not the work) and
+WALL_S of wall clock (a run that waits on something). A finding is an exit
 status other than 0-3 (4 is remat's internal error), a signal, a
-sanitizer report on stderr, or a run past the limit; its argv is written
+sanitizer report on stderr, or a run past a limit; its argv is written
 to DIR/findings/<sha1>.args (JSON, paths relative to SRCDIR), which
 --replay runs again (tests/fuzz/regress-cli holds the kept ones). Prints
 runs, runs/s, the exit statuses seen, the options exercised and the
@@ -23,12 +25,15 @@ import json
 import os
 import random
 import re
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 LIMIT_S = 60
+WALL_S = 600
 SANITIZER = re.compile(rb"AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|"
                        rb"runtime error:|stack-overflow|Segmentation fault")
 
@@ -145,15 +150,23 @@ def one_run(rng, opts, ins, scratch):
     return argv + [path]
 
 
+def cpu_limit():
+    """In the child: SIGXCPU after LIMIT_S seconds of CPU, SIGKILL a
+    second later."""
+    resource.setrlimit(resource.RLIMIT_CPU, (LIMIT_S, LIMIT_S + 1))
+
+
 def run(remat, src, argv, scratch):
     """(finding or None, exit status)."""
     env = dict(os.environ)
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
     try:
-        p = subprocess.run([remat] + argv, cwd=src, capture_output=True, timeout=LIMIT_S,
-                           env=env, stdin=subprocess.DEVNULL)
+        p = subprocess.run([remat] + argv, cwd=src, capture_output=True, timeout=WALL_S,
+                           env=env, stdin=subprocess.DEVNULL, preexec_fn=cpu_limit)
     except subprocess.TimeoutExpired:
-        return "ran past %d s" % LIMIT_S, None
+        return "ran past %d s of wall clock" % WALL_S, None
+    if p.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return "ran past %d s of CPU" % LIMIT_S, p.returncode
     if p.returncode < 0:
         return "signal %d" % -p.returncode, p.returncode
     if p.returncode not in (0, 1, 2, 3):
