@@ -20,6 +20,16 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 	char *text = xmalloc(n + 1);
 	Source src = {"fuzz.net", text, n, false};
 	NetOptions o = {.max_tensors = 20000};
+	/* the input's length picks the data-parallel options, so that byte
+	 * mutations reach distribute.c, the sharded lower bound and the
+	 * collectives of the generated program: a quarter of the inputs run on
+	 * 1 rank, the rest on 2, 4 or 8 ranks at ZeRO-0..3 with buckets of 64
+	 * bytes to 4 KiB, every fifth with the optimizer (and from ZeRO-3 every
+	 * seventh the weights) offloaded, every third ZeRO-3 with a prefetch */
+	o.dist = (DistOptions){.ranks = 1 << (n & 3), .zero = (int)(n >> 2) & 3,
+	                       .bucket = (int64_t)64 << (n % 7), .offload_optimizer = n % 5 == 0,
+	                       .prefetch = (int)(n % 3 == 0)};
+	o.dist.offload_params = o.dist.zero == 3 && n % 7 == 0;
 	PlanGoal goal = {2, 1.0, -1, false}, base = {0, 1.0, -1, false};
 	ReportOptions ro = {10, false};
 	PassOptions po = {0, NULL, true, NULL};  /* the invariant checks too */
