@@ -30,7 +30,8 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 	                       .bucket = (int64_t)64 << (n % 7), .offload_optimizer = n % 5 == 0,
 	                       .prefetch = (int)(n % 3 == 0)};
 	o.dist.offload_params = o.dist.zero == 3 && n % 7 == 0;
-	PlanGoal goal = {2, 1.0, -1, false}, base = {0, 1.0, -1, false};
+	PlanGoal goal = {.level = 2, .max_recompute = 1.0, .budget = -1},
+	         base = {.level = 0, .max_recompute = 1.0, .budget = -1};
 	ReportOptions ro = {10, false};
 	PassOptions po = {0, NULL, true, NULL};  /* the invariant checks too */
 	Analysis an;
