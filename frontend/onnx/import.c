@@ -562,6 +562,16 @@ add_outputs(Imp *I)
 	ox_printf(&I->body, "output %s;\n", loss);
 }
 
+/* Frees --params' compiled expression once: after classify, or in
+ * imp_free when a failure jumped out before. */
+static void
+params_re_free(Imp *I)
+{
+	if (I->params_re_live)
+		regfree(&I->params_re);
+	I->params_re_live = false;
+}
+
 static void
 setup(Imp *I, Onnx__ModelProto *m)
 {
@@ -602,9 +612,7 @@ setup(Imp *I, Onnx__ModelProto *m)
 	}
 	I->params_re_live = I->opt->params != NULL;
 	classify(I, I->opt->params ? &I->params_re : NULL);
-	if (I->params_re_live)
-		regfree(&I->params_re);
-	I->params_re_live = false;
+	params_re_free(I);
 	declare_inputs(I);
 }
 
@@ -673,9 +681,7 @@ static void
 imp_free(Imp *I, Onnx__ModelProto *m, ProtobufCAllocator *pa, Buf *text)
 {
 	onnx__model_proto__free_unpacked(m, pa);
-	if (I->params_re_live)
-		regfree(&I->params_re);
-	I->params_re_live = false;
+	params_re_free(I);
 	ar_free(I->a);
 	ox_names_free(&I->used);
 	free(I->head.s), free(I->ops.s), free(I->defs.s), free(I->body.s), free(text->s);

@@ -481,21 +481,22 @@ bucket_across(const Bound *B, const Across *A, const CandSet *made, const CandSe
 		int64_t shards = 0;
 		for (int j = 0; j < R->nout; j++) {
 			int s = R->out[j];
-			if (!(la_kind(B, A, s) & LA_END))
-				skip = ~0u;
-			skip |= own[s];
+			skip |= la_kind(B, A, s) & LA_END ? own[s] : ~0u;
 			shards = ck_sat_add(shards, d->t[s].bytes);
+		}
+		int64_t grads[LB_CANDIDATES] = {0};
+		for (int j = 0; j < P->nin; j++) {
+			int g = P->in[j];
+			if (!(la_kind(B, A, g) & LA_GRAD))
+				continue;
+			/* made before v, not counted by (c) nor v's own */
+			unsigned m = made[g] & ~((unsigned)(made[g] & read[g]) | own[g]);
+			for (; m; m &= m - 1)
+				grads[__builtin_ctz(m)] = ck_sat_add(grads[__builtin_ctz(m)], d->t[g].bytes);
 		}
 		for (unsigned m = ~skip & ((1u << ncand) - 1); m; m &= m - 1) {
 			int i = __builtin_ctz(m);
-			int64_t grads = 0;
-			for (int j = 0; j < P->nin; j++) {
-				int g = P->in[j];
-				unsigned counted = (unsigned)(made[g] & read[g]) | own[g];
-				if ((la_kind(B, A, g) & LA_GRAD) && ((made[g] & ~counted) >> i & 1))
-					grads = ck_sat_add(grads, d->t[g].bytes);
-			}
-			across[i] = ck_sat_add(across[i], grads < shards ? grads : shards);
+			across[i] = ck_sat_add(across[i], grads[i] < shards ? grads[i] : shards);
 		}
 	}
 }

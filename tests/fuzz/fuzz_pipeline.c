@@ -25,7 +25,8 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 	 * collectives of the generated program: a quarter of the inputs run on
 	 * 1 rank, the rest on 2, 4 or 8 ranks at ZeRO-0..3 with buckets of 64
 	 * bytes to 4 KiB, every fifth with the optimizer (and from ZeRO-3 every
-	 * seventh the weights) offloaded, every third ZeRO-3 with a prefetch */
+	 * seventh the weights) offloaded, every third with a prefetch of one
+	 * unit (which ZeRO-3 alone reads) */
 	o.dist = (DistOptions){.ranks = 1 << (n & 3), .zero = (int)(n >> 2) & 3,
 	                       .bucket = (int64_t)64 << (n % 7), .offload_optimizer = n % 5 == 0,
 	                       .prefetch = (int)(n % 3 == 0)};
