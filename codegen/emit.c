@@ -981,6 +981,24 @@ emit_shards(Em *e, const DagNode *nd, const DagXfer *x, int k)
 	}
 }
 
+/* One rank's bucket (distribute.c's copy_to_shards): each gradient added
+ * straight into its shard, the whole gradient there, with no flat buffer;
+ * the inputs without an IR tensor are shards an earlier bucket made. */
+static void
+emit_to_shards(Em *e, const DagNode *nd)
+{
+	for (int j = 0; j < nd->nin; j++) {
+		int t = nd->in[j];
+		const Tensor *gt;
+		if (e->d->t[t].ir_tensor < 0)
+			continue;
+		gt = ten(e, e->d->t[t].ir_tensor);
+		out(e, "\trt_tblock = (unsigned char *)D[%d].p;\n", e->cur[t]);
+		out(e, "\t(void)rt_unpack_shard(G[%d], 0, %lld);\n", e->param_of[gt->grad_of],
+		    (long long)ir_numel(gt));
+	}
+}
+
 /* Step i of a communication node: its buffer, the collective, the check. */
 static void
 emit_comm_step(Em *e, int i)
@@ -1004,6 +1022,10 @@ emit_comm_step(Em *e, int i)
 		out(e, "\tD[%d] = rt_make(&rt_inst[%d]);  /* %s */\n", k, k, cmt(e, nd->name));
 		out(e, "\trt_tblock = (unsigned char *)D[%d].p;\n", k);
 		ir_assert(emit_bucket(e, nd, x->comm) == e->d->t[nd->out[0]].bytes);
+	} else if (dag_xfer(e->d, e->s->step[i] - 1)->comm != COMM_PACK) {
+		ir_assert(x->comm == COMM_REDUCE_SCATTER && e->ranks == 1);
+		emit_shards(e, nd, x, k);
+		emit_to_shards(e, nd);
 	} else {        /* COMM_REDUCE_SCATTER, right after its pack node */
 		int v = e->s->step[i] - 1;
 		ir_assert(dag_xfer(e->d, v)->comm == COMM_PACK && e->d->node[v].out[0] == nd->in[0]);
@@ -1258,8 +1280,8 @@ dist_setup(Em *e)
 	const DistOptions *o = &e->g->settings.dist;
 	e->ranks = o->ranks > 1 ? o->ranks : 1;
 	e->dist = e->ranks > 1 || o->offload_optimizer || o->offload_params || e->nstages > 1;
-	e->zero2 = e->dist && o->zero >= 2 && e->g->train;
-	e->zero3 = e->dist && o->zero >= 3 && e->g->train;
+	e->zero2 = e->dist && dist_grad_shards(o) && e->g->train;
+	e->zero3 = e->dist && dist_gathers(o) && e->g->train;
 	e->gnode = ar_alloc(&e->a, sizeof(int) * (size_t)(e->d->nt + 1));
 	for (int v = 0; v < e->d->nnode; v++)
 		if (dag_xfer(e->d, v)->comm == COMM_ALLGATHER)

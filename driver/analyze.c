@@ -281,10 +281,12 @@ analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
 /* ZeRO-3 at -O2: the ZeRO-2 plan of the same training step, replayed
  * with the gathers (dist_seed), joins -O2's candidates, so that sharding
  * the weights never makes -O2's plan worse than the ZeRO-2 one replayed
- * (docs/distributed.md, "Checkpointing under ZeRO-3"). Not with
- * --prefetch, whose gathers run ahead, nor in a pipeline stage. */
+ * (docs/distributed.md, "Checkpointing under ZeRO-3"). ZeRO-2 (and 3
+ * with nothing to gather) takes the ZeRO-1 plan the same way, its buckets
+ * turned into reduce-scatters (dist_shard_seed). Not with --prefetch,
+ * whose gathers run ahead, nor in a pipeline stage. */
 static Schedule
-zero2_seed(const Analysis *an, const PlanGoal *goal, Arena *a)
+stage_below_seed(const Analysis *an, const PlanGoal *goal, Arena *a)
 {
 	const DistOptions *o = &an->g.settings.dist;
 	DistOptions o2 = *o;
@@ -295,9 +297,19 @@ zero2_seed(const Analysis *an, const PlanGoal *goal, Arena *a)
 	Dag d2;
 
 	if (goal->level < 2 || goal->budget >= 0 || goal->exact || !an->g.train ||
-	    !dist_active(o) || o->zero < 3 || o->prefetch > 0 ||
+	    !dist_grad_shards(o) || o->prefetch > 0 ||
 	    an->g.settings.pipe.stages > 1)
 		return s;
+	if (!dist_gathers(o)) {         /* ZeRO-2, or 3 without gathers */
+		o2.zero = 1;
+		lower_graph(&an->g, &d2, a);
+		distribute(&an->g, &d2, &o2, &st, a);
+		g2.seed = s;
+		p = rm_plan_search(&d2, &g2, a);
+		if (!dist_shard_seed(&an->d, &d2, &p.sched, &s, a))
+			s.n = 0;
+		return s;
+	}
 	o2.zero = 2;
 	o2.offload_params = false;
 	lower_graph(&an->g, &d2, a);
@@ -331,7 +343,7 @@ choose_plan(const Job *job, Analysis *an, Schedule base, Arena *a)
 	}
 	/* the test rm_plan would make first is made above */
 	PlanGoal seeded = *goal;
-	seeded.seed = zero2_seed(an, goal, a);
+	seeded.seed = stage_below_seed(an, goal, a);
 	an->plan = rm_plan_search(&an->d, &seeded, a);
 	if (an->plan.error) {   /* --exact on a graph too large to search */
 		fprintf(stderr, "remat: %s\n", an->plan.error);

@@ -591,7 +591,7 @@ check_parallel(const Options *o)
 {
 	if (o->job.net.dist.offload_params && o->job.net.dist.zero != 3)
 		diag_usage("--offload params needs --zero 3 (the weights must be sharded)");
-	if (o->out && o->job.net.infer && o->job.net.dist.zero == 3 && dist_active(&o->job.net.dist))
+	if (o->out && o->job.net.infer && dist_gathers(&o->job.net.dist))
 		diag_usage("-o: --zero 3 with --infer shards the weights of a pass that gathers "
 		           "none; the program cannot run it");
 	if (o->prefetch_set && o->job.net.dist.zero != 3)

@@ -170,7 +170,7 @@ report_totals(const Analysis *an)
 		stage_totals(an, &r);
 	else
 		model_totals(g, &r);
-	if (dist_active(&g->settings.dist) && g->settings.dist.zero >= 2)
+	if (dist_active(&g->settings.dist) && dist_grad_shards(&g->settings.dist))
 		r.grad_bytes = an->dist.grad_shards;  /* the shard */
 	return r;
 }
@@ -186,6 +186,10 @@ dist_settings_line(const DistOptions *o, FILE *out)
 		fprintf(out, ", offload %s%s%s", o->offload_optimizer ? "optimizer" : "",
 		        o->offload_optimizer && o->offload_params ? "," : "",
 		        o->offload_params ? "params" : "");
+	if (o->zero >= 2 && !dist_grad_shards(o))
+		fputs(" (one rank, optimizer on the device: the gradients stay whole)", out);
+	if (o->zero >= 3 && !dist_gathers(o))
+		fputs(" (one rank, weights on the device: nothing is gathered)", out);
 	fputs("; every figure is per rank\n", out);
 }
 

@@ -61,7 +61,8 @@ zero2-tiny-buckets|4|-O0 --zero 2 --bucket 256B|tiny
 zero2-mlp-offload|2|-O1 --zero 2 --offload optimizer $mlp|mlp
 zero3-gpt2|2|-O2 --zero 3 $gpt2|gpt2
 zero3-llama-offload|4|-O1 --zero 3 --offload optimizer --offload params $llama|llama
-zero3-mobilenet-buffers|2|-O1 --zero 3 --offload params $mobilenet|mobilenetv2"
+zero3-mobilenet-buffers|2|-O1 --zero 3 --offload params $mobilenet|mobilenetv2
+zero3-llama-1rank-offload|1|-O2 --zero 3 --offload optimizer $llama|llama"
 ncases=$(echo "$cases" | wc -l)
 # name | stages | ranks per stage | remat flags | example
 pcases="pipe-1f1b-gpt2|2|1|-O0 --micro-batches 4 $gpt2|gpt2
@@ -79,9 +80,12 @@ notok() { i=$((i + 1)); failed=1; echo "not ok $i - $*"; }
 skip() { i=$((i + 1)); echo "ok $i # SKIP $*"; }
 
 # Runs program $1 under mpirun -np $2 with mode $3; rank r's output in $1.$3.r
+# (a one-rank program does not prefix its lines with "rank 0: "; they get
+# it here, so that every case is read the same way)
 mpi_run() {
 	"$MPIRUN" --oversubscribe -np "$2" sh -c 'exec "$0" "$1" >"$0.$2.$OMPI_COMM_WORLD_RANK"' \
-		"$1" "--$3" "$3" 2>>"$1.err" </dev/null
+		"$1" "--$3" "$3" 2>>"$1.err" </dev/null || return 1
+	[ "$2" -gt 1 ] || sed -i '/^rank 0: /!s/^/rank 0: /' "$1.$3.0"
 }
 
 # Checksums of the mean gradient: the single-process runs $1.single.0.. of

@@ -122,7 +122,9 @@ typedef enum DagComm {
 	                           summed into each param's gradient shard:
 	                           the ones it makes are out[] (their params
 	                           comm_params), the ones an earlier bucket
-	                           made are in[] too */
+	                           made are in[] too; at one rank
+	                           no pack: in[] are the gradients,
+	                           added straight into the shards */
 	COMM_PACK               /* a reduce-scatter's bucket: its gradients
 	                           (in[]) into the flat buffer out[0] */
 } DagComm;

@@ -250,6 +250,26 @@ typedef struct DistOptions {
 	                           running (--prefetch), default 0 */
 } DistOptions;
 
+/* Whether ZeRO-3 gathers weights: they are sharded over several ranks or
+ * kept on the host. One rank with its weights on the device has nothing to
+ * gather, so ZeRO-3 is ZeRO-2 there (FSDP runs NO_SHARD at world size 1);
+ * a copy per unit would make the higher stage cost more. */
+static inline bool
+dist_gathers(const DistOptions *o)
+{
+	return o->zero >= 3 && (o->ranks > 1 || o->offload_params);
+}
+
+/* Whether gradients go to shards (ZeRO-2 and 3), reduced bucket by bucket:
+ * over several ranks, or at one rank into the host's copy (ZeRO-Offload).
+ * At one rank with the optimizer on the device the shard would be the
+ * whole gradient, made beside it, so the gradients stay as under ZeRO-1. */
+static inline bool
+dist_grad_shards(const DistOptions *o)
+{
+	return o->zero >= 2 && (o->ranks > 1 || o->offload_optimizer);
+}
+
 /* Pipeline parallelism (docs/distributed.md): K stages of contiguous
  * blocks, M micro-batches, 1F1B or GPipe order. */
 enum { PIPE_MAXSTAGES = 256 };

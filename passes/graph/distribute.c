@@ -375,6 +375,25 @@ pack_and_scatter(Dist *D, int k, const int *members, int nm, int64_t bytes)
 	return v;
 }
 
+/* One rank, from ZeRO-2 (reached with offload): bucket k adds each of its
+ * gradients straight into that param's shard, which is the whole gradient
+ * there. With no collective to run there is no flat buffer to fill, so the
+ * bucket holds nothing beyond the gradients it frees; a pack would make
+ * ZeRO-2 cost more than ZeRO-1, whose gradients simply stay. Returns the
+ * node, a COMM_REDUCE_SCATTER with no pack before it. */
+static int
+copy_to_shards(Dist *D, int k, const int *members, int nm)
+{
+	Dag *d = D->d;
+	int v = new_node(D, ar_printf(D->a, "to_shards(bucket %d)", k), true);
+
+	d->node[v].in = ar_alloc(D->a, sizeof(int) * (size_t)nm);
+	memcpy(d->node[v].in, members, sizeof(int) * (size_t)nm);
+	d->node[v].nin = nm;
+	dag_xfer_set(d, v, D->a)->comm = COMM_REDUCE_SCATTER;
+	return v;
+}
+
 /* Buckets of param gradients in the order the base schedule completes them
  * (the step of each one's last contribution); a bucket closes once it holds
  * o->bucket bytes, at the end of a pipeline copy's backward (under ZeRO
@@ -386,7 +405,7 @@ buckets(Dist *D)
 	int nold = d->nnode, *last = ar_alloc(D->a, sizeof(int) * (size_t)(d->nt + 1));
 	int *members = ar_alloc(D->a, sizeof(int) * (size_t)(d->nt + 1)), nm = 0, k = 0;
 	int64_t bytes = 0;
-	bool reduce_scatter = D->o->zero >= 2;
+	bool reduce_scatter = dist_grad_shards(D->o);
 
 	D->bucket_after = ar_alloc(D->a, sizeof(int) * (size_t)(nold + 1));
 	for (int t = 0; t < d->nt; t++)
@@ -409,9 +428,10 @@ buckets(Dist *D)
 		}
 		if (nm && (bytes >= D->o->bucket || i == d->nbase - 1 ||
 		           dag_micro_batch(d, &d->node[d->base_order[i + 1]]) != dag_micro_batch(d, n))) {
-			D->bucket_after[d->base_order[i]] = reduce_scatter
-			        ? pack_and_scatter(D, k++, members, nm, bytes)
-			        : all_reduce(D, k++, members, nm, bytes);
+			D->bucket_after[d->base_order[i]] =
+			        !reduce_scatter ? all_reduce(D, k++, members, nm, bytes)
+			        : D->o->ranks > 1 ? pack_and_scatter(D, k++, members, nm, bytes)
+			        : copy_to_shards(D, k++, members, nm);
 			if (D->st->max_bucket < bytes)
 				D->st->max_bucket = bytes;
 			nm = 0;
@@ -467,15 +487,17 @@ persistent_shard(Dist *D, const Tensor *gt, int64_t bytes)
 }
 
 /* Reduce-scatter node v's shards (its bucket's gradients are the inputs
- * of the pack node before it): a new one as an output (its param in the
- * node's comm_params, parallel to out[]), one an earlier bucket made as
- * an input. */
+ * of the pack node before it, or its own at one rank): a new one as an
+ * output (its param in the node's comm_params, parallel to out[]), one an
+ * earlier bucket made as an input (after the gradients). */
 static void
 bucket_shards(Dist *D, int v, int *shard_tensor)
 {
 	Dag *d = D->d;
 	const Graph *g = D->g;
-	const DagNode *pack = &d->node[v - 1];  /* pack_and_scatter's pair */
+	/* pack_and_scatter's pair, or copy_to_shards' node itself (add_input
+	 * below appends to its inputs: the first nin stay the gradients) */
+	const DagNode *pack = &d->node[dag_xfer(d, v - 1)->comm == COMM_PACK ? v - 1 : v];
 	int nin = pack->nin;
 	int *out = ar_alloc(D->a, sizeof(int) * (size_t)(nin + 1));
 	int *params = ar_alloc(D->a, sizeof(int) * (size_t)(nin + 1)), nout = 0;
@@ -752,15 +774,103 @@ distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Arena *a
 		dag_finish(d);
 		return;
 	}
-	if (o->zero >= 3) {
+	if (dist_gathers(o)) {
 		find_units(&D);
 		unit_params(&D);
 		gathers(&D);
 	}
-	if (o->ranks > 1)
+	/* from ZeRO-2 the buckets move the gradients into their shards, at
+	 * one rank a copy to the host's (ZeRO-Offload) */
+	if (o->ranks > 1 || dist_grad_shards(o))
 		buckets(&D);
-	if (o->zero >= 2)
+	if (dist_grad_shards(o))
 		grad_shards(&D, nold);
 	base_order(&D, nold);
 	dag_finish(d);
+}
+
+/* The first Dag node of each gradient bucket of d from its first
+ * collective on (a pack, whose reduce-scatter follows; a one-rank
+ * reduce-scatter; an all-reduce) into first_node[], their count in *nb;
+ * false when d has any other collective (a gather). */
+static bool
+bucket_nodes(const Dag *d, int first, int *first_node, int *nb)
+{
+	*nb = 0;
+	for (int v = first; v < d->nnode; v++) {
+		DagComm c = dag_xfer(d, v)->comm;
+		if (c == COMM_REDUCE_SCATTER && dag_xfer(d, v - 1)->comm == COMM_PACK)
+			continue;
+		if (c != COMM_PACK && c != COMM_REDUCE_SCATTER && c != COMM_ALLREDUCE)
+			return false;
+		first_node[(*nb)++] = v;
+	}
+	return true;
+}
+
+/* Why: from ZeRO-1 to ZeRO-2 only the buckets change. Bucket k's
+ * all-reduce (at one rank nothing: the gradients stay to the end) becomes
+ * a pack and a reduce-scatter into the shards (at one rank a copy into the
+ * host's). Run where ZeRO-1's all-reduce ran, or at one rank right after
+ * the step that completes the bucket's last gradient, each step of the
+ * ZeRO-1 plan holds no more than it did: the flat buffer takes the
+ * all-reduce's workspace's place, the shards the full gradients'. -O2
+ * takes it as a candidate, so that its ZeRO-2 plan is never above its
+ * ZeRO-1 plan (docs/distributed.md). */
+bool
+dist_shard_seed(const Dag *d2, const Dag *d1, const Schedule *s1, Schedule *out, Arena *a)
+{
+	int first = first_comm(d1), nb = 0, na = 0, n = 0;
+	int *bucket = ar_alloc(a, sizeof(int) * (size_t)(d2->nnode + 1));
+	int *ar = ar_alloc(a, sizeof(int) * (size_t)(d1->nnode + 1));
+	int *of = ar_alloc(a, sizeof(int) * (size_t)(d2->nt + 1));     /* gradient -> bucket */
+	int *last = ar_alloc(a, sizeof(int) * (size_t)(d2->nnode + 1)); /* bucket -> s1 index */
+
+	if (first != first_comm(d2) || !bucket_nodes(d2, first, bucket, &nb) ||
+	    !bucket_nodes(d1, first, ar, &na) || (na && na != nb))
+		return false;
+	for (int v = 0; v < first; v++)
+		if (strcmp(d1->node[v].name, d2->node[v].name))
+			return false;
+	for (int t = 0; t < d2->nt; t++)
+		of[t] = -1;
+	for (int k = 0; k < nb; k++) {
+		const DagNode *b = &d2->node[bucket[k]];
+		if (na && (dag_xfer(d1, ar[k])->comm != COMM_ALLREDUCE || d1->node[ar[k]].nin != b->nin ||
+		           memcmp(d1->node[ar[k]].in, b->in, sizeof(int) * (size_t)b->nin)))
+			return false;
+		for (int j = 0; j < b->nin; j++)
+			if (d2->t[b->in[j]].ir_tensor >= 0)     /* not a shard */
+				of[b->in[j]] = k;
+		last[k] = -1;
+	}
+	for (int i = 0; !na && i < s1->n; i++) {
+		const DagNode *nd = &d1->node[s1->step[i]];
+		for (int j = 0; j < nd->nout; j++)
+			if (nd->out[j] < d2->nt && of[nd->out[j]] >= 0)
+				last[of[nd->out[j]]] = i;
+		for (int j = 0; j < nd->nacc; j++)
+			if (nd->acc[j].tensor < d2->nt && of[nd->acc[j].tensor] >= 0)
+				last[of[nd->acc[j].tensor]] = i;
+	}
+	out->step = ar_alloc(a, sizeof(int) * (size_t)(s1->n + 2 * nb + 1));
+	for (int i = 0; i < s1->n; i++) {
+		int v = s1->step[i];
+		if (v >= first) {       /* all-reduce k: bucket k in its place */
+			int k = v - first;
+			out->step[n++] = bucket[k];
+			if (dag_xfer(d2, bucket[k])->comm == COMM_PACK)
+				out->step[n++] = bucket[k] + 1;
+			continue;
+		}
+		out->step[n++] = v;
+		for (int k = 0; !na && k < nb; k++)
+			if (last[k] == i)
+				out->step[n++] = bucket[k];
+	}
+	for (int k = 0; !na && k < nb; k++)    /* a bucket nothing completed */
+		if (last[k] < 0)
+			out->step[n++] = bucket[k];
+	out->n = n;
+	return true;
 }

@@ -83,6 +83,12 @@ void distribute(const Graph *g, Dag *d, const DistOptions *o, DistStats *st, Are
  * backward step on. In *out (in a); false when d2 is not d3 less its
  * gathers. */
 bool dist_seed(const Dag *d3, const Dag *d2, const Schedule *s2, Schedule *out, Arena *a);
+/* ZeRO-2: the schedule s1 of the ZeRO-1 Dag d1 of the same graph and
+ * options, replayed on the ZeRO-2 Dag d2: each bucket where d1's
+ * all-reduce of it ran, or at one rank right after the step completing
+ * its last gradient. In *out (in a); false when d2 is not d1 with its
+ * buckets changed. */
+bool dist_shard_seed(const Dag *d2, const Dag *d1, const Schedule *s1, Schedule *out, Arena *a);
 
 /* ---------------------------------------------------------------- passes/graph/pipeline.c */
 /* What one pipeline stage holds, for the reports. */

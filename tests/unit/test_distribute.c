@@ -529,6 +529,69 @@ test_one_gathered_copy(void **state)
 	}
 }
 
+/* One rank. With the optimizer offloaded, ZeRO-2's buckets copy the
+ * gradients straight into the host's shards: a reduce-scatter node with
+ * no pack before it, no workspace, every gradient read by one bucket and
+ * none living to the end. With the optimizer on the device (ZeRO-3,
+ * params offloaded) the gradients stay whole: no bucket. ZeRO-3 with
+ * nothing offloaded but the optimizer gathers nothing. At -O2 the ZeRO-2
+ * plan is at most the ZeRO-1 one, which it gets replayed with the buckets
+ * (dist_shard_seed), and that replay is a valid schedule of its Dag. */
+static void
+test_one_rank(void **state)
+{
+	NetOptions o;
+	Run r, r1;
+	Schedule s;
+	MemEval ev;
+	int nbucket = 0, ngrad = 0;
+
+	(void)state;
+	run(&r, 1, 2, true, false, 4096);
+	for (int v = 0; v < r.an.d.nnode; v++) {
+		const DagNode *n = &r.an.d.node[v];
+		if (dag_xfer(&r.an.d, v)->comm == COMM_NONE)
+			continue;
+		assert_int_equal(dag_xfer(&r.an.d, v)->comm, COMM_REDUCE_SCATTER);
+		assert_int_equal(dag_xfer(&r.an.d, v - 1)->comm == COMM_PACK, false);
+		assert_int_equal(dag_workspace(&r.an.d, v), 0);
+		nbucket++;
+		ngrad += n->nin;
+	}
+	assert_int_equal(nbucket, 3);   /* one 8 KiB gradient each */
+	for (int t = 0; t < r.an.d.nt; t++)
+		if (r.an.d.t[t].cat == CAT_PARAM_GRADS && r.an.d.t[t].ir_tensor >= 0) {
+			assert_false(r.an.d.t[t].to_end);
+			ngrad--;
+		}
+	assert_int_equal(ngrad, 0);
+	ar_free(&r.a);
+
+	run(&r, 1, 3, false, true, 4096);
+	assert_int_equal(r.an.dist.nbuckets, 0);
+	assert_int_equal(r.an.dist.grad_shards, 0);
+	assert_true(r.an.dist.nunits > 0);
+	ar_free(&r.a);
+	run(&r, 1, 3, true, false, 4096);
+	assert_int_equal(r.an.dist.nunits, 0);
+	ar_free(&r.a);
+
+	memset(&o, 0, sizeof o);
+	o.dist = (DistOptions){1, 2, 4096, true, false, 0};
+	run_at(&r, net4, &o, 2);
+	o.dist.zero = 1;
+	run_at(&r1, net4, &o, 2);
+	assert_true(r.an.plan.peak <= r1.an.plan.peak);
+	assert_true(dist_shard_seed(&r.an.d, &r1.an.d, &r1.an.plan.sched, &s, &r.a));
+	assert_int_equal(s.n, r1.an.plan.sched.n + 4);
+	assert_int_equal(vf_evaluate(&r.an.d, &s, &ev, true, &r.a), ST_OK);
+	assert_true(ev.peak <= r1.an.plan.peak);
+	/* a Dag with no buckets is no ZeRO-2 Dag to replay onto */
+	assert_false(dist_shard_seed(&r1.an.d, &r.an.d, &r.an.plan.sched, &s, &r.a));
+	ar_free(&r1.a);
+	ar_free(&r.a);
+}
+
 int
 main(void)
 {
@@ -543,6 +606,7 @@ main(void)
 		cmocka_unit_test(test_prefetch),
 		cmocka_unit_test(test_comm_nodes),
 		cmocka_unit_test(test_one_gathered_copy),
+		cmocka_unit_test(test_one_rank),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
