@@ -901,7 +901,6 @@ nest_inputs(Nest *X, int64_t Pref, const int64_t *bg)
 }
 
 static void nest_plans(Nest *X, RmPool *pool, double cap, int n);
-static bool has_comm(const Dag *d);
 
 /* The nested plans: the DP over the chain's boundaries, then its answers
  * from the smallest budget whose recompute estimate is within the cap up,
@@ -955,7 +954,12 @@ chain_nested(Chain *K, RmPool *np, double cap, int64_t Pref)
 		differs |= K->gown[k] != K->g[k];
 	if (differs) {
 		nest_inputs(&X, Pref, K->gown);
-		X.trim = M->n <= NEST_TRIM_SIZE && !has_comm(M->d);
+		/* data-parallel steps too: the trimmed plans, found at some ZeRO
+		 * stage and not at the next, broke the monotone stages
+		 * (tests/zero_monotone.sh: GPT-2 at 8 ranks, 2,095 MB at ZeRO-1,
+		 * 2,108 MB at ZeRO-2) until each stage from 2 took the plan of
+		 * the stage below as a candidate (driver/analyze.c) */
+		X.trim = M->n <= NEST_TRIM_SIZE;
 		X.below = &np[3];
 		X.tbuf = ar_alloc(K->a, sizeof *X.tbuf * ((size_t)RM_MAXSTEP(M) + 1));
 		X.tdrop = ar_alloc(K->a, (size_t)RM_MAXSTEP(M) + 1);
@@ -963,23 +967,6 @@ chain_nested(Chain *K, RmPool *np, double cap, int64_t Pref)
 		rm_nest_dp(N);
 		nest_plans(&X, &np[2], cap, NEST_PLANS);
 	}
-}
-
-/* Whether d communicates (data-parallel or pipeline steps). Not for
- * nest_trim there: tests/zero_monotone.sh holds -O2's per-rank peak
- * non-increasing from ZeRO-0 to ZeRO-3, each stage planned apart (only
- * ZeRO-3 takes the ZeRO-2 plan as a candidate), and the trimmed plans,
- * found at some stages and not at the next (GPT-2 at 8 ranks: 2,095 MB
- * at ZeRO-1, none at ZeRO-2, which stays at 2,108 MB), broke that. */
-static bool
-has_comm(const Dag *d)
-{
-	for (int v = 0; v < d->nnode; v++) {
-		const DagXfer *x = dag_xfer(d, v);
-		if (x->comm != COMM_NONE || x->pipe != PIPE_NONE)
-			return true;
-	}
-	return false;
 }
 
 /* Drops, costliest node first, each recompute step of X->steps (a run
