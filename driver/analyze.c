@@ -300,23 +300,14 @@ stage_below_seed(const Analysis *an, const PlanGoal *goal, Arena *a)
 	    !dist_grad_shards(o) || o->prefetch > 0 ||
 	    an->g.settings.pipe.stages > 1)
 		return s;
-	if (!dist_gathers(o)) {         /* ZeRO-2, or 3 without gathers */
-		o2.zero = 1;
-		lower_graph(&an->g, &d2, a);
-		distribute(&an->g, &d2, &o2, &st, a);
-		g2.seed = s;
-		p = rm_plan_search(&d2, &g2, a);
-		if (!dist_shard_seed(&an->d, &d2, &p.sched, &s, a))
-			s.n = 0;
-		return s;
-	}
-	o2.zero = 2;
+	bool gathers = dist_gathers(o);
+	o2.zero = gathers ? 2 : 1;      /* the stage below ZeRO-3's, ZeRO-2's */
 	o2.offload_params = false;
 	lower_graph(&an->g, &d2, a);
 	distribute(&an->g, &d2, &o2, &st, a);
 	g2.seed = s;
 	p = rm_plan_search(&d2, &g2, a);
-	if (!dist_seed(&an->d, &d2, &p.sched, &s, a))
+	if (!(gathers ? dist_seed : dist_shard_seed)(&an->d, &d2, &p.sched, &s, a))
 		s.n = 0;
 	return s;
 }
