@@ -514,14 +514,18 @@ nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap, bool reorder)
 	RmRecipe R2 = *R;
 
 	rm_chain_nested_plans(S, R, np, cap);
-	/* the best 2 of each, with 1/16 of the final reordering's work: with
-	 * a quarter for the best 4 it took 0.3 s of CPU on sd_unet (no nested
-	 * plan wins there) for the same peaks on the examples */
+	/* the best 4 of each, with 1/16 of the final reordering's work (with
+	 * a quarter it took 0.3 s of CPU on sd_unet, where no nested plan
+	 * wins): a reordered peak does not follow the peak before, and at 8
+	 * ZeRO-3 ranks with no cap LLaMA's best came from a third plan
+	 * (2,853,981,696 -> 2,826,710,528 bytes, 1.050 -> 1.040 of the bound;
+	 * with the best 2 a cap of 2 did better than none). Every example's
+	 * peak at the default cap is the same as with 2. */
 	eff.order_work /= 16;
 	R2.eff = &eff;
 	for (int p = 0; p < RM_NEST_POOLS; p++) {
 		if (reorder && np[p].n > 0)
-			rm_reorder_pool(S, &R2, &np[p], cap, 2);
+			rm_reorder_pool(S, &R2, &np[p], cap, 4);
 		for (int i = 0; i < np[p].n; i++) {
 			MemEval ev = {0};
 			ev.peak = np[p].c[i].peak;
