@@ -69,7 +69,8 @@ pcases="pipe-1f1b-gpt2|2|1|-O0 --micro-batches 4 $gpt2|gpt2
 pipe-gpipe-gpt2|2|1|-O2 --micro-batches 3 --schedule gpipe $gpt2|gpt2
 pipe-zero1-gpt2|2|2|-O1 --micro-batches 2 --zero 1 $gpt2|gpt2
 pipe-zero2-gpt2-gpipe|2|2|-O0 --micro-batches 2 --schedule gpipe --zero 2 --offload optimizer $gpt2|gpt2
-pipe-zero3-llama|2|2|-O2 --micro-batches 3 --zero 3 --prefetch 1 --offload params $llama|llama"
+pipe-zero3-llama|2|2|-O2 --micro-batches 3 --zero 3 --prefetch 1 --offload params $llama|llama
+pipe-zero2-llama-1rank-offload|2|1|-O1 --micro-batches 2 --zero 2 --offload optimizer $llama|llama"
 npcases=$(echo "$pcases" | wc -l)
 
 echo "1..$((ncases * 3 + npcases * 3 + 7))"
