@@ -853,6 +853,16 @@ dist_shard_seed(const Dag *d2, const Dag *d1, const Schedule *s1, Schedule *out,
 			if (nd->acc[j].tensor < d2->nt && of[nd->acc[j].tensor] >= 0)
 				last[of[nd->acc[j].tensor]] = i;
 	}
+	/* one rank: the buckets completed at each step, in bucket order */
+	int *at = ar_alloc(a, sizeof(int) * (size_t)(s1->n + 1));
+	int *after = ar_alloc(a, sizeof(int) * (size_t)(nb + 1));
+	for (int i = 0; i < s1->n; i++)
+		at[i] = -1;
+	for (int k = nb - 1; k >= 0; k--)
+		if (last[k] >= 0) {
+			after[k] = at[last[k]];
+			at[last[k]] = k;
+		}
 	out->step = ar_alloc(a, sizeof(int) * (size_t)(s1->n + 2 * nb + 1));
 	for (int i = 0; i < s1->n; i++) {
 		int v = s1->step[i];
@@ -864,9 +874,8 @@ dist_shard_seed(const Dag *d2, const Dag *d1, const Schedule *s1, Schedule *out,
 			continue;
 		}
 		out->step[n++] = v;
-		for (int k = 0; !na && k < nb; k++)
-			if (last[k] == i)
-				out->step[n++] = bucket[k];
+		for (int k = at[i]; k >= 0; k = after[k])
+			out->step[n++] = bucket[k];
 	}
 	for (int k = 0; !na && k < nb; k++)    /* a bucket nothing completed */
 		if (last[k] < 0)
