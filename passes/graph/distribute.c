@@ -816,7 +816,9 @@ bucket_nodes(const Dag *d, int first, int *first_node, int *nb)
  * ZeRO-1 plan holds no more than it did: the flat buffer takes the
  * all-reduce's workspace's place, the shards the full gradients'. -O2
  * takes it as a candidate, so that its ZeRO-2 plan is never above its
- * ZeRO-1 plan (docs/distributed.md). */
+ * ZeRO-1 plan (docs/distributed.md). Not so under --accumulate, where the
+ * shard lives the whole step and the pack holds a bucket's gradients and
+ * its buffer at once: one bucket of most gradients costs the shard more. */
 bool
 dist_shard_seed(const Dag *d2, const Dag *d1, const Schedule *s1, Schedule *out, Arena *a)
 {
