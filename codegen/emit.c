@@ -1280,8 +1280,8 @@ dist_setup(Em *e)
 	const DistOptions *o = &e->g->settings.dist;
 	e->ranks = o->ranks > 1 ? o->ranks : 1;
 	e->dist = e->ranks > 1 || o->offload_optimizer || o->offload_params || e->nstages > 1;
-	e->zero2 = e->dist && dist_grad_shards(o) && e->g->train;
-	e->zero3 = e->dist && dist_gathers(o) && e->g->train;
+	e->zero2 = dist_grad_shards(o) && e->g->train;     /* both imply e->dist */
+	e->zero3 = dist_gathers(o) && e->g->train;
 	e->gnode = ar_alloc(&e->a, sizeof(int) * (size_t)(e->d->nt + 1));
 	for (int v = 0; v < e->d->nnode; v++)
 		if (dag_xfer(e->d, v)->comm == COMM_ALLGATHER)

@@ -170,7 +170,7 @@ report_totals(const Analysis *an)
 		stage_totals(an, &r);
 	else
 		model_totals(g, &r);
-	if (dist_active(&g->settings.dist) && dist_grad_shards(&g->settings.dist))
+	if (dist_grad_shards(&g->settings.dist))
 		r.grad_bytes = an->dist.grad_shards;  /* the shard */
 	return r;
 }

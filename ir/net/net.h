@@ -251,7 +251,7 @@ typedef struct DistOptions {
 } DistOptions;
 
 /* Whether ZeRO-3 gathers weights: they are sharded over several ranks or
- * kept on the host. One rank with its weights on the device has nothing to
+ * kept on the host (so distribution is active: dist_active). One rank with its weights on the device has nothing to
  * gather, so ZeRO-3 is ZeRO-2 there (FSDP runs NO_SHARD at world size 1);
  * a copy per unit would make the higher stage cost more. */
 static inline bool
@@ -261,7 +261,8 @@ dist_gathers(const DistOptions *o)
 }
 
 /* Whether gradients go to shards (ZeRO-2 and 3), reduced bucket by bucket:
- * over several ranks, or at one rank into the host's copy (ZeRO-Offload).
+ * over several ranks, or at one rank into the host's copy (ZeRO-Offload);
+ * true only where dist_active is.
  * At one rank with the optimizer on the device the shard would be the
  * whole gradient, made beside it, so the gradients stay as under ZeRO-1. */
 static inline bool

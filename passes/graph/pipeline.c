@@ -612,7 +612,7 @@ pipeline_stage(const Graph *g, Dag *d, const PipeOptions *o, int stage, PipeStat
 	P.K = K;
 	P.M = o->micro_batches;
 	P.gpipe = o->gpipe;
-	P.grads_per_copy = dist_active(&g->settings.dist) && dist_grad_shards(&g->settings.dist);
+	P.grads_per_copy = dist_grad_shards(&g->settings.dist);
 	P.stage_of = ar_alloc(a, sizeof(int) * (size_t)(full.nnode + 1));
 	assign_stages(&P, first, K);
 	P.producer = ar_alloc(a, sizeof(int) * (size_t)(full.nt + 1));
