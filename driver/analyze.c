@@ -235,6 +235,14 @@ check_excess(const Analysis *an, const char *file, Diag *d)
 	return ST_ERROR;
 }
 
+/* --grad-sync auto where it has a choice: analyze_syncs decides. */
+static bool
+sync_auto(const Analysis *an)
+{
+	return an->g.train && an->g.settings.dist.grad_sync == SYNC_AUTO &&
+	       dist_sync_choice(&an->g.settings);
+}
+
 Status
 analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
 {
@@ -275,6 +283,8 @@ analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
 		pipeline_stage(&an->g, &an->d, &an->g.settings.pipe, an->g.settings.pipe.stage,
 		               &an->pipe, a);
 	distribute(&an->g, &an->d, &an->g.settings.dist, &an->dist, a);
+	if (sync_auto(an))
+		return ST_OK;   /* analyze_syncs checks and dumps the one it keeps */
 	return after_pass(an, PASS_LOWER, NULL, po, a);
 }
 
@@ -377,6 +387,76 @@ analyze_dag(const Job *job, Analysis *an, Arena *a)
 	return an->plan.fits ? ST_OK : ST_NO_FIT;
 }
 
+/* Whether plan x beats plan y, x being the alternative: one that fits
+ * first, then under --budget the lower recompute, else (and where neither
+ * fits: the smallest peak found) the lower peak; a tie keeps y. */
+static bool
+better_plan(const Analysis *x, const Analysis *y)
+{
+	const MemEval *ex = &x->ev, *ey = &y->ev;
+
+	if (x->plan.fits != y->plan.fits)
+		return x->plan.fits;
+	if (x->goal.budget >= 0 && x->plan.fits && ex->recompute_cost != ey->recompute_cost)
+		return ex->recompute_cost < ey->recompute_cost;
+	if (ex->peak != ey->peak)
+		return ex->peak < ey->peak;
+	return ex->recompute_cost < ey->recompute_cost;
+}
+
+/* Whether the step that reduces on the last micro-batch (lowered, not yet
+ * analyzed) can beat an's plan: not when its lower bound is at or above
+ * an's peak, nor, when an's plan fits a --budget, where the bound passes
+ * the budget or that plan recomputes nothing. Where each micro-batch's buckets are small
+ * beside the model (most models), the bound alone settles it, so auto
+ * costs one lowering rather than a second search. */
+static bool
+sync_last_may_win(const Analysis *an, const Analysis *last)
+{
+	int64_t lb = rm_lower_bound_parts(&last->d).bytes;
+
+	if (an->goal.budget < 0 || !an->plan.fits)
+		return lb < an->ev.peak;
+	return lb <= an->goal.budget && an->ev.recompute_cost > 0;
+}
+
+/* --grad-sync auto: an is lowered with each micro-batch reducing its
+ * gradients; the same step with the last one reducing them all is
+ * analyzed beside it, and the better plan stays in an (docs/distributed.md,
+ * "Gradient accumulation"). Reducing each micro-batch's gradients into
+ * persistent shards wins where the buckets are small beside the model;
+ * accumulating them whole holds no step above ZeRO-1 (its plan replays
+ * ZeRO-1's, dist_shard_seed), so auto keeps ZeRO-2 at or below ZeRO-1.
+ * Both analyses run without dumps; the kept one is dumped afterwards. */
+static Status
+analyze_syncs(const Job *job, Analysis *an, Arena *a)
+{
+	Analysis *last = ar_alloc(a, sizeof *last);
+	Job quiet = *job;
+	Status st, sl = ST_OK;
+
+	*last = *an;    /* the same graph, read only from here on */
+	an->g.settings.dist.grad_sync = SYNC_EACH;
+	last->g.settings.dist.grad_sync = SYNC_LAST;
+	lower_graph(&last->g, &last->d, a);
+	distribute(&last->g, &last->d, &last->g.settings.dist, &last->dist, a);
+	quiet.passes.dump = 0;
+	st = analyze_dag(&quiet, an, a);
+	if (st != ST_OK && st != ST_NO_FIT)
+		return st;
+	bool tried = sync_last_may_win(an, last);
+	if (tried && (sl = analyze_dag(&quiet, last, a)) != ST_OK && sl != ST_NO_FIT)
+		return sl;
+	if (tried && better_plan(last, an)) {
+		*an = *last;
+		st = sl;
+	}
+	Status ck = after_pass(an, PASS_LOWER, NULL, &job->passes, a);
+	if (ck != ST_OK || !job->passes.dump)
+		return ck != ST_OK ? ck : st;
+	return analyze_dag(job, an, a);         /* again, with its dumps */
+}
+
 Status
 analyze(const Job *job, Analysis *an, Arena *a, Diag *d)
 {
@@ -384,7 +464,7 @@ analyze(const Job *job, Analysis *an, Arena *a, Diag *d)
 	Status st = analyze_graph(job, an, a, d);
 
 	if (st == ST_OK)
-		st = analyze_dag(job, an, a);
+		st = sync_auto(an) ? analyze_syncs(job, an, a) : analyze_dag(job, an, a);
 	if (st == ST_OK || st == ST_NO_FIT)
 		an->seconds = util_now() - t0;
 	return st;

@@ -23,7 +23,7 @@ enum {
 	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH,
 	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET, OPT_PREFETCH, OPT_PLOT, OPT_HTML, OPT_TRACE,
 	OPT_MEMVIZ, OPT_DOT, OPT_DOT_BACKWARD, OPT_DOT_FULL, OPT_CSV, OPT_SWEEP, OPT_MAX_INPUT,
-	OPT_TIMES
+	OPT_TIMES, OPT_GRAD_SYNC
 };
 
 static const struct option long_options[] = {
@@ -51,6 +51,7 @@ static const struct option long_options[] = {
 	{"offload", required_argument, NULL, OPT_OFFLOAD},
 	{"zero-table", no_argument, NULL, OPT_ZERO_TABLE},
 	{"prefetch", required_argument, NULL, OPT_PREFETCH},
+	{"grad-sync", required_argument, NULL, OPT_GRAD_SYNC},
 	{"stages", required_argument, NULL, OPT_STAGES},
 	{"micro-batches", required_argument, NULL, OPT_MICRO_BATCHES},
 	{"schedule", required_argument, NULL, OPT_SCHEDULE},
@@ -116,6 +117,10 @@ usage(FILE *f)
 	      "                         on the host (params needs --zero 3)\n"
 	      "  --prefetch N           ZeRO 3: gather the next N units' weights ahead\n"
 	      "                         of the running one (default 0)\n"
+	      "  --grad-sync each|last|auto\n"
+	      "                         ZeRO 2/3 with --accumulate: each micro-batch\n"
+	      "                         reduces its gradients, the last reduces them\n"
+	      "                         all, or the lower peak (default auto)\n"
 	      "  --zero-table           per-rank peak for every ZeRO stage and rank count\n"
 	      "  --stages K             pipeline stages of contiguous outermost def calls;\n"
 	      "                         figures are per stage (the largest one reported);\n"
@@ -385,6 +390,16 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_OFFLOAD: parse_offload(o, arg); break;
 	case OPT_ZERO_TABLE: o->zero_table = true; break;
+	case OPT_GRAD_SYNC:
+		if (!strcmp(arg, "each"))
+			o->job.net.dist.grad_sync = SYNC_EACH;
+		else if (!strcmp(arg, "last"))
+			o->job.net.dist.grad_sync = SYNC_LAST;
+		else if (!strcmp(arg, "auto"))
+			o->job.net.dist.grad_sync = SYNC_AUTO;
+		else
+			diag_usage("--grad-sync: unknown '%s' (each, last, auto)", arg);
+		break;
 	case OPT_PREFETCH:
 		o->prefetch_set = true;
 		o->job.net.dist.prefetch = (int)parse_count("--prefetch", arg, 0, 1 << 20);
@@ -596,6 +611,14 @@ check_parallel(const Options *o)
 		           "none; the program cannot run it");
 	if (o->prefetch_set && o->job.net.dist.zero != 3)
 		diag_usage("--prefetch needs --zero 3 (only sharded weights are gathered)");
+	if (o->job.net.dist.grad_sync != SYNC_AUTO && !o->zero_table && o->job.net.dist.zero < 2)
+		diag_usage("--grad-sync needs --zero 2 or 3 (below, the gradients stay whole)");
+	if (o->job.net.dist.grad_sync == SYNC_LAST && o->job.net.dist.offload_optimizer)
+		diag_usage("--grad-sync last: with --offload optimizer each micro-batch's "
+		           "gradients go to the host");
+	if (o->job.net.dist.grad_sync != SYNC_AUTO && o->job.net.pipe.stages > 1)
+		diag_usage("--grad-sync: a pipeline's micro-batches reduce as their stage "
+		           "does (see docs/distributed.md)");
 	if (o->job.net.pipe.stages > 1) {
 		if (o->job.net.accumulate_set)
 			diag_usage("--stages: the pipeline's --micro-batches replace --accumulate "

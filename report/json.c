@@ -323,12 +323,14 @@ distributed(const Analysis *an, FILE *out)
 	if (!dist_active(o))
 		return;
 	fprintf(out, "  \"ranks\": {\"count\": %d, \"zero\": %d, \"bucket_bytes\": %" PRId64
-	        ", \"offload_optimizer\": %s, \"offload_params\": %s,\n"
+	        ", \"offload_optimizer\": %s, \"offload_params\": %s, \"grad_sync\": %s,\n"
 	        "            \"buckets\": %d, \"largest_bucket_bytes\": %" PRId64
 	        ", \"units\": %d, \"largest_gather_bytes\": %" PRId64 ",\n"
 	        "            \"host_bytes\": {",
 	        o->ranks, o->zero, o->bucket, o->offload_optimizer ? "true" : "false",
-	        o->offload_params ? "true" : "false", st->nbuckets, st->max_bucket,
+	        o->offload_params ? "true" : "false",
+	        !dist_sync_choice(&an->g.settings) ? "null"
+	        : dist_sync_last(&an->g.settings) ? "\"last\"" : "\"each\"", st->nbuckets, st->max_bucket,
 	        st->nunits, st->max_gather);
 	for (int c = 0; c < CAT_COUNT; c++)
 		fprintf(out, "%s\"%s\": %" PRId64, c ? ", " : "", memcat_name((MemCat)c), st->host[c]);

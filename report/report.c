@@ -170,8 +170,10 @@ report_totals(const Analysis *an)
 		stage_totals(an, &r);
 	else
 		model_totals(g, &r);
-	if (dist_grad_shards(&g->settings.dist))
-		r.grad_bytes = an->dist.grad_shards;  /* the shard */
+	/* the shard; with --grad-sync last the full gradients held through
+	 * the step are the larger state (the shards come at its end) */
+	if (dist_grad_shards(&g->settings.dist) && !dist_sync_last(&g->settings))
+		r.grad_bytes = an->dist.grad_shards;
 	return r;
 }
 
@@ -235,6 +237,12 @@ distributed(const Analysis *an, const ReportOptions *ro, FILE *out)
 	fprintf(out, "  gradient buckets   %d, the largest ", st->nbuckets);
 	put_size(out, ro, st->max_bucket, true);
 	fputc('\n', out);
+	if (dist_sync_choice(&an->g.settings))
+		fputs(dist_sync_last(&an->g.settings)
+		      ? "  gradient sync      the last micro-batch reduces the full gradients "
+		        "all accumulated\n"
+		      : "  gradient sync      each micro-batch reduces its gradients into the "
+		        "shards\n", out);
 	if (st->nunits) {
 		fprintf(out, "  gathered units     %d, the largest ", st->nunits);
 		put_size(out, ro, st->max_gather, true);

@@ -62,7 +62,9 @@ zero2-mlp-offload|2|-O1 --zero 2 --offload optimizer $mlp|mlp
 zero3-gpt2|2|-O2 --zero 3 $gpt2|gpt2
 zero3-llama-offload|4|-O1 --zero 3 --offload optimizer --offload params $llama|llama
 zero3-mobilenet-buffers|2|-O1 --zero 3 --offload params $mobilenet|mobilenetv2
-zero3-llama-1rank-offload|1|-O2 --zero 3 --offload optimizer $llama|llama"
+zero3-llama-1rank-offload|1|-O2 --zero 3 --offload optimizer $llama|llama
+zero2-mlp-accumulate-each|2|-O1 --zero 2 --accumulate=2 --grad-sync each $mlp|mlp
+zero3-gpt2-accumulate-last|2|-O2 --zero 3 --accumulate=2 --grad-sync last $gpt2|gpt2"
 ncases=$(echo "$cases" | wc -l)
 # name | stages | ranks per stage | remat flags | example
 pcases="pipe-1f1b-gpt2|2|1|-O0 --micro-batches 4 $gpt2|gpt2
@@ -131,7 +133,8 @@ check_ranks() {
 
 # The single-process reference of case $1 (flags $2, example $3): the same
 # net and level without the distribution flags, as $1.single; false when
-# remat or the compiler fails.
+# remat or the compiler fails. A flag written --name=value stays (the
+# accumulation cases' --accumulate=2: the same micro-batch shapes).
 build_single() {
 	# shellcheck disable=SC2086
 	"$REMAT" $(echo "$2" | sed 's/--[a-z-]* [0-9a-zA-Z]*//g') -o "$1.single.c" \

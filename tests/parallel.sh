@@ -2,7 +2,8 @@
 # tests/parallel.sh -- data parallelism with pipeline stages and prefetch
 # (docs/distributed.md), end to end: the usage errors of the combinations,
 # per-rank model states of a stage against DeepSpeed's formulas, what
-# --prefetch adds, and the analysis time under --ranks 8 --zero 3. The
+# --prefetch adds, which --grad-sync auto keeps under accumulation, and the
+# analysis time under --ranks 8 --zero 3. The
 # per-stage formulas for every stage are in tests/unit/test_distribute.c.
 # Prints TAP.
 set -u
@@ -34,7 +35,7 @@ num() {
 	grep -o "\"$1\": [0-9]*" "$2" | head -1 | sed 's/.*: //'
 }
 
-echo "1..15"
+echo "1..23"
 usage "remat: --stages: the pipeline's --micro-batches replace --accumulate (give the micro-batch count with --micro-batches M)" \
 	--stages 2 --ranks 2 --accumulate 2
 usage "remat: --stages: the pipeline's --micro-batches replace --accumulate (give the micro-batch count with --micro-batches M)" \
@@ -93,6 +94,62 @@ if [ $((p1 - p0)) -eq 78767616 ] && [ $((p2 - p1)) -eq 14175744 ]; then
 	ok "--prefetch 1, 2: the root's weights, then one block's"
 else
 	fail "--prefetch: peaks $p0 $p1 $p2"
+fi
+
+# --grad-sync (docs/distributed.md, "Gradient accumulation")
+usage "remat: --grad-sync: unknown 'x' (each, last, auto)" --ranks 2 --zero 2 --grad-sync x
+usage "remat: --grad-sync needs --zero 2 or 3 (below, the gradients stay whole)" \
+	--ranks 2 --zero 1 --grad-sync last
+usage "remat: --grad-sync last: with --offload optimizer each micro-batch's gradients go to the host" \
+	--ranks 2 --zero 2 --offload optimizer --grad-sync last
+usage "remat: --grad-sync: a pipeline's micro-batches reduce as their stage does (see docs/distributed.md)" \
+	--stages 2 --ranks 2 --zero 2 --grad-sync each
+# mlp at 2 ranks, 2 micro-batches: one 7 MiB bucket holds every gradient,
+# so reducing each micro-batch's into persistent shards (each) holds the
+# shards beside the bucket's gradients and buffer, above ZeRO-1; the last
+# micro-batch reducing them all (last) replays ZeRO-1's plan, and auto
+# keeps it. GPT-2 at 8 ranks has 25 MiB buckets beside 124M params, and
+# auto keeps each.
+# peak RANKS ARGS...: the -O2 peak of 2 micro-batches accumulated
+peak() {
+	r=$1
+	shift
+	"$REMAT" --ranks "$r" --accumulate 2 --json "$@" 2>/dev/null | num peak_bytes /dev/stdin
+}
+z1=$(peak 2 --zero 1 examples/mlp.net)
+each=$(peak 2 --zero 2 --grad-sync each examples/mlp.net)
+last=$(peak 2 --zero 2 --grad-sync last examples/mlp.net)
+auto=$(peak 2 --zero 2 examples/mlp.net)
+if [ -n "$z1" ] && [ "$each" -gt "$z1" ] && [ "$last" -le "$z1" ] && [ "$auto" = "$last" ]; then
+	ok "--grad-sync on mlp: auto = last ($auto) <= ZeRO-1 ($z1) < each ($each)"
+else
+	fail "--grad-sync on mlp: ZeRO-1 $z1, each $each, last $last, auto $auto"
+fi
+"$REMAT" --ranks 2 --zero 2 --accumulate 2 examples/mlp.net >"$out/sync.txt"
+"$REMAT" --ranks 2 --zero 2 --accumulate 2 --json examples/mlp.net >"$out/sync.json"
+if grep -q '^  gradient sync      the last micro-batch reduces' "$out/sync.txt" &&
+   grep -q '"grad_sync": "last"' "$out/sync.json" &&
+   [ "$(num grad_bytes "$out/sync.json")" -eq 7454760 ]; then
+	ok "--grad-sync auto on mlp: the report and JSON say last, the full gradients held"
+else
+	fail "--grad-sync auto on mlp: report or JSON"
+fi
+# where no plan fits a --budget, the smallest peak found is the lower mode's
+"$REMAT" --ranks 2 --zero 2 --accumulate 2 --budget 29000000 examples/mlp.net >/dev/null 2>"$out/err"
+rc=$?
+if [ $rc -ne 0 ] && grep -q "^error: no schedule fits in 29000000 bytes; smallest peak found: $last bytes" "$out/err"; then
+	ok "--grad-sync auto on mlp, no plan fits: the smallest peak is last's"
+else
+	fail "--grad-sync auto on mlp, no plan fits: exit $rc"
+	sed 's/^/# /' "$out/err"
+fi
+each=$(peak 8 --zero 2 --grad-sync each examples/gpt2.net)
+auto=$("$REMAT" --ranks 8 --zero 2 --accumulate 2 --json examples/gpt2.net | tee "$out/g.json" |
+       num peak_bytes /dev/stdin)
+if [ -n "$each" ] && [ "$auto" = "$each" ] && grep -q '"grad_sync": "each"' "$out/g.json"; then
+	ok "--grad-sync auto on gpt2 at 8 ranks: each ($each)"
+else
+	fail "--grad-sync auto on gpt2 at 8 ranks: each $each, auto $auto"
 fi
 
 # Analysis time: under 1 s for every example with --ranks 8 --zero 3, as

@@ -239,6 +239,14 @@ int optimizer_states(Optimizer o);       /* values per param element */
 /* Data parallelism (docs/distributed.md): ranks, the ZeRO stage, the
  * gradient bucket size and what is offloaded to the host. Every rank holds
  * the same shard sizes and runs the same schedule on its own micro-batch. */
+/* When the gradients of accumulated micro-batches are reduced, from ZeRO-2
+ * on (--grad-sync): EACH micro-batch reduce-scatters its own into
+ * persistent shards (DeepSpeed ZeRO-2/3), or the micro-batches accumulate
+ * full gradients and the LAST one reduce-scatters them (FSDP's no_sync);
+ * AUTO is the one whose plan peaks lower, chosen by the driver (the
+ * distribute pass reads it as EACH). */
+typedef enum GradSync { SYNC_AUTO, SYNC_EACH, SYNC_LAST } GradSync;
+
 typedef struct DistOptions {
 	int ranks;              /* data-parallel ranks, default 1 */
 	int zero;               /* 0..3: what is sharded (1 optimizer state and
@@ -248,6 +256,7 @@ typedef struct DistOptions {
 	bool offload_params;    /* weight shards on the host (ZeRO-3) */
 	int prefetch;           /* ZeRO-3: units gathered ahead of the one
 	                           running (--prefetch), default 0 */
+	GradSync grad_sync;     /* --grad-sync, under --accumulate from ZeRO-2 */
 } DistOptions;
 
 /* Whether ZeRO-3 gathers weights: they are sharded over several ranks or
@@ -296,6 +305,25 @@ typedef struct Settings {
 	                           of PyTorch 1.13 (pytorch is set too); else
 	                           CUDA's, PyTorch >= 2.4 */
 } Settings;
+
+/* Whether --grad-sync has a choice to make: accumulated micro-batches on
+ * several ranks whose gradients go to shards on the device (with the
+ * optimizer on the host, each micro-batch's go there, costing the device
+ * nothing), outside a pipeline (whose micro-batches are its own). */
+static inline bool
+dist_sync_choice(const Settings *s)
+{
+	return s->accumulate > 1 && s->dist.ranks > 1 && dist_grad_shards(&s->dist) &&
+	       !s->dist.offload_optimizer && s->pipe.stages <= 1;
+}
+
+/* Whether the gradients are accumulated whole and reduced by the last
+ * micro-batch (--grad-sync last where it has a choice). */
+static inline bool
+dist_sync_last(const Settings *s)
+{
+	return dist_sync_choice(s) && s->dist.grad_sync == SYNC_LAST;
+}
 
 /* A `dim` or `batch` constant. */
 typedef struct Dim {

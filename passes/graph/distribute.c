@@ -452,9 +452,10 @@ buckets(Dist *D)
  * post-backward hook, and both drop them after the optimizer step
  * (zero_grad with set_to_none), so nothing holds them during the forward
  * (docs/distributed.md, "Lifetimes"). Two cases keep the whole step:
- * - under gradient accumulation the shard sums every micro-batch of the
- *   step, so the last micro-batch, which the DAG stands for, finds it made
- *   (a persistent buffer);
+ * - under gradient accumulation (--grad-sync each) the shard sums every
+ *   micro-batch of the step, so the last micro-batch, which the DAG stands
+ *   for, finds it made (a persistent buffer); with --grad-sync last the
+ *   full gradients sum them instead, and the shard is made as above;
  * - ZeRO-Offload keeps it in host memory (a host buffer, 0 device bytes).
  * A param's shard in shard_tensor[param]: its Dag tensor + 1, 0 none yet
  * (1 for a persistent one). */
@@ -540,14 +541,20 @@ grad_shards(Dist *D, int nold)
 	Dag *d = D->d;
 	int ntold = d->nt;
 	int *shard_tensor = ar_alloc(D->a, sizeof(int) * (size_t)(D->g->nt + 1));
-	bool whole_step = D->o->offload_optimizer || D->g->settings.accumulate > 1;
+	/* --grad-sync last: the gradients the earlier micro-batches accumulated
+	 * are there at the start (from_start, as lowered), and the last one
+	 * reduces them as a step without accumulation does */
+	Settings set = D->g->settings;
+	set.dist = *D->o;       /* a stage below the graph's (stage_below_seed) */
+	bool last = dist_sync_last(&set);
+	bool whole_step = D->o->offload_optimizer || (set.accumulate > 1 && !last);
 
 	for (int t = 0; t < ntold; t++) {
 		const Tensor *gt;
 		if (d->t[t].cat != CAT_PARAM_GRADS)
 			continue;
 		d->t[t].to_end = false;
-		d->t[t].from_start = false;
+		d->t[t].from_start &= last;
 		gt = &D->g->t[d->t[t].ir_tensor];
 		if (whole_step && !shard_tensor[gt->grad_of]) {
 			shard_tensor[gt->grad_of] = 1;
@@ -816,9 +823,10 @@ bucket_nodes(const Dag *d, int first, int *first_node, int *nb)
  * ZeRO-1 plan holds no more than it did: the flat buffer takes the
  * all-reduce's workspace's place, the shards the full gradients'. -O2
  * takes it as a candidate, so that its ZeRO-2 plan is never above its
- * ZeRO-1 plan (docs/distributed.md). Not so under --accumulate, where the
- * shard lives the whole step and the pack holds a bucket's gradients and
- * its buffer at once: one bucket of most gradients costs the shard more. */
+ * ZeRO-1 plan (docs/distributed.md). Not so under --accumulate with
+ * --grad-sync each, where the shard lives the whole step and the pack holds
+ * a bucket's gradients and its buffer at once: one bucket of most
+ * gradients costs the shard more (--grad-sync auto then keeps last's). */
 bool
 dist_shard_seed(const Dag *d2, const Dag *d1, const Schedule *s1, Schedule *out, Arena *a)
 {

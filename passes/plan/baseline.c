@@ -438,8 +438,11 @@ order_sets(Across *A, Arena *a)
 }
 
 /* The kind of tensor t that live_across counts, or 0: owning tensors (no
- * view, never an accumulation view) that are (a) to_end; (b) inputs
- * (from_start, made by none); (c) made by once nodes alone (gradients). */
+ * view, never an accumulation view) that are (a) to_end; (b) there from
+ * the start and not to the end: inputs (made by none), and gradients the
+ * earlier micro-batches accumulated (--grad-sync last), which once nodes
+ * only add to, all before any read (orders), so they live until a read;
+ * (c) made by once nodes alone (gradients). */
 static int
 la_kind(const Bound *B, const Across *A, int t)
 {
@@ -449,7 +452,8 @@ la_kind(const Bound *B, const Across *A, int t)
 	if (B->alias[t] >= 0 || x->persistent_view || B->counted[t])
 		return 0;
 	return (x->to_end ? LA_END : 0) |
-	       (x->from_start && !x->to_end && k == 0 ? LA_INPUT : 0) |
+	       (x->from_start && !x->to_end &&
+	        (k == 0 || (A->nout[t] == 0 && A->once_made[t])) ? LA_INPUT : 0) |
 	       (!x->from_start && !x->to_end && k > 0 && A->once_made[t] &&
 	        (A->nout[t] == 0 || (A->nout[t] == 1 && k == 1)) ? LA_GRAD : 0);
 }

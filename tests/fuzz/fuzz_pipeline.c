@@ -26,10 +26,11 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 	 * 1 rank, the rest on 2, 4 or 8 ranks at ZeRO-0..3 with buckets of 64
 	 * bytes to 4 KiB, every fifth with the optimizer (and from ZeRO-3 every
 	 * seventh the weights) offloaded, every third with a prefetch of one
-	 * unit (which ZeRO-3 alone reads) */
+	 * unit (which ZeRO-3 alone reads); --grad-sync auto, each and last in
+	 * turn (read where the input's train block accumulates) */
 	o.dist = (DistOptions){.ranks = 1 << (n & 3), .zero = (int)(n >> 2) & 3,
 	                       .bucket = (int64_t)64 << (n % 7), .offload_optimizer = n % 5 == 0,
-	                       .prefetch = (int)(n % 3 == 0)};
+	                       .prefetch = (int)(n % 3 == 0), .grad_sync = (GradSync)(n % 11 % 3)};
 	o.dist.offload_params = o.dist.zero == 3 && n % 7 == 0;
 	PlanGoal goal = {.level = 2, .max_recompute = 1.0, .budget = -1},
 	         base = {.level = 0, .max_recompute = 1.0, .budget = -1};

@@ -76,7 +76,7 @@ run(Run *r, int ranks, int zero, bool off_opt, bool off_par, int64_t bucket)
 	NetOptions o;
 
 	memset(&o, 0, sizeof o);
-	o.dist = (DistOptions){ranks, zero, bucket, off_opt, off_par, 0};
+	o.dist = (DistOptions){ranks, zero, bucket, off_opt, off_par, 0, SYNC_AUTO};
 	run_net(r, net3, &o);
 }
 
@@ -88,7 +88,7 @@ run_stage(Run *r, int stage, int ranks, int zero, bool off_opt, bool off_par)
 	NetOptions o;
 
 	memset(&o, 0, sizeof o);
-	o.dist = (DistOptions){ranks, zero, 25 << 20, off_opt, off_par, 0};
+	o.dist = (DistOptions){ranks, zero, 25 << 20, off_opt, off_par, 0, SYNC_AUTO};
 	o.pipe.stages = 2;
 	o.pipe.stage = stage;
 	o.pipe.micro_batches = 2;
@@ -283,7 +283,7 @@ test_root_and_head(void **state)
 
 	(void)state;
 	memset(&o, 0, sizeof o);
-	o.dist = (DistOptions){4, 3, 25 << 20, false, false, 0};
+	o.dist = (DistOptions){4, 3, 25 << 20, false, false, 0, SYNC_AUTO};
 	run_net(&r, net, &o);
 	d = &r.an.d;
 	s = &r.an.plan.sched;
@@ -389,7 +389,7 @@ test_prefetch(void **state)
 	for (int k = 0; k < 3; k++) {
 		NetOptions o;
 		memset(&o, 0, sizeof o);
-		o.dist = (DistOptions){4, 3, 25 << 20, false, false, k};
+		o.dist = (DistOptions){4, 3, 25 << 20, false, false, k, SYNC_AUTO};
 		run_net(&r, net4, &o);
 		peak[k] = r.an.ev.peak;
 		ar_free(&r.a);
@@ -508,7 +508,7 @@ test_one_gathered_copy(void **state)
 	(void)state;
 	for (int ranks = 2; ranks <= 4; ranks += 2) {
 		memset(&o, 0, sizeof o);
-		o.dist = (DistOptions){ranks, 3, 25 << 20, false, false, 0};
+		o.dist = (DistOptions){ranks, 3, 25 << 20, false, false, 0, SYNC_AUTO};
 		run_at(&r, net, &o, 2);
 		assert_true(r.an.plan.recompute_cost > 0);
 		assert_int_equal(most_copies(&r), 1);
@@ -577,7 +577,7 @@ test_one_rank(void **state)
 	ar_free(&r.a);
 
 	memset(&o, 0, sizeof o);
-	o.dist = (DistOptions){1, 2, 4096, true, false, 0};
+	o.dist = (DistOptions){1, 2, 4096, true, false, 0, SYNC_AUTO};
 	run_at(&r, net4, &o, 2);
 	o.dist.zero = 1;
 	run_at(&r1, net4, &o, 2);
@@ -590,6 +590,58 @@ test_one_rank(void **state)
 	assert_false(dist_shard_seed(&r1.an.d, &r.an.d, &r.an.plan.sched, &s, &r.a));
 	ar_free(&r1.a);
 	ar_free(&r.a);
+}
+
+/* --accumulate 2 at 2 ranks, ZeRO-2, one bucket of every gradient: with
+ * --grad-sync each the shards are persistent and the micro-batch's full
+ * gradients are made in the backward; with last the full gradients are
+ * there from the start (the micro-batch before accumulated into them),
+ * the bucket makes the shards, and the lower bound counts the full
+ * gradients until the pack; auto keeps the lower plan. */
+static void
+test_grad_sync(void **state)
+{
+	NetOptions o;
+	Run r[3];
+	const GradSync mode[3] = {SYNC_EACH, SYNC_LAST, SYNC_AUTO};
+	int64_t grads = 0;
+
+	(void)state;
+	memset(&o, 0, sizeof o);
+	o.accumulate = 2;
+	o.accumulate_set = true;
+	for (int m = 0; m < 3; m++) {
+		o.dist = (DistOptions){2, 2, 1 << 20, false, false, 0, mode[m]};
+		run_at(&r[m], net3, &o, 2);
+	}
+	const Dag *de = &r[0].an.d, *dl = &r[1].an.d;
+	assert_int_equal(de->persistent[CAT_PARAM_GRADS], P * 4 / 2);   /* f32 shards */
+	assert_int_equal(dl->persistent[CAT_PARAM_GRADS], 0);
+	for (int t = 0; t < de->nt; t++)
+		if (de->t[t].cat == CAT_PARAM_GRADS && de->t[t].ir_tensor >= 0)
+			assert_false(de->t[t].from_start || de->t[t].to_end);
+	for (int t = 0; t < dl->nt; t++) {
+		if (dl->t[t].cat != CAT_PARAM_GRADS)
+			continue;
+		if (dl->t[t].ir_tensor >= 0) {
+			assert_true(dl->t[t].from_start);
+			assert_false(dl->t[t].to_end);
+			grads += dl->t[t].bytes;
+		} else {
+			assert_true(dl->t[t].to_end);   /* a shard the bucket makes */
+		}
+	}
+	assert_int_equal(grads, P * 4);
+	int64_t persistent = 0;
+	for (int c = 0; c < CAT_COUNT; c++)
+		persistent += dl->persistent[c];
+	assert_true(r[1].an.lb.bytes >= persistent + grads);
+	assert_true(r[1].an.plan.peak >= r[1].an.lb.bytes);
+	int keep = r[1].an.plan.peak < r[0].an.plan.peak;
+	assert_int_equal(r[2].an.plan.peak, r[keep].an.plan.peak);
+	assert_int_equal(r[2].an.g.settings.dist.grad_sync, mode[keep]);
+	for (int m = 0; m < 3; m++)
+		ar_free(&r[m].a);
 }
 
 int
@@ -607,6 +659,7 @@ main(void)
 		cmocka_unit_test(test_comm_nodes),
 		cmocka_unit_test(test_one_gathered_copy),
 		cmocka_unit_test(test_one_rank),
+		cmocka_unit_test(test_grad_sync),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
