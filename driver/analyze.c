@@ -159,13 +159,15 @@ heap_after_tree(void)
 #endif
 }
 
-/* Gives the heap's free pages back to the system. The passes after the
+/* Gives the heap's free pages back to the system, with the arena's kept
+ * chunks (ar_trim). The passes after the
  * base evaluation free scratch (the evaluation's, the lower bound's, the
  * memory planner's) that the next pass, sized differently, does not
  * reuse: kept, it raised the peak of 300k ops by 4 MB. */
 static void
 heap_return(void)
 {
+	ar_trim();
 #ifdef __GLIBC__
 	malloc_trim(0);
 #endif

@@ -83,6 +83,69 @@ ar_child(Arena *a)
 	return k;
 }
 
+/* Large chunks an arena frees are kept for the next arena that needs one,
+ * rather than given back: glibc maps each block of 32 MiB or more on its
+ * own, so a planner that evaluates a million-op plan in a fresh scratch
+ * arena, again and again, unmapped and faulted in its hundreds of
+ * megabytes every time (a third of -O2's time at 1M ops in the kernel).
+ * A chunk is taken only by a request it fits without wasting more than
+ * three quarters of it, and a request no kept chunk fits first frees the
+ * ones too small for it; ar_trim frees them all between passes (the
+ * driver's heap_return), so the cache lives within one pass's loop.
+ * Single-threaded, as remat is. */
+enum { CACHE_MIN = 32u << 20, CACHE_SLOTS = 8 };
+static ArenaChunk *chunk_cache[CACHE_SLOTS];
+
+static bool
+cache_put(ArenaChunk *b)
+{
+	if (b->cap < CACHE_MIN)
+		return false;
+	for (int i = 0; i < CACHE_SLOTS; i++)
+		if (!chunk_cache[i]) {
+			chunk_cache[i] = b;
+			return true;
+		}
+	return false;
+}
+
+/* A kept chunk of at least cap bytes and at most four times that, the
+ * smallest; else NULL, having freed every kept chunk smaller than cap. */
+static ArenaChunk *
+cache_take(size_t cap)
+{
+	int best = -1;
+
+	if (cap < CACHE_MIN / 4)
+		return NULL;
+	for (int i = 0; i < CACHE_SLOTS; i++) {
+		ArenaChunk *b = chunk_cache[i];
+		if (b && b->cap >= cap && b->cap / 4 <= cap &&
+		    (best < 0 || b->cap < chunk_cache[best]->cap))
+			best = i;
+	}
+	if (best >= 0) {
+		ArenaChunk *b = chunk_cache[best];
+		chunk_cache[best] = NULL;
+		return b;
+	}
+	for (int i = 0; i < CACHE_SLOTS; i++)
+		if (chunk_cache[i] && chunk_cache[i]->cap < cap) {
+			free(chunk_cache[i]);
+			chunk_cache[i] = NULL;
+		}
+	return NULL;
+}
+
+void
+ar_trim(void)
+{
+	for (int i = 0; i < CACHE_SLOTS; i++) {
+		free(chunk_cache[i]);
+		chunk_cache[i] = NULL;
+	}
+}
+
 void
 ar_free(Arena *a)
 {
@@ -98,7 +161,8 @@ ar_free(Arena *a)
 	a->heap = NULL;
 	for (b = a->head; b; b = next) {
 		next = b->next;
-		free(b);
+		if (!cache_put(b))
+			free(b);
 	}
 	a->head = NULL;
 	a->total = 0;
@@ -118,9 +182,11 @@ bump(Arena *a, size_t n, size_t align)
 		cap = n > CHUNK_MIN ? n : CHUNK_MIN;
 		if (b && cap < b->cap * 2 && b->cap < (64u << 20))
 			cap = b->cap * 2 > n ? b->cap * 2 : n;
-		b = xmalloc(sizeof *b + cap);
+		if (!(b = cache_take(cap))) {
+			b = xmalloc(sizeof *b + cap);
+			b->cap = cap;
+		}
 		b->used = 0;
-		b->cap = cap;
 		b->next = a->head;
 		a->head = b;
 		at = 0;

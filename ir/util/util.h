@@ -33,7 +33,9 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 void ar_init(Arena *a);
 void ar_free(Arena *a);                  /* frees every chunk (and child);
-                                            again is harmless */
+                                            again is harmless; a large chunk
+                                            is kept for the next arena */
+void ar_trim(void);                      /* frees the chunks kept */
 /* A new arena that can be freed on its own, early, and that dies with a
  * anyway: pieces of a tree that go while the rest stays. */
 Arena *ar_child(Arena *a);

@@ -28,6 +28,36 @@ test_alloc_is_zeroed_and_aligned(void **state)
 	ar_free(&a);
 }
 
+/* A large chunk a freed arena leaves is the next arena's (no unmapping
+ * and faulting in again), zeroed again; a much smaller request does not
+ * take it; ar_trim gives it back. */
+static void
+test_chunk_cache(void **state)
+{
+	enum { BIG = 40 << 20 };
+	Arena a, b, c;
+	unsigned char *p, *q, *r;
+
+	(void)state;
+	ar_init(&a);
+	p = ar_alloc(&a, BIG);
+	memset(p, 0xab, BIG);
+	ar_free(&a);
+	ar_init(&c);
+	r = ar_alloc(&c, 1 << 20);      /* a quarter of the kept chunk or less */
+	ar_init(&b);
+	q = ar_alloc(&b, BIG - 4096);
+	assert_ptr_equal(q, p);
+	assert_int_equal(q[0], 0);
+	assert_int_equal(q[BIG / 2], 0);
+	assert_int_equal(q[BIG - 4097], 0);
+	assert_true(r < p || r >= p + BIG);
+	ar_free(&b);
+	ar_free(&c);
+	ar_trim();
+	ar_trim();      /* again is harmless */
+}
+
 static void
 test_printf_and_strdup(void **state)
 {
@@ -218,6 +248,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alloc_is_zeroed_and_aligned),
+		cmocka_unit_test(test_chunk_cache),
 		cmocka_unit_test(test_printf_and_strdup),
 		cmocka_unit_test(test_packed_strings_and_arrays),
 		cmocka_unit_test(test_children_and_release),
