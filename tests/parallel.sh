@@ -30,6 +30,21 @@ usage() {   # usage STDERR ARGS...: exit status 2 and exactly this stderr
 	fi
 }
 
+# exits NAME STATUS PATTERN ARGS...: remat ARGS exits STATUS with a line
+# of stderr matching PATTERN
+exits() {
+	name=$1 want=$2 pat=$3
+	shift 3
+	"$REMAT" "$@" >/dev/null 2>"$out/err"
+	rc=$?
+	if [ $rc -eq "$want" ] && grep -q "$pat" "$out/err"; then
+		ok "$name"
+	else
+		fail "$name: exit $rc"
+		sed 's/^/# /' "$out/err"
+	fi
+}
+
 # num NAME FILE: the first integer value of "NAME": in a JSON report
 num() {
 	grep -o "\"$1\": [0-9]*" "$2" | head -1 | sed 's/.*: //'
@@ -46,14 +61,9 @@ usage "remat: --prefetch needs --zero 3 (only sharded weights are gathered)" \
 usage "remat: --micro-batches: 65536 micro-batches x 566 operations in examples/gpt2.net's training step pass the cap of 4194304 (see docs/limits.md)" \
 	--stages 2 --micro-batches 65536
 sh tests/bench/gen_chain.sh 30000 >"$out/chain30k.net"
-"$REMAT" --stages 70 "$out/chain30k.net" >/dev/null 2>"$out/err"
-rc=$?
-if [ $rc -eq 2 ] && grep -q "^remat: --stages: 70 stages x 60002 operations in .*chain30k.net's training step pass the cap of 4194304" "$out/err"; then
-	ok "--stages 70 on a 30k-op chain: usage error"
-else
-	fail "--stages 70 on a 30k-op chain: exit $rc"
-	sed 's/^/# /' "$out/err"
-fi
+exits "--stages 70 on a 30k-op chain: usage error" 2 \
+	"^remat: --stages: 70 stages x 60002 operations in .*chain30k.net's training step pass the cap of 4194304" \
+	--stages 70 "$out/chain30k.net"
 usage "remat: --prefetch needs --zero 3 (only sharded weights are gathered)" --prefetch 0
 usage "remat: --prefetch: expected an integer from 0 to 1048576, got 'x'" \
 	--ranks 8 --zero 3 --prefetch x
@@ -135,14 +145,9 @@ else
 	fail "--grad-sync auto on mlp: report or JSON"
 fi
 # where no plan fits a --budget, the smallest peak found is the lower mode's
-"$REMAT" --ranks 2 --zero 2 --accumulate 2 --budget 29000000 examples/mlp.net >/dev/null 2>"$out/err"
-rc=$?
-if [ $rc -ne 0 ] && grep -q "^error: no schedule fits in 29000000 bytes; smallest peak found: $last bytes" "$out/err"; then
-	ok "--grad-sync auto on mlp, no plan fits: the smallest peak is last's"
-else
-	fail "--grad-sync auto on mlp, no plan fits: exit $rc"
-	sed 's/^/# /' "$out/err"
-fi
+exits "--grad-sync auto on mlp, no plan fits: the smallest peak is last's" 3 \
+	"^error: no schedule fits in 29000000 bytes; smallest peak found: $last bytes" \
+	--ranks 2 --zero 2 --accumulate 2 --budget 29000000 examples/mlp.net
 each=$(peak 8 --zero 2 --grad-sync each examples/gpt2.net)
 auto=$("$REMAT" --ranks 8 --zero 2 --accumulate 2 --json examples/gpt2.net | tee "$out/g.json" |
        num peak_bytes /dev/stdin)
