@@ -409,7 +409,7 @@ better_plan(const Analysis *x, const Analysis *y)
 /* Whether the step that reduces on the last micro-batch (lowered, not yet
  * analyzed) can beat an's plan: not when its lower bound is at or above
  * an's peak, nor, when an's plan fits a --budget, where the bound passes
- * the budget or that plan recomputes nothing. Where each micro-batch's buckets are small
+ * the budget or that plan recomputes nothing. Where the buckets are small
  * beside the model (most models), the bound alone settles it, so auto
  * costs one lowering rather than a second search. */
 static bool
