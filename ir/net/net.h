@@ -235,10 +235,6 @@ int optimizer_from_name(const char *s);  /* -1 if unknown; case-blind */
 extern const char *const optimizer_names[OPT_COUNT]; /* for "did you mean" */
 int optimizer_states(Optimizer o);       /* values per param element */
 
-/* Training settings: the train block's, overridden by flags. */
-/* Data parallelism (docs/distributed.md): ranks, the ZeRO stage, the
- * gradient bucket size and what is offloaded to the host. Every rank holds
- * the same shard sizes and runs the same schedule on its own micro-batch. */
 /* When the gradients of accumulated micro-batches are reduced, from ZeRO-2
  * on (--grad-sync): EACH micro-batch reduce-scatters its own into
  * persistent shards (DeepSpeed ZeRO-2/3), or the micro-batches accumulate
@@ -247,6 +243,9 @@ int optimizer_states(Optimizer o);       /* values per param element */
  * distribute pass reads it as EACH). */
 typedef enum GradSync { SYNC_AUTO, SYNC_EACH, SYNC_LAST } GradSync;
 
+/* Data parallelism (docs/distributed.md): ranks, the ZeRO stage, the
+ * gradient bucket size and what is offloaded to the host. Every rank holds
+ * the same shard sizes and runs the same schedule on its own micro-batch. */
 typedef struct DistOptions {
 	int ranks;              /* data-parallel ranks, default 1 */
 	int zero;               /* 0..3: what is sharded (1 optimizer state and
@@ -260,9 +259,10 @@ typedef struct DistOptions {
 } DistOptions;
 
 /* Whether ZeRO-3 gathers weights: they are sharded over several ranks or
- * kept on the host (so distribution is active: dist_active). One rank with its weights on the device has nothing to
- * gather, so ZeRO-3 is ZeRO-2 there (FSDP runs NO_SHARD at world size 1);
- * a copy per unit would make the higher stage cost more. */
+ * kept on the host (so distribution is active: dist_active). One rank with
+ * its weights on the device has nothing to gather, so ZeRO-3 is ZeRO-2
+ * there (FSDP runs NO_SHARD at world size 1); a copy per unit would make
+ * the higher stage cost more. */
 static inline bool
 dist_gathers(const DistOptions *o)
 {
@@ -292,6 +292,7 @@ typedef struct PipeOptions {
 	int split[PIPE_MAXSTAGES];
 } PipeOptions;
 
+/* Training settings: the train block's, overridden by flags. */
 typedef struct Settings {
 	bool infer;             /* --infer, or forced when there are no params */
 	Optimizer optimizer;    /* default adamw */
