@@ -12,6 +12,7 @@
  * starts 2-20% below the reference order's peak, which the budget then
  * need not buy with recompute. Reads the Dag; every schedule is scored by
  * lv_eval; scratch lives in arenas per call. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "remat_int.h"
@@ -227,27 +228,44 @@ order_try_chain(Ord *O, const Instance *in, int p, int x)
 	return order_keep(O, O->m + n);
 }
 
-/* Selects in O->sel the owning instances live across step p of the
- * current evaluation (in S->ev, copied to O->inst), largest first. */
+/* An instance live across the peak, for sorting: its bytes and index. */
+typedef struct Sel {
+	int64_t owned;
+	int k;
+} Sel;
+
+/* Largest first, then by index (what the moves try first). */
 static int
-order_select(Ord *O, int p)
+by_owned(const void *pa, const void *pb)
+{
+	const Sel *a = pa, *b = pb;
+
+	if (a->owned != b->owned)
+		return a->owned > b->owned ? -1 : 1;
+	return (a->k > b->k) - (a->k < b->k);
+}
+
+/* Selects in O->sel the owning instances live across step p of the
+ * current evaluation (in S->ev, copied to O->inst), largest first. A
+ * sort, not insertion: a 10k-step stack has a thousand instances live
+ * across its peak, and every move sorts them again. */
+static int
+order_select(Ord *O, int p, Arena *a)
 {
 	const MemEval *ev = &O->S->ev;
 	int ni = 0;
+	Sel *sel = ar_alloc(a, sizeof *sel * ((size_t)ev->ninst + 1));
 
 	memcpy(O->inst, ev->inst, sizeof *O->inst * (size_t)ev->ninst);
 	O->ninst = ev->ninst;
 	for (int k = 0; k < ev->ninst; k++) {
 		const Instance *in = &O->inst[k];
 		if (in->start >= 0 && in->start <= p && in->end > p && in->owned > 0)
-			O->sel[ni++] = k;
+			sel[ni++] = (Sel){in->owned, k};
 	}
-	for (int a = 1; a < ni; a++)
-		for (int b = a; b > 0 && O->inst[O->sel[b]].owned > O->inst[O->sel[b - 1]].owned; b--) {
-			int tmp = O->sel[b];
-			O->sel[b] = O->sel[b - 1];
-			O->sel[b - 1] = tmp;
-		}
+	qsort(sel, (size_t)ni, sizeof *sel, by_owned);
+	for (int i = 0; i < ni; i++)
+		O->sel[i] = sel[i].k;
 	return ni;
 }
 
@@ -257,10 +275,10 @@ order_select(Ord *O, int p)
  * the earliest index it may take, when that is not after the peak, or
  * (O->remat) it is recomputed before that next use. */
 static bool
-order_step(Ord *O)
+order_step(Ord *O, Arena *a)
 {
 	const Dag *d = O->M->d;
-	int p = O->S->ev.peak_step, ni = order_select(O, p);
+	int p = O->S->ev.peak_step, ni = order_select(O, p, a);
 
 	for (int c = 0; c < ni && O->evals > 0; c++) {
 		const Instance *in = &O->inst[O->sel[c]];
@@ -316,7 +334,7 @@ order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
 	while (O.evals > 0) {
 		O.inst = ar_alloc(&step, sizeof *O.inst * ((size_t)S->ev.ninst + 1));
 		O.sel = ar_alloc(&step, sizeof *O.sel * ((size_t)S->ev.ninst + 1));
-		bool moved = order_step(&O);
+		bool moved = order_step(&O, &step);
 		ar_free(&step);
 		if (!moved)
 			break;
