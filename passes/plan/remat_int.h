@@ -369,6 +369,9 @@ typedef struct RmNest {
 	short *arg;             /* [nb * nb * (q + 1)] its split k, -1: a leaf */
 	int64_t *top;           /* [nb * (q + 1)] (i, nb - 1], original forward */
 	short *targ;            /* [nb * (q + 1)] its split, -1: a leaf */
+	short *lo;              /* [nb * nb + nb] scratch: the first q of f (then
+	                           of top) that is not RM_NEST_NONE, q + 1: none;
+	                           NULL: splits scan every q */
 } RmNest;
 #define RM_NEST_NONE (INT64_MAX / 4)
 /* Fills f, arg, top and targ (O(nb^3 q) steps). */

@@ -448,10 +448,26 @@ test_nest_dp_brute(void **state)
 		for (int i = 0; i < nb; i++)
 			for (int j = 0; j < nb; j++)
 				need[i * nb + j] = j > i ? cu[j] + 2 * (j - i) + rand() % 3 : Q + 1;
+		static int64_t f0[NEST_NB * NEST_NB * (NEST_Q + 1)], top0[NEST_NB * (NEST_Q + 1)];
+		static short arg0[NEST_NB * NEST_NB * (NEST_Q + 1)], targ0[NEST_NB * (NEST_Q + 1)];
+		static short lo[NEST_NB * NEST_NB + NEST_NB];
+		/* every q scanned, then the splits from their first reachable q
+		 * (lo): the same tables, split for split */
 		RmNest N = {.nb = nb, .q = Q, .maxleaf = iter % 3, .cu = cu, .need = need,
-		            .fc = fc, .own = own, .f = f, .arg = arg, .top = top,
-		            .targ = targ};
+		            .fc = fc, .own = own, .f = f0, .arg = arg0, .top = top0,
+		            .targ = targ0};
 		rm_nest_dp(&N);
+		N.f = f;
+		N.arg = arg;
+		N.top = top;
+		N.targ = targ;
+		N.lo = lo;
+		rm_nest_dp(&N);
+		size_t cells = (size_t)nb * (size_t)nb * (size_t)(Q + 1), row = (size_t)nb * (size_t)(Q + 1);
+		assert_memory_equal(f, f0, sizeof *f * cells);
+		assert_memory_equal(arg, arg0, sizeof *arg * cells);
+		assert_memory_equal(top, top0, sizeof *top * row);
+		assert_memory_equal(targ, targ0, sizeof *targ * row);
 		int nt = nest_trees(&N, 0, nb - 1, true, t);
 		for (int q = 0; q <= Q; q++) {
 			int64_t best = RM_NEST_NONE;
