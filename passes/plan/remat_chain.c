@@ -550,9 +550,8 @@ enum {
 	NEST_VARIANTS = 4,      /* longest leaves allowed: any, 4, 2, 1 pieces */
 	NEST_HASHES = 40,       /* at least the plans of every variant, both
 	                           backgrounds */
-	NEST_TRIMS = 48,        /* nest_trim's tries per plan */
-	NEST_TRIM_SIZE = 20000  /* most base steps for nest_trim (48 whole
-	                           evaluations a plan), as the descent's */
+	NEST_TRIMS = 48         /* nest_trim's most tries per plan (the
+	                           effort's nest_trims: fewer on large graphs) */
 };
 
 static size_t
@@ -681,6 +680,7 @@ typedef struct Nest {
 	int nhash;
 	bool trim;              /* nest_plans: also budgets below the cap's,
 	                           each plan's repeated runs trimmed */
+	int trims;              /* nest_trim's tries per plan */
 	RmPool *below;          /* with trim: the plans below the cap's budget */
 	int *tbuf;              /* [RM_MAXSTEP + 1] nest_trim's trial */
 	bool *tdrop;            /* [RM_MAXSTEP + 1] steps it dropped */
@@ -992,7 +992,9 @@ chain_nested(Chain *K, RmPool *np, double cap, int64_t Pref)
 		 * (tests/zero_monotone.sh: GPT-2 at 8 ranks, 2,095 MB at ZeRO-1,
 		 * 2,108 MB at ZeRO-2) until each stage from 2 took the plan of
 		 * the stage below as a candidate (driver/analyze.c) */
-		X.trim = M->n <= NEST_TRIM_SIZE;
+		X.trims = K->R->eff->nest_trims < NEST_TRIMS ?
+		          K->R->eff->nest_trims : NEST_TRIMS;
+		X.trim = X.trims > 0;
 		X.below = &np[3];
 		X.tbuf = ar_alloc(K->a, sizeof *X.tbuf * ((size_t)RM_MAXSTEP(M) + 1));
 		X.tdrop = ar_alloc(K->a, (size_t)RM_MAXSTEP(M) + 1);
@@ -1008,7 +1010,7 @@ chain_nested(Chain *K, RmPool *np, double cap, int64_t Pref)
  * kept alive instead. A leaf's run is emitted whole, so a node that a
  * later leaf or split runs again (BERT's head transform: three runs of
  * a 19 GFLOP matmul) is often still there, away from the peak. At most
- * NEST_TRIMS tries, each one evaluation. Returns the evaluation of the
+ * X->trims (at most NEST_TRIMS) tries, each one evaluation. Returns the evaluation of the
  * result: ev when there is nothing to try, else made again (the tries
  * overwrite the scorer's). */
 static const MemEval *
@@ -1029,14 +1031,14 @@ nest_trim(Nest *X, const MemEval *ev)
 	}
 	for (int x = 0; x < n; x++)
 		X->mark[X->steps[x]] = false;
-	/* the costliest NEST_TRIMS, costliest first (insertion: few kept) */
+	/* the costliest X->trims, costliest first (insertion: few kept) */
 	int nk = 0;
 	for (int c = 0; c < nc; c++) {
 		int64_t w = d->node[X->steps[cand[c]]].cost;
-		if (w <= 0 || (nk == NEST_TRIMS &&
+		if (w <= 0 || (nk == X->trims &&
 		    w <= d->node[X->steps[cand[nk - 1]]].cost))
 			continue;
-		int i = nk < NEST_TRIMS ? nk++ : NEST_TRIMS - 1, x = cand[c];
+		int i = nk < X->trims ? nk++ : X->trims - 1, x = cand[c];
 		for (; i > 0 && d->node[X->steps[cand[i - 1]]].cost < w; i--)
 			cand[i] = cand[i - 1];
 		cand[i] = x;

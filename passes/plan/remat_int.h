@@ -53,7 +53,11 @@ typedef struct RmEffort {
 	int dtr_orders;         /* random orders besides the two fixed ones */
 	long dtr_tries;         /* evaluations per local search */
 	long order_work;        /* remat_order.c: moves improving an order */
+	long reorder_work;      /* ... -O2's final plans (rm_reorder_pool) */
+	long lborder_work;      /* ... the least-bytes order */
 	int reorder_plans;      /* the best plans the final reordering takes */
+	int nest_trims;         /* remat_chain.c: nest_trim's tries per plan
+	                           (whole evaluations; 0: none) */
 	long trim_work;         /* remat_trim.c: evaluations per rung of its
 	                           ladder (divided by the size) */
 	long trim_repair;       /* ... and of its remove-and-repair pass */
@@ -430,9 +434,11 @@ bool rm_topo_order(const RmModel *M, uint64_t seed, int *out);
 const int *rm_least_bytes_order(RmScorer *S, RmRecipe *R);
 /* The k best plans of the pool within cap (< 0: none), their steps moved
  * (backward steps too, where the spec allows) and what lives across their
- * peak recomputed before its next use (within cap), to lower the peak;
+ * peak recomputed before its next use (within cap), to lower the peak,
+ * with work shared by the k (the effort's order_work or a share of it);
  * each one lowered joins the pool as a schedule. */
-void rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k);
+void rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k,
+                     long work);
 
 /* passes/plan/remat_ls.c */
 /* The hill climb from the pool's best plan within maxcost, with evals

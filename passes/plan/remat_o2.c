@@ -423,13 +423,34 @@ best_within(const RmPool *pool, double cap)
 
 /* Every work budget of -O2, from the graph's size. Training graphs have
  * the chain DP's plans to start from; general DAGs rely on the descent
- * alone and get more evaluations. */
+ * alone and get more evaluations.
+ *
+ * The evaluation-bound searches (the descent, the reorderings, the
+ * nested plans' trims) get a fixed work up to a size, so each takes about
+ * the same time there; past it the work shrinks as 1/size, so that -O2's
+ * time falls as a graph grows, until the descent stops (desc_size),
+ * rather than doubling on the way. Training graphs from 4,000 (the trims
+ * from 8,000), general DAGs from 10,000 (Checkmate's largest,
+ * random_layered_n1000, is 6,876): at 8 ZeRO-3 ranks BERT with 64 layers
+ * took 1.45 s of CPU with the full work, 0.80 s now, its peak 1.6%
+ * higher; every example's peak is the same. A seeded search (ZeRO-2 and
+ * 3 start from the stage below's plan, which a search of its own found)
+ * takes half the descent's and the final reordering's work: sd_unet at
+ * ZeRO-3 took 1.15 s with the full work, with every example's peak the
+ * same (half the nested plans' reordering too lost LLaMA's best plan at
+ * 8 ZeRO-3 ranks with no cap, 1.040 -> 1.050 of the bound). */
+enum { EFFORT_FULL_TRAIN = 4000, EFFORT_FULL_DAG = 10000 };
+
 static RmEffort
-rm_effort(const RmModel *M)
+rm_effort(const RmModel *M, const PlanGoal *goal)
 {
 	RmEffort e = {0};
 	long size = M->n + 1 + (M->has_backward ? M->nuses : 0);
 	long dsize = M->n + M->nuses + 1;
+	long full = M->has_backward ? EFFORT_FULL_TRAIN : EFFORT_FULL_DAG;
+	double f = dsize <= full ? 1 : (double)full / (double)dsize;
+	double ft = dsize <= 2 * full ? 1 : 2 * (double)full / (double)dsize;
+	double fs = goal->seed.n > 0 && goal->budget < 0 ? f / 2 : f;
 
 	e.size = dsize;
 	e.chain_work = 30000000;
@@ -440,7 +461,7 @@ rm_effort(const RmModel *M)
 	e.chain_fine = dsize < 200000 ? 12 : 6;
 	e.chain_coarse = dsize < 50000 ? 24 : dsize < 200000 ? 12 : 6;
 	e.desc_size = 20000;
-	e.desc_evals = (M->has_backward ? 10000000L : 6000000L) / size;
+	e.desc_evals = (long)(fs * (double)((M->has_backward ? 10000000L : 6000000L) / size));
 	if (e.desc_evals > 20000)
 		e.desc_evals = 20000;
 	e.climb_size = 400;
@@ -454,8 +475,18 @@ rm_effort(const RmModel *M)
 	 * one of test_exact's 200 random graphs 6% above the optimum */
 	e.dtr_orders = dsize < 200 ? 48 : 1;
 	e.dtr_tries = 1000000L / dsize < 8 ? 8 : 1000000L / dsize;
-	e.order_work = 40000000L;
+	e.order_work = (long)(f * 40000000.0);
+	e.reorder_work = (long)(fs * 40000000.0);
+	/* improving the least-bytes order before the descent runs on it: a
+	 * quarter of that on training graphs, whose plans keep to the base
+	 * order's structure (no example's peak changes; sd_unet at ZeRO-3
+	 * 0.98 -> 0.85 s) */
+	e.lborder_work = M->has_backward ? e.order_work / 4 : e.order_work;
 	e.reorder_plans = 4;
+	/* fewer than 8 tries do not pay for the plans they evaluate again */
+	e.nest_trims = (int)(ft * 48);
+	if (e.nest_trims < 8)
+		e.nest_trims = 0;
 	/* the trim search's branch and bounds, per rung of its ladder */
 	e.trim_work = 1000000L;
 	/* its remove and repair: 5x on small graphs (mobilenet at 0.8 needs
@@ -510,8 +541,6 @@ static void
 nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap, bool reorder)
 {
 	RmPool np[RM_NEST_POOLS] = {{0}};
-	RmEffort eff = *R->eff;
-	RmRecipe R2 = *R;
 
 	rm_chain_nested_plans(S, R, np, cap);
 	/* the best 4 of each, with 1/16 of the final reordering's work (with
@@ -521,11 +550,9 @@ nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap, bool reorder)
 	 * (2,853,981,696 -> 2,826,710,528 bytes, 1.050 -> 1.040 of the bound;
 	 * with the best 2 a cap of 2 did better than none). Every example's
 	 * peak at the default cap is the same as with 2. */
-	eff.order_work /= 16;
-	R2.eff = &eff;
 	for (int p = 0; p < RM_NEST_POOLS; p++) {
 		if (reorder && np[p].n > 0)
-			rm_reorder_pool(S, &R2, &np[p], cap, 4);
+			rm_reorder_pool(S, R, &np[p], cap, 4, R->eff->order_work / 16);
 		for (int i = 0; i < np[p].n; i++) {
 			MemEval ev = {0};
 			ev.peak = np[p].c[i].peak;
@@ -543,7 +570,7 @@ o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 {
 	const RmModel *M = S->m;
 	double cap = -1;
-	RmEffort eff = rm_effort(M);
+	RmEffort eff = rm_effort(M, goal);
 	long size = M->n + 1 + (M->has_backward ? M->nuses : 0);
 	long evals = eff.desc_evals;
 
@@ -631,7 +658,7 @@ o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 	 * within the cap; not under a budget, so that every budget sees the
 	 * same plans */
 	if (goal->budget < 0)
-		rm_reorder_pool(S, R, pool, cap, eff.reorder_plans);
+		rm_reorder_pool(S, R, pool, cap, eff.reorder_plans, eff.reorder_work);
 	if (!again)
 		nested_plans(S, R, pool, cap, goal->budget < 0);
 	R->eff = NULL;
@@ -640,7 +667,7 @@ o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 void
 rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 {
-	RmEffort eff = rm_effort(S->m);
+	RmEffort eff = rm_effort(S->m, goal);
 	bool found;
 
 	/* small graphs: the optimum, when the exact search finds it within a

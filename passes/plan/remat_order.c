@@ -478,7 +478,7 @@ const int *
 rm_least_bytes_order(RmScorer *S, RmRecipe *R)
 {
 	const RmModel *M = S->m;
-	long size = R->eff->size, work = R->eff->order_work;
+	long size = R->eff->size, work = R->eff->lborder_work;
 
 	if (R->lborder_done)
 		return R->lborder;
@@ -533,7 +533,8 @@ best_plans(const RmPool *pool, double cap, int k, int *pick)
 }
 
 void
-rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k)
+rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k,
+                long work)
 {
 	Arena a = {0};
 	int *pick = ar_alloc(&a, sizeof *pick * ((size_t)k + 1));
@@ -542,7 +543,7 @@ rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k)
 	for (int i = 0; i < np; i++) {
 		int m = 0;
 		const int *st = rm_cand_steps(S, &pool->c[pick[i]], &m);
-		long evals = R->eff->order_work / (k * ((long)m + R->eff->size)) + 1;
+		long evals = work / (k * ((long)m + R->eff->size)) + 1;
 		int *s;
 		/* order_improve copies st first, so a build's S->b.step is safe */
 		if (st && (s = order_improve(S, st, &m, evals, cap, true, &a)) &&

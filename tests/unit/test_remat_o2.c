@@ -290,7 +290,7 @@ static int64_t
 best_of(const Dag *d, void (*gen)(RmScorer *, RmRecipe *, RmPool *))
 {
 	RmEffort eff = {.chain_work = 100000000, .chain_fine = 12,
-	                .chain_coarse = 24};
+	                .chain_coarse = 24, .nest_trims = 48};
 	RmCtx C;
 	RmPool pool = {0};
 	int64_t best = INT64_MAX;
