@@ -678,10 +678,10 @@ typedef struct Nest {
 	uint64_t hash[NEST_HASHES]; /* the schedules made so far (FNV-1a):
 	                           one the DP makes again is skipped */
 	int nhash;
-	bool trim;              /* nest_plans: also budgets below the cap's,
-	                           each plan's repeated runs trimmed */
-	int trims;              /* nest_trim's tries per plan */
-	RmPool *below;          /* with trim: the plans below the cap's budget */
+	int trims;              /* > 0: nest_plans also tries budgets below the
+	                           cap's, and nest_trim tries as many of each
+	                           plan's repeated runs */
+	RmPool *below;          /* with trims: the plans below the cap's budget */
 	int *tbuf;              /* [RM_MAXSTEP + 1] nest_trim's trial */
 	bool *tdrop;            /* [RM_MAXSTEP + 1] steps it dropped */
 } Nest;
@@ -994,7 +994,6 @@ chain_nested(Chain *K, RmPool *np, double cap, int64_t Pref)
 		 * the stage below as a candidate (driver/analyze.c) */
 		X.trims = K->R->eff->nest_trims < NEST_TRIMS ?
 		          K->R->eff->nest_trims : NEST_TRIMS;
-		X.trim = X.trims > 0;
 		X.below = &np[3];
 		X.tbuf = ar_alloc(K->a, sizeof *X.tbuf * ((size_t)RM_MAXSTEP(M) + 1));
 		X.tdrop = ar_alloc(K->a, (size_t)RM_MAXSTEP(M) + 1);
@@ -1009,10 +1008,10 @@ chain_nested(Chain *K, RmPool *np, double cap, int64_t Pref)
  * with its peak no higher: its readers then read the instance before,
  * kept alive instead. A leaf's run is emitted whole, so a node that a
  * later leaf or split runs again (BERT's head transform: three runs of
- * a 19 GFLOP matmul) is often still there, away from the peak. At most
- * X->trims (at most NEST_TRIMS) tries, each one evaluation. Returns the evaluation of the
- * result: ev when there is nothing to try, else made again (the tries
- * overwrite the scorer's). */
+ * a 19 GFLOP matmul) is often still there, away from the peak. X->trims
+ * tries at most (NEST_TRIMS or fewer), each one evaluation. Returns the
+ * evaluation of the result: ev when there is nothing to try, else made
+ * again (the tries overwrite the scorer's). */
 static const MemEval *
 nest_trim(Nest *X, const MemEval *ev)
 {
@@ -1069,7 +1068,7 @@ nest_trim(Nest *X, const MemEval *ev)
 /* The DP's answers from the smallest budget whose recompute estimate is
  * within the cap up, the first n of a fixed ladder above it (the units'
  * rounding, then wider), each as a schedule in the pool unless it is the
- * last one again. With X->trim, each is trimmed (nest_trim), and the
+ * last one again. With X->trims, each is trimmed (nest_trim), and the
  * ladder goes below that budget too, as far, into X->below: the
  * estimate counts every run whole, so a plan the DP puts over the cap
  * may fit once trimmed (pick holds the cap). */
@@ -1084,7 +1083,7 @@ nest_plans(Nest *X, RmPool *pool, double cap, int n)
 	while (q0 <= N->q && (N->top[q0] == RM_NEST_NONE ||
 	       (cap >= 0 && (double)N->top[q0] > cap)))
 		q0++;
-	for (int t = 0; t < (X->trim ? 2 * n - 1 : n); t++) {
+	for (int t = 0; t < (X->trims > 0 ? 2 * n - 1 : n); t++) {
 		int q = t < n ? q0 + step[t] : q0 - step[t - n + 1];
 		if (q < 0 || q > N->q || N->top[q] == RM_NEST_NONE)
 			continue;
@@ -1102,7 +1101,7 @@ nest_plans(Nest *X, RmPool *pool, double cap, int n)
 			continue;
 		X->hash[X->nhash++] = h;
 		const MemEval *ev = rm_eval_steps(K->S, X->steps, X->nsteps);
-		if (ev && X->trim)
+		if (ev && X->trims > 0)
 			ev = nest_trim(X, ev);
 		rm_pool_add_sched(t < n || !X->below ? pool : X->below,
 		                  X->steps, X->nsteps, ev);

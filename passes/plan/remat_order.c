@@ -20,6 +20,12 @@
 /* Recomputes one move may insert, and all moves together. */
 enum { RCHAIN = 8, RTOTAL = 4 * RCHAIN };
 
+/* An instance live across the peak, for sorting: its bytes and index. */
+typedef struct Sel {
+	int64_t owned;
+	int k;
+} Sel;
+
 /* A schedule being improved: its steps, a buffer for a changed copy, its
  * key (the peak, then how many steps reach it) and the evaluations left. */
 typedef struct Ord {
@@ -34,7 +40,7 @@ typedef struct Ord {
 	int *maker;             /* [nt] the recomputable node making t, or -1 */
 	Instance *inst;         /* the current schedule's instances */
 	int ninst;
-	int *sel;               /* those live across the peak step, largest first */
+	Sel *sel;               /* those live across the peak step, largest first */
 } Ord;
 
 /* The peak of s[0..m) and how many steps reach it, by lv_eval (scratch
@@ -228,12 +234,6 @@ order_try_chain(Ord *O, const Instance *in, int p, int x)
 	return order_keep(O, O->m + n);
 }
 
-/* An instance live across the peak, for sorting: its bytes and index. */
-typedef struct Sel {
-	int64_t owned;
-	int k;
-} Sel;
-
 /* Largest first, then by index (what the moves try first). */
 static int
 by_owned(const void *pa, const void *pb)
@@ -250,22 +250,19 @@ by_owned(const void *pa, const void *pb)
  * sort, not insertion: a 10k-step stack has a thousand instances live
  * across its peak, and every move sorts them again. */
 static int
-order_select(Ord *O, int p, Arena *a)
+order_select(Ord *O, int p)
 {
 	const MemEval *ev = &O->S->ev;
 	int ni = 0;
-	Sel *sel = ar_alloc(a, sizeof *sel * ((size_t)ev->ninst + 1));
 
 	memcpy(O->inst, ev->inst, sizeof *O->inst * (size_t)ev->ninst);
 	O->ninst = ev->ninst;
 	for (int k = 0; k < ev->ninst; k++) {
 		const Instance *in = &O->inst[k];
 		if (in->start >= 0 && in->start <= p && in->end > p && in->owned > 0)
-			sel[ni++] = (Sel){in->owned, k};
+			O->sel[ni++] = (Sel){in->owned, k};
 	}
-	qsort(sel, (size_t)ni, sizeof *sel, by_owned);
-	for (int i = 0; i < ni; i++)
-		O->sel[i] = sel[i].k;
+	qsort(O->sel, (size_t)ni, sizeof *O->sel, by_owned);
 	return ni;
 }
 
@@ -275,13 +272,13 @@ order_select(Ord *O, int p, Arena *a)
  * the earliest index it may take, when that is not after the peak, or
  * (O->remat) it is recomputed before that next use. */
 static bool
-order_step(Ord *O, Arena *a)
+order_step(Ord *O)
 {
 	const Dag *d = O->M->d;
-	int p = O->S->ev.peak_step, ni = order_select(O, p, a);
+	int p = O->S->ev.peak_step, ni = order_select(O, p);
 
 	for (int c = 0; c < ni && O->evals > 0; c++) {
-		const Instance *in = &O->inst[O->sel[c]];
+		const Instance *in = &O->inst[O->sel[c].k];
 		int fu = order_next_use(d, O->s, O->m, p, in->tensor), early;
 		if (fu > p && fu - 1 > in->start && order_try(O, in->start, fu - 1))
 			return true;
@@ -334,7 +331,7 @@ order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
 	while (O.evals > 0) {
 		O.inst = ar_alloc(&step, sizeof *O.inst * ((size_t)S->ev.ninst + 1));
 		O.sel = ar_alloc(&step, sizeof *O.sel * ((size_t)S->ev.ninst + 1));
-		bool moved = order_step(&O, &step);
+		bool moved = order_step(&O);
 		ar_free(&step);
 		if (!moved)
 			break;
