@@ -15,6 +15,18 @@
 /* ---------------------------------------------------------------- passes/eval/liveness.c */
 /* Evaluates a schedule in O(steps + uses). Fills *ev (arrays in a). */
 void lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
+/* An evaluation kept to resume from (the file's comment): lv_eval_from
+ * gives lv_eval's result, running the first pass only from the last
+ * snapshot within the steps its schedule shares with the anchor's. An
+ * anchor lives in a; lv_anchor_free frees what it keeps (it may be set
+ * again). An empty or invalid anchor, or another Dag's, resumes nothing. */
+typedef struct LvAnchor LvAnchor;
+LvAnchor *lv_anchor_new(Arena *a);
+void lv_anchor_free(LvAnchor *A);
+/* lv_eval, and s becomes A's schedule (when it is valid). */
+void lv_eval_anchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
+void lv_eval_from(const LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev,
+                  Arena *a);
 /* Marks ev invalid with the message, unless it is invalid already: the
  * first error wins (lv_eval's and vf_eval's). */
 void ev_fail(MemEval *ev, const char *fmt, ...)

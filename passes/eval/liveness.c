@@ -6,7 +6,17 @@
  * instance a use of tensor t gets now); a second fixes the ends of views'
  * bases; per-step sums come from a difference array, so the whole is
  * O(steps + uses). Fills every field of MemEval; arrays live in the caller's
- * arena. The planners call it thousands of times. */
+ * arena. The planners call it thousands of times.
+ *
+ * Most of those schedules are one schedule with a move applied: the steps
+ * before the move are the same, and so is the first pass's state there
+ * (which instance serves each tensor, each instance's end so far), as it
+ * depends on the steps before alone. An anchor (LvAnchor) is one
+ * evaluation that kept that state at a few steps (snapshots); lv_eval_from
+ * restores the last snapshot within the prefix a schedule shares with the
+ * anchor's and runs the first pass from there. The ends, the per-step sums
+ * and the peak depend on later steps too, so the passes after the first
+ * run in full; the result is lv_eval's, field for field. */
 #include <stdarg.h>
 #include <string.h>
 
@@ -319,12 +329,39 @@ lv_sum(Lv *L)
 		ev->breakdown[CAT_GRADIENTS] += ev->peak - listed;
 }
 
-/* Allocates ev's arrays and L's scratch for schedule s. */
+/* What lv_init_from sizes the arrays by, summed over some steps. */
+typedef struct LvCount {
+	int cap;                /* instances the steps produce */
+	int nuse;               /* uses and contributions */
+	int maxprod;            /* the most one step produces */
+	bool sums;              /* some step makes an out_of_place sum */
+} LvCount;
+
 static void
-lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
+lv_count(const Dag *d, const Schedule *s, int from, int to, LvCount *c)
 {
-	int n = s->n, cap = 0, maxprod = 1, nuse = 0;
-	bool sums = false;      /* some step makes an out_of_place sum */
+	for (int i = from; i < to; i++) {
+		int v = s->step[i];
+		if (v < 0 || v >= d->nnode)
+			continue;
+		int np = d->node[v].nout + d->node[v].nacc;
+		c->cap += np;
+		c->nuse += d->node[v].nin + d->node[v].nacc;
+		if (np > c->maxprod)
+			c->maxprod = np;
+		for (int j = 0; j < d->node[v].nacc; j++)
+			c->sums |= d->node[v].acc[j].out_of_place;
+	}
+}
+
+/* Allocates ev's arrays and L's scratch for schedule s, whose steps
+ * [0, from) count as c says (from 0: c zeroed). */
+static void
+lv_init_from(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a, int from,
+             LvCount c)
+{
+	int n = s->n, cap, maxprod, nuse;
+	bool sums;
 
 	memset(ev, 0, sizeof *ev);
 	memset(L, 0, sizeof *L);
@@ -334,18 +371,11 @@ lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	L->a = a;
 	ev->valid = true;
 	ev->nsteps = n;
-	for (int i = 0; i < n; i++) {
-		int v = s->step[i];
-		if (v < 0 || v >= d->nnode)
-			continue;
-		int np = d->node[v].nout + d->node[v].nacc;
-		cap += np;
-		nuse += d->node[v].nin + d->node[v].nacc;
-		if (np > maxprod)
-			maxprod = np;
-		for (int j = 0; j < d->node[v].nacc; j++)
-			sums |= d->node[v].acc[j].out_of_place;
-	}
+	lv_count(d, s, from, n, &c);
+	cap = c.cap;
+	nuse = c.nuse;
+	maxprod = c.maxprod > 1 ? c.maxprod : 1;
+	sums = c.sums;
 	for (int t = 0; t < d->nt; t++)
 		cap += d->t[t].from_start;
 	ev->kind = ar_alloc(a, sizeof *ev->kind * (size_t)(n + 1));
@@ -367,37 +397,270 @@ lv_init(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	}
 }
 
+/* The first pass's state before step `at` that the anchor's final arrays
+ * do not hold. */
+typedef struct LvSnap {
+	int at, ninst, nroots;
+	int64_t recompute_cost;
+	LvCount count;          /* of steps [0, at) */
+	int *cur, *readat;      /* [nt] */
+	bool *seen;             /* [nnode] */
+	int *end;               /* [ninst] each instance's end so far */
+} LvSnap;
+
+/* Snapshots every LV_SNAP_EVERY steps at least, LV_SNAPS at most, on
+ * schedules of LV_ANCHOR_MAX steps at most (each costs about 9 bytes a
+ * tensor and 4 an instance; the planners' moves are scored on far
+ * shorter ones). */
+enum { LV_SNAPS = 16, LV_SNAP_EVERY = 32, LV_ANCHOR_MAX = 1 << 20 };
+
+struct LvAnchor {
+	Arena mem;              /* everything below: freed by the next anchor */
+	const Dag *d;
+	int n;
+	int *step;              /* [n] the anchor's schedule */
+	uint8_t *kind;          /* [n] */
+	int *step_prod;         /* [n + 2] */
+	Instance *inst;         /* [ninst] before lv_fix_ends */
+	int64_t *temp;          /* [n] its temp_bytes, or NULL */
+	int first_temp;         /* the first step with any, or n */
+	int *roots, *roots_at;  /* Lv's, or NULL */
+	int every, nsnap;
+	LvSnap snap[LV_SNAPS];
+};
+
+static void
+lv_snap(Lv *L, LvAnchor *A, int at)
+{
+	const Dag *d = L->d;
+	LvSnap *p = &A->snap[A->nsnap];
+	int ni = L->ev->ninst;
+
+	p->count = A->nsnap ? A->snap[A->nsnap - 1].count : (LvCount){0};
+	lv_count(d, L->s, A->nsnap ? A->snap[A->nsnap - 1].at : 0, at, &p->count);
+	A->nsnap++;
+	p->at = at;
+	p->ninst = ni;
+	p->nroots = L->nroots;
+	p->recompute_cost = L->ev->recompute_cost;
+	p->cur = ar_array(&A->mem, (size_t)d->nt + 1, sizeof *p->cur);
+	p->readat = ar_array(&A->mem, (size_t)d->nt + 1, sizeof *p->readat);
+	p->seen = ar_array(&A->mem, (size_t)d->nnode + 1, sizeof *p->seen);
+	p->end = ar_array(&A->mem, (size_t)ni + 1, sizeof *p->end);
+	memcpy(p->cur, L->cur, sizeof *p->cur * (size_t)d->nt);
+	memcpy(p->readat, L->readat, sizeof *p->readat * (size_t)d->nt);
+	memcpy(p->seen, L->seen, sizeof *p->seen * (size_t)d->nnode);
+	for (int k = 0; k < ni; k++)
+		p->end[k] = L->ev->inst[k].end;
+}
+
+/* Keeps what the anchor's snapshots resume with, from its first pass. */
+static void
+lv_keep(Lv *L, LvAnchor *A)
+{
+	const MemEval *ev = L->ev;
+	int n = ev->nsteps;
+
+	A->n = n;
+	A->step = ar_array(&A->mem, (size_t)n + 1, sizeof *A->step);
+	A->kind = ar_array(&A->mem, (size_t)n + 1, sizeof *A->kind);
+	A->step_prod = ar_array(&A->mem, (size_t)n + 2, sizeof *A->step_prod);
+	A->inst = ar_array(&A->mem, (size_t)ev->ninst + 1, sizeof *A->inst);
+	memcpy(A->step, L->s->step, sizeof *A->step * (size_t)n);
+	memcpy(A->kind, ev->kind, sizeof *A->kind * (size_t)n);
+	memcpy(A->step_prod, ev->step_prod, sizeof *A->step_prod * (size_t)(n + 2));
+	memcpy(A->inst, ev->inst, sizeof *A->inst * (size_t)ev->ninst);
+	A->first_temp = n;
+	if (ev->temp_bytes) {
+		A->temp = ar_array(&A->mem, (size_t)n + 1, sizeof *A->temp);
+		memcpy(A->temp, ev->temp_bytes, sizeof *A->temp * (size_t)n);
+		for (int i = n - 1; i >= 0; i--)
+			if (A->temp[i] > 0)
+				A->first_temp = i;
+	}
+	if (L->roots) {
+		A->roots = ar_array(&A->mem, (size_t)L->nroots + 1, sizeof *A->roots);
+		A->roots_at = ar_array(&A->mem, (size_t)n + 1, sizeof *A->roots_at);
+		memcpy(A->roots, L->roots, sizeof *A->roots * (size_t)L->nroots);
+		memcpy(A->roots_at, L->roots_at, sizeof *A->roots_at * (size_t)(n + 1));
+	}
+}
+
+/* The first pass over steps [from, n), snapshotting into A when non-NULL,
+ * then the passes after it. */
+static void
+lv_run(Lv *L, int from, LvAnchor *A)
+{
+	const Dag *d = L->d;
+	const Schedule *s = L->s;
+	MemEval *ev = L->ev;
+
+	for (int i = from; i < s->n && ev->valid; i++) {
+		if (A && i > 0 && i % A->every == 0 && A->nsnap < LV_SNAPS)
+			lv_snap(L, A, i);
+		if (lv_check_step(L, i))
+			lv_step(L, i, s->step[i]);
+		ev->step_prod[i + 2] = ev->ninst;
+	}
+	if (L->roots)
+		L->roots_at[s->n] = L->nroots;
+	for (int v = 0; v < d->nnode && ev->valid; v++)
+		if (!L->seen[v])
+			ev_fail(L->ev, "node '%s' never runs", d->node[v].name);
+	if (!ev->valid) {
+		ev->peak = 0;
+		ev->peak_step = 0;
+		return;
+	}
+	if (A)
+		lv_keep(L, A);
+	lv_fix_ends(L);
+	lv_sum(L);
+}
+
+/* The first pass's start: an instance of every from_start tensor. */
+static void
+lv_begin(Lv *L)
+{
+	const Dag *d = L->d;
+	MemEval *ev = L->ev;
+
+	if (d->nt > INST_TENSOR_MAX)    /* Instance.tensor would not hold it */
+		ev_fail(ev, "%d tensors: more than %d (see docs/limits.md)", d->nt,
+		        INST_TENSOR_MAX);
+	for (int t = 0; t < d->nt && ev->valid; t++)
+		if (d->t[t].from_start)
+			L->cur[t] = lv_new(L, t, -1, -1);
+	ev->step_prod[0] = 0;
+	ev->step_prod[1] = ev->ninst;
+}
+
 void
 lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 {
 	Lv L;
 
-	lv_init(&L, d, s, ev, a);
-	if (d->nt > INST_TENSOR_MAX)    /* Instance.tensor would not hold it */
-		ev_fail(L.ev, "%d tensors: more than %d (see docs/limits.md)", d->nt,
-		        INST_TENSOR_MAX);
-	for (int t = 0; t < d->nt && ev->valid; t++)
-		if (d->t[t].from_start)
-			L.cur[t] = lv_new(&L, t, -1, -1);
-	ev->step_prod[0] = 0;
-	ev->step_prod[1] = ev->ninst;
-	for (int i = 0; i < s->n && ev->valid; i++) {
-		if (lv_check_step(&L, i))
-			lv_step(&L, i, s->step[i]);
-		ev->step_prod[i + 2] = ev->ninst;
-	}
-	if (L.roots)
-		L.roots_at[s->n] = L.nroots;
-	for (int v = 0; v < d->nnode && ev->valid; v++)
-		if (!L.seen[v])
-			ev_fail(L.ev, "node '%s' never runs", d->node[v].name);
-	if (!ev->valid) {
-		ev->peak = 0;
-		ev->peak_step = 0;
-		ar_free(&L.scratch);
+	lv_init_from(&L, d, s, ev, a, 0, (LvCount){0});
+	lv_begin(&L);
+	lv_run(&L, 0, NULL);
+	ar_free(&L.scratch);
+}
+
+LvAnchor *
+lv_anchor_new(Arena *a)
+{
+	LvAnchor *A = ar_alloc(a, sizeof *A);
+
+	ar_init(&A->mem);
+	return A;
+}
+
+void
+lv_anchor_free(LvAnchor *A)
+{
+	if (!A)
+		return;
+	ar_free(&A->mem);
+	A->d = NULL;
+	A->nsnap = 0;
+	A->roots = A->roots_at = NULL;
+	A->temp = NULL;
+}
+
+/* Whether some node of d makes an out_of_place sum: then an anchor keeps
+ * the roots that a schedule resumed from it may need, whether or not its
+ * own steps make one (lv_sum_phase finds no sum all the same). */
+static bool
+dag_has_sums(const Dag *d)
+{
+	for (int v = 0; v < d->nnode; v++)
+		for (int j = 0; j < d->node[v].nacc; j++)
+			if (d->node[v].acc[j].out_of_place)
+				return true;
+	return false;
+}
+
+void
+lv_eval_anchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
+{
+	Lv L;
+
+	lv_anchor_free(A);
+	if (s->n > LV_ANCHOR_MAX || s->n < 2 * LV_SNAP_EVERY) {
+		lv_eval(d, s, ev, a);
 		return;
 	}
-	lv_fix_ends(&L);
-	lv_sum(&L);
+	A->every = s->n / (LV_SNAPS + 1) + 1;
+	if (A->every < LV_SNAP_EVERY)
+		A->every = LV_SNAP_EVERY;
+	lv_init_from(&L, d, s, ev, a, 0, (LvCount){.sums = dag_has_sums(d)});
+	lv_begin(&L);
+	lv_run(&L, 0, A);
+	ar_free(&L.scratch);
+	if (ev->valid)
+		A->d = d;
+	else
+		lv_anchor_free(A);
+}
+
+/* The last snapshot of A within the steps s shares with A's schedule, or
+ * NULL. */
+static const LvSnap *
+lv_resume_point(const LvAnchor *A, const Dag *d, const Schedule *s)
+{
+	int n, p = 0, k;
+
+	if (!A || A->d != d || A->nsnap == 0)
+		return NULL;
+	n = s->n < A->n ? s->n : A->n;
+	while (p < n && s->step[p] == A->step[p])
+		p++;
+	for (k = A->nsnap - 1; k >= 0 && A->snap[k].at > p; k--)
+		;
+	return k >= 0 ? &A->snap[k] : NULL;
+}
+
+/* The first pass's state before step p->at, from the anchor. */
+static void
+lv_restore(Lv *L, const LvAnchor *A, const LvSnap *p)
+{
+	const Dag *d = L->d;
+	MemEval *ev = L->ev;
+	int at = p->at;
+
+	memcpy(ev->inst, A->inst, sizeof *ev->inst * (size_t)p->ninst);
+	for (int k = 0; k < p->ninst; k++)
+		ev->inst[k].end = p->end[k];
+	ev->ninst = p->ninst;
+	memcpy(ev->kind, A->kind, sizeof *ev->kind * (size_t)at);
+	memcpy(ev->step_prod, A->step_prod, sizeof *ev->step_prod * (size_t)(at + 2));
+	ev->recompute_cost = p->recompute_cost;
+	if (A->first_temp < at) {
+		ev->temp_bytes = ar_alloc(L->a, sizeof *ev->temp_bytes * (size_t)(ev->nsteps + 1));
+		memcpy(ev->temp_bytes, A->temp, sizeof *ev->temp_bytes * (size_t)at);
+	}
+	memcpy(L->cur, p->cur, sizeof *L->cur * (size_t)d->nt);
+	memcpy(L->readat, p->readat, sizeof *L->readat * (size_t)d->nt);
+	memcpy(L->seen, p->seen, sizeof *L->seen * (size_t)d->nnode);
+	if (L->roots) {
+		memcpy(L->roots, A->roots, sizeof *L->roots * (size_t)p->nroots);
+		memcpy(L->roots_at, A->roots_at, sizeof *L->roots_at * (size_t)at);
+		L->nroots = p->nroots;
+	}
+}
+
+void
+lv_eval_from(const LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
+{
+	const LvSnap *p = lv_resume_point(A, d, s);
+	Lv L;
+
+	if (!p) {
+		lv_eval(d, s, ev, a);
+		return;
+	}
+	lv_init_from(&L, d, s, ev, a, p->at, p->count);
+	lv_restore(&L, A, p);
+	lv_run(&L, p->at, NULL);
 	ar_free(&L.scratch);
 }

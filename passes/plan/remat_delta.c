@@ -279,8 +279,9 @@ rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T)
 
 	X->ok = false;
 	X->T = T;
+	/* elsewhere each move is scored in full, resumed from this plan */
 	if (!M->simple)
-		return rm_score_state(S, st);
+		return rm_build(S, st) ? rm_eval_anchor(S, S->b.step, S->b.nstep) : NULL;
 	memcpy(X->st0, st, (size_t)M->ngap);
 	if (!delta_build(X) || !(ev = rm_score_built(S)))
 		return NULL;

@@ -139,6 +139,8 @@ typedef struct RmScorer {
 	Arena mem;              /* everything above: freed by rm_scorer_free */
 	Arena scratch;          /* the latest evaluation */
 	MemEval ev;             /* the latest evaluation or score */
+	LvAnchor *anchor;       /* rm_eval_anchor's: rm_eval_steps resumes
+	                           from its prefix (liveness.c) */
 	long evals;
 } RmScorer;
 
@@ -296,6 +298,10 @@ bool rm_bld_pos(const RmModel *M, RmBld *B, const unsigned char *state, int x);
  * (eval_buf, eval_kept, score_plan). */
 const MemEval *rm_eval_state(RmScorer *S, const unsigned char *state);
 const MemEval *rm_eval_steps(RmScorer *S, const int *step, int n);
+/* rm_eval_steps, and the steps become the anchor that later evaluations
+ * resume from (the moves of a search are scored against the plan they
+ * move from: that plan is the anchor). */
+const MemEval *rm_eval_anchor(RmScorer *S, const int *step, int n);
 const MemEval *rm_score_state(RmScorer *S, const unsigned char *state);
 const MemEval *rm_score_steps(RmScorer *S, const int *step, int n);
 /* simple Dags only */

@@ -392,11 +392,13 @@ rm_scorer_init(RmScorer *S, const RmModel *M)
 	S->birth = ar_alloc(&S->mem, ((size_t)d->nt + 1) * sizeof *S->birth);
 	S->lastuse = ar_alloc(&S->mem, ((size_t)d->nt + 1) * sizeof *S->lastuse);
 	S->ran = ar_alloc(&S->mem, ((size_t)d->nnode + 1) * sizeof *S->ran);
+	S->anchor = lv_anchor_new(&S->mem);
 }
 
 void
 rm_scorer_free(RmScorer *S)
 {
+	lv_anchor_free(S->anchor);
 	ar_free(&S->mem);
 	ar_free(&S->scratch);
 }
@@ -614,18 +616,34 @@ rm_eval_state(RmScorer *S, const unsigned char *state)
 	return rm_eval_steps(S, S->b.step, S->b.nstep);
 }
 
-const MemEval *
-rm_eval_steps(RmScorer *S, const int *step, int n)
+/* rm_eval_steps, and (anchor) the steps become S's anchor. */
+static const MemEval *
+eval_steps(RmScorer *S, const int *step, int n, bool anchor)
 {
 	const RmModel *M = S->m;
 	Schedule s = {n, (int *)step};
 
 	ar_free(&S->scratch);
-	lv_eval(M->d, &s, &S->ev, &S->scratch);
+	if (anchor)
+		lv_eval_anchor(S->anchor, M->d, &s, &S->ev, &S->scratch);
+	else
+		lv_eval_from(S->anchor, M->d, &s, &S->ev, &S->scratch);
 	S->evals++;
 	if (S->ev.valid && M->naprev > 0 && !acc_ordered(S, step, n))
 		S->ev.valid = false;
 	return S->ev.valid ? &S->ev : NULL;
+}
+
+const MemEval *
+rm_eval_steps(RmScorer *S, const int *step, int n)
+{
+	return eval_steps(S, step, n, false);
+}
+
+const MemEval *
+rm_eval_anchor(RmScorer *S, const int *step, int n)
+{
+	return eval_steps(S, step, n, true);
 }
 
 const int *

@@ -88,9 +88,6 @@ desc_reload(Desc *D, int64_t T)
 {
 	long evals = D->S->evals;
 
-	/* elsewhere each move is scored in full: nothing to load */
-	if (!D->M->simple)
-		return;
 	rm_delta_load(D->X, D->st, T);
 	D->S->evals = evals;
 }

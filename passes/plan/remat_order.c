@@ -140,6 +140,19 @@ order_next_use(const Dag *d, const int *s, int m, int p, int t)
 	return -1;
 }
 
+/* On Dags whose moves lv_eval scores in full, O->s becomes the anchor
+ * they resume from (its prefix before the move). Bookkeeping, not an
+ * evaluation of the search's. */
+static void
+order_anchor(Ord *O)
+{
+	long evals = O->S->evals;
+
+	if (!O->M->simple)
+		rm_eval_anchor(O->S, O->s, O->m);
+	O->S->evals = evals;
+}
+
 /* Keeps O->buf[0..m) as O->s when its key is lower and its recompute
  * within the cap. */
 static bool
@@ -164,6 +177,8 @@ order_keep(Ord *O, int m)
 		long evals = O->S->evals;
 		order_key(O->S, O->s, m, &pk, &np, false);
 		O->S->evals = evals;
+	} else {
+		order_anchor(O);
 	}
 	return true;
 }
@@ -328,6 +343,7 @@ order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
 	memcpy(O.s, s, sizeof *O.s * (size_t)*m);
 	if (!order_key(S, O.s, O.m, &O.peak, &O.npeak, false))
 		return NULL;
+	order_anchor(&O);
 	while (O.evals > 0) {
 		O.inst = ar_alloc(&step, sizeof *O.inst * ((size_t)S->ev.ninst + 1));
 		O.sel = ar_alloc(&step, sizeof *O.sel * ((size_t)S->ev.ninst + 1));

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "eval.h"
+#include "randdag.h"
 
 /* A tiny Dag builder: tensors and nodes appended in order. */
 typedef struct Tb {
@@ -471,6 +472,139 @@ test_names(void **state)
 	tb_free(b);
 }
 
+/* lv_eval_from equals lv_eval field by field. */
+static void
+expect_same_eval(const Dag *d, const MemEval *a, const MemEval *b)
+{
+	assert_int_equal(a->valid, b->valid);
+	assert_string_equal(a->error, b->error);
+	assert_int_equal(a->nsteps, b->nsteps);
+	assert_int_equal(a->peak, b->peak);
+	if (!a->valid)
+		return;
+	assert_int_equal(a->peak_step, b->peak_step);
+	assert_int_equal(a->recompute_cost, b->recompute_cost);
+	assert_int_equal(a->ninst, b->ninst);
+	assert_memory_equal(a->breakdown, b->breakdown, sizeof a->breakdown);
+	assert_memory_equal(a->kind, b->kind, (size_t)a->nsteps);
+	assert_memory_equal(a->live_bytes, b->live_bytes, sizeof *a->live_bytes * (size_t)a->nsteps);
+	assert_memory_equal(a->step_prod, b->step_prod, sizeof *a->step_prod * (size_t)(a->nsteps + 2));
+	assert_memory_equal(a->inst, b->inst, sizeof *a->inst * (size_t)a->ninst);
+	assert_int_equal(a->temp_bytes == NULL, b->temp_bytes == NULL);
+	if (a->temp_bytes)
+		assert_memory_equal(a->temp_bytes, b->temp_bytes, sizeof *a->temp_bytes * (size_t)a->nsteps);
+	(void)d;
+}
+
+/* s with one of these changes at a random step: a step moved (valid or
+ * not), a forward step recomputed again, a step dropped, or none. */
+static Schedule
+moved(const Schedule *s, uint64_t *seed, Arena *a)
+{
+	Schedule m = {s->n + 1, ar_array(a, (size_t)s->n + 2, sizeof(int))};
+	int i = (int)rd_range(seed, 0, s->n - 1), j = (int)rd_range(seed, 0, s->n - 1), k = 0;
+
+	switch (rd_range(seed, 0, 3)) {
+	case 0:         /* step i moved to index j */
+		for (int x = 0; x < s->n; x++) {
+			if (x == i)
+				continue;
+			if (k == j)
+				m.step[k++] = s->step[i];
+			m.step[k++] = s->step[x];
+		}
+		if (k == j)
+			m.step[k++] = s->step[i];
+		break;
+	case 1:         /* step i's node again before index j > i */
+		for (int x = 0; x < s->n; x++) {
+			if (x == j && j > i)
+				m.step[k++] = s->step[i];
+			m.step[k++] = s->step[x];
+		}
+		break;
+	case 2:         /* step i dropped */
+		for (int x = 0; x < s->n; x++)
+			if (x != i)
+				m.step[k++] = s->step[x];
+		break;
+	default:
+		memcpy(m.step, s->step, sizeof *m.step * (size_t)s->n);
+		k = s->n;
+	}
+	m.n = k;
+	return m;
+}
+
+/* Schedules resumed from an anchor on random training Dags (views,
+ * extra outputs, workspace, params; out_of_place sums on half of them)
+ * give lv_eval's MemEval exactly, valid or not; so does an anchor that
+ * is another Dag's, emptied, or invalid itself. */
+static void
+test_resume_from_anchor(void **state)
+{
+	(void)state;
+	uint64_t seed = 0x5eed;
+	int valid = 0;
+	Arena other = {0};
+	Dag prev = {0};
+	Schedule prev_s = {0};
+
+	for (int g = 0; g < 200; g++) {
+		Arena a = {0}, sa = {0}, sb = {0};
+		Dag d;
+		RdOptions o = {20, 48, true, true, true, true, true};
+		rd_make(&d, &seed, &o, &a);
+		if (g % 2)
+			for (int v = 0; v < d.nnode; v++)
+				for (int j = 0; j < d.node[v].nacc; j++)
+					d.node[v].acc[j].out_of_place = rd_range(&seed, 0, 1);
+		LvAnchor *A = lv_anchor_new(&a);
+		Schedule s = rd_schedule(&d, &seed, (int)rd_range(&seed, 0, 8), &a);
+		MemEval ea, eb;
+		lv_eval_anchor(A, &d, &s, &ea, &sa);
+		lv_eval(&d, &s, &eb, &sb);
+		expect_same_eval(&d, &eb, &ea);
+		for (int r = 0; r < 40; r++) {
+			Schedule m = moved(&s, &seed, &a);
+			ar_free(&sa);
+			ar_free(&sb);
+			lv_eval_from(A, &d, &m, &ea, &sa);
+			lv_eval(&d, &m, &eb, &sb);
+			expect_same_eval(&d, &eb, &ea);
+			valid += ea.valid;
+			if (r == 20) {  /* a moved schedule as the anchor */
+				ar_free(&sa);
+				lv_eval_anchor(A, &d, &m, &ea, &sa);
+				if (ea.valid)
+					s = m;
+			}
+		}
+		if (g > 0) {    /* anchored on another Dag: resumes nothing */
+			ar_free(&sa);
+			ar_free(&sb);
+			lv_eval_from(A, &prev, &prev_s, &ea, &sa);
+			lv_eval(&prev, &prev_s, &eb, &sb);
+			expect_same_eval(&prev, &eb, &ea);
+			ar_free(&other);
+		}
+		/* emptied: lv_eval */
+		lv_anchor_free(A);
+		ar_free(&sa);
+		ar_free(&sb);
+		lv_eval_from(A, &d, &s, &ea, &sa);
+		lv_eval(&d, &s, &eb, &sb);
+		expect_same_eval(&d, &eb, &ea);
+		ar_free(&sa);
+		ar_free(&sb);
+		other = a;      /* the next Dag's "other" */
+		prev = d;
+		prev_s = s;
+	}
+	ar_free(&other);
+	assert_true(valid > 1000);
+}
+
 int
 main(void)
 {
@@ -484,6 +618,7 @@ main(void)
 		cmocka_unit_test(test_from_start_to_end),
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_resume_from_anchor),
 	};
 	return cmocka_run_group_tests_name("liveness", tests, NULL, NULL);
 }
