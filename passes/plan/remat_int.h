@@ -141,6 +141,9 @@ typedef struct RmScorer {
 	MemEval ev;             /* the latest evaluation or score */
 	LvAnchor *anchor;       /* rm_eval_anchor's: rm_eval_steps resumes
 	                           from its prefix (liveness.c) */
+	int *last;              /* [caplast] the steps ev is lv_eval's result
+	                           for, nlast of them; -1 when ev is another's */
+	int nlast, caplast;
 	long evals;
 } RmScorer;
 

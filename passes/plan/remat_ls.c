@@ -409,6 +409,7 @@ rm_climb(RmScorer *S, RmPool *pool, double maxcost, long evals, long kicks)
 		K.fwd = K.mark = NULL;
 		Schedule s = {K.ncur, K.cur};
 		ar_free(&S->scratch);
+		S->nlast = -1;
 		lv_eval(M->d, &s, &S->ev, &S->scratch);
 		rm_pool_add_sched(pool, K.cur, K.ncur, S->ev.valid ? &S->ev : NULL);
 	}
