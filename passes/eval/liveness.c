@@ -335,6 +335,7 @@ typedef struct LvCount {
 	int nuse;               /* uses and contributions */
 	int maxprod;            /* the most one step produces */
 	bool sums;              /* some step makes an out_of_place sum */
+	bool nosums;            /* no node of the Dag makes one: no need to look */
 } LvCount;
 
 static void
@@ -349,7 +350,7 @@ lv_count(const Dag *d, const Schedule *s, int from, int to, LvCount *c)
 		c->nuse += d->node[v].nin + d->node[v].nacc;
 		if (np > c->maxprod)
 			c->maxprod = np;
-		for (int j = 0; j < d->node[v].nacc; j++)
+		for (int j = 0; !c->sums && !c->nosums && j < d->node[v].nacc; j++)
 			c->sums |= d->node[v].acc[j].out_of_place;
 	}
 }
@@ -425,6 +426,7 @@ struct LvAnchor {
 	int64_t *temp;          /* [n] its temp_bytes, or NULL */
 	int first_temp;         /* the first step with any, or n */
 	int *roots, *roots_at;  /* Lv's, or NULL */
+	bool sums;              /* some node of the Dag makes an out_of_place sum */
 	int every, nsnap;
 	LvSnap snap[LV_SNAPS];
 };
@@ -436,7 +438,7 @@ lv_snap(Lv *L, LvAnchor *A, int at)
 	LvSnap *p = &A->snap[A->nsnap];
 	int ni = L->ev->ninst;
 
-	p->count = A->nsnap ? A->snap[A->nsnap - 1].count : (LvCount){0};
+	p->count = A->nsnap ? A->snap[A->nsnap - 1].count : (LvCount){.nosums = !A->sums};
 	lv_count(d, L->s, A->nsnap ? A->snap[A->nsnap - 1].at : 0, at, &p->count);
 	A->nsnap++;
 	p->at = at;
@@ -593,7 +595,8 @@ lv_eval_anchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena 
 	A->every = s->n / (LV_SNAPS + 1) + 1;
 	if (A->every < LV_SNAP_EVERY)
 		A->every = LV_SNAP_EVERY;
-	lv_init_from(&L, d, s, ev, a, 0, (LvCount){.sums = dag_has_sums(d)});
+	A->sums = dag_has_sums(d);
+	lv_init_from(&L, d, s, ev, a, 0, (LvCount){.sums = A->sums});
 	lv_begin(&L);
 	lv_run(&L, 0, A);
 	ar_free(&L.scratch);
