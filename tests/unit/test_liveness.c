@@ -474,7 +474,7 @@ test_names(void **state)
 
 /* lv_eval_from equals lv_eval field by field. */
 static void
-expect_same_eval(const Dag *d, const MemEval *a, const MemEval *b)
+expect_same_eval(const MemEval *a, const MemEval *b)
 {
 	assert_int_equal(a->valid, b->valid);
 	assert_string_equal(a->error, b->error);
@@ -493,7 +493,21 @@ expect_same_eval(const Dag *d, const MemEval *a, const MemEval *b)
 	assert_int_equal(a->temp_bytes == NULL, b->temp_bytes == NULL);
 	if (a->temp_bytes)
 		assert_memory_equal(a->temp_bytes, b->temp_bytes, sizeof *a->temp_bytes * (size_t)a->nsteps);
-	(void)d;
+}
+
+/* lv_eval_from(A) of s is lv_eval's; whether s is valid. */
+static bool
+resumes_alike(const LvAnchor *A, const Dag *d, const Schedule *s)
+{
+	Arena sa = {0}, sb = {0};
+	MemEval ea, eb;
+
+	lv_eval_from(A, d, s, &ea, &sa);
+	lv_eval(d, s, &eb, &sb);
+	expect_same_eval(&eb, &ea);
+	ar_free(&sa);
+	ar_free(&sb);
+	return eb.valid;
 }
 
 /* s with one of these changes at a random step: a step moved (valid or
@@ -564,15 +578,10 @@ test_resume_from_anchor(void **state)
 		MemEval ea, eb;
 		lv_eval_anchor(A, &d, &s, &ea, &sa);
 		lv_eval(&d, &s, &eb, &sb);
-		expect_same_eval(&d, &eb, &ea);
+		expect_same_eval(&eb, &ea);
 		for (int r = 0; r < 40; r++) {
 			Schedule m = moved(&s, &seed, &a);
-			ar_free(&sa);
-			ar_free(&sb);
-			lv_eval_from(A, &d, &m, &ea, &sa);
-			lv_eval(&d, &m, &eb, &sb);
-			expect_same_eval(&d, &eb, &ea);
-			valid += ea.valid;
+			valid += resumes_alike(A, &d, &m);
 			if (r == 20) {  /* a moved schedule as the anchor */
 				ar_free(&sa);
 				lv_eval_anchor(A, &d, &m, &ea, &sa);
@@ -581,20 +590,11 @@ test_resume_from_anchor(void **state)
 			}
 		}
 		if (g > 0) {    /* anchored on another Dag: resumes nothing */
-			ar_free(&sa);
-			ar_free(&sb);
-			lv_eval_from(A, &prev, &prev_s, &ea, &sa);
-			lv_eval(&prev, &prev_s, &eb, &sb);
-			expect_same_eval(&prev, &eb, &ea);
+			resumes_alike(A, &prev, &prev_s);
 			ar_free(&other);
 		}
-		/* emptied: lv_eval */
-		lv_anchor_free(A);
-		ar_free(&sa);
-		ar_free(&sb);
-		lv_eval_from(A, &d, &s, &ea, &sa);
-		lv_eval(&d, &s, &eb, &sb);
-		expect_same_eval(&d, &eb, &ea);
+		lv_anchor_free(A);      /* emptied: lv_eval */
+		resumes_alike(A, &d, &s);
 		ar_free(&sa);
 		ar_free(&sb);
 		other = a;      /* the next Dag's "other" */
