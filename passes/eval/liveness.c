@@ -472,14 +472,13 @@ lv_keep(Lv *L, LvAnchor *A)
 	memcpy(A->kind, ev->kind, sizeof *A->kind * (size_t)n);
 	memcpy(A->step_prod, ev->step_prod, sizeof *A->step_prod * (size_t)(n + 2));
 	memcpy(A->inst, ev->inst, sizeof *A->inst * (size_t)ev->ninst);
-	A->first_temp = n;
+	A->first_temp = 0;
 	if (ev->temp_bytes) {
 		A->temp = ar_array(&A->mem, (size_t)n + 1, sizeof *A->temp);
 		memcpy(A->temp, ev->temp_bytes, sizeof *A->temp * (size_t)n);
-		for (int i = n - 1; i >= 0; i--)
-			if (A->temp[i] > 0)
-				A->first_temp = i;
 	}
+	while (A->first_temp < n && ev_temp(ev, A->first_temp) == 0)
+		A->first_temp++;
 	if (L->roots) {
 		A->roots = ar_array(&A->mem, (size_t)L->nroots + 1, sizeof *A->roots);
 		A->roots_at = ar_array(&A->mem, (size_t)n + 1, sizeof *A->roots_at);

@@ -341,9 +341,9 @@ order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
 	O.buf = ar_alloc(a, sizeof *O.buf * ((size_t)O.capm + 1));
 	O.maker = order_makers(M->d, a);
 	memcpy(O.s, s, sizeof *O.s * (size_t)*m);
+	order_anchor(&O);       /* then order_key reads its evaluation */
 	if (!order_key(S, O.s, O.m, &O.peak, &O.npeak, false))
 		return NULL;
-	order_anchor(&O);
 	while (O.evals > 0) {
 		O.inst = ar_alloc(&step, sizeof *O.inst * ((size_t)S->ev.ninst + 1));
 		O.sel = ar_alloc(&step, sizeof *O.sel * ((size_t)S->ev.ninst + 1));
