@@ -894,22 +894,12 @@ delta_sweep(RmDelta *X, RmScore *out)
 	return exc < INT64_MAX && cost < INT64_MAX;
 }
 
-/* rm_score_state's answer, for what the shortcut does not cover. */
+/* rm_score_state's answer, for what the shortcut does not cover
+ * (remembered: descents from one start try many of the same plans). */
 static bool
 delta_full(RmDelta *X, const unsigned char *st, RmScore *out)
 {
-	const MemEval *ev = rm_score_state(X->S, st);
-	int64_t e = 0;
-
-	if (!ev)
-		return false;
-	for (int s = 0; s < ev->nsteps; s++)
-		if (ev->live_bytes[s] > X->T)
-			e = ck_sat_add(e, ev->live_bytes[s] - X->T);
-	out->peak = ev->peak;
-	out->cost = ev->recompute_cost;
-	out->exc = e;
-	return true;
+	return rm_memo_state(X->S, st, X->T, out);
 }
 
 bool

@@ -126,6 +126,31 @@ typedef struct RmModel {
 	Arena mem;              /* everything above: freed by rm_model_free */
 } RmModel;
 
+/* A plan's score against a threshold T: peak, recompute cost, and excess
+ * (the sum over steps of the bytes live above T). */
+typedef struct RmScore {
+	int64_t peak, cost, exc;
+} RmScore;
+
+/* rm_memo_state's memory: the states scored before, by hash (open
+ * addressing, a power of two of slots), each kept to compare with, up to
+ * RM_MEMO_BYTES of them; T and the score are the latest scoring's. */
+typedef struct RmMemoEnt {
+	uint64_t hash;
+	unsigned char *state;   /* [ngap]; NULL: an empty slot */
+	int64_t T;
+	RmScore sc;
+	bool valid;             /* rm_score_state did not refuse it */
+} RmMemoEnt;
+typedef struct RmMemo {
+	RmMemoEnt *slot;
+	int cap, n;
+	long hits;              /* scores given from memory */
+	size_t bytes, limit;    /* of the states kept; RM_MEMO_BYTES */
+	Arena mem;
+} RmMemo;
+enum { RM_MEMO_BYTES = 32 << 20 };
+
 /* The scorer: builds a model's plans (rm_build) and scores them
  * (rm_eval_*, rm_score_*) into its own scratch, counting the evaluations
  * that bound the searches. */
@@ -144,6 +169,7 @@ typedef struct RmScorer {
 	int *last;              /* [caplast] the steps ev is lv_eval's result
 	                           for, nlast of them; -1 when ev is another's */
 	int nlast, caplast;
+	RmMemo memo;            /* rm_memo_state's */
 	long evals;
 } RmScorer;
 
@@ -291,7 +317,8 @@ bool rm_bld_pos(const RmModel *M, RmBld *B, const unsigned char *state, int x);
  * whole MemEval in S->ev, its scratch in S); score, lv_eval's peak,
  * recompute cost and live bytes only (the rest of S->ev stale), by a
  * shortcut of its rules on simple Dags and by lv_eval on the others;
- * delta, a score relative to a loaded plan (remat_delta.c). What: state,
+ * delta, a score relative to a loaded plan (remat_delta.c); memo, a
+ * score remembered from an earlier one of the same plan. What: state,
  * gap states that rm_build builds first; steps, an explicit schedule;
  * built, the plan S->b holds; gaps, the loaded plan with a few gaps
  * changed. Each counts its evaluations in S->evals, which bound the
@@ -306,6 +333,14 @@ const MemEval *rm_eval_steps(RmScorer *S, const int *step, int n);
  * move from: that plan is the anchor). */
 const MemEval *rm_eval_anchor(RmScorer *S, const int *step, int n);
 const MemEval *rm_score_state(RmScorer *S, const unsigned char *state);
+/* rm_score_state's peak and cost of state, and its excess over T, as
+ * the latest scoring of the same state at the same T gave them where
+ * there was one (the descent's moves on LLaMA at 8 ZeRO-3 ranks: 43% are
+ * plans that an earlier descent from the same start scored); counted as
+ * an evaluation either way, so that the searches go as they would. */
+bool rm_memo_state(RmScorer *S, const unsigned char *state, int64_t T, RmScore *out);
+/* The excess of ev's steps over T. */
+int64_t rm_excess(const MemEval *ev, int64_t T);
 const MemEval *rm_score_steps(RmScorer *S, const int *step, int n);
 /* simple Dags only */
 const MemEval *rm_score_built(RmScorer *S);
@@ -324,9 +359,6 @@ unsigned char *rm_state_new(const RmModel *M, Arena *a);
  * and excess over T of a plan differing from the loaded one in a few gaps
  * (remat_delta.c says how). */
 typedef struct RmDelta RmDelta;
-typedef struct RmScore {
-	int64_t peak, cost, exc;
-} RmScore;
 RmDelta *rm_delta_new(RmScorer *S, Arena *a);
 /* rm_score_state(S, st), and st loaded as the plan the next scores change. */
 const MemEval *rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T);

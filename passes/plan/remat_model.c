@@ -394,6 +394,7 @@ rm_scorer_init(RmScorer *S, const RmModel *M)
 	S->ran = ar_alloc(&S->mem, ((size_t)d->nnode + 1) * sizeof *S->ran);
 	S->anchor = lv_anchor_new(&S->mem);
 	S->nlast = -1;
+	S->memo.limit = RM_MEMO_BYTES;
 }
 
 void
@@ -402,6 +403,7 @@ rm_scorer_free(RmScorer *S)
 	lv_anchor_free(S->anchor);
 	ar_free(&S->mem);
 	ar_free(&S->scratch);
+	ar_free(&S->memo.mem);
 }
 
 void
@@ -786,6 +788,103 @@ rm_score_state(RmScorer *S, const unsigned char *state)
 	if (!rm_build(S, state))
 		return NULL;
 	return rm_score_built(S);
+}
+
+int64_t
+rm_excess(const MemEval *ev, int64_t T)
+{
+	int64_t e = 0;
+
+	for (int s = 0; s < ev->nsteps; s++)
+		if (ev->live_bytes[s] > T)
+			e = ck_sat_add(e, ev->live_bytes[s] - T);
+	return e;
+}
+
+/* 64-bit words of the state, mixed (splitmix64's finalizer per word). */
+static uint64_t
+state_hash(const unsigned char *st, int n)
+{
+	uint64_t h = (uint64_t)n * 0x9e3779b97f4a7c15u;
+
+	for (int i = 0; i < n; i += 8) {
+		uint64_t w = 0;
+		memcpy(&w, st + i, (size_t)(n - i < 8 ? n - i : 8));
+		h ^= w + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+		h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9u;
+		h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+/* The slot holding state (its hash h), or the empty slot it would take. */
+static RmMemoEnt *
+memo_slot(const RmMemo *m, const unsigned char *st, int n, uint64_t h)
+{
+	for (size_t i = h & (size_t)(m->cap - 1);; i = (i + 1) & (size_t)(m->cap - 1)) {
+		RmMemoEnt *e = &m->slot[i];
+		if (!e->state || (e->hash == h && !memcmp(e->state, st, (size_t)n)))
+			return e;
+	}
+}
+
+/* Doubles the table (rehashing what it holds); false when the states
+ * kept would pass RM_MEMO_BYTES: nothing more is remembered then. */
+static bool
+memo_room(RmMemo *m, int n)
+{
+	if (m->bytes + (size_t)n > m->limit)
+		return false;
+	if (2 * (m->n + 1) <= m->cap)
+		return true;
+	RmMemo g = *m;
+
+	g.cap = m->cap ? 2 * m->cap : 256;
+	g.slot = ar_alloc(&g.mem, sizeof *g.slot * (size_t)g.cap);      /* zeroed */
+	for (int i = 0; i < m->cap; i++)
+		if (m->slot[i].state)
+			*memo_slot(&g, m->slot[i].state, n, m->slot[i].hash) = m->slot[i];
+	*m = g;
+	return true;
+}
+
+bool
+rm_memo_state(RmScorer *S, const unsigned char *state, int64_t T, RmScore *out)
+{
+	RmMemo *m = &S->memo;
+	int n = S->m->ngap;
+	uint64_t h = state_hash(state, n);
+	RmMemoEnt *e = m->cap ? memo_slot(m, state, n, h) : NULL;
+
+	if (e && e->state && e->T == T) {
+		S->evals++;
+		m->hits++;
+		*out = e->sc;
+		return e->valid;
+	}
+	const MemEval *ev = rm_score_state(S, state);
+	RmScore sc = {0, 0, 0};
+	if (ev) {
+		sc.peak = ev->peak;
+		sc.cost = ev->recompute_cost;
+		sc.exc = rm_excess(ev, T);
+	}
+	if (!(e && e->state) && memo_room(m, n)) {
+		e = memo_slot(m, state, n, h);
+		e->state = ar_alloc(&m->mem, (size_t)n + 1);
+		memcpy(e->state, state, (size_t)n);
+		e->hash = h;
+		m->n++;
+		m->bytes += (size_t)n;
+	}
+	if (e && e->state) {
+		e->T = T;
+		e->sc = sc;
+		e->valid = ev != NULL;
+	}
+	*out = sc;
+	return ev != NULL;
 }
 
 const MemEval *

@@ -45,17 +45,6 @@ typedef struct Desc {
 	RmDelta *X;             /* scores each move from the current plan's */
 } Desc;
 
-static int64_t
-excess(const MemEval *ev, int64_t T)
-{
-	int64_t e = 0;
-
-	for (int s = 0; s < ev->nsteps; s++)
-		if (ev->live_bytes[s] > T)
-			e = ck_sat_add(e, ev->live_bytes[s] - T);
-	return e;
-}
-
 /* Whether cost is over the cap; R->capmet records that it was. */
 static bool
 over_cap(const Desc *D, int64_t cost)
@@ -76,7 +65,7 @@ desc_load(Desc *D, int64_t T)
 		return false;
 	D->peak = ev->peak;
 	D->cost = ev->recompute_cost;
-	D->exc = excess(ev, T);
+	D->exc = rm_excess(ev, T);
 	return true;
 }
 

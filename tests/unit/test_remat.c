@@ -527,6 +527,64 @@ test_delta_matches_score(void **state)
 	assert_true(compared > 3000);
 }
 
+/* rm_memo_state gives rm_score_state's peak and cost and the excess over
+ * T, whether it remembers the state (same T), scored it at another T, or
+ * has no room left, and counts one evaluation each time. */
+static void
+test_memo_matches_score(void **state)
+{
+	(void)state;
+	uint64_t seed = 23;
+	long hits = 0, calls = 0;
+
+	for (int iter = 0; iter < 60; iter++) {
+		Arena a;
+		Dag d;
+		RmCtx C;
+		ar_init(&a);
+		RdOptions o = {3, 12, true, true, true, true, false};
+		if (iter % 2)
+			rd_make(&d, &seed, &o, &a);
+		else
+			plain_dag(&d, &seed, 5 + iter % 40, &a);
+		rm_ctx_init(&C, &d);
+		/* a third of the graphs: room for two states only */
+		if (iter % 3 == 2)
+			C.s.memo.limit = 2 * (size_t)C.m.ngap;
+		enum { NST = 5 };
+		unsigned char *st[NST];
+		for (int k = 0; k < NST; k++) {
+			st[k] = rm_state_new(&C.m, &a);
+			for (int g = 0; g < C.m.ngap; g++)
+				st[k][g] = rd_next(&seed) % 2 ? GAP_KEEP :
+				           (unsigned char)(rd_next(&seed) % 4);
+		}
+		for (int k = 0; k < 80; k++) {
+			const unsigned char *x = st[rd_next(&seed) % NST];
+			int64_t T = (int64_t)(rd_next(&seed) % 3) * 200;
+			long e0 = C.s.evals, h0 = C.s.memo.hits;
+			RmScore sc;
+			bool ok = rm_memo_state(&C.s, x, T, &sc);
+			assert_int_equal(C.s.evals, e0 + 1);
+			hits += C.s.memo.hits - h0;
+			calls++;
+			assert_true(C.s.memo.n <= (iter % 3 == 2 ? 2 : NST));
+			const MemEval *full = rm_score_state(&C.s, x);
+			assert_int_equal(ok, full != NULL);
+			if (full) {
+				assert_int_equal(sc.peak, full->peak);
+				assert_int_equal(sc.cost, full->recompute_cost);
+				assert_int_equal(sc.exc, rm_excess(full, T));
+			}
+		}
+		rm_ctx_free(&C);
+		ar_free(&a);
+	}
+	/* a quarter of the calls (5 states, 3 thresholds, 80 calls a graph,
+	 * fewer where there is room for two) are answered from memory */
+	assert_true(hits > calls / 5);
+}
+
 /* rm_score_steps, the order search's shortcut, scores explicit steps as
  * lv_eval does, and refuses what it refuses (a use before its tensor is
  * made, a node that never runs). */
@@ -743,6 +801,7 @@ main(void)
 		cmocka_unit_test(test_views_budget),
 		cmocka_unit_test(test_score_matches_eval),
 		cmocka_unit_test(test_delta_matches_score),
+		cmocka_unit_test(test_memo_matches_score),
 		cmocka_unit_test(test_score_steps_matches_eval),
 		cmocka_unit_test(test_early_recompute),
 		cmocka_unit_test(test_baselines_apply),
