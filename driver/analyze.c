@@ -105,7 +105,8 @@ after_pass(const Analysis *an, Pass p, const Schedule *s, const PassOptions *po,
  * users write by hand (sqrt(n) and per-def checkpointing), replayed
  * through the verifier with --verify. */
 static Status
-baselines(Analysis *an, const PlanGoal *goal, bool verify, Arena *a)
+baselines(Analysis *an, const PlanGoal *goal, const PlanBaselines *made, bool verify,
+          Arena *a)
 {
 	PlanResult *b[2] = {&an->sqrtn, &an->perblock};
 	/* one that does not apply: the -O0 peak, as rm_plan_sqrtn would
@@ -117,8 +118,11 @@ baselines(Analysis *an, const PlanGoal *goal, bool verify, Arena *a)
 	if (goal->level == 0)
 		return ST_OK;
 	an->has_baselines = true;
-	an->sqrtn = rm_sqrtn_applies(&an->d) ? rm_plan_sqrtn(&an->d, a) : none;
-	an->perblock = rm_perblock_applies(&an->d) ? rm_plan_perblock(&an->d, a) : none;
+	/* the plan's search made them where it scored them as candidates */
+	an->sqrtn = !rm_sqrtn_applies(&an->d) ? none :
+	            made->made ? made->sqrtn : rm_plan_sqrtn(&an->d, a);
+	an->perblock = !rm_perblock_applies(&an->d) ? none :
+	               made->made ? made->perblock : rm_plan_perblock(&an->d, a);
 	for (int i = 0; i < 2 && verify; i++)
 		if (b[i]->sched.n > 0 &&
 		    (st = vf_evaluate(&an->d, &b[i]->sched, &ev, true, a)))
@@ -318,7 +322,7 @@ stage_below_seed(const Analysis *an, const PlanGoal *goal, Arena *a)
 	lower_graph(&an->g, &d2, a);
 	distribute(&an->g, &d2, &o2, &st, a);
 	g2.seed = s;
-	p = rm_plan_search(&d2, &g2, a);
+	p = rm_plan_search(&d2, &g2, NULL, a);
 	if (!(gathers ? dist_seed : dist_shard_seed)(&an->d, &d2, &p.sched, &s, a))
 		s.n = 0;
 	return s;
@@ -327,7 +331,7 @@ stage_below_seed(const Analysis *an, const PlanGoal *goal, Arena *a)
 /* The plan for the job's goal and its evaluation in an->ev; base is the
  * base order, already evaluated in an->base. */
 static Status
-choose_plan(const Job *job, Analysis *an, Schedule base, Arena *a)
+choose_plan(const Job *job, Analysis *an, Schedule base, PlanBaselines *b, Arena *a)
 {
 	const PlanGoal *goal = &job->goal;
 	Status st;
@@ -347,7 +351,7 @@ choose_plan(const Job *job, Analysis *an, Schedule base, Arena *a)
 	/* the test rm_plan would make first is made above */
 	PlanGoal seeded = *goal;
 	seeded.seed = stage_below_seed(an, goal, a);
-	an->plan = rm_plan_search(&an->d, &seeded, a);
+	an->plan = rm_plan_search(&an->d, &seeded, b, a);
 	if (an->plan.error) {   /* --exact on a graph too large to search */
 		fprintf(stderr, "remat: %s\n", an->plan.error);
 		return ST_ERROR;
@@ -368,18 +372,19 @@ analyze_dag(const Job *job, Analysis *an, Arena *a)
 	/* the base order itself, not a copy (1.2 MB on 300k ops): no pass
 	 * writes into a schedule it is given */
 	Schedule base = {an->d.nbase, an->d.base_order};
+	PlanBaselines made = {.made = false};
 	Status st;
 
 	an->goal = job->goal;
 	if ((st = vf_evaluate(&an->d, &base, &an->base, job->verify, a)))
 		return st;
 	an->lb = rm_lower_bound_parts(&an->d);  /* once: the plan and the baselines */
-	if ((st = choose_plan(job, an, base, a)))
+	if ((st = choose_plan(job, an, base, &made, a)))
 		return st;
 	heap_return();
 	if ((st = after_pass(an, PASS_LIVENESS, NULL, po, a)))
 		return st;
-	if ((st = baselines(an, &job->goal, job->verify, a)))
+	if ((st = baselines(an, &job->goal, &made, job->verify, a)))
 		return st;
 	heap_return();
 	an->arena_bytes = mp_plan(&an->d, &an->ev, a);

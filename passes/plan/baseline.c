@@ -62,11 +62,40 @@ add_state(RmScorer *S, RmPool *pool, bool (*make)(const RmModel *, unsigned char
 	return pool->n > n;
 }
 
-void
-rm_pool_baselines(RmScorer *S, RmPool *pool)
+/* A baseline's PlanResult from its plan pool->c[k] (k < 0: none was made;
+ * the peak is then the base plan's, pool->c[0]). */
+static PlanResult
+baseline_result(RmScorer *S, const RmPool *pool, int k, int64_t lower, Arena *a)
 {
-	add_state(S, pool, rm_sqrtn_state);
-	add_state(S, pool, rm_perblock_state);
+	PlanResult r;
+
+	memset(&r, 0, sizeof r);
+	r.fits = true;
+	r.lower_bound = lower;
+	r.peak = pool->c[k < 0 ? 0 : k].peak;
+	if (k >= 0) {
+		ir_assert(rm_build(S, pool->c[k].state));
+		r.sched = rm_built_copy(S, a);
+		r.recompute_cost = pool->c[k].cost;
+	}
+	return r;
+}
+
+void
+rm_pool_baselines(RmScorer *S, RmPool *pool, int64_t lower, PlanBaselines *b, Arena *a)
+{
+	int sq = pool->n, pb;
+
+	if (!add_state(S, pool, rm_sqrtn_state))
+		sq = -1;
+	pb = pool->n;
+	if (!add_state(S, pool, rm_perblock_state))
+		pb = -1;
+	if (b) {
+		b->sqrtn = baseline_result(S, pool, sq, lower, a);
+		b->perblock = baseline_result(S, pool, pb, lower, a);
+		b->made = true;
+	}
 }
 
 static bool
@@ -180,15 +209,8 @@ plan_one(const Dag *d, Arena *a, bool (*applies)(const Dag *),
 	st = rm_state_new(&C.m, &C.r.mem);
 	rm_pool_add(&pool, &C.m, st, rm_eval_state(&C.s, st));
 	if (pool.n == 1)
-		r.peak = pool.c[0].peak;
-	if (pool.n == 1 && add_state(&C.s, &pool, make)) {
-		ir_assert(rm_build(&C.s, pool.c[1].state));
-		r.sched.n = C.s.b.nstep;
-		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.s.b.nstep + 1));
-		memcpy(r.sched.step, C.s.b.step, sizeof *r.sched.step * (size_t)C.s.b.nstep);
-		r.peak = pool.c[1].peak;
-		r.recompute_cost = pool.c[1].cost;
-	}
+		r = baseline_result(&C.s, &pool, add_state(&C.s, &pool, make) ? 1 : -1,
+		                    r.lower_bound, a);
 	rm_pool_free(&pool);
 	rm_ctx_free(&C);
 	return r;

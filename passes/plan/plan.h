@@ -36,11 +36,22 @@ typedef struct PlanResult {
  * budget; when nothing fits, fits=false and sched/peak are the smallest-peak
  * schedule found. */
 PlanResult rm_plan(const Dag *d, const PlanGoal *goal, Arena *a);
+/* The checkpointing baselines (below) of one Dag. */
+typedef struct PlanBaselines {
+	bool made;              /* set by rm_plan_search where it made them */
+	PlanResult sqrtn, perblock;
+} PlanBaselines;
 /* rm_plan without its first test, at -O2, of whether the base schedule
  * meets the lower bound (then it is the plan, and no model is built): for
  * a caller that made that test with the base's evaluation in hand, so
- * that the base is not evaluated a second time. */
-PlanResult rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a);
+ * that the base is not evaluated a second time. Where the search scores
+ * the baselines as candidates (-O2 without --exact, on a valid base) and
+ * b is not NULL, *b gets them as rm_plan_sqrtn and rm_plan_perblock would
+ * make them (b->made), from the search's own model and evaluations: at
+ * 1M ops, two models, two lower bounds and four evaluations fewer than
+ * calling those two. */
+PlanResult rm_plan_search(const Dag *d, const PlanGoal *goal, PlanBaselines *b,
+                          Arena *a);
 int64_t rm_lower_bound(const Dag *d);
 
 /* ---------------------------------------------------------------- passes/plan/baseline.c */

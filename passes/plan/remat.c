@@ -88,11 +88,11 @@ rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 
 	if (!goal->exact && goal->level >= 2 && base_at_bound(d, goal, a, &r))
 		return r;
-	return rm_plan_search(d, goal, a);
+	return rm_plan_search(d, goal, NULL, a);
 }
 
 PlanResult
-rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
+rm_plan_search(const Dag *d, const PlanGoal *goal, PlanBaselines *b, Arena *a)
 {
 	RmCtx C;
 	RmPool pool = {0};
@@ -125,7 +125,7 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
 		PlanGoal plain = *goal;
 		plain.budget = -1;
 		rm_plan_o2(&C.s, &C.r, &pool, &plain);
-		rm_pool_baselines(&C.s, &pool);
+		rm_pool_baselines(&C.s, &pool, lb.bytes, b, a);
 		if (goal->seed.n > 0 && goal->budget < 0)
 			rm_pool_add_sched(&pool, goal->seed.step, goal->seed.n,
 			                  rm_eval_steps(&C.s, goal->seed.step, goal->seed.n));
@@ -142,9 +142,7 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, Arena *a)
 		memcpy(r.sched.step, pool.c[k].sched, sizeof *r.sched.step * (size_t)r.sched.n);
 	} else {
 		ir_assert(rm_build(&C.s, pool.c[k].state));
-		r.sched.n = C.s.b.nstep;
-		r.sched.step = ar_alloc(a, sizeof *r.sched.step * (size_t)(C.s.b.nstep + 1));
-		memcpy(r.sched.step, C.s.b.step, sizeof *r.sched.step * (size_t)C.s.b.nstep);
+		r.sched = rm_built_copy(&C.s, a);
 	}
 	r.peak = pool.c[k].peak;
 	r.recompute_cost = pool.c[k].cost;

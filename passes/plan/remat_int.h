@@ -347,6 +347,8 @@ const MemEval *rm_score_built(RmScorer *S);
 /* A pool plan's steps: its schedule, or rm_build's S->b.step (valid until
  * the next build); NULL when it cannot be built. */
 const int *rm_cand_steps(RmScorer *S, const RmCand *c, int *n);
+/* A copy in a of the schedule rm_build left in S->b. */
+Schedule rm_built_copy(const RmScorer *S, Arena *a);
 void rm_pool_add(RmPool *p, const RmModel *M, const unsigned char *state,
                  const MemEval *ev);
 void rm_pool_add_sched(RmPool *p, const int *step, int n, const MemEval *ev);
@@ -380,9 +382,12 @@ void rm_plan_o1(RmScorer *S, RmPool *pool);
 int64_t rm_base_peak(const Dag *d);
 /* The per-def plan's states; false when no node is in a def. */
 bool rm_perblock_state(const RmModel *M, unsigned char *st);
-/* Adds the sqrt(n) and per-def plans to the pool: -O2 picks from it, so
- * it is never above them (pick() applies the cap and the budget). */
-void rm_pool_baselines(RmScorer *S, RmPool *pool);
+/* Adds the sqrt(n) and per-def plans to the pool, whose first plan is
+ * the base: -O2 picks from it, so it is never above them (pick() applies
+ * the cap and the budget). b, unless NULL, gets them as PlanResults with
+ * lower as their bound (their schedules in a). */
+void rm_pool_baselines(RmScorer *S, RmPool *pool, int64_t lower, PlanBaselines *b,
+                       Arena *a);
 
 /* passes/plan/remat_chain.c */
 /* Checkpoint plans from the peak-bounded chain DP with true costs, each

@@ -679,6 +679,15 @@ rm_cand_steps(RmScorer *S, const RmCand *c, int *n)
 	return S->b.step;
 }
 
+Schedule
+rm_built_copy(const RmScorer *S, Arena *a)
+{
+	Schedule s = {S->b.nstep, ar_alloc(a, sizeof *s.step * ((size_t)S->b.nstep + 1))};
+
+	memcpy(s.step, S->b.step, sizeof *s.step * (size_t)s.n);
+	return s;
+}
+
 /* The instance of t made at birth[t] owns its bytes through lastuse[t];
  * false on overflow. */
 static bool
