@@ -331,7 +331,7 @@ stage_below_seed(const Analysis *an, const PlanGoal *goal, Arena *a)
 /* The plan for the job's goal and its evaluation in an->ev; base is the
  * base order, already evaluated in an->base. */
 static Status
-choose_plan(const Job *job, Analysis *an, Schedule base, PlanBaselines *b, Arena *a)
+choose_plan(const Job *job, Analysis *an, Schedule base, PlanShare *share, Arena *a)
 {
 	const PlanGoal *goal = &job->goal;
 	Status st;
@@ -351,7 +351,7 @@ choose_plan(const Job *job, Analysis *an, Schedule base, PlanBaselines *b, Arena
 	/* the test rm_plan would make first is made above */
 	PlanGoal seeded = *goal;
 	seeded.seed = stage_below_seed(an, goal, a);
-	an->plan = rm_plan_search(&an->d, &seeded, b, a);
+	an->plan = rm_plan_search(&an->d, &seeded, share, a);
 	if (an->plan.error) {   /* --exact on a graph too large to search */
 		fprintf(stderr, "remat: %s\n", an->plan.error);
 		return ST_ERROR;
@@ -372,19 +372,21 @@ analyze_dag(const Job *job, Analysis *an, Arena *a)
 	/* the base order itself, not a copy (1.2 MB on 300k ops): no pass
 	 * writes into a schedule it is given */
 	Schedule base = {an->d.nbase, an->d.base_order};
-	PlanBaselines made = {.made = false};
+	/* the plan's search takes the bound and the base's evaluation, and
+	 * gives back the baselines where it makes them */
+	PlanShare share = {&an->lb, &an->base, {.made = false}};
 	Status st;
 
 	an->goal = job->goal;
 	if ((st = vf_evaluate(&an->d, &base, &an->base, job->verify, a)))
 		return st;
 	an->lb = rm_lower_bound_parts(&an->d);  /* once: the plan and the baselines */
-	if ((st = choose_plan(job, an, base, &made, a)))
+	if ((st = choose_plan(job, an, base, &share, a)))
 		return st;
 	heap_return();
 	if ((st = after_pass(an, PASS_LIVENESS, NULL, po, a)))
 		return st;
-	if ((st = baselines(an, &job->goal, &made, job->verify, a)))
+	if ((st = baselines(an, &job->goal, &share.made, job->verify, a)))
 		return st;
 	heap_return();
 	an->arena_bytes = mp_plan(&an->d, &an->ev, a);

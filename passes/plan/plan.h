@@ -41,16 +41,24 @@ typedef struct PlanBaselines {
 	bool made;              /* set by rm_plan_search where it made them */
 	PlanResult sqrtn, perblock;
 } PlanBaselines;
+/* What a caller of rm_plan_search has made already for the same Dag, so
+ * that the search does not make it again (NULL: it has not), and where
+ * the baselines go back. */
+typedef struct PlanShare {
+	const struct LowerBound *lb;    /* rm_lower_bound_parts(d) */
+	const MemEval *base;    /* lv_eval of the base schedule */
+	PlanBaselines made;
+} PlanShare;
 /* rm_plan without its first test, at -O2, of whether the base schedule
  * meets the lower bound (then it is the plan, and no model is built): for
  * a caller that made that test with the base's evaluation in hand, so
- * that the base is not evaluated a second time. Where the search scores
- * the baselines as candidates (-O2 without --exact, on a valid base) and
- * b is not NULL, *b gets them as rm_plan_sqrtn and rm_plan_perblock would
- * make them (b->made), from the search's own model and evaluations: at
- * 1M ops, two models, two lower bounds and four evaluations fewer than
- * calling those two. */
-PlanResult rm_plan_search(const Dag *d, const PlanGoal *goal, PlanBaselines *b,
+ * that the base is not evaluated a second time. With share, the search
+ * takes its lower bound and base evaluation, and, where it scores the
+ * baselines as candidates (-O2 without --exact, on a valid base), gives
+ * them back in share->made as rm_plan_sqrtn and rm_plan_perblock would
+ * make them, from its own model and evaluations: at -O2, two models,
+ * three lower bounds and five evaluations fewer. */
+PlanResult rm_plan_search(const Dag *d, const PlanGoal *goal, PlanShare *share,
                           Arena *a);
 int64_t rm_lower_bound(const Dag *d);
 

@@ -91,8 +91,21 @@ rm_plan(const Dag *d, const PlanGoal *goal, Arena *a)
 	return rm_plan_search(d, goal, NULL, a);
 }
 
+/* The evaluation of the plan keeping every gap (st): the caller's of the
+ * base schedule (known) when that plan is the base schedule itself. */
+static const MemEval *
+eval_base(RmScorer *S, const unsigned char *st, const MemEval *known)
+{
+	const Dag *d = S->m->d;
+
+	if (known && rm_build(S, st) && S->b.nstep == d->nbase &&
+	    !memcmp(S->b.step, d->base_order, sizeof *S->b.step * (size_t)d->nbase))
+		return rm_eval_known(S, S->b.step, S->b.nstep, known);
+	return rm_eval_state(S, st);
+}
+
 PlanResult
-rm_plan_search(const Dag *d, const PlanGoal *goal, PlanBaselines *b, Arena *a)
+rm_plan_search(const Dag *d, const PlanGoal *goal, PlanShare *share, Arena *a)
 {
 	RmCtx C;
 	RmPool pool = {0};
@@ -103,11 +116,11 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, PlanBaselines *b, Arena *a)
 	if (goal->exact)
 		return rm_plan_exact(d, goal, a);
 	rm_ctx_init(&C, d);
-	LowerBound lb = rm_lower_bound_parts(d);
+	LowerBound lb = share && share->lb ? *share->lb : rm_lower_bound_parts(d);
 	/* the ladders' anchor (LowerBound.ladder), not the tighter bound */
 	C.r.lower = lb.ladder;
 	st = rm_state_new(&C.m, &C.r.mem);
-	rm_pool_add(&pool, &C.m, st, rm_eval_state(&C.s, st));
+	rm_pool_add(&pool, &C.m, st, eval_base(&C.s, st, share ? share->base : NULL));
 	if (pool.n == 0) {
 		rm_ctx_free(&C);
 		return plan_base(d, goal, a);
@@ -125,7 +138,7 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, PlanBaselines *b, Arena *a)
 		PlanGoal plain = *goal;
 		plain.budget = -1;
 		rm_plan_o2(&C.s, &C.r, &pool, &plain);
-		rm_pool_baselines(&C.s, &pool, lb.bytes, b, a);
+		rm_pool_baselines(&C.s, &pool, lb.bytes, share ? &share->made : NULL, a);
 		if (goal->seed.n > 0 && goal->budget < 0)
 			rm_pool_add_sched(&pool, goal->seed.step, goal->seed.n,
 			                  rm_eval_steps(&C.s, goal->seed.step, goal->seed.n));

@@ -328,6 +328,10 @@ bool rm_bld_pos(const RmModel *M, RmBld *B, const unsigned char *state, int x);
  * (eval_buf, eval_kept, score_plan). */
 const MemEval *rm_eval_state(RmScorer *S, const unsigned char *state);
 const MemEval *rm_eval_steps(RmScorer *S, const int *step, int n);
+/* rm_eval_steps where the caller has lv_eval's evaluation ev of those very
+ * steps on S's Dag (the driver's of the base schedule): counted and
+ * checked as rm_eval_steps does, not evaluated again. */
+const MemEval *rm_eval_known(RmScorer *S, const int *step, int n, const MemEval *ev);
 /* rm_eval_steps, and the steps become the anchor that later evaluations
  * resume from (the moves of a search are scored against the plan they
  * move from: that plan is the anchor). */

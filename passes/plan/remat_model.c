@@ -661,6 +661,15 @@ rm_eval_steps(RmScorer *S, const int *step, int n)
 }
 
 const MemEval *
+rm_eval_known(RmScorer *S, const int *step, int n, const MemEval *ev)
+{
+	S->evals++;
+	if (!ev->valid || (S->m->naprev > 0 && !acc_ordered(S, step, n)))
+		return NULL;
+	return ev;
+}
+
+const MemEval *
 rm_eval_anchor(RmScorer *S, const int *step, int n)
 {
 	return eval_steps(S, step, n, true);
