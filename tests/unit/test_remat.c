@@ -454,6 +454,19 @@ plain_dag(Dag *d, uint64_t *seed, int n, Arena *a)
 	dag_finish(d);
 }
 
+/* A random training DAG with views (randdag.c), or (!train) a plain one
+ * of n nodes. */
+static void
+train_or_plain_dag(Dag *d, uint64_t *seed, bool train, int n, Arena *a)
+{
+	RdOptions o = {3, 12, true, true, true, true, false};
+
+	if (train)
+		rd_make(d, seed, &o, a);
+	else
+		plain_dag(d, seed, n, a);
+}
+
 /* The gap descent's incremental scorer (remat_delta.c) gives rm_score_state's
  * peak, recompute cost and excess over a threshold for every plan that
  * changes one to three gaps of the loaded one (any states, EARLY
@@ -472,11 +485,7 @@ test_delta_matches_score(void **state)
 		ar_init(&a);
 		/* every fourth a training graph with views, which rm_score_state
 		 * (and so the scorer) hands to lv_eval */
-		RdOptions o = {3, 12, true, true, true, true, false};
-		if (iter % 4 == 3)
-			rd_make(&d, &seed, &o, &a);
-		else
-			plain_dag(&d, &seed, 5 + iter % 60, &a);
+		train_or_plain_dag(&d, &seed, iter % 4 == 3, 5 + iter % 60, &a);
 		rm_ctx_init(&C, &d);
 		RmDelta *X = rm_delta_new(&C.s, &a);
 		unsigned char *st = rm_state_new(&C.m, &a);
@@ -542,11 +551,7 @@ test_memo_matches_score(void **state)
 		Dag d;
 		RmCtx C;
 		ar_init(&a);
-		RdOptions o = {3, 12, true, true, true, true, false};
-		if (iter % 2)
-			rd_make(&d, &seed, &o, &a);
-		else
-			plain_dag(&d, &seed, 5 + iter % 40, &a);
+		train_or_plain_dag(&d, &seed, iter % 2, 5 + iter % 40, &a);
 		rm_ctx_init(&C, &d);
 		/* a third of the graphs: room for two states only */
 		if (iter % 3 == 2)
