@@ -105,8 +105,8 @@ after_pass(const Analysis *an, Pass p, const Schedule *s, const PassOptions *po,
  * users write by hand (sqrt(n) and per-def checkpointing), replayed
  * through the verifier with --verify. */
 static Status
-baselines(Analysis *an, const PlanGoal *goal, const PlanBaselines *made, bool verify,
-          Arena *a)
+baselines(Analysis *an, const PlanGoal *goal, const PlanBaselines *made_by_search,
+          bool verify, Arena *a)
 {
 	PlanResult *b[2] = {&an->sqrtn, &an->perblock};
 	/* one that does not apply: the -O0 peak, as rm_plan_sqrtn would
@@ -119,10 +119,10 @@ baselines(Analysis *an, const PlanGoal *goal, const PlanBaselines *made, bool ve
 		return ST_OK;
 	an->has_baselines = true;
 	/* the plan's search made them where it scored them as candidates */
-	an->sqrtn = !rm_sqrtn_applies(&an->d) ? none :
-	            made->made ? made->sqrtn : rm_plan_sqrtn(&an->d, a);
+	const PlanBaselines *s = made_by_search->made ? made_by_search : NULL;
+	an->sqrtn = !rm_sqrtn_applies(&an->d) ? none : s ? s->sqrtn : rm_plan_sqrtn(&an->d, a);
 	an->perblock = !rm_perblock_applies(&an->d) ? none :
-	               made->made ? made->perblock : rm_plan_perblock(&an->d, a);
+	               s ? s->perblock : rm_plan_perblock(&an->d, a);
 	for (int i = 0; i < 2 && verify; i++)
 		if (b[i]->sched.n > 0 &&
 		    (st = vf_evaluate(&an->d, &b[i]->sched, &ev, true, a)))
@@ -386,7 +386,7 @@ analyze_dag(const Job *job, Analysis *an, Arena *a)
 	heap_return();
 	if ((st = after_pass(an, PASS_LIVENESS, NULL, po, a)))
 		return st;
-	if ((st = baselines(an, &job->goal, &share.made, job->verify, a)))
+	if ((st = baselines(an, &job->goal, &share.baselines, job->verify, a)))
 		return st;
 	heap_return();
 	an->arena_bytes = mp_plan(&an->d, &an->ev, a);

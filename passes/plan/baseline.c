@@ -62,40 +62,35 @@ add_state(RmScorer *S, RmPool *pool, bool (*make)(const RmModel *, unsigned char
 	return pool->n > n;
 }
 
-/* A baseline's PlanResult from its plan pool->c[k] (k < 0: none was made;
- * the peak is then the base plan's, pool->c[0]). */
-static PlanResult
-baseline_result(RmScorer *S, const RmPool *pool, int k, int64_t lower, Arena *a)
+/* add_state, and r (unless NULL) that baseline as a PlanResult with lower
+ * as its bound: the plan added, its schedule the one rm_eval_state left
+ * built in S->b, or (none made) the peak of the pool's base plan. */
+static void
+add_baseline(RmScorer *S, RmPool *pool, bool (*make)(const RmModel *, unsigned char *),
+             int64_t lower, PlanResult *r, Arena *a)
 {
-	PlanResult r;
+	bool made = add_state(S, pool, make);
+	const RmCand *c = &pool->c[made ? pool->n - 1 : 0];
 
-	memset(&r, 0, sizeof r);
-	r.fits = true;
-	r.lower_bound = lower;
-	r.peak = pool->c[k < 0 ? 0 : k].peak;
-	if (k >= 0) {
-		ir_assert(rm_build(S, pool->c[k].state));
-		r.sched = rm_built_copy(S, a);
-		r.recompute_cost = pool->c[k].cost;
+	if (!r)
+		return;
+	memset(r, 0, sizeof *r);
+	r->fits = true;
+	r->lower_bound = lower;
+	r->peak = c->peak;
+	if (made) {
+		r->sched = rm_built_copy(S, a);
+		r->recompute_cost = c->cost;
 	}
-	return r;
 }
 
 void
 rm_pool_baselines(RmScorer *S, RmPool *pool, int64_t lower, PlanBaselines *b, Arena *a)
 {
-	int sq = pool->n, pb;
-
-	if (!add_state(S, pool, rm_sqrtn_state))
-		sq = -1;
-	pb = pool->n;
-	if (!add_state(S, pool, rm_perblock_state))
-		pb = -1;
-	if (b) {
-		b->sqrtn = baseline_result(S, pool, sq, lower, a);
-		b->perblock = baseline_result(S, pool, pb, lower, a);
+	add_baseline(S, pool, rm_sqrtn_state, lower, b ? &b->sqrtn : NULL, a);
+	add_baseline(S, pool, rm_perblock_state, lower, b ? &b->perblock : NULL, a);
+	if (b)
 		b->made = true;
-	}
 }
 
 static bool
@@ -209,8 +204,7 @@ plan_one(const Dag *d, Arena *a, bool (*applies)(const Dag *),
 	st = rm_state_new(&C.m, &C.r.mem);
 	rm_pool_add(&pool, &C.m, st, rm_eval_state(&C.s, st));
 	if (pool.n == 1)
-		r = baseline_result(&C.s, &pool, add_state(&C.s, &pool, make) ? 1 : -1,
-		                    r.lower_bound, a);
+		add_baseline(&C.s, &pool, make, r.lower_bound, &r, a);
 	rm_pool_free(&pool);
 	rm_ctx_free(&C);
 	return r;

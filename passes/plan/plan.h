@@ -47,7 +47,7 @@ typedef struct PlanBaselines {
 typedef struct PlanShare {
 	const struct LowerBound *lb;    /* rm_lower_bound_parts(d) */
 	const MemEval *base;    /* lv_eval of the base schedule */
-	PlanBaselines made;
+	PlanBaselines baselines;
 } PlanShare;
 /* rm_plan without its first test, at -O2, of whether the base schedule
  * meets the lower bound (then it is the plan, and no model is built): for
@@ -55,7 +55,7 @@ typedef struct PlanShare {
  * that the base is not evaluated a second time. With share, the search
  * takes its lower bound and base evaluation, and, where it scores the
  * baselines as candidates (-O2 without --exact, on a valid base), gives
- * them back in share->made as rm_plan_sqrtn and rm_plan_perblock would
+ * them back in share->baselines as rm_plan_sqrtn and rm_plan_perblock would
  * make them, from its own model and evaluations: at -O2, two models,
  * three lower bounds and five evaluations fewer. */
 PlanResult rm_plan_search(const Dag *d, const PlanGoal *goal, PlanShare *share,

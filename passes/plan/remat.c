@@ -98,10 +98,12 @@ eval_base(RmScorer *S, const unsigned char *st, const MemEval *known)
 {
 	const Dag *d = S->m->d;
 
-	if (known && rm_build(S, st) && S->b.nstep == d->nbase &&
+	if (!rm_build(S, st))
+		return NULL;
+	if (known && S->b.nstep == d->nbase &&
 	    !memcmp(S->b.step, d->base_order, sizeof *S->b.step * (size_t)d->nbase))
 		return rm_eval_known(S, S->b.step, S->b.nstep, known);
-	return rm_eval_state(S, st);
+	return rm_eval_steps(S, S->b.step, S->b.nstep);      /* rm_eval_state's */
 }
 
 PlanResult
@@ -138,7 +140,7 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, PlanShare *share, Arena *a)
 		PlanGoal plain = *goal;
 		plain.budget = -1;
 		rm_plan_o2(&C.s, &C.r, &pool, &plain);
-		rm_pool_baselines(&C.s, &pool, lb.bytes, share ? &share->made : NULL, a);
+		rm_pool_baselines(&C.s, &pool, lb.bytes, share ? &share->baselines : NULL, a);
 		if (goal->seed.n > 0 && goal->budget < 0)
 			rm_pool_add_sched(&pool, goal->seed.step, goal->seed.n,
 			                  rm_eval_steps(&C.s, goal->seed.step, goal->seed.n));

@@ -149,15 +149,6 @@ typedef struct Ex {
 
 /* ---------------------------------------------------------------- states */
 
-/* splitmix64's finalizer: every input bit moves every output bit. */
-static uint64_t
-mix64(uint64_t h)
-{
-	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
-	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-	return h ^ (h >> 31);
-}
-
 /* The slot of a state: each word mixed in whole. (The earlier hash let a
  * high bit of a word reach only the high bits of the result, above the
  * slot mask, so states differing only in tensors 49-63 or 113-127 shared
@@ -166,11 +157,11 @@ mix64(uint64_t h)
 static uint64_t
 state_hash(uint64_t c, const Set *r, uint64_t f)
 {
-	uint64_t h = mix64(c ^ 0x9e3779b97f4a7c15ull);
+	uint64_t h = rm_mix64(c ^ 0x9e3779b97f4a7c15ull);
 
-	h = mix64(h ^ f);
-	h = mix64(h ^ r->w[0]);
-	return mix64(h ^ r->w[1]);
+	h = rm_mix64(h ^ f);
+	h = rm_mix64(h ^ r->w[0]);
+	return rm_mix64(h ^ r->w[1]);
 }
 
 static void

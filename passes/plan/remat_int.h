@@ -126,6 +126,16 @@ typedef struct RmModel {
 	Arena mem;              /* everything above: freed by rm_model_free */
 } RmModel;
 
+/* splitmix64's finalizer: every input bit moves every output bit (the
+ * planner's hashes of states: remat_exact.c, rm_memo_state). */
+static inline uint64_t
+rm_mix64(uint64_t h)
+{
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
 /* A plan's score against a threshold T: peak, recompute cost, and excess
  * (the sum over steps of the bytes live above T). */
 typedef struct RmScore {
@@ -134,7 +144,8 @@ typedef struct RmScore {
 
 /* rm_memo_state's memory: the states scored before, by hash (open
  * addressing, a power of two of slots), each kept to compare with, up to
- * RM_MEMO_BYTES of them; T and the score are the latest scoring's. */
+ * limit bytes of them (n states of ngap bytes); T and the score are the
+ * latest scoring's. */
 typedef struct RmMemoEnt {
 	uint64_t hash;
 	unsigned char *state;   /* [ngap]; NULL: an empty slot */
@@ -146,7 +157,7 @@ typedef struct RmMemo {
 	RmMemoEnt *slot;
 	int cap, n;
 	long hits;              /* scores given from memory */
-	size_t bytes, limit;    /* of the states kept; RM_MEMO_BYTES */
+	size_t limit;           /* RM_MEMO_BYTES */
 	Arena mem;
 } RmMemo;
 enum { RM_MEMO_BYTES = 32 << 20 };

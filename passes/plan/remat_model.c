@@ -819,19 +819,16 @@ rm_excess(const MemEval *ev, int64_t T)
 	return e;
 }
 
-/* 64-bit words of the state, mixed (splitmix64's finalizer per word). */
+/* The state's 64-bit words, each mixed in whole. */
 static uint64_t
 state_hash(const unsigned char *st, int n)
 {
-	uint64_t h = (uint64_t)n * 0x9e3779b97f4a7c15u;
+	uint64_t h = rm_mix64((uint64_t)n ^ 0x9e3779b97f4a7c15u);
 
 	for (int i = 0; i < n; i += 8) {
 		uint64_t w = 0;
 		memcpy(&w, st + i, (size_t)(n - i < 8 ? n - i : 8));
-		h ^= w + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
-		h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9u;
-		h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
-		h ^= h >> 31;
+		h = rm_mix64(h ^ w);
 	}
 	return h;
 }
@@ -847,24 +844,37 @@ memo_slot(const RmMemo *m, const unsigned char *st, int n, uint64_t h)
 	}
 }
 
-/* Doubles the table (rehashing what it holds); false when the states
- * kept would pass RM_MEMO_BYTES: nothing more is remembered then. */
-static bool
-memo_room(RmMemo *m, int n)
+/* The entry of state, or NULL. */
+static RmMemoEnt *
+memo_find(const RmMemo *m, const unsigned char *st, int n, uint64_t h)
 {
-	if (m->bytes + (size_t)n > m->limit)
-		return false;
-	if (2 * (m->n + 1) <= m->cap)
-		return true;
-	RmMemo g = *m;
+	RmMemoEnt *e = m->cap ? memo_slot(m, st, n, h) : NULL;
 
-	g.cap = m->cap ? 2 * m->cap : 256;
-	g.slot = ar_alloc(&g.mem, sizeof *g.slot * (size_t)g.cap);      /* zeroed */
-	for (int i = 0; i < m->cap; i++)
-		if (m->slot[i].state)
-			*memo_slot(&g, m->slot[i].state, n, m->slot[i].hash) = m->slot[i];
-	*m = g;
-	return true;
+	return e && e->state ? e : NULL;
+}
+
+/* A new entry for state (not there), the table doubled first when half
+ * full; NULL when one more state would pass the limit. */
+static RmMemoEnt *
+memo_insert(RmMemo *m, const unsigned char *st, int n, uint64_t h)
+{
+	if ((size_t)(m->n + 1) * (size_t)n > m->limit)
+		return NULL;
+	if (2 * (m->n + 1) > m->cap) {
+		RmMemo g = *m;
+		g.cap = m->cap ? 2 * m->cap : 256;
+		g.slot = ar_alloc(&g.mem, sizeof *g.slot * (size_t)g.cap);      /* zeroed */
+		for (int i = 0; i < m->cap; i++)
+			if (m->slot[i].state)
+				*memo_slot(&g, m->slot[i].state, n, m->slot[i].hash) = m->slot[i];
+		*m = g;
+	}
+	RmMemoEnt *e = memo_slot(m, st, n, h);
+	e->state = ar_alloc(&m->mem, (size_t)n + 1);
+	memcpy(e->state, st, (size_t)n);
+	e->hash = h;
+	m->n++;
+	return e;
 }
 
 bool
@@ -873,9 +883,9 @@ rm_memo_state(RmScorer *S, const unsigned char *state, int64_t T, RmScore *out)
 	RmMemo *m = &S->memo;
 	int n = S->m->ngap;
 	uint64_t h = state_hash(state, n);
-	RmMemoEnt *e = m->cap ? memo_slot(m, state, n, h) : NULL;
+	RmMemoEnt *e = memo_find(m, state, n, h);
 
-	if (e && e->state && e->T == T) {
+	if (e && e->T == T) {
 		S->evals++;
 		m->hits++;
 		*out = e->sc;
@@ -888,15 +898,7 @@ rm_memo_state(RmScorer *S, const unsigned char *state, int64_t T, RmScore *out)
 		sc.cost = ev->recompute_cost;
 		sc.exc = rm_excess(ev, T);
 	}
-	if (!(e && e->state) && memo_room(m, n)) {
-		e = memo_slot(m, state, n, h);
-		e->state = ar_alloc(&m->mem, (size_t)n + 1);
-		memcpy(e->state, state, (size_t)n);
-		e->hash = h;
-		m->n++;
-		m->bytes += (size_t)n;
-	}
-	if (e && e->state) {
+	if (e || (e = memo_insert(m, state, n, h))) {
 		e->T = T;
 		e->sc = sc;
 		e->valid = ev != NULL;
