@@ -249,6 +249,23 @@ sync_auto(const Analysis *an)
 	       dist_sync_choice(&an->g.settings);
 }
 
+/* --shard-weights auto where it has a choice: analyze_weights decides.
+ * Only a model whose weights form one gathered unit may peak lower with
+ * them whole: that unit is gathered at every step that reads a weight, so
+ * sharding adds the shard beside it there; with two units or more, each
+ * gathered while the others are sharded, sharding has paid on every
+ * network measured (docs/distributed.md, "One gathered unit"). Not with
+ * --offload params (the weights are on the host), nor in a pipeline
+ * stage. */
+static bool
+weights_auto(const Analysis *an)
+{
+	const DistOptions *o = &an->g.settings.dist;
+
+	return an->g.train && dist_gathers(o) && o->shard_weights == SHARD_AUTO &&
+	       !o->offload_params && an->g.settings.pipe.stages <= 1 && an->dist.nunits == 1;
+}
+
 Status
 analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
 {
@@ -289,8 +306,9 @@ analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
 		pipeline_stage(&an->g, &an->d, &an->g.settings.pipe, an->g.settings.pipe.stage,
 		               &an->pipe, a);
 	distribute(&an->g, &an->d, &an->g.settings.dist, &an->dist, a);
-	if (sync_auto(an))
-		return ST_OK;   /* analyze_syncs checks and dumps the one it keeps */
+	if (sync_auto(an) || weights_auto(an))
+		return ST_OK;   /* analyze_syncs or analyze_weights checks and
+		                   dumps the one it keeps */
 	return after_pass(an, PASS_LOWER, NULL, po, a);
 }
 
@@ -429,41 +447,120 @@ sync_last_may_win(const Analysis *an, const Analysis *last)
 	return lb <= an->goal.budget && an->ev.recompute_cost > 0;
 }
 
+static void
+set_sync(DistOptions *o, bool last)
+{
+	o->grad_sync = last ? SYNC_LAST : SYNC_EACH;
+}
+
+/* An automatic choice between two lowerings of the same step: an, lowered
+ * the first way (set(.., false)), and alt, lowered the other. Each is
+ * analyzed by run, without dumps; alt only where may_win says it can
+ * beat an, and it stays in an where it does (on a tie too, with
+ * alt_on_tie), after kept (unless NULL) has read the plan it replaces.
+ * The one kept is checked, and dumped when asked for. */
+typedef struct Choice {
+	void (*set)(DistOptions *o, bool alt);
+	bool (*may_win)(const Analysis *an, const Analysis *alt);
+	Status (*run)(const Job *job, Analysis *an, Arena *a);
+	bool alt_on_tie;
+	void (*kept)(Analysis *alt, const Analysis *replaced);
+} Choice;
+
+static Status
+analyze_choice(const Job *job, Analysis *an, const Choice *c, Arena *a)
+{
+	Analysis *alt = ar_alloc(a, sizeof *alt);
+	Job quiet = *job;
+	Status st, sa = ST_OK;
+
+	*alt = *an;     /* the same graph, read only from here on */
+	c->set(&an->g.settings.dist, false);
+	c->set(&alt->g.settings.dist, true);
+	lower_graph(&alt->g, &alt->d, a);
+	distribute(&alt->g, &alt->d, &alt->g.settings.dist, &alt->dist, a);
+	quiet.passes.dump = 0;
+	st = c->run(&quiet, an, a);
+	if (st != ST_OK && st != ST_NO_FIT)
+		return st;
+	bool tried = c->may_win(an, alt);
+	if (tried && (sa = c->run(&quiet, alt, a)) != ST_OK && sa != ST_NO_FIT)
+		return sa;
+	if (tried && (c->alt_on_tie ? !better_plan(an, alt) : better_plan(alt, an))) {
+		if (c->kept)
+			c->kept(alt, an);
+		*an = *alt;
+		st = sa;
+	}
+	Status ck = after_pass(an, PASS_LOWER, NULL, &job->passes, a);
+	if (ck != ST_OK || !job->passes.dump)
+		return ck != ST_OK ? ck : st;
+	return analyze_dag(job, an, a);         /* again, with its dumps */
+}
+
 /* --grad-sync auto: an is lowered with each micro-batch reducing its
  * gradients; the same step with the last one reducing them all is
  * analyzed beside it, and the better plan stays in an (docs/distributed.md,
  * "Gradient accumulation"). Reducing each micro-batch's gradients into
  * persistent shards wins where the buckets are small beside the model;
  * accumulating them whole holds no step above ZeRO-1 (its plan replays
- * ZeRO-1's, dist_shard_seed), so auto keeps ZeRO-2 at or below ZeRO-1.
- * Both analyses run without dumps; the kept one is dumped afterwards. */
+ * ZeRO-1's, dist_shard_seed), so auto keeps ZeRO-2 at or below ZeRO-1. */
 static Status
 analyze_syncs(const Job *job, Analysis *an, Arena *a)
 {
-	Analysis *last = ar_alloc(a, sizeof *last);
-	Job quiet = *job;
-	Status st, sl = ST_OK;
+	static const Choice syncs = {set_sync, sync_last_may_win, analyze_dag, false, NULL};
 
-	*last = *an;    /* the same graph, read only from here on */
-	an->g.settings.dist.grad_sync = SYNC_EACH;
-	last->g.settings.dist.grad_sync = SYNC_LAST;
-	lower_graph(&last->g, &last->d, a);
-	distribute(&last->g, &last->d, &last->g.settings.dist, &last->dist, a);
-	quiet.passes.dump = 0;
-	st = analyze_dag(&quiet, an, a);
-	if (st != ST_OK && st != ST_NO_FIT)
-		return st;
-	bool tried = sync_last_may_win(an, last);
-	if (tried && (sl = analyze_dag(&quiet, last, a)) != ST_OK && sl != ST_NO_FIT)
-		return sl;
-	if (tried && better_plan(last, an)) {
-		*an = *last;
-		st = sl;
-	}
-	Status ck = after_pass(an, PASS_LOWER, NULL, &job->passes, a);
-	if (ck != ST_OK || !job->passes.dump)
-		return ck != ST_OK ? ck : st;
-	return analyze_dag(job, an, a);         /* again, with its dumps */
+	return analyze_choice(job, an, &syncs, a);
+}
+
+/* The analysis of a lowered step: with --grad-sync auto, of both syncs. */
+static Status
+analyze_step(const Job *job, Analysis *an, Arena *a)
+{
+	return sync_auto(an) ? analyze_syncs(job, an, a) : analyze_dag(job, an, a);
+}
+
+/* Whether the step with the weights whole (lowered, not yet analyzed) can
+ * match or beat an's plan, sharded: as sync_last_may_win, a tie included
+ * (whole, nothing is gathered). With --grad-sync auto still to decide,
+ * whole is lowered reducing each micro-batch's gradients, whose bound
+ * says nothing of the other sync: analyze_syncs weighs both. */
+static bool
+whole_may_win(const Analysis *an, const Analysis *whole)
+{
+	if (sync_auto(whole))
+		return true;
+	int64_t lb = rm_lower_bound_parts(&whole->d).bytes;
+
+	if (an->goal.budget < 0 || !an->plan.fits)
+		return lb <= an->ev.peak;
+	return lb <= an->goal.budget;
+}
+
+static void
+set_weights(DistOptions *o, bool whole)
+{
+	o->shard_weights = whole ? SHARD_WHOLE : SHARD_ALWAYS;
+}
+
+/* the report says what the plan with the weights sharded peaked at */
+static void
+whole_kept(Analysis *whole, const Analysis *sharded)
+{
+	whole->sharded_peak = sharded->ev.peak;
+}
+
+/* --shard-weights auto (weights_auto): an is lowered with the weights
+ * sharded; the same step with them whole (ZeRO-2's, nothing gathered) is
+ * analyzed beside it, and the better plan stays in an, whole on a tie, as
+ * the one that gathers nothing. So ZeRO-3 never peaks above ZeRO-2 (at
+ * the same level: each level decides for itself). */
+static Status
+analyze_weights(const Job *job, Analysis *an, Arena *a)
+{
+	static const Choice weights = {set_weights, whole_may_win, analyze_step, true, whole_kept};
+
+	return analyze_choice(job, an, &weights, a);
 }
 
 Status
@@ -473,7 +570,7 @@ analyze(const Job *job, Analysis *an, Arena *a, Diag *d)
 	Status st = analyze_graph(job, an, a, d);
 
 	if (st == ST_OK)
-		st = sync_auto(an) ? analyze_syncs(job, an, a) : analyze_dag(job, an, a);
+		st = weights_auto(an) ? analyze_weights(job, an, a) : analyze_step(job, an, a);
 	if (st == ST_OK || st == ST_NO_FIT)
 		an->seconds = util_now() - t0;
 	return st;

@@ -23,7 +23,7 @@ enum {
 	OPT_RUNTIME, OPT_GRAPH_JSON, OPT_GPU, OPT_RESERVE, OPT_EMIT_TORCH,
 	OPT_PARAMS, OPT_LOSS, OPT_EMIT_NET, OPT_PREFETCH, OPT_PLOT, OPT_HTML, OPT_TRACE,
 	OPT_MEMVIZ, OPT_DOT, OPT_DOT_BACKWARD, OPT_DOT_FULL, OPT_CSV, OPT_SWEEP, OPT_MAX_INPUT,
-	OPT_TIMES, OPT_GRAD_SYNC
+	OPT_TIMES, OPT_GRAD_SYNC, OPT_SHARD_WEIGHTS
 };
 
 static const struct option long_options[] = {
@@ -52,6 +52,7 @@ static const struct option long_options[] = {
 	{"zero-table", no_argument, NULL, OPT_ZERO_TABLE},
 	{"prefetch", required_argument, NULL, OPT_PREFETCH},
 	{"grad-sync", required_argument, NULL, OPT_GRAD_SYNC},
+	{"shard-weights", required_argument, NULL, OPT_SHARD_WEIGHTS},
 	{"stages", required_argument, NULL, OPT_STAGES},
 	{"micro-batches", required_argument, NULL, OPT_MICRO_BATCHES},
 	{"schedule", required_argument, NULL, OPT_SCHEDULE},
@@ -121,6 +122,10 @@ usage(FILE *f)
 	      "                         ZeRO 2/3 with --accumulate: each micro-batch\n"
 	      "                         reduces its gradients, the last reduces them\n"
 	      "                         all, or the lower peak (default auto)\n"
+	      "  --shard-weights auto|always\n"
+	      "                         ZeRO 3: shard the weights always (FSDP), or keep\n"
+	      "                         them whole where their one gathered unit peaks\n"
+	      "                         no lower sharded (default auto)\n"
 	      "  --zero-table           per-rank peak for every ZeRO stage and rank count\n"
 	      "  --stages K             pipeline stages of contiguous outermost def calls;\n"
 	      "                         figures are per stage (the largest one reported);\n"
@@ -400,6 +405,15 @@ parse_option(Options *o, int c, char *arg)
 		else
 			diag_usage("--grad-sync: unknown '%s' (each, last, auto)", arg);
 		break;
+	case OPT_SHARD_WEIGHTS:
+		if (!strcmp(arg, "auto"))
+			o->job.net.dist.shard_weights = SHARD_AUTO;
+		else if (!strcmp(arg, "always"))
+			o->job.net.dist.shard_weights = SHARD_ALWAYS;
+		else
+			diag_usage("--shard-weights: unknown '%s' (auto, always)", arg);
+		o->shard_weights_set = true;
+		break;
 	case OPT_PREFETCH:
 		o->prefetch_set = true;
 		o->job.net.dist.prefetch = (int)parse_count("--prefetch", arg, 0, 1 << 20);
@@ -611,6 +625,8 @@ check_parallel(const Options *o)
 		           "none; the program cannot run it");
 	if (o->prefetch_set && o->job.net.dist.zero != 3)
 		diag_usage("--prefetch needs --zero 3 (only sharded weights are gathered)");
+	if (o->shard_weights_set && o->job.net.dist.zero != 3 && !o->zero_table)
+		diag_usage("--shard-weights needs --zero 3 (below, the weights stay whole)");
 	if (o->job.net.dist.grad_sync != SYNC_AUTO && !o->zero_table && o->job.net.dist.zero < 2)
 		diag_usage("--grad-sync needs --zero 2 or 3 (below, the gradients stay whole)");
 	if (o->job.net.dist.grad_sync == SYNC_LAST && o->job.net.dist.offload_optimizer)

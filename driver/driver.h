@@ -203,7 +203,7 @@ typedef struct Options {
 	ReportOptions report;   /* --top, --bytes */
 	GpuCheck gpu;           /* --gpu, --reserve; preset NULL: none */
 	/* flags given, for cli.c's checks */
-	bool level_set, prefetch_set, top_set, bytes_set, max_recompute_set;
+	bool level_set, prefetch_set, shard_weights_set, top_set, bytes_set, max_recompute_set;
 } Options;
 
 #define MAX_BATCH_CARD 0

@@ -326,12 +326,14 @@ distributed(const Analysis *an, FILE *out)
 	        ", \"offload_optimizer\": %s, \"offload_params\": %s, \"grad_sync\": %s,\n"
 	        "            \"buckets\": %d, \"largest_bucket_bytes\": %" PRId64
 	        ", \"units\": %d, \"largest_gather_bytes\": %" PRId64 ",\n"
+	        "            \"weights_whole\": %s, \"sharded_peak_bytes\": %" PRId64 ",\n"
 	        "            \"host_bytes\": {",
 	        o->ranks, o->zero, o->bucket, o->offload_optimizer ? "true" : "false",
 	        o->offload_params ? "true" : "false",
 	        !dist_sync_choice(&an->g.settings) ? "null"
 	        : dist_sync_last(&an->g.settings) ? "\"last\"" : "\"each\"", st->nbuckets, st->max_bucket,
-	        st->nunits, st->max_gather);
+	        st->nunits, st->max_gather,
+	        o->zero >= 3 && o->shard_weights == SHARD_WHOLE ? "true" : "false", an->sharded_peak);
 	for (int c = 0; c < CAT_COUNT; c++)
 		fprintf(out, "%s\"%s\": %" PRId64, c ? ", " : "", memcat_name((MemCat)c), st->host[c]);
 	fputs("}},\n", out);

@@ -190,7 +190,9 @@ dist_settings_line(const DistOptions *o, FILE *out)
 		        o->offload_params ? "params" : "");
 	if (o->zero >= 2 && !dist_grad_shards(o))
 		fputs(" (one rank, optimizer on the device: the gradients stay whole)", out);
-	if (o->zero >= 3 && !dist_gathers(o))
+	if (o->zero >= 3 && o->shard_weights == SHARD_WHOLE)
+		fputs(" (the weights kept whole: nothing is gathered)", out);
+	else if (o->zero >= 3 && !dist_gathers(o))
 		fputs(" (one rank, weights on the device: nothing is gathered)", out);
 	fputs("; every figure is per rank\n", out);
 }
@@ -247,6 +249,11 @@ distributed(const Analysis *an, const ReportOptions *ro, FILE *out)
 		fprintf(out, "  gathered units     %d, the largest ", st->nunits);
 		put_size(out, ro, st->max_gather, true);
 		fputc('\n', out);
+	}
+	if (an->sharded_peak) {
+		fputs("  weights whole      their one gathered unit, sharded, peaks at ", out);
+		put_size(out, ro, an->sharded_peak, true);
+		fputs(" (--shard-weights always)\n", out);
 	}
 	/* ZeRO-3 under a checkpointing plan: the all-gathers its recomputes
 	 * run again, which the FLOPs of the recompute leave out (an

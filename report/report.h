@@ -51,6 +51,9 @@ typedef struct Analysis {
 	PlanResult sqrtn, perblock;
 	LowerBound lb;
 	DistStats dist;         /* --ranks/--zero/--offload: what one rank holds */
+	int64_t sharded_peak;   /* ZeRO-3 under --shard-weights auto, the
+	                           weights kept whole: the peak of the plan
+	                           with them sharded; else 0 */
 	PipeStats pipe;         /* --stages: the stage this analysis is of */
 	const StageRow *stage_rows;     /* --stages: every stage (this is the */
 	int nstage_rows;                /* one with the largest peak), or 0 */

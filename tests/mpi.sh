@@ -60,6 +60,8 @@ zero0-mlp|4|-O0 --zero 0 $mlp|mlp
 zero2-tiny-buckets|4|-O0 --zero 2 --bucket 256B|tiny
 zero2-mlp-offload|2|-O1 --zero 2 --offload optimizer $mlp|mlp
 zero3-gpt2|2|-O2 --zero 3 $gpt2|gpt2
+zero3-tiny-whole|2|-O0 --zero 3|tiny
+zero3-tiny-sharded|2|-O0 --zero 3 --shard-weights always|tiny
 zero3-llama-offload|4|-O1 --zero 3 --offload optimizer --offload params $llama|llama
 zero3-mobilenet-buffers|2|-O1 --zero 3 --offload params $mobilenet|mobilenetv2
 zero3-llama-1rank-offload|1|-O2 --zero 3 --offload optimizer $llama|llama

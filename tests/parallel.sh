@@ -50,7 +50,7 @@ num() {
 	grep -o "\"$1\": [0-9]*" "$2" | head -1 | sed 's/.*: //'
 }
 
-echo "1..23"
+echo "1..25"
 usage "remat: --stages: the pipeline's --micro-batches replace --accumulate (give the micro-batch count with --micro-batches M)" \
 	--stages 2 --ranks 2 --accumulate 2
 usage "remat: --stages: the pipeline's --micro-batches replace --accumulate (give the micro-batch count with --micro-batches M)" \
@@ -67,6 +67,10 @@ exits "--stages 70 on a 30k-op chain: usage error" 2 \
 usage "remat: --prefetch needs --zero 3 (only sharded weights are gathered)" --prefetch 0
 usage "remat: --prefetch: expected an integer from 0 to 1048576, got 'x'" \
 	--ranks 8 --zero 3 --prefetch x
+usage "remat: --shard-weights needs --zero 3 (below, the weights stay whole)" \
+	--ranks 8 --zero 2 --shard-weights always
+usage "remat: --shard-weights: unknown 'never' (auto, always)" \
+	--ranks 8 --zero 3 --shard-weights never
 
 # gpt2's params all have sizes divisible by 8: no shard is padded, so the
 # reported stage's model states per rank are exactly DeepSpeed's terms

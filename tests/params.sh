@@ -65,8 +65,10 @@ done
 # Under --zero 3 (and --offload params) a buffer stays whole on every
 # rank, unlike the sharded weights: the rank's params category is tiny's
 # plus the whole 400 B, and the weights line leaves out exactly those (it
-# went negative when the buffer was sharded but subtracted whole).
-for d in "--zero 3:192 B" "--zero 3 --offload params:0 B"; do
+# went negative when the buffer was sharded but subtracted whole). The
+# weights are sharded always: tiny's are one gathered unit, which
+# --shard-weights auto may keep whole.
+for d in "--zero 3 --shard-weights always:192 B" "--zero 3 --offload params:0 B"; do
 	fl=${d%%:*} wline=${d#*:}
 	# shellcheck disable=SC2086
 	a=$("$REMAT" --json --ranks 4 $fl examples/tiny.net)

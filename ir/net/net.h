@@ -243,6 +243,14 @@ int optimizer_states(Optimizer o);       /* values per param element */
  * distribute pass reads it as EACH). */
 typedef enum GradSync { SYNC_AUTO, SYNC_EACH, SYNC_LAST } GradSync;
 
+/* Whether ZeRO-3 shards the weights (--shard-weights): AUTO keeps them
+ * whole where that peaks no higher, which only a model whose weights form
+ * one gathered unit can (the driver decides, docs/distributed.md, "One
+ * gathered unit"); ALWAYS shards them, as FSDP does; WHOLE is what AUTO
+ * resolves to when it keeps them whole: the step is ZeRO-2's, nothing is
+ * gathered. */
+typedef enum ShardWeights { SHARD_AUTO, SHARD_ALWAYS, SHARD_WHOLE } ShardWeights;
+
 /* Data parallelism (docs/distributed.md): ranks, the ZeRO stage, the
  * gradient bucket size and what is offloaded to the host. Every rank holds
  * the same shard sizes and runs the same schedule on its own micro-batch. */
@@ -256,17 +264,20 @@ typedef struct DistOptions {
 	int prefetch;           /* ZeRO-3: units gathered ahead of the one
 	                           running (--prefetch), default 0 */
 	GradSync grad_sync;     /* --grad-sync, under --accumulate from ZeRO-2 */
+	ShardWeights shard_weights;     /* --shard-weights, ZeRO-3 */
 } DistOptions;
 
 /* Whether ZeRO-3 gathers weights: they are sharded over several ranks or
- * kept on the host (so distribution is active: dist_active). One rank with
+ * kept on the host (so distribution is active: dist_active), and not kept
+ * whole (SHARD_WHOLE: the step is ZeRO-2's). One rank with
  * its weights on the device has nothing to gather, so ZeRO-3 is ZeRO-2
  * there (FSDP runs NO_SHARD at world size 1); a copy per unit would make
  * the higher stage cost more. */
 static inline bool
 dist_gathers(const DistOptions *o)
 {
-	return o->zero >= 3 && (o->ranks > 1 || o->offload_params);
+	return o->zero >= 3 && (o->ranks > 1 || o->offload_params) &&
+	       o->shard_weights != SHARD_WHOLE;
 }
 
 /* Whether gradients go to shards (ZeRO-2 and 3), reduced bucket by bucket:

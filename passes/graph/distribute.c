@@ -91,7 +91,7 @@ shard_buffer(Dist *D, int i)
 	bool weight = c == CAT_PARAMS && !t->buffer;
 	int64_t bytes = d->persistent_buf[i];
 
-	if ((state && o->zero >= 1) || (weight && o->zero >= 3))
+	if ((state && o->zero >= 1) || (weight && o->zero >= 3 && o->shard_weights != SHARD_WHOLE))
 		bytes = dag_shard_elems(ir_numel(t), o->ranks) * elem;
 	if ((state && o->offload_optimizer) || (weight && o->offload_params)) {
 		D->st->host[c] += bytes;

@@ -27,11 +27,14 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t n)
 	 * bytes to 4 KiB, every fifth with the optimizer (and from ZeRO-3 every
 	 * seventh the weights) offloaded, every third with a prefetch of one
 	 * unit (which ZeRO-3 alone reads); --grad-sync auto, each and last in
-	 * turn (read where the input's train block accumulates) */
+	 * turn (read where the input's train block accumulates); every
+	 * thirteenth with --shard-weights always, the rest auto (which ZeRO-3
+	 * reads where the weights are one gathered unit: most fuzz inputs) */
 	o.dist = (DistOptions){.ranks = 1 << (n & 3), .zero = (int)(n >> 2) & 3,
 	                       .bucket = (int64_t)64 << (n % 7), .offload_optimizer = n % 5 == 0,
 	                       .prefetch = (int)(n % 3 == 0), .grad_sync = (GradSync)(n % 11 % 3)};
 	o.dist.offload_params = o.dist.zero == 3 && n % 7 == 0;
+	o.dist.shard_weights = n % 13 == 0 ? SHARD_ALWAYS : SHARD_AUTO;
 	PlanGoal goal = {.level = 2, .max_recompute = 1.0, .budget = -1},
 	         base = {.level = 0, .max_recompute = 1.0, .budget = -1};
 	ReportOptions ro = {10, false};
