@@ -274,6 +274,22 @@ parse_stage_blocks(Options *o, char *arg)
 	}
 }
 
+/* The value of a keyword option: its index among the n words, which
+ * name the option's enum in order; else a usage error listing them. */
+static int
+parse_word(const char *opt, const char *arg, const char *const *words, int n)
+{
+	char list[128] = "";
+
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(arg, words[i]))
+			return i;
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+		         words[i]);
+	}
+	diag_usage("%s: unknown '%s' (%s)", opt, arg, list);
+}
+
 /* --offload optimizer|params|optimizer,params */
 static void
 parse_offload(Options *o, char *arg)
@@ -395,25 +411,18 @@ parse_option(Options *o, int c, char *arg)
 		break;
 	case OPT_OFFLOAD: parse_offload(o, arg); break;
 	case OPT_ZERO_TABLE: o->zero_table = true; break;
-	case OPT_GRAD_SYNC:
-		if (!strcmp(arg, "each"))
-			o->job.net.dist.grad_sync = SYNC_EACH;
-		else if (!strcmp(arg, "last"))
-			o->job.net.dist.grad_sync = SYNC_LAST;
-		else if (!strcmp(arg, "auto"))
-			o->job.net.dist.grad_sync = SYNC_AUTO;
-		else
-			diag_usage("--grad-sync: unknown '%s' (each, last, auto)", arg);
+	case OPT_GRAD_SYNC: {
+		static const char *const syncs[] = {"auto", "each", "last"};    /* GradSync */
+		o->job.net.dist.grad_sync = (GradSync)parse_word("--grad-sync", arg, syncs, 3);
 		break;
-	case OPT_SHARD_WEIGHTS:
-		if (!strcmp(arg, "auto"))
-			o->job.net.dist.shard_weights = SHARD_AUTO;
-		else if (!strcmp(arg, "always"))
-			o->job.net.dist.shard_weights = SHARD_ALWAYS;
-		else
-			diag_usage("--shard-weights: unknown '%s' (auto, always)", arg);
+	}
+	case OPT_SHARD_WEIGHTS: {
+		static const char *const shard[] = {"auto", "always"};          /* ShardWeights */
+		o->job.net.dist.shard_weights =
+			(ShardWeights)parse_word("--shard-weights", arg, shard, 2);
 		o->shard_weights_set = true;
 		break;
+	}
 	case OPT_PREFETCH:
 		o->prefetch_set = true;
 		o->job.net.dist.prefetch = (int)parse_count("--prefetch", arg, 0, 1 << 20);

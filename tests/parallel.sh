@@ -111,7 +111,7 @@ else
 fi
 
 # --grad-sync (docs/distributed.md, "Gradient accumulation")
-usage "remat: --grad-sync: unknown 'x' (each, last, auto)" --ranks 2 --zero 2 --grad-sync x
+usage "remat: --grad-sync: unknown 'x' (auto, each, last)" --ranks 2 --zero 2 --grad-sync x
 usage "remat: --grad-sync needs --zero 2 or 3 (below, the gradients stay whole)" \
 	--ranks 2 --zero 1 --grad-sync last
 usage "remat: --grad-sync last: with --offload optimizer each micro-batch's gradients go to the host" \
