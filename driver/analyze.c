@@ -431,20 +431,26 @@ better_plan(const Analysis *x, const Analysis *y)
 	return ex->recompute_cost < ey->recompute_cost;
 }
 
-/* Whether the step that reduces on the last micro-batch (lowered, not yet
- * analyzed) can beat an's plan: not when its lower bound is at or above
- * an's peak, nor, when an's plan fits a --budget, where the bound passes
- * the budget or that plan recomputes nothing. Where the buckets are small
- * beside the model (most models), the bound alone settles it, so auto
- * costs one lowering rather than a second search. */
+/* Whether alt, the other lowering of an's step (lowered, not yet
+ * analyzed), can beat an's plan, or with tie match it: not when its lower
+ * bound is above an's peak (at it, unless tie), nor, when an's plan fits a
+ * --budget, where the bound passes the budget or, unless tie, that plan
+ * recomputes nothing. Where the buckets are small beside the model (most
+ * models), the bound alone settles --grad-sync auto, so it costs one
+ * lowering rather than a second search. An alt with a --grad-sync choice
+ * of its own is lowered reducing each micro-batch's gradients, whose
+ * bound says nothing of the other sync: it is always tried
+ * (analyze_syncs weighs both). */
 static bool
-sync_last_may_win(const Analysis *an, const Analysis *last)
+alt_may_win(const Analysis *an, const Analysis *alt, bool tie)
 {
-	int64_t lb = rm_lower_bound_parts(&last->d).bytes;
+	if (sync_auto(alt))
+		return true;
+	int64_t lb = rm_lower_bound_parts(&alt->d).bytes;
 
 	if (an->goal.budget < 0 || !an->plan.fits)
-		return lb < an->ev.peak;
-	return lb <= an->goal.budget && an->ev.recompute_cost > 0;
+		return tie ? lb <= an->ev.peak : lb < an->ev.peak;
+	return lb <= an->goal.budget && (tie || an->ev.recompute_cost > 0);
 }
 
 static void
@@ -455,13 +461,12 @@ set_sync(DistOptions *o, bool last)
 
 /* An automatic choice between two lowerings of the same step: an, lowered
  * the first way (set(.., false)), and alt, lowered the other. Each is
- * analyzed by run, without dumps; alt only where may_win says it can
+ * analyzed by run, without dumps; alt only where alt_may_win says it can
  * beat an, and it stays in an where it does (on a tie too, with
  * alt_on_tie), after kept (unless NULL) has read the plan it replaces.
  * The one kept is checked, and dumped when asked for. */
 typedef struct Choice {
 	void (*set)(DistOptions *o, bool alt);
-	bool (*may_win)(const Analysis *an, const Analysis *alt);
 	Status (*run)(const Job *job, Analysis *an, Arena *a);
 	bool alt_on_tie;
 	void (*kept)(Analysis *alt, const Analysis *replaced);
@@ -483,7 +488,7 @@ analyze_choice(const Job *job, Analysis *an, const Choice *c, Arena *a)
 	st = c->run(&quiet, an, a);
 	if (st != ST_OK && st != ST_NO_FIT)
 		return st;
-	bool tried = c->may_win(an, alt);
+	bool tried = alt_may_win(an, alt, c->alt_on_tie);
 	if (tried && (sa = c->run(&quiet, alt, a)) != ST_OK && sa != ST_NO_FIT)
 		return sa;
 	if (tried && (c->alt_on_tie ? !better_plan(an, alt) : better_plan(alt, an))) {
@@ -508,7 +513,7 @@ analyze_choice(const Job *job, Analysis *an, const Choice *c, Arena *a)
 static Status
 analyze_syncs(const Job *job, Analysis *an, Arena *a)
 {
-	static const Choice syncs = {set_sync, sync_last_may_win, analyze_dag, false, NULL};
+	static const Choice syncs = {set_sync, analyze_dag, false, NULL};
 
 	return analyze_choice(job, an, &syncs, a);
 }
@@ -518,23 +523,6 @@ static Status
 analyze_step(const Job *job, Analysis *an, Arena *a)
 {
 	return sync_auto(an) ? analyze_syncs(job, an, a) : analyze_dag(job, an, a);
-}
-
-/* Whether the step with the weights whole (lowered, not yet analyzed) can
- * match or beat an's plan, sharded: as sync_last_may_win, a tie included
- * (whole, nothing is gathered). With --grad-sync auto still to decide,
- * whole is lowered reducing each micro-batch's gradients, whose bound
- * says nothing of the other sync: analyze_syncs weighs both. */
-static bool
-whole_may_win(const Analysis *an, const Analysis *whole)
-{
-	if (sync_auto(whole))
-		return true;
-	int64_t lb = rm_lower_bound_parts(&whole->d).bytes;
-
-	if (an->goal.budget < 0 || !an->plan.fits)
-		return lb <= an->ev.peak;
-	return lb <= an->goal.budget;
 }
 
 static void
@@ -558,7 +546,7 @@ whole_kept(Analysis *whole, const Analysis *sharded)
 static Status
 analyze_weights(const Job *job, Analysis *an, Arena *a)
 {
-	static const Choice weights = {set_weights, whole_may_win, analyze_step, true, whole_kept};
+	static const Choice weights = {set_weights, analyze_step, true, whole_kept};
 
 	return analyze_choice(job, an, &weights, a);
 }

@@ -333,7 +333,7 @@ distributed(const Analysis *an, FILE *out)
 	        !dist_sync_choice(&an->g.settings) ? "null"
 	        : dist_sync_last(&an->g.settings) ? "\"last\"" : "\"each\"", st->nbuckets, st->max_bucket,
 	        st->nunits, st->max_gather,
-	        o->zero >= 3 && o->shard_weights == SHARD_WHOLE ? "true" : "false", an->sharded_peak);
+	        o->shard_weights == SHARD_WHOLE ? "true" : "false", an->sharded_peak);
 	for (int c = 0; c < CAT_COUNT; c++)
 		fprintf(out, "%s\"%s\": %" PRId64, c ? ", " : "", memcat_name((MemCat)c), st->host[c]);
 	fputs("}},\n", out);

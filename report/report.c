@@ -190,7 +190,7 @@ dist_settings_line(const DistOptions *o, FILE *out)
 		        o->offload_params ? "params" : "");
 	if (o->zero >= 2 && !dist_grad_shards(o))
 		fputs(" (one rank, optimizer on the device: the gradients stay whole)", out);
-	if (o->zero >= 3 && o->shard_weights == SHARD_WHOLE)
+	if (o->shard_weights == SHARD_WHOLE)     /* resolved at ZeRO-3 only */
 		fputs(" (the weights kept whole: nothing is gathered)", out);
 	else if (o->zero >= 3 && !dist_gathers(o))
 		fputs(" (one rank, weights on the device: nothing is gathered)", out);
