@@ -407,7 +407,7 @@ analyze_dag(const Job *job, Analysis *an, Arena *a)
 	if ((st = baselines(an, &job->goal, &share.baselines, job->verify, a)))
 		return st;
 	heap_return();
-	an->arena_bytes = mp_plan(&an->d, &an->ev, a);
+	an->arena_bytes = mp_plan_share(&an->d, &an->ev, rm_work_share(&job->goal), a);
 	heap_return();
 	if ((st = after_pass(an, PASS_MEMPLAN, NULL, po, a)))
 		return st;

@@ -18,6 +18,8 @@ stage_job(const Job *job, int s)
 	Job j = *job;
 
 	j.net.pipe.stage = s;
+	/* the K stages share one analysis's search work (rm_work_share) */
+	j.goal.work_share = 1.0 / job->net.pipe.stages;
 	return j;
 }
 
@@ -51,36 +53,38 @@ fill_row(StageRow *r, const Analysis *an)
 Status
 analyze_stages(const Job *job, Analysis *an, Arena *a, Diag *d)
 {
-	int K = job->net.pipe.stages, worst = 0;
+	int K = job->net.pipe.stages;
 	Status st = ST_OK;
 	StageRow *rows;
-	int64_t peak = -1;
+	Arena *kept = NULL;     /* the largest peak's analysis so far */
+	Analysis cur;
 
 	if (K <= 1)
 		return analyze(job, an, a, d);
 	rows = ar_alloc(a, sizeof *rows * (size_t)K);
+	/* each stage in an arena of its own; the one with the largest peak
+	 * (the first on ties) stays for the reports, rather than being
+	 * analyzed a second time: that was one analysis in K + 1 */
 	for (int s = 0; s < K; s++) {
 		Job js = stage_job(job, s);
-		Arena sa;
-		Status r;
-		ar_init(&sa);
-		r = analyze(&js, an, &sa, d);
+		Arena *sa = ar_child(a);
+		Status r = analyze(&js, &cur, sa, d);
 		if (r == ST_ERROR || r == ST_INTERNAL) {
-			ar_free(&sa);
+			ar_free(sa);
 			return r;
 		}
 		if (r == ST_NO_FIT)
 			st = ST_NO_FIT;
-		fill_row(&rows[s], an);
-		if (an->ev.peak > peak) {
-			peak = an->ev.peak;
-			worst = s;
+		fill_row(&rows[s], &cur);
+		if (kept && cur.ev.peak <= an->ev.peak) {
+			ar_free(sa);
+			continue;
 		}
-		ar_free(&sa);
+		if (kept)
+			ar_free(kept);
+		kept = sa;
+		*an = cur;
 	}
-	Job jw = quiet_job(job, worst);
-	if (analyze(&jw, an, a, d) == ST_INTERNAL)
-		return ST_INTERNAL;
 	an->stage_rows = rows;
 	an->nstage_rows = K;
 	return st;

@@ -93,6 +93,8 @@ typedef struct MpStats {
  * ev. The linear scan is O(n log n) in the number of extents; the search
  * after it stops at the floor and is bounded by a count of work. */
 int64_t mp_plan(const Dag *d, MemEval *ev, Arena *a);
+/* mp_plan with share (in (0, 1]) of the search's work: a pipeline stage's. */
+int64_t mp_plan_share(const Dag *d, MemEval *ev, double share, Arena *a);
 /* Views keep their base alive: end[k] is instance k's last live step,
  * widened over the views of it (mp_plan's lifetimes, and the emitter's). */
 void mp_widen_ends(const MemEval *ev, int64_t *end);

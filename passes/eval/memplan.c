@@ -547,14 +547,14 @@ search_extents(const Extents *B, Arena *a)
  * Returns the top kept. */
 static int64_t
 search(const Extents *B, MpExtent *bl, int64_t top, int64_t most, MpMethod only, MpStats *st,
-       Arena *a)
+       double share, Arena *a)
 {
 	static const MpMethod order[] = {
 		MP_SKYLINE_AREA, MP_SKYLINE_SIZE, MP_SKYLINE_LENGTH, MP_SIZE_BEST_FIT,
 		MP_SIZE_FIRST_FIT, MP_BREADTH_BEST_FIT, MP_BREADTH_FIRST_FIT, MP_SKYLINE_BOUNDED,
 		MP_SKYLINE_PERTURBED,
 	};
-	int64_t work = MP_WORK + (int64_t)MP_WORK_EXTENT * B->n;
+	int64_t work = (int64_t)(share * (double)(MP_WORK + (int64_t)MP_WORK_EXTENT * B->n));
 	MpPlacer *P = mp_placer(bl, B->n, work, a);
 	int64_t best = only == MP_ALL ? top : INT64_MAX;
 	int64_t greedy_cost = (int64_t)B->n * (B->n + 1) / 2;
@@ -606,14 +606,29 @@ mp_method_name(MpMethod m)
 	return (unsigned)m < MP_METHOD_COUNT ? name[m] : "?";
 }
 
+static int64_t plan_share(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st,
+                          double share);
+
 int64_t
 mp_plan(const Dag *d, MemEval *ev, Arena *a)
 {
-	return mp_plan_with(d, ev, a, MP_ALL, NULL);
+	return plan_share(d, ev, a, MP_ALL, NULL, 1);
+}
+
+int64_t
+mp_plan_share(const Dag *d, MemEval *ev, double share, Arena *a)
+{
+	return plan_share(d, ev, a, MP_ALL, NULL, share);
 }
 
 int64_t
 mp_plan_with(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st)
+{
+	return plan_share(d, ev, a, only, st, 1);
+}
+
+static int64_t
+plan_share(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st, double share)
 {
 	Arena scratch, buckets; /* extent lists, sort orders, treaps: gone on return */
 	Extents B = {ev, NULL, 0, 0, 0};
@@ -654,7 +669,7 @@ mp_plan_with(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st)
 	top = linear_scan(&B, &most, &scratch);
 	st->arena[MP_LINEAR_SCAN] = top;
 	if (bl && (only != MP_ALL || top > most))
-		top = search(&B, bl, top, most, only, st, &scratch);
+		top = search(&B, bl, top, most, only, st, share, &scratch);
 	for (int i = 0; i < B.n; i++)
 		*b_off(&B, i) += base;
 	ar_free(&scratch);

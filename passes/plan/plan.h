@@ -18,6 +18,9 @@ typedef struct PlanGoal {
 	Schedule seed;          /* -O2 without a budget: a schedule that joins
 	                           the candidates (ZeRO-3: the ZeRO-2 plan,
 	                           dist_seed); n 0: none */
+	double work_share;      /* the share of -O2's search work this graph
+	                           gets, in (0, 1) (a pipeline stage: 1/K);
+	                           0 or 1: all of it */
 } PlanGoal;
 
 typedef struct PlanResult {
@@ -80,6 +83,8 @@ PlanResult rm_plan_perblock(const Dag *d, Arena *a);
  * makes is read by a later backward node. Per-def: a recomputable node is
  * in a def call and some node is backward. */
 bool rm_sqrtn_applies(const Dag *d);
+/* goal->work_share as a factor in (0, 1]. */
+double rm_work_share(const PlanGoal *goal);
 bool rm_perblock_applies(const Dag *d);
 
 /* A peak no schedule can beat, and its parts: the larger of "persistent +

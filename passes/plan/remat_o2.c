@@ -427,6 +427,18 @@ best_within(const RmPool *pool, double cap)
  * 8 ZeRO-3 ranks with no cap, 1.040 -> 1.050 of the bound). */
 enum { EFFORT_FULL_TRAIN = 4000, EFFORT_FULL_DAG = 10000 };
 
+/* A pipeline's K stages share one analysis's work (PlanGoal.work_share =
+ * 1/K): each stage of a 1F1B pipeline with K micro-batches is about the
+ * size of the whole model, so with the full work each, GPT-2 with 24
+ * blocks took 2.7 s of CPU at 8 stages and 0.38 s unpipelined. */
+double
+rm_work_share(const PlanGoal *goal)
+{
+	double s = goal->work_share;
+
+	return s > 0 && s < 1 ? s : 1;
+}
+
 static RmEffort
 rm_effort(const RmModel *M, const PlanGoal *goal)
 {
@@ -434,8 +446,9 @@ rm_effort(const RmModel *M, const PlanGoal *goal)
 	long size = M->n + 1 + (M->has_backward ? M->nuses : 0);
 	long dsize = M->n + M->nuses + 1;
 	long full = M->has_backward ? EFFORT_FULL_TRAIN : EFFORT_FULL_DAG;
-	double f = dsize <= full ? 1 : (double)full / (double)dsize;
-	double ft = dsize <= 2 * full ? 1 : 2 * (double)full / (double)dsize;
+	double share = rm_work_share(goal);
+	double f = share * (dsize <= full ? 1 : (double)full / (double)dsize);
+	double ft = share * (dsize <= 2 * full ? 1 : 2 * (double)full / (double)dsize);
 	double fs = goal->seed.n > 0 && goal->budget < 0 ? f / 2 : f;
 
 	e.size = dsize;

@@ -80,6 +80,14 @@ if "$TIME" -f %M true >/dev/null 2>&1; then
 		cpu_row "-O2 $ex${L:+ L=$L}, 8 ZeRO-3 ranks" 1.0 \
 			-O2 --ranks 8 --zero 3 $dl "$SRCDIR/examples/$ex.net"
 	done
+	# pipelines: K stages of K micro-batches each hold about the whole
+	# model, so the K analyses share one's search work (docs/planner.md);
+	# GPT-2 with 24 and 50 blocks is 1,118 and 2,314 steps unpipelined
+	for c in 24:2 24:4 24:8 50:8; do
+		L=${c%%:*} K=${c#*:}
+		cpu_row "-O2 gpt2 L=$L, $K stages" 1.0 -O2 --stages "$K" -DL="$L" \
+			"$SRCDIR/examples/gpt2.net"
+	done
 	echo
 fi
 # issue 15's target: 300k one-statement ops in < 1 s and < 100 MB at -O0

@@ -263,6 +263,44 @@ test_chains_and_stacks(void **state)
 	}
 }
 
+/* A pipeline stage's share of the work (PlanGoal.work_share, 1/K): the
+ * plan is still valid, within the cap and at or below -O0; a share of 0
+ * or 1 (or out of range) is the whole work, the same plan as none given. */
+static void
+test_work_share(void **state)
+{
+	static Net f;
+	static const double shares[] = {0, 1, 2, -0.5};
+	(void)state;
+
+	ir_assert(rm_work_share(&(PlanGoal){.work_share = 0.25}) == 0.25);
+	for (size_t i = 0; i < sizeof shares / sizeof shares[0]; i++)
+		assert_true(rm_work_share(&(PlanGoal){.work_share = shares[i]}) == 1);
+	for (int which = 0; which < 2; which++) {
+		Arena a;
+		Dag d;
+		ar_init(&a);
+		if (which)
+			stack(&f, 12);
+		else
+			mlp(&f, 60);
+		net_lower(&f, &d, &a);
+		PlanGoal whole = {.level = 2, .max_recompute = 1.0, .budget = -1};
+		PlanGoal one = whole, eighth = whole;
+		one.work_share = 1;
+		eighth.work_share = 0.125;
+		PlanResult r0 = plan(&d, 0, 1.0, &a), rw = rm_plan(&d, &whole, &a);
+		PlanResult r1 = rm_plan(&d, &one, &a), r8 = rm_plan(&d, &eighth, &a);
+		check_plan(&d, &r8, &a, "-O2 at an eighth of the work");
+		assert_true(r8.peak <= r0.peak);
+		assert_true((double)r8.recompute_cost <= (double)d.forward_cost);
+		assert_int_equal(rw.peak, r1.peak);
+		assert_int_equal(rw.sched.n, r1.sched.n);
+		assert_memory_equal(rw.sched.step, r1.sched.step, sizeof *rw.sched.step * (size_t)rw.sched.n);
+		ar_free(&a);
+	}
+}
+
 static void
 chain_nocap(RmScorer *S, RmRecipe *R, RmPool *pool)
 {
@@ -521,6 +559,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_random_dags),
 		cmocka_unit_test(test_chains_and_stacks),
+		cmocka_unit_test(test_work_share),
 		cmocka_unit_test(test_segments_recompute_from_checkpoints),
 		cmocka_unit_test(test_long_chain_coarsened),
 		cmocka_unit_test(test_nest_dp_brute),
