@@ -319,15 +319,65 @@ analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
  * with nothing to gather) takes the ZeRO-1 plan the same way, its buckets
  * turned into reduce-scatters (dist_shard_seed). Not with --prefetch,
  * whose gathers run ahead, nor in a pipeline stage. */
+/* The stage-below plans an automatic choice's two analyses made, by the
+ * settings they were lowered with: under ZeRO-2 the stage below is
+ * ZeRO-1, whose lowering knows no --grad-sync, so both sides of that
+ * choice would search the same DAG for the same plan. */
+typedef struct SeedMemo {
+	int n;
+	DistOptions o[2];
+	Schedule sched[2];
+} SeedMemo;
+
+/* The settings the stage below is lowered with, with a --grad-sync that
+ * its lowering ignores made SYNC_AUTO, so that equal means the same DAG. */
+static DistOptions
+seed_key(const Analysis *an, DistOptions o2)
+{
+	Settings set = an->g.settings;
+
+	set.dist = o2;
+	if (!dist_sync_choice(&set))
+		o2.grad_sync = SYNC_AUTO;
+	return o2;
+}
+
+static bool
+same_dist(const DistOptions *x, const DistOptions *y)
+{
+	return x->ranks == y->ranks && x->zero == y->zero && x->bucket == y->bucket &&
+	       x->offload_optimizer == y->offload_optimizer &&
+	       x->offload_params == y->offload_params && x->prefetch == y->prefetch &&
+	       x->grad_sync == y->grad_sync && x->shard_weights == y->shard_weights;
+}
+
+/* The plan of the stage below on d2 (lowered with o2): memo's, when it
+ * has the same settings' plan, else searched (and kept in memo). */
 static Schedule
-stage_below_seed(const Analysis *an, const PlanGoal *goal, Arena *a)
+stage_below_plan(const Analysis *an, const Dag *d2, const DistOptions *o2, const PlanGoal *g2,
+                 SeedMemo *memo, Arena *a)
+{
+	DistOptions key = seed_key(an, *o2);
+
+	for (int i = 0; memo && i < memo->n; i++)
+		if (same_dist(&memo->o[i], &key))
+			return memo->sched[i];
+	Schedule s = rm_plan_search(d2, g2, NULL, a).sched;
+	if (memo && memo->n < 2) {
+		memo->o[memo->n] = key;
+		memo->sched[memo->n++] = s;
+	}
+	return s;
+}
+
+static Schedule
+stage_below_seed(const Analysis *an, const PlanGoal *goal, SeedMemo *memo, Arena *a)
 {
 	const DistOptions *o = &an->g.settings.dist;
 	DistOptions o2 = *o;
 	PlanGoal g2 = *goal;
-	Schedule s = {0, NULL};
+	Schedule s = {0, NULL}, below;
 	DistStats st;
-	PlanResult p;
 	Dag d2;
 
 	if (goal->level < 2 || goal->budget >= 0 || goal->exact || !an->g.train ||
@@ -340,8 +390,8 @@ stage_below_seed(const Analysis *an, const PlanGoal *goal, Arena *a)
 	lower_graph(&an->g, &d2, a);
 	distribute(&an->g, &d2, &o2, &st, a);
 	g2.seed = s;
-	p = rm_plan_search(&d2, &g2, NULL, a);
-	if (!(gathers ? dist_seed : dist_shard_seed)(&an->d, &d2, &p.sched, &s, a))
+	below = stage_below_plan(an, &d2, &o2, &g2, memo, a);
+	if (!(gathers ? dist_seed : dist_shard_seed)(&an->d, &d2, &below, &s, a))
 		s.n = 0;
 	return s;
 }
@@ -368,7 +418,7 @@ choose_plan(const Job *job, Analysis *an, Schedule base, PlanShare *share, Arena
 	}
 	/* the test rm_plan would make first is made above */
 	PlanGoal seeded = *goal;
-	seeded.seed = stage_below_seed(an, goal, a);
+	seeded.seed = stage_below_seed(an, goal, job->seeds, a);
 	an->plan = rm_plan_search(&an->d, &seeded, share, a);
 	if (an->plan.error) {   /* --exact on a graph too large to search */
 		fprintf(stderr, "remat: %s\n", an->plan.error);
@@ -478,6 +528,10 @@ analyze_choice(const Job *job, Analysis *an, const Choice *c, Arena *a)
 	Analysis *alt = ar_alloc(a, sizeof *alt);
 	Job quiet = *job;
 	Status st, sa = ST_OK;
+	SeedMemo *seeds = ar_alloc(a, sizeof *seeds);
+
+	quiet.seeds = seeds;    /* both sides' stage below, searched once
+	                           where it is the same (stage_below_plan) */
 
 	*alt = *an;     /* the same graph, read only from here on */
 	c->set(&an->g.settings.dist, false);

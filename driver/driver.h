@@ -51,6 +51,8 @@ typedef struct Job {
 	PlanGoal goal;          /* -O, --budget, --max-recompute, --exact */
 	bool verify;            /* replay every evaluation through vf_check */
 	PassOptions passes;     /* -d, --check */
+	struct SeedMemo *seeds; /* analyze_choice: the stage-below plans its
+	                           two analyses share; NULL: none */
 } Job;
 
 /* main: arena chunks mapped while the syntax tree lives */
