@@ -94,6 +94,7 @@ max_batch(const Job *job, const GpuCheck *gpu, int64_t size, const Analysis *an,
 {
 	const char *bname = an->g.batch_dim;
 	int64_t step = an->g.settings.accumulate, lo = 0, hi, p, last = -1, failed = -1;
+	int64_t plo = -1, pfirst = -1; /* reserved at lo, and at the first probe */
 	bool monotone = true, fits;
 	char buf[32], limit[160], why[512], firstwhy[512] = "";
 	FitTarget t;
@@ -105,6 +106,8 @@ max_batch(const Job *job, const GpuCheck *gpu, int64_t size, const Analysis *an,
 	fit_target(gpu, size, &t);
 	for (hi = step;; ) {
 		p = reserved_at(job, &t, bname, hi, &fits, why, sizeof why);
+		if (hi == step)
+			pfirst = p;
 		if (p < 0 && failed < 0) {
 			failed = hi;
 			snprintf(firstwhy, sizeof firstwhy, "%s", why);
@@ -113,7 +116,7 @@ max_batch(const Job *job, const GpuCheck *gpu, int64_t size, const Analysis *an,
 			break;
 		if (p < last)
 			monotone = false;
-		last = p;
+		last = plo = p;
 		lo = hi;
 		if (!ck_mul(hi, 2, &hi)) {
 			hi = lo;        /* every batch up to 2^63 fits */
@@ -127,12 +130,15 @@ max_batch(const Job *job, const GpuCheck *gpu, int64_t size, const Analysis *an,
 			failed = mid;
 			snprintf(firstwhy, sizeof firstwhy, "%s", why);
 		}
-		if (fits)
+		if (fits) {
 			lo = mid;
-		else
+			plo = p;
+		} else {
 			hi = mid;
+		}
 	}
-	p = reserved_at(job, &t, bname, lo ? lo : step, &fits, why, sizeof why);
+	/* the answer's reserved bytes, or the smallest batch's: probed already */
+	p = lo ? plo : pfirst;
 	progress_end();          /* before printing on the same terminal */
 	limit_text(&t, gpu, size, limit, sizeof limit);
 	if (lo == 0) {
