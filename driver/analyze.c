@@ -312,13 +312,6 @@ analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
 	return after_pass(an, PASS_LOWER, NULL, po, a);
 }
 
-/* ZeRO-3 at -O2: the ZeRO-2 plan of the same training step, replayed
- * with the gathers (dist_seed), joins -O2's candidates, so that sharding
- * the weights never makes -O2's plan worse than the ZeRO-2 one replayed
- * (docs/distributed.md, "Checkpointing under ZeRO-3"). ZeRO-2 (and 3
- * with nothing to gather) takes the ZeRO-1 plan the same way, its buckets
- * turned into reduce-scatters (dist_shard_seed). Not with --prefetch,
- * whose gathers run ahead, nor in a pipeline stage. */
 /* The stage-below plans an automatic choice's two analyses made, by the
  * settings they were lowered with: under ZeRO-2 the stage below is
  * ZeRO-1, whose lowering knows no --grad-sync, so both sides of that
@@ -370,6 +363,13 @@ stage_below_plan(const Analysis *an, const Dag *d2, const DistOptions *o2, const
 	return s;
 }
 
+/* ZeRO-3 at -O2: the ZeRO-2 plan of the same training step, replayed
+ * with the gathers (dist_seed), joins -O2's candidates, so that sharding
+ * the weights never makes -O2's plan worse than the ZeRO-2 one replayed
+ * (docs/distributed.md, "Checkpointing under ZeRO-3"). ZeRO-2 (and 3
+ * with nothing to gather) takes the ZeRO-1 plan the same way, its buckets
+ * turned into reduce-scatters (dist_shard_seed). Not with --prefetch,
+ * whose gathers run ahead, nor in a pipeline stage. */
 static Schedule
 stage_below_seed(const Analysis *an, const PlanGoal *goal, SeedMemo *memo, Arena *a)
 {

@@ -606,27 +606,6 @@ mp_method_name(MpMethod m)
 	return (unsigned)m < MP_METHOD_COUNT ? name[m] : "?";
 }
 
-static int64_t plan_share(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st,
-                          double share);
-
-int64_t
-mp_plan(const Dag *d, MemEval *ev, Arena *a)
-{
-	return plan_share(d, ev, a, MP_ALL, NULL, 1);
-}
-
-int64_t
-mp_plan_share(const Dag *d, MemEval *ev, double share, Arena *a)
-{
-	return plan_share(d, ev, a, MP_ALL, NULL, share);
-}
-
-int64_t
-mp_plan_with(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st)
-{
-	return plan_share(d, ev, a, only, st, 1);
-}
-
 static int64_t
 plan_share(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st, double share)
 {
@@ -678,6 +657,24 @@ plan_share(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st, doub
 	for (int m = 0; m < MP_METHOD_COUNT; m++)
 		st->arena[m] += st->arena[m] >= 0 ? base : 0;
 	return base + top;
+}
+
+int64_t
+mp_plan(const Dag *d, MemEval *ev, Arena *a)
+{
+	return plan_share(d, ev, a, MP_ALL, NULL, 1);
+}
+
+int64_t
+mp_plan_share(const Dag *d, MemEval *ev, double share, Arena *a)
+{
+	return plan_share(d, ev, a, MP_ALL, NULL, share);
+}
+
+int64_t
+mp_plan_with(const Dag *d, MemEval *ev, Arena *a, MpMethod only, MpStats *st)
+{
+	return plan_share(d, ev, a, only, st, 1);
 }
 
 /* Which acc entries of step `step` produce their gradient: the instances

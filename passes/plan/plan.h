@@ -83,9 +83,9 @@ PlanResult rm_plan_perblock(const Dag *d, Arena *a);
  * makes is read by a later backward node. Per-def: a recomputable node is
  * in a def call and some node is backward. */
 bool rm_sqrtn_applies(const Dag *d);
+bool rm_perblock_applies(const Dag *d);
 /* goal->work_share as a factor in (0, 1]. */
 double rm_work_share(const PlanGoal *goal);
-bool rm_perblock_applies(const Dag *d);
 
 /* A peak no schedule can beat, and its parts: the larger of "persistent +
  * always-live + the largest single step" and "persistent + always-live +
