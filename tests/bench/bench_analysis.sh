@@ -80,6 +80,15 @@ if "$TIME" -f %M true >/dev/null 2>&1; then
 		cpu_row "-O2 $ex${L:+ L=$L}, 8 ZeRO-3 ranks" 1.0 \
 			-O2 --ranks 8 --zero 3 $dl "$SRCDIR/examples/$ex.net"
 	done
+	# --accumulate under ZeRO-2 and 3: --grad-sync auto analyzes both
+	# syncs, each search seeded by the stage below's plan (ZeRO-2's is
+	# searched once for both: docs/distributed.md); the CNNs are the slowest
+	for ex in densenet resnet50 mobilenetv2 whisper; do
+		for z in 2 3; do
+			cpu_row "-O2 $ex, 8 ZeRO-$z ranks, acc 2" 1.0 \
+				-O2 --ranks 8 --zero "$z" --accumulate 2 "$SRCDIR/examples/$ex.net"
+		done
+	done
 	# pipelines: K stages of K micro-batches each hold about the whole
 	# model, so the K analyses share one's search work (docs/planner.md);
 	# GPT-2 with 24 and 50 blocks is 1,118 and 2,314 steps unpipelined
