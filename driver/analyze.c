@@ -317,9 +317,9 @@ analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d)
  * ZeRO-1, whose lowering knows no --grad-sync, so both sides of that
  * choice would search the same DAG for the same plan. */
 typedef struct SeedMemo {
-	int n;
-	DistOptions o[2];
-	Schedule sched[2];
+	bool made;
+	DistOptions o;
+	Schedule sched;
 } SeedMemo;
 
 /* The settings the stage below is lowered with, with a --grad-sync that
@@ -352,14 +352,11 @@ stage_below_plan(const Analysis *an, const Dag *d2, const DistOptions *o2, const
 {
 	DistOptions key = seed_key(an, *o2);
 
-	for (int i = 0; memo && i < memo->n; i++)
-		if (same_dist(&memo->o[i], &key))
-			return memo->sched[i];
+	if (memo && memo->made && same_dist(&memo->o, &key))
+		return memo->sched;
 	Schedule s = rm_plan_search(d2, g2, NULL, a).sched;
-	if (memo && memo->n < 2) {
-		memo->o[memo->n] = key;
-		memo->sched[memo->n++] = s;
-	}
+	if (memo)
+		*memo = (SeedMemo){true, key, s};
 	return s;
 }
 

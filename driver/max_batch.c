@@ -94,7 +94,7 @@ max_batch(const Job *job, const GpuCheck *gpu, int64_t size, const Analysis *an,
 {
 	const char *bname = an->g.batch_dim;
 	int64_t step = an->g.settings.accumulate, lo = 0, hi, p, last = -1, failed = -1;
-	int64_t plo = -1, pfirst = -1; /* reserved at lo, and at the first probe */
+	int64_t plo = -1;      /* reserved at lo */
 	bool monotone = true, fits;
 	char buf[32], limit[160], why[512], firstwhy[512] = "";
 	FitTarget t;
@@ -106,8 +106,6 @@ max_batch(const Job *job, const GpuCheck *gpu, int64_t size, const Analysis *an,
 	fit_target(gpu, size, &t);
 	for (hi = step;; ) {
 		p = reserved_at(job, &t, bname, hi, &fits, why, sizeof why);
-		if (hi == step)
-			pfirst = p;
 		if (p < 0 && failed < 0) {
 			failed = hi;
 			snprintf(firstwhy, sizeof firstwhy, "%s", why);
@@ -137,8 +135,10 @@ max_batch(const Job *job, const GpuCheck *gpu, int64_t size, const Analysis *an,
 			hi = mid;
 		}
 	}
-	/* the answer's reserved bytes, or the smallest batch's: probed already */
-	p = lo ? plo : pfirst;
+	/* the answer's reserved bytes, probed already; with no answer, p is
+	 * still the first probe's, the smallest batch's */
+	if (lo)
+		p = plo;
 	progress_end();          /* before printing on the same terminal */
 	limit_text(&t, gpu, size, limit, sizeof limit);
 	if (lo == 0) {
