@@ -430,6 +430,16 @@ choose_plan(const Job *job, Analysis *an, Schedule base, PlanShare *share, Arena
 	return vf_evaluate(&an->d, &an->plan.sched, &an->ev, job->verify, a);
 }
 
+/* The memory plan of an's plan: its offsets and an->arena_bytes. */
+static Status
+place_arena(const Job *job, Analysis *an, Arena *a)
+{
+	heap_return();
+	an->arena_bytes = mp_plan_share(&an->d, &an->ev, rm_work_share(&job->goal), a);
+	heap_return();
+	return after_pass(an, PASS_MEMPLAN, NULL, &job->passes, a);
+}
+
 Status
 analyze_dag(const Job *job, Analysis *an, Arena *a)
 {
@@ -453,10 +463,7 @@ analyze_dag(const Job *job, Analysis *an, Arena *a)
 		return st;
 	if ((st = baselines(an, &job->goal, &share.baselines, job->verify, a)))
 		return st;
-	heap_return();
-	an->arena_bytes = mp_plan_share(&an->d, &an->ev, rm_work_share(&job->goal), a);
-	heap_return();
-	if ((st = after_pass(an, PASS_MEMPLAN, NULL, po, a)))
+	if (!job->no_arena && (st = place_arena(job, an, a)))
 		return st;
 	return an->plan.fits ? ST_OK : ST_NO_FIT;
 }
@@ -536,6 +543,8 @@ analyze_choice(const Job *job, Analysis *an, const Choice *c, Arena *a)
 	lower_graph(&alt->g, &alt->d, a);
 	distribute(&alt->g, &alt->d, &alt->g.settings.dist, &alt->dist, a);
 	quiet.passes.dump = 0;
+	quiet.no_arena = true;  /* the choice reads no arena: only the kept
+	                           plan is placed, below */
 	st = c->run(&quiet, an, a);
 	if (st != ST_OK && st != ST_NO_FIT)
 		return st;
@@ -549,6 +558,8 @@ analyze_choice(const Job *job, Analysis *an, const Choice *c, Arena *a)
 		st = sa;
 	}
 	Status ck = after_pass(an, PASS_LOWER, NULL, &job->passes, a);
+	if (ck == ST_OK && !job->passes.dump && !job->no_arena)
+		ck = place_arena(job, an, a);
 	if (ck != ST_OK || !job->passes.dump)
 		return ck != ST_OK ? ck : st;
 	return analyze_dag(job, an, a);         /* again, with its dumps */

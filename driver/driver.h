@@ -53,6 +53,8 @@ typedef struct Job {
 	PassOptions passes;     /* -d, --check */
 	struct SeedMemo *seeds; /* analyze_choice: the stage-below plans its
 	                           two analyses share; NULL: none */
+	bool no_arena;          /* analyze_choice: no memory plan yet; only
+	                           the plan kept gets one */
 } Job;
 
 /* main: arena chunks mapped while the syntax tree lives */
@@ -62,7 +64,8 @@ void heap_for_tree(void);
  * stage and the ranks' share): an->g and an->d, an->pipe, an->dist. */
 Status analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d);
 /* The base evaluation and lower bound, the plan for job->goal, its
- * evaluation, the baselines and the memory plan, from an->d. ST_NO_FIT
+ * evaluation, the baselines and (unless job->no_arena) the memory plan,
+ * from an->d. ST_NO_FIT
  * when no schedule meets the budget (an->plan holds the smallest peak
  * found); ST_INTERNAL on a broken invariant or, with job->verify, a
  * disagreement of the evaluators. */
