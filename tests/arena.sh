@@ -7,8 +7,11 @@
 # peak, as make bench-arena plans them). The random_layered graphs are the
 # exception: their tensors are a few hundred bytes, so 256-byte rounding
 # alone puts the aligned lower bound 6-9% over their peak, and no plan
-# found reaches 1.02 x that bound either: they are held to 1.06 x the bound
-# (up to 1.054 now). Prints TAP.
+# found reaches 1.02 x that bound either: they are held to 1.07 x the bound
+# (up to 1.061 now: random_layered_n500's -O2 plan, whose long recompute
+# chains (docs/planner.md, step 6) took its peak from 201,539 to 195,019
+# bytes and its arena from 226,816 to 222,720, 1.049 of its bound before;
+# the placement's work runs out there). Prints TAP.
 set -u
 : "${REMAT:?}" "${SRCDIR:?}"
 cd "$SRCDIR" || exit 99
@@ -61,7 +64,7 @@ if [ -d "$cm" ]; then
 	for g in "$cm"/*.json; do
 		name=$(basename "$g" .json)
 		lim=102 base=peak_bytes
-		case $name in random_layered_*) lim=106 base=arena_lower_bound_bytes ;; esac
+		case $name in random_layered_*) lim=107 base=arena_lower_bound_bytes ;; esac
 		if ! "$REMAT" --import checkmate -O2 --json "$g" >"$tmp/out" 2>"$tmp/err"; then
 			n=$((n + 1))
 			echo "not ok $n - $name -O2: $(head -1 "$tmp/err")"

@@ -140,10 +140,14 @@ rm_plan_search(const Dag *d, const PlanGoal *goal, PlanShare *share, Arena *a)
 		PlanGoal plain = *goal;
 		plain.budget = -1;
 		rm_plan_o2(&C.s, &C.r, &pool, &plain);
+		int searched = pool.n;
 		rm_pool_baselines(&C.s, &pool, lb.bytes, share ? &share->baselines : NULL, a);
 		if (goal->seed.n > 0 && goal->budget < 0)
 			rm_pool_add_sched(&pool, goal->seed.step, goal->seed.n,
 			                  rm_eval_steps(&C.s, goal->seed.step, goal->seed.n));
+		/* a baseline or the seed that beats every plan searched gets
+		 * the improvement those had */
+		rm_plan_o2_late(&C.s, &C.r, &pool, searched, &plain);
 		if (goal->budget >= 0)
 			rm_plan_o2(&C.s, &C.r, &pool, goal);
 		k = pick(d, &pool, goal);

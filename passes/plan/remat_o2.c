@@ -551,7 +551,7 @@ nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap, bool reorder)
 	 * peak at the default cap is the same as with 2. */
 	for (int p = 0; p < RM_NEST_POOLS; p++) {
 		if (reorder && np[p].n > 0)
-			rm_reorder_pool(S, R, &np[p], cap, 4, R->eff->order_work / 16);
+			rm_reorder_pool(S, R, &np[p], cap, 4, 0, R->eff->order_work / 16);
 		for (int i = 0; i < np[p].n; i++) {
 			MemEval ev = {0};
 			ev.peak = np[p].c[i].peak;
@@ -657,7 +657,7 @@ o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 	 * within the cap; not under a budget, so that every budget sees the
 	 * same plans */
 	if (goal->budget < 0)
-		rm_reorder_pool(S, R, pool, cap, eff.reorder_plans, eff.reorder_work);
+		rm_reorder_pool(S, R, pool, cap, eff.reorder_plans, 0, eff.reorder_work);
 	if (!again)
 		nested_plans(S, R, pool, cap, goal->budget < 0);
 	R->eff = NULL;
@@ -687,4 +687,17 @@ rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 		o2_searches(S, R, pool, &plain);
 	}
 	o2_searches(S, R, pool, goal);
+}
+
+void
+rm_plan_o2_late(RmScorer *S, RmRecipe *R, RmPool *pool, int from, const PlanGoal *goal)
+{
+	RmEffort eff = rm_effort(S->m, goal);
+	double cap = goal->max_recompute >= 0 ?
+	             goal->max_recompute * (double)S->m->d->forward_cost : -1;
+
+	/* one of rm_reorder_pool's plans' share of the work */
+	R->eff = &eff;
+	rm_reorder_pool(S, R, pool, cap, 1, from, eff.reorder_work / eff.reorder_plans);
+	R->eff = NULL;
 }

@@ -17,8 +17,10 @@
 
 #include "remat_int.h"
 
-/* Recomputes one move may insert, and all moves together. */
-enum { RCHAIN = 8, RTOTAL = 4 * RCHAIN };
+/* Recomputes one move may insert: a short chain first, a long one only
+ * where no short move is left (each long chain that is valid costs an
+ * evaluation); and all moves together. */
+enum { RCHAIN_SHORT = 8, RCHAIN = 32, RTOTAL = 4 * RCHAIN };
 
 /* An instance live across the peak, for sorting: its bytes and index. */
 typedef struct Sel {
@@ -41,6 +43,8 @@ typedef struct Ord {
 	Instance *inst;         /* the current schedule's instances */
 	int ninst;
 	Sel *sel;               /* those live across the peak step, largest first */
+	int chain;              /* the most recomputes one move inserts */
+	int longest;            /* ... where no move of RCHAIN_SHORT is left */
 } Ord;
 
 /* The peak of s[0..m) and how many steps reach it, by lv_eval (scratch
@@ -208,7 +212,7 @@ order_end_before(const Ord *O, int t, int x)
 
 /* Appends to chain[0..*n) the recomputes node v needs before step x:
  * v after the producers of its inputs that are not live at step p (their
- * instances died before it), recursively. False past RCHAIN or at an
+ * instances died before it), recursively. False past O->chain or at an
  * input nothing can make again; depth counts the nodes waiting on v. */
 static bool
 order_chain(const Ord *O, int v, int x, int p, int *chain, int *n, int depth)
@@ -218,7 +222,7 @@ order_chain(const Ord *O, int v, int x, int p, int *chain, int *n, int depth)
 	for (int k = 0; k < *n; k++)
 		if (chain[k] == v)
 			return true;
-	if (nd->once || *n + depth >= RCHAIN)
+	if (nd->once || *n + depth >= O->chain)
 		return false;
 	for (int j = 0; j < nd->nin; j++) {
 		int t = nd->in[j];
@@ -233,15 +237,15 @@ order_chain(const Ord *O, int v, int x, int p, int *chain, int *n, int depth)
 }
 
 /* Tries recomputing instance in (live across step p) right before its
- * next use x after p, with the recomputes its inputs need, so that it
- * need not live across p. */
+ * next use x after p, with the recomputes its inputs need (more than
+ * longer_than of them), so that it need not live across p. */
 static bool
-order_try_chain(Ord *O, const Instance *in, int p, int x)
+order_try_chain(Ord *O, const Instance *in, int p, int x, int longer_than)
 {
 	int chain[RCHAIN], n = 0, v = O->s[in->start];
 
-	if (!O->remat || O->m + RCHAIN > O->capm ||
-	    !order_chain(O, v, x, p, chain, &n, 0))
+	if (!O->remat || O->m + O->chain > O->capm ||
+	    !order_chain(O, v, x, p, chain, &n, 0) || n <= longer_than)
 		return false;
 	memcpy(O->buf, O->s, sizeof *O->buf * (size_t)x);
 	memcpy(O->buf + x, chain, sizeof *O->buf * (size_t)n);
@@ -285,24 +289,35 @@ order_select(Ord *O, int p)
  * instances live across it, largest first, the step making one moves to
  * just before its next use after the peak, or the step last using one to
  * the earliest index it may take, when that is not after the peak, or
- * (O->remat) it is recomputed before that next use. */
+ * (O->remat) it is recomputed before that next use with a short chain;
+ * where none of those is left, with a longer chain (the stem of Whisper's
+ * encoder recomputed after its first layer's backward; LLaMA's first
+ * layer from the embedding). */
 static bool
 order_step(Ord *O)
 {
 	const Dag *d = O->M->d;
 	int p = O->S->ev.peak_step, ni = order_select(O, p);
 
+	O->chain = RCHAIN_SHORT;
 	for (int c = 0; c < ni && O->evals > 0; c++) {
 		const Instance *in = &O->inst[O->sel[c].k];
 		int fu = order_next_use(d, O->s, O->m, p, in->tensor), early;
 		if (fu > p && fu - 1 > in->start && order_try(O, in->start, fu - 1))
 			return true;
-		if (fu > p && O->evals > 0 && order_try_chain(O, in, p, fu))
+		if (fu > p && O->evals > 0 && order_try_chain(O, in, p, fu, 0))
 			return true;
 		if (d->t[in->tensor].to_end || O->evals <= 0)
 			continue;
 		early = order_earliest(O->M, O->s, in->end);
 		if (early <= p && early < in->end && order_try(O, in->end, early))
+			return true;
+	}
+	O->chain = O->longest;
+	for (int c = 0; O->chain > RCHAIN_SHORT && c < ni && O->evals > 0; c++) {
+		const Instance *in = &O->inst[O->sel[c].k];
+		int fu = order_next_use(d, O->s, O->m, p, in->tensor);
+		if (fu > p && order_try_chain(O, in, p, fu, RCHAIN_SHORT))
 			return true;
 	}
 	return false;
@@ -324,18 +339,20 @@ order_makers(const Dag *d, Arena *a)
 
 /* Lowers the peak of the schedule s[0..*m) by moving single steps (any
  * step: each node runs as often as before, so the recompute cost stays)
- * and, when maxcost allows (>= 0 or -1: any), by recomputing what lives
- * across the peak before its next use; keeps the first change that lowers
+ * and, with chain > 0, by recomputing what lives across the peak before
+ * its next use within maxcost (>= 0, or -1: any), at most chain steps a
+ * move (RCHAIN_SHORT while such a move is left); keeps the first change that lowers
  * (peak, steps at the peak), with at most evals evaluations. The result
  * lives in a (*m updated); NULL when s is invalid. S->ev describes it. */
 static int *
 order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
-              bool remat, Arena *a)
+              int chain, Arena *a)
 {
 	const RmModel *M = S->m;
 	Arena step = {0};               /* each move's */
+	bool remat = chain > 0;
 	Ord O = {M, S, NULL, NULL, *m, *m + (remat ? RTOTAL : 0), 0, 0, evals,
-	         maxcost, remat, NULL, NULL, 0, NULL};
+	         maxcost, remat, NULL, NULL, 0, NULL, RCHAIN_SHORT, chain};
 
 	O.s = ar_alloc(a, sizeof *O.s * ((size_t)O.capm + 1));
 	O.buf = ar_alloc(a, sizeof *O.buf * ((size_t)O.capm + 1));
@@ -503,7 +520,7 @@ rm_least_bytes_order(RmScorer *S, RmRecipe *R)
 	}
 	Arena a = {0};
 	int m = M->n, *s = order_improve(S, R->lborder, &m, work / size + 1, 0,
-	                                 false, &a);
+	                                 0, &a);
 
 	if (s)
 		memcpy(R->lborder, s, sizeof *s * (size_t)m);
@@ -546,7 +563,7 @@ best_plans(const RmPool *pool, double cap, int k, int *pick)
 }
 
 void
-rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k,
+rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k, int from,
                 long work)
 {
 	Arena a = {0};
@@ -555,11 +572,13 @@ rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k,
 
 	for (int i = 0; i < np; i++) {
 		int m = 0;
+		if (pick[i] < from)
+			continue;
 		const int *st = rm_cand_steps(S, &pool->c[pick[i]], &m);
 		long evals = work / (k * ((long)m + R->eff->size)) + 1;
 		int *s;
 		/* order_improve copies st first, so a build's S->b.step is safe */
-		if (st && (s = order_improve(S, st, &m, evals, cap, true, &a)) &&
+		if (st && (s = order_improve(S, st, &m, evals, cap, RCHAIN, &a)) &&
 		    S->ev.peak < pool->c[pick[i]].peak)
 			rm_pool_add_sched(pool, s, m, &S->ev);
 	}

@@ -39,7 +39,7 @@ static int
 bench_one(const Dag *d, const char *file, int64_t ref, double frac, const char *pub)
 {
 	int64_t budget = (int64_t)ceil((double)ref * frac);
-	PlanGoal goal = {2, 1.0, budget, false};
+	PlanGoal goal = {.level = 2, .max_recompute = 1.0, .budget = budget};
 	char why[512];
 	MemEval ev;
 	Arena a;
