@@ -45,6 +45,8 @@ typedef struct Ord {
 	Sel *sel;               /* those live across the peak step, largest first */
 	int chain;              /* the most recomputes one move inserts */
 	int longest;            /* ... where no move of RCHAIN_SHORT is left */
+	int *last;              /* [nt] each tensor's last instance in inst, or -1 */
+	int *prev;              /* [ninst] the tensor's instance before it, or -1 */
 } Ord;
 
 /* The peak of s[0..m) and how many steps reach it, by lv_eval (scratch
@@ -195,19 +197,21 @@ order_try(Ord *O, int i, int j)
 	return order_keep(O, O->m);
 }
 
-/* The end of the latest instance of t made before step x, or -1. */
+/* The end of the latest instance of t made before step x (the first of
+ * those made at one step), or -1. The instances are in step order. */
 static int
 order_end_before(const Ord *O, int t, int x)
 {
-	int start = -2, end = -1;
+	int best = -1;
 
-	for (int k = 0; k < O->ninst; k++)
-		if (O->inst[k].tensor == t && O->inst[k].start < x &&
-		    O->inst[k].start > start) {
-			start = O->inst[k].start;
-			end = O->inst[k].end;
-		}
-	return end;
+	for (int k = O->last[t]; k >= 0; k = O->prev[k]) {
+		if (O->inst[k].start >= x)
+			continue;
+		if (best >= 0 && O->inst[k].start < O->inst[best].start)
+			break;
+		best = k;
+	}
+	return best >= 0 ? O->inst[best].end : -1;
 }
 
 /* Appends to chain[0..*n) the recomputes node v needs before step x:
@@ -276,6 +280,12 @@ order_select(Ord *O, int p)
 
 	memcpy(O->inst, ev->inst, sizeof *O->inst * (size_t)ev->ninst);
 	O->ninst = ev->ninst;
+	for (int t = 0; t < O->M->d->nt; t++)
+		O->last[t] = -1;
+	for (int k = 0; k < ev->ninst; k++) {
+		O->prev[k] = O->last[O->inst[k].tensor];
+		O->last[O->inst[k].tensor] = k;
+	}
 	for (int k = 0; k < ev->ninst; k++) {
 		const Instance *in = &O->inst[k];
 		if (in->start >= 0 && in->start <= p && in->end > p && in->owned > 0)
@@ -352,7 +362,7 @@ order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
 	Arena step = {0};               /* each move's */
 	bool remat = chain > 0;
 	Ord O = {M, S, NULL, NULL, *m, *m + (remat ? RTOTAL : 0), 0, 0, evals,
-	         maxcost, remat, NULL, NULL, 0, NULL, RCHAIN_SHORT, chain};
+	         maxcost, remat, NULL, NULL, 0, NULL, RCHAIN_SHORT, chain, NULL, NULL};
 
 	O.s = ar_alloc(a, sizeof *O.s * ((size_t)O.capm + 1));
 	O.buf = ar_alloc(a, sizeof *O.buf * ((size_t)O.capm + 1));
@@ -364,6 +374,8 @@ order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
 	while (O.evals > 0) {
 		O.inst = ar_alloc(&step, sizeof *O.inst * ((size_t)S->ev.ninst + 1));
 		O.sel = ar_alloc(&step, sizeof *O.sel * ((size_t)S->ev.ninst + 1));
+		O.prev = ar_alloc(&step, sizeof *O.prev * ((size_t)S->ev.ninst + 1));
+		O.last = ar_alloc(&step, sizeof *O.last * ((size_t)M->d->nt + 1));
 		bool moved = order_step(&O);
 		ar_free(&step);
 		if (!moved)
