@@ -65,10 +65,9 @@ void heap_for_tree(void);
 Status analyze_graph(const Job *job, Analysis *an, Arena *a, Diag *d);
 /* The base evaluation and lower bound, the plan for job->goal, its
  * evaluation, the baselines and (unless job->no_arena) the memory plan,
- * from an->d. ST_NO_FIT
- * when no schedule meets the budget (an->plan holds the smallest peak
- * found); ST_INTERNAL on a broken invariant or, with job->verify, a
- * disagreement of the evaluators. */
+ * from an->d. ST_NO_FIT when no schedule meets the budget (an->plan holds
+ * the smallest peak found); ST_INTERNAL on a broken invariant or, with
+ * job->verify, a disagreement of the evaluators. */
 Status analyze_dag(const Job *job, Analysis *an, Arena *a);
 /* Both, timed in an->seconds; errors in the input go to d. */
 Status analyze(const Job *job, Analysis *an, Arena *a, Diag *d);

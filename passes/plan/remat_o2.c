@@ -562,21 +562,29 @@ nested_plans(RmScorer *S, RmRecipe *R, RmPool *pool, double cap, bool reorder)
 	}
 }
 
+/* The most recompute cost the searches may spend: the cap without a
+ * budget (under one, none); < 0: no limit. */
+static double
+recompute_cap(const RmModel *M, const PlanGoal *goal)
+{
+	if (goal->budget >= 0 || goal->max_recompute < 0)
+		return -1;
+	return goal->max_recompute * (double)M->d->forward_cost;
+}
+
 /* Every search of the recipe but the exact one (steps 1-5 of
  * docs/planner.md). */
 static void
 o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 {
 	const RmModel *M = S->m;
-	double cap = -1;
+	double cap = recompute_cap(M, goal);
 	RmEffort eff = rm_effort(M, goal);
 	long size = M->n + 1 + (M->has_backward ? M->nuses : 0);
 	long evals = eff.desc_evals;
 
 	R->eff = &eff;
 
-	if (goal->budget < 0 && goal->max_recompute >= 0)
-		cap = goal->max_recompute * (double)M->d->forward_cost;
 	/* Under a budget, after the plain run (rm_plan) whose searches below
 	 * met no cap: the same searches without a cap would make the same
 	 * plans again, which are in the pool already. */
@@ -693,8 +701,7 @@ void
 rm_plan_o2_late(RmScorer *S, RmRecipe *R, RmPool *pool, int from, const PlanGoal *goal)
 {
 	RmEffort eff = rm_effort(S->m, goal);
-	double cap = goal->max_recompute >= 0 ?
-	             goal->max_recompute * (double)S->m->d->forward_cost : -1;
+	double cap = recompute_cap(S->m, goal);
 
 	/* one of rm_reorder_pool's plans' share of the work */
 	R->eff = &eff;

@@ -22,10 +22,12 @@
  * evaluation); and all moves together. */
 enum { RCHAIN_SHORT = 8, RCHAIN = 32, RTOTAL = 4 * RCHAIN };
 
-/* An instance live across the peak, for sorting: its bytes and index. */
+/* An instance live across the peak, for sorting: its bytes and index;
+ * and its tensor's next use after the peak, once order_step finds it. */
 typedef struct Sel {
 	int64_t owned;
 	int k;
+	int next;
 } Sel;
 
 /* A schedule being improved: its steps, a buffer for a changed copy, its
@@ -289,7 +291,7 @@ order_select(Ord *O, int p)
 	for (int k = 0; k < ev->ninst; k++) {
 		const Instance *in = &O->inst[k];
 		if (in->start >= 0 && in->start <= p && in->end > p && in->owned > 0)
-			O->sel[ni++] = (Sel){in->owned, k};
+			O->sel[ni++] = (Sel){in->owned, k, -1};
 	}
 	qsort(O->sel, (size_t)ni, sizeof *O->sel, by_owned);
 	return ni;
@@ -313,6 +315,7 @@ order_step(Ord *O)
 	for (int c = 0; c < ni && O->evals > 0; c++) {
 		const Instance *in = &O->inst[O->sel[c].k];
 		int fu = order_next_use(d, O->s, O->m, p, in->tensor), early;
+		O->sel[c].next = fu;
 		if (fu > p && fu - 1 > in->start && order_try(O, in->start, fu - 1))
 			return true;
 		if (fu > p && O->evals > 0 && order_try_chain(O, in, p, fu, 0))
@@ -323,11 +326,12 @@ order_step(Ord *O)
 		if (early <= p && early < in->end && order_try(O, in->end, early))
 			return true;
 	}
+	/* the loop above went through every candidate (else no evaluation
+	 * is left), so each one's next use is known */
 	O->chain = O->longest;
 	for (int c = 0; O->chain > RCHAIN_SHORT && c < ni && O->evals > 0; c++) {
-		const Instance *in = &O->inst[O->sel[c].k];
-		int fu = order_next_use(d, O->s, O->m, p, in->tensor);
-		if (fu > p && order_try_chain(O, in, p, fu, RCHAIN_SHORT))
+		int fu = O->sel[c].next;
+		if (fu > p && order_try_chain(O, &O->inst[O->sel[c].k], p, fu, RCHAIN_SHORT))
 			return true;
 	}
 	return false;
