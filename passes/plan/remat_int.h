@@ -467,9 +467,11 @@ void rm_cover_plans(RmScorer *S, RmPool *pool, int64_t budget, long size);
 
 /* passes/plan/remat_o2.c */
 void rm_plan_o2(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal);
-/* After rm_plan_o2 without a budget: the pool's best plan within the cap,
- * when it joined at index from or later (a baseline, the seed), improved
- * as rm_plan_o2 improves its own best plans (rm_reorder_pool). */
+/* After rm_plan_o2 without a budget: the best plan within the cap of
+ * those that joined at index from or later (the baselines, the seed),
+ * improved as rm_plan_o2 improves its own best plans (rm_reorder_pool),
+ * also where a searched plan is lower: a reordered baseline may still
+ * beat it. */
 void rm_plan_o2_late(RmScorer *S, RmRecipe *R, RmPool *pool, int from, const PlanGoal *goal);
 
 /* passes/plan/remat_exact.c */
@@ -497,8 +499,8 @@ bool rm_topo_order(const RmModel *M, uint64_t seed, int *out);
 /* The least-bytes order, its peak lowered by moves (no recompute); cached
  * in R; NULL when there is none. */
 const int *rm_least_bytes_order(RmScorer *S, RmRecipe *R);
-/* The k best plans of the pool within cap (< 0: none), those at pool
- * index from or later, their steps moved (backward steps too, where the
+/* The k best plans within cap (< 0: none) among those at pool index
+ * from or later, their steps moved (backward steps too, where the
  * spec allows) and what lives across their peak recomputed before its
  * next use (within cap; up to 8 recomputes a move, or 32 where no such
  * move is left), to lower the peak, with work shared by the k (the

@@ -551,14 +551,14 @@ plan_before(const RmCand *a, const RmCand *b)
 	return a->peak < b->peak || (a->peak == b->peak && a->cost < b->cost);
 }
 
-/* Up to k valid plans of the pool within cap (< 0: none), the best
- * first, each (peak, cost) once, into pick; how many. */
+/* Up to k valid plans of the pool from its from'th on within cap (< 0:
+ * none), the best first, each (peak, cost) once, into pick; how many. */
 static int
-best_plans(const RmPool *pool, double cap, int k, int *pick)
+best_plans(const RmPool *pool, int from, double cap, int k, int *pick)
 {
 	int np = 0;
 
-	for (int i = 0; i < pool->n; i++) {
+	for (int i = from; i < pool->n; i++) {
 		const RmCand *c = &pool->c[i];
 		bool dup = false;
 		int j;
@@ -584,12 +584,10 @@ rm_reorder_pool(RmScorer *S, const RmRecipe *R, RmPool *pool, double cap, int k,
 {
 	Arena a = {0};
 	int *pick = ar_alloc(&a, sizeof *pick * ((size_t)k + 1));
-	int np = best_plans(pool, cap, k, pick);
+	int np = best_plans(pool, from, cap, k, pick);
 
 	for (int i = 0; i < np; i++) {
 		int m = 0;
-		if (pick[i] < from)
-			continue;
 		const int *st = rm_cand_steps(S, &pool->c[pick[i]], &m);
 		long evals = work / (k * ((long)m + R->eff->size)) + 1;
 		int *s;
