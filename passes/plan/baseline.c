@@ -521,6 +521,62 @@ bucket_across(const Bound *B, const Across *A, const CandSet *made, const CandSe
 	}
 }
 
+/* A backward node u whose order against v is not fixed either way, that
+ * reads gradients made before v or inputs, which nothing after v is sure
+ * to read, and adds to param grads that nothing before v is sure to make:
+ * run after v, u holds what it reads across v; run before, what it makes
+ * (to the end). Either way the smaller of the two is live at v and
+ * counted by none of (a)-(c): a tied embedding's f16 gradient from the
+ * head, 76 MiB, against its f32 grad, 152 MiB (Whisper's decoder embedding,
+ * which nothing in the encoder's backward waits for). A tensor counts in
+ * one such pair at most, so no byte counts twice; communication nodes are
+ * bucket_across's. */
+static void
+unordered_across(const Bound *B, const Across *A, const CandSet *made, const CandSet *read,
+                 const CandSet *own, int ncand, int64_t *across, Arena *a)
+{
+	const Dag *d = B->d;
+	CandSet *used = ar_alloc(a, sizeof *used * ((size_t)d->nt + 1));
+	int most = 0;
+
+	for (int u = 0; u < d->nnode; u++)
+		most = d->node[u].nin + d->node[u].nout + d->node[u].nacc > most ?
+		       d->node[u].nin + d->node[u].nout + d->node[u].nacc : most;
+	/* per tensor of u (inputs, then what it makes): the candidates
+	 * where it counts */
+	unsigned *cnt = ar_alloc(a, sizeof *cnt * ((size_t)most + 1));
+	for (int u = 0; u < d->nnode; u++) {
+		const DagNode *n = &d->node[u];
+		unsigned fr = ((1u << ncand) - 1) & ~(unsigned)(A->before[u] | A->after[u] | A->self[u]);
+		int nt = n->nin + n->nout + n->nacc;
+		if (!fr || !n->once || n->nacc == 0 || dag_xfer(d, u)->comm != COMM_NONE)
+			continue;
+		int64_t sx[LB_CANDIDATES] = {0}, sy[LB_CANDIDATES] = {0};
+		for (int j = 0; j < nt; j++) {
+			int t = j < n->nin ? n->in[j] : made_by(n, j - n->nin), k = la_kind(B, A, t);
+			unsigned live = j >= n->nin ? (k & LA_END ? ~(unsigned)made[t] : 0) :
+			                k & LA_GRAD ? made[t] & ~(unsigned)read[t] :
+			                k & LA_INPUT ? ~(unsigned)read[t] : 0;
+			cnt[j] = fr & live & ~(unsigned)(own[t] | used[t]);
+			for (int i = 0; i < j; i++)     /* a tensor u names twice: once */
+				if ((i < n->nin ? n->in[i] : made_by(n, i - n->nin)) == t)
+					cnt[j] = 0;
+			for (unsigned m = cnt[j]; m; m &= m - 1) {
+				int64_t *s = j < n->nin ? sx : sy;
+				s[__builtin_ctz(m)] = ck_sat_add(s[__builtin_ctz(m)], d->t[t].bytes);
+			}
+		}
+		unsigned both = 0;
+		for (int i = 0; i < ncand; i++)
+			if (sx[i] > 0 && sy[i] > 0) {
+				both |= 1u << i;
+				across[i] = ck_sat_add(across[i], sx[i] < sy[i] ? sx[i] : sy[i]);
+			}
+		for (int j = 0; both && j < nt; j++)
+			used[j < n->nin ? n->in[j] : made_by(n, j - n->nin)] |= (CandSet)(cnt[j] & both);
+	}
+}
+
 /* What is live at each candidate v's first step besides its own bytes
  * and what part (1) counts always: the tensors of la_kind (a) made by a
  * node before v, (b) read by a node after v, (c) made before v and read
@@ -567,6 +623,7 @@ live_across(Bound *B, const int *cand, int ncand, int64_t *across, Arena *a)
 			across[__builtin_ctz(m)] = ck_sat_add(across[__builtin_ctz(m)], d->t[t].bytes);
 	}
 	bucket_across(B, &A, made, read, own, ncand, across);
+	unordered_across(B, &A, made, read, own, ncand, across, a);
 }
 
 /* Whether step a comes before step b among the candidates: the larger
