@@ -28,6 +28,8 @@ typedef struct Sel {
 	int64_t owned;
 	int k;
 	int next;
+	int vnext, view;        /* the first later step reading a view of it,
+	                           and that view (order_next_view_use) */
 } Sel;
 
 /* A schedule being improved: its steps, a buffer for a changed copy, its
@@ -49,6 +51,11 @@ typedef struct Ord {
 	int longest;            /* ... where no move of RCHAIN_SHORT is left */
 	int *last;              /* [nt] each tensor's last instance in inst, or -1 */
 	int *prev;              /* [ninst] the tensor's instance before it, or -1 */
+	unsigned char *has_view; /* [nt] some tensor is a view of its storage;
+	                            | 2: some node only adds to it (adds_only_to) */
+	int *vfirst, *vview;    /* [nt] order_view_uses' for the current peak */
+	int kill;               /* a chain recomputes this tensor even where it
+	                           is live (order_try_chain), or -1 */
 } Ord;
 
 /* The peak of s[0..m) and how many steps reach it, by lv_eval (scratch
@@ -148,6 +155,29 @@ order_next_use(const Dag *d, const int *s, int m, int p, int t)
 	return -1;
 }
 
+/* For each tensor with views, the first step after p that reads a view
+ * of its storage (not the tensor itself) into vfirst, and that view into
+ * vview; -1 where none does. An attention reads q, k and v as heads,
+ * views of the projections: a projection's instance lives for the heads'
+ * reads, which order_next_use does not see. One pass for all candidates
+ * of a peak: a scan per candidate was a third of SD U-Net's -O2. */
+static void
+order_view_uses(const Dag *d, const int *s, int m, int p, int *vfirst, int *vview)
+{
+	for (int t = 0; t < d->nt; t++)
+		vfirst[t] = -1;
+	for (int x = p + 1; x < m; x++) {
+		const DagNode *n = &d->node[s[x]];
+		for (int j = 0; j < n->nin; j++) {
+			int r = d->t[n->in[j]].view_src >= 0 ? dag_root(d, n->in[j]) : -1;
+			if (r >= 0 && vfirst[r] < 0) {
+				vfirst[r] = x;
+				vview[r] = n->in[j];
+			}
+		}
+	}
+}
+
 /* On Dags whose moves lv_eval scores in full, O->s becomes the anchor
  * they resume from (its prefix before the move). Bookkeeping, not an
  * evaluation of the search's. */
@@ -232,7 +262,8 @@ order_chain(const Ord *O, int v, int x, int p, int *chain, int *n, int depth)
 		return false;
 	for (int j = 0; j < nd->nin; j++) {
 		int t = nd->in[j];
-		if (O->M->d->t[t].from_start || order_end_before(O, t, x) >= p)
+		if (O->M->d->t[t].from_start ||
+		    (t != O->kill && order_end_before(O, t, x) >= p))
 			continue;
 		if (O->maker[t] < 0 ||
 		    !order_chain(O, O->maker[t], x, p, chain, n, depth + 1))
@@ -242,21 +273,63 @@ order_chain(const Ord *O, int v, int x, int p, int *chain, int *n, int depth)
 	return true;
 }
 
-/* Tries recomputing instance in (live across step p) right before its
- * next use x after p, with the recomputes its inputs need (more than
- * longer_than of them), so that it need not live across p. */
+/* Tries recomputing node v right before step x after p, with the
+ * recomputes its inputs need (more than longer_than of them), and kill
+ * (>= 0) among them although it is live, so that the tensor v makes (or
+ * kill, whose view v makes) need not live across p. */
 static bool
-order_try_chain(Ord *O, const Instance *in, int p, int x, int longer_than)
+order_try_chain(Ord *O, int v, int kill, int p, int x, int longer_than)
 {
-	int chain[RCHAIN], n = 0, v = O->s[in->start];
+	int chain[RCHAIN], n = 0;
+	bool ok;
 
-	if (!O->remat || O->m + O->chain > O->capm ||
-	    !order_chain(O, v, x, p, chain, &n, 0) || n <= longer_than)
+	if (!O->remat || v < 0 || O->m + O->chain > O->capm)
+		return false;
+	O->kill = kill;
+	ok = order_chain(O, v, x, p, chain, &n, 0);
+	O->kill = -1;
+	if (!ok || n <= longer_than)
 		return false;
 	memcpy(O->buf, O->s, sizeof *O->buf * (size_t)x);
 	memcpy(O->buf + x, chain, sizeof *O->buf * (size_t)n);
 	memcpy(O->buf + x + n, O->s + x, sizeof *O->buf * (size_t)(O->m - x));
 	return order_keep(O, O->m + n);
+}
+
+/* Whether node v only adds to t: a contribution that nothing else waits
+ * for (a cast of a tied weight's gradient into its f32 grad, an
+ * embedding's scatter), so it may run any time before t's next use. */
+static bool
+adds_only_to(const Dag *d, int v, int t)
+{
+	const DagNode *n = &d->node[v];
+
+	return n->once && n->nout == 0 && n->nacc == 1 && n->acc[0].tensor == t;
+}
+
+/* Tries postponing the contributions to to_end tensor t made at steps up
+ * to p by nodes that only add to t, in their order, to just before t's
+ * next use after p (fu), or to the end: then t is not live across p,
+ * while their inputs are (Whisper's tied embedding: its f32 gradient,
+ * 152 MiB, made at the head's backward, against the head's f16
+ * contribution, 76 MiB, and the decoder embedding's). The order of the
+ * contributions to every gradient stays as it was. */
+static bool
+order_try_postpone(Ord *O, int t, int p, int fu)
+{
+	const Dag *d = O->M->d;
+	int to = fu > p ? fu : O->m, k = 0, nmv = 0;
+
+	for (int x = 0; x < to; x++)
+		if (!(x <= p && adds_only_to(d, O->s[x], t)))
+			O->buf[k++] = O->s[x];
+	for (int x = 0; x <= p && x < to; x++)
+		if (adds_only_to(d, O->s[x], t)) {
+			O->buf[k++] = O->s[x];
+			nmv++;
+		}
+	memcpy(O->buf + k, O->s + to, sizeof *O->buf * (size_t)(O->m - to));
+	return nmv > 0 && order_keep(O, O->m);
 }
 
 /* Largest first, then by index (what the moves try first). */
@@ -291,7 +364,7 @@ order_select(Ord *O, int p)
 	for (int k = 0; k < ev->ninst; k++) {
 		const Instance *in = &O->inst[k];
 		if (in->start >= 0 && in->start <= p && in->end > p && in->owned > 0)
-			O->sel[ni++] = (Sel){in->owned, k, -1};
+			O->sel[ni++] = (Sel){in->owned, k, -1, -1, -1};
 	}
 	qsort(O->sel, (size_t)ni, sizeof *O->sel, by_owned);
 	return ni;
@@ -311,14 +384,31 @@ order_step(Ord *O)
 	const Dag *d = O->M->d;
 	int p = O->S->ev.peak_step, ni = order_select(O, p);
 
+	bool vdone = false;
+
 	O->chain = RCHAIN_SHORT;
 	for (int c = 0; c < ni && O->evals > 0; c++) {
 		const Instance *in = &O->inst[O->sel[c].k];
 		int fu = order_next_use(d, O->s, O->m, p, in->tensor), early;
-		O->sel[c].next = fu;
+		Sel *sc = &O->sel[c];
+		sc->next = fu;
 		if (fu > p && fu - 1 > in->start && order_try(O, in->start, fu - 1))
 			return true;
-		if (fu > p && O->evals > 0 && order_try_chain(O, in, p, fu, 0))
+		if (fu > p && O->evals > 0 &&
+		    order_try_chain(O, O->s[in->start], -1, p, fu, 0))
+			return true;
+		if ((O->has_view[in->tensor] & 1) && O->remat) {
+			if (!vdone)
+				order_view_uses(d, O->s, O->m, p, O->vfirst, O->vview);
+			vdone = true;
+			sc->vnext = O->vfirst[in->tensor];
+			sc->view = O->vview[in->tensor];
+		}
+		if (sc->vnext > p && O->evals > 0 &&
+		    order_try_chain(O, O->maker[sc->view], in->tensor, p, sc->vnext, 0))
+			return true;
+		if (d->t[in->tensor].to_end && (O->has_view[in->tensor] & 2) && O->evals > 0 &&
+		    order_try_postpone(O, in->tensor, p, fu))
 			return true;
 		if (d->t[in->tensor].to_end || O->evals <= 0)
 			continue;
@@ -330,8 +420,13 @@ order_step(Ord *O)
 	 * is left), so each one's next use is known */
 	O->chain = O->longest;
 	for (int c = 0; O->chain > RCHAIN_SHORT && c < ni && O->evals > 0; c++) {
-		int fu = O->sel[c].next;
-		if (fu > p && order_try_chain(O, &O->inst[O->sel[c].k], p, fu, RCHAIN_SHORT))
+		const Sel *sc = &O->sel[c];
+		if (sc->next > p && order_try_chain(O, O->s[O->inst[sc->k].start], -1, p,
+		                                    sc->next, RCHAIN_SHORT))
+			return true;
+		if (sc->vnext > p && O->evals > 0 &&
+		    order_try_chain(O, O->maker[sc->view], O->inst[sc->k].tensor, p,
+		                    sc->vnext, RCHAIN_SHORT))
 			return true;
 	}
 	return false;
@@ -366,11 +461,25 @@ order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
 	Arena step = {0};               /* each move's */
 	bool remat = chain > 0;
 	Ord O = {M, S, NULL, NULL, *m, *m + (remat ? RTOTAL : 0), 0, 0, evals,
-	         maxcost, remat, NULL, NULL, 0, NULL, RCHAIN_SHORT, chain, NULL, NULL};
+	         maxcost, remat, NULL, NULL, 0, NULL, RCHAIN_SHORT, chain, NULL, NULL, NULL, NULL, NULL, -1};
 
 	O.s = ar_alloc(a, sizeof *O.s * ((size_t)O.capm + 1));
 	O.buf = ar_alloc(a, sizeof *O.buf * ((size_t)O.capm + 1));
 	O.maker = order_makers(M->d, a);
+	O.kill = -1;
+	O.has_view = ar_alloc(a, (size_t)M->d->nt + 1);
+	O.vfirst = ar_alloc(a, sizeof *O.vfirst * ((size_t)M->d->nt + 1));
+	O.vview = ar_alloc(a, sizeof *O.vview * ((size_t)M->d->nt + 1));
+	for (int t = 0; t < M->d->nt; t++) {
+		int r = M->d->t[t].view_src >= 0 ? dag_root(M->d, t) : -1;
+		if (r >= 0)
+			O.has_view[r] |= 1;
+	}
+	for (int v = 0; v < M->d->nnode; v++) {
+		const DagNode *n = &M->d->node[v];
+		if (n->nacc == 1 && adds_only_to(M->d, v, n->acc[0].tensor))
+			O.has_view[n->acc[0].tensor] |= 2;
+	}
 	memcpy(O.s, s, sizeof *O.s * (size_t)*m);
 	order_anchor(&O);       /* then order_key reads its evaluation */
 	if (!order_key(S, O.s, O.m, &O.peak, &O.npeak, false))
