@@ -246,6 +246,13 @@ made_by(const DagNode *n, int j)
 	return j < n->nout ? n->out[j] : n->acc[j - n->nout].tensor;
 }
 
+/* The j-th tensor node n names: its inputs, then what it makes. */
+static int
+named_by(const DagNode *n, int j)
+{
+	return j < n->nin ? n->in[j] : made_by(n, j - n->nin);
+}
+
 typedef struct Bound {
 	const Dag *d;
 	int *alias;             /* [nt] view or accumulation-view source, or -1 */
@@ -267,7 +274,7 @@ step_bytes(Bound *B, int v)
 	int nt = n->nin + n->nout + n->nacc;
 
 	for (int j = 0; j < nt; j++) {
-		int t = j < n->nin ? n->in[j] : made_by(n, j - n->nin);
+		int t = named_by(n, j);
 		int r = root_of(d, B->alias, t);
 		if (r < 0 || B->mark[r] == v + 1 || B->counted[r])
 			continue;
@@ -539,27 +546,27 @@ unordered_across(const Bound *B, const Across *A, const CandSet *made, const Can
 	CandSet *used = ar_alloc(a, sizeof *used * ((size_t)d->nt + 1));
 	int most = 0;
 
-	for (int u = 0; u < d->nnode; u++)
-		most = d->node[u].nin + d->node[u].nout + d->node[u].nacc > most ?
-		       d->node[u].nin + d->node[u].nout + d->node[u].nacc : most;
-	/* per tensor of u (inputs, then what it makes): the candidates
-	 * where it counts */
+	for (int u = 0; u < d->nnode; u++) {
+		int k = d->node[u].nin + d->node[u].nout + d->node[u].nacc;
+		most = k > most ? k : most;
+	}
+	/* per tensor u names: the candidates where it counts */
 	unsigned *cnt = ar_alloc(a, sizeof *cnt * ((size_t)most + 1));
 	for (int u = 0; u < d->nnode; u++) {
 		const DagNode *n = &d->node[u];
 		unsigned fr = ((1u << ncand) - 1) & ~(unsigned)(A->before[u] | A->after[u] | A->self[u]);
-		int nt = n->nin + n->nout + n->nacc;
+		int nnamed = n->nin + n->nout + n->nacc;
 		if (!fr || !n->once || n->nacc == 0 || dag_xfer(d, u)->comm != COMM_NONE)
 			continue;
 		int64_t sx[LB_CANDIDATES] = {0}, sy[LB_CANDIDATES] = {0};
-		for (int j = 0; j < nt; j++) {
-			int t = j < n->nin ? n->in[j] : made_by(n, j - n->nin), k = la_kind(B, A, t);
+		for (int j = 0; j < nnamed; j++) {
+			int t = named_by(n, j), k = la_kind(B, A, t);
 			unsigned live = j >= n->nin ? (k & LA_END ? ~(unsigned)made[t] : 0) :
 			                k & LA_GRAD ? made[t] & ~(unsigned)read[t] :
 			                k & LA_INPUT ? ~(unsigned)read[t] : 0;
 			cnt[j] = fr & live & ~(unsigned)(own[t] | used[t]);
 			for (int i = 0; i < j; i++)     /* a tensor u names twice: once */
-				if ((i < n->nin ? n->in[i] : made_by(n, i - n->nin)) == t)
+				if (named_by(n, i) == t)
 					cnt[j] = 0;
 			for (unsigned m = cnt[j]; m; m &= m - 1) {
 				int64_t *s = j < n->nin ? sx : sy;
@@ -572,8 +579,8 @@ unordered_across(const Bound *B, const Across *A, const CandSet *made, const Can
 				both |= 1u << i;
 				across[i] = ck_sat_add(across[i], sx[i] < sy[i] ? sx[i] : sy[i]);
 			}
-		for (int j = 0; both && j < nt; j++)
-			used[j < n->nin ? n->in[j] : made_by(n, j - n->nin)] |= (CandSet)(cnt[j] & both);
+		for (int j = 0; both && j < nnamed; j++)
+			used[named_by(n, j)] |= (CandSet)(cnt[j] & both);
 	}
 }
 
@@ -599,7 +606,7 @@ live_across(Bound *B, const int *cand, int ncand, int64_t *across, Arena *a)
 		A.self[cand[i]] |= (CandSet)(1u << i);
 		/* v's own tensors are in step_bytes already */
 		for (int j = 0; j < n->nin + n->nout + n->nacc; j++) {
-			int t = j < n->nin ? n->in[j] : made_by(n, j - n->nin);
+			int t = named_by(n, j);
 			int r = root_of(d, B->alias, t);
 			if (r >= 0)
 				own[r] |= (CandSet)(1u << i);

@@ -29,7 +29,7 @@ typedef struct Sel {
 	int k;
 	int next;
 	int vnext, view;        /* the first later step reading a view of it,
-	                           and that view (order_next_view_use) */
+	                           and that view (order_view_uses) */
 } Sel;
 
 /* A schedule being improved: its steps, a buffer for a changed copy, its
@@ -51,8 +51,7 @@ typedef struct Ord {
 	int longest;            /* ... where no move of RCHAIN_SHORT is left */
 	int *last;              /* [nt] each tensor's last instance in inst, or -1 */
 	int *prev;              /* [ninst] the tensor's instance before it, or -1 */
-	unsigned char *has_view; /* [nt] some tensor is a view of its storage;
-	                            | 2: some node only adds to it (adds_only_to) */
+	unsigned char *tflag;   /* [nt] TF_ flags */
 	int *vfirst, *vview;    /* [nt] order_view_uses' for the current peak,
 	                           made on the first use (22 MB on a 1M-op
 	                           chain, where no view lives across a peak) */
@@ -60,6 +59,12 @@ typedef struct Ord {
 	int kill;               /* a chain recomputes this tensor even where it
 	                           is live (order_try_chain), or -1 */
 } Ord;
+
+/* What a tensor has, for the moves that need it (Ord.tflag). */
+enum {
+	TF_VIEWED = 1,          /* some tensor is a view of its storage */
+	TF_POSTPONABLE = 2,     /* some node only adds to it (adds_only_to) */
+};
 
 /* The peak of s[0..m) and how many steps reach it, by lv_eval (scratch
  * in S), or (fast) by rm_score_state's shortcut of it, which leaves the rest of
@@ -335,6 +340,25 @@ order_try_postpone(Ord *O, int t, int p, int fu)
 	return nmv > 0 && order_keep(O, O->m);
 }
 
+/* sc's first later read through a view of t (tensor with TF_VIEWED), from
+ * order_view_uses, run once a peak (*done) into arrays made on the first
+ * call. */
+static void
+view_use(Ord *O, Sel *sc, int t, int p, bool *done)
+{
+	const Dag *d = O->M->d;
+
+	if (!O->vfirst) {
+		O->vfirst = ar_alloc(O->a, sizeof *O->vfirst * ((size_t)d->nt + 1));
+		O->vview = ar_alloc(O->a, sizeof *O->vview * ((size_t)d->nt + 1));
+	}
+	if (!*done)
+		order_view_uses(d, O->s, O->m, p, O->vfirst, O->vview);
+	*done = true;
+	sc->vnext = O->vfirst[t];
+	sc->view = O->vview[t];
+}
+
 /* Largest first, then by index (what the moves try first). */
 static int
 by_owned(const void *pa, const void *pb)
@@ -386,8 +410,7 @@ order_step(Ord *O)
 {
 	const Dag *d = O->M->d;
 	int p = O->S->ev.peak_step, ni = order_select(O, p);
-
-	bool vdone = false;
+	bool vdone = false;     /* order_view_uses ran for this peak */
 
 	O->chain = RCHAIN_SHORT;
 	for (int c = 0; c < ni && O->evals > 0; c++) {
@@ -400,21 +423,13 @@ order_step(Ord *O)
 		if (fu > p && O->evals > 0 &&
 		    order_try_chain(O, O->s[in->start], -1, p, fu, 0))
 			return true;
-		if ((O->has_view[in->tensor] & 1) && O->remat) {
-			if (!O->vfirst) {
-				O->vfirst = ar_alloc(O->a, sizeof *O->vfirst * ((size_t)d->nt + 1));
-				O->vview = ar_alloc(O->a, sizeof *O->vview * ((size_t)d->nt + 1));
-			}
-			if (!vdone)
-				order_view_uses(d, O->s, O->m, p, O->vfirst, O->vview);
-			vdone = true;
-			sc->vnext = O->vfirst[in->tensor];
-			sc->view = O->vview[in->tensor];
-		}
+		if ((O->tflag[in->tensor] & TF_VIEWED) && O->remat)
+			view_use(O, sc, in->tensor, p, &vdone);
 		if (sc->vnext > p && O->evals > 0 &&
 		    order_try_chain(O, O->maker[sc->view], in->tensor, p, sc->vnext, 0))
 			return true;
-		if (d->t[in->tensor].to_end && (O->has_view[in->tensor] & 2) && O->evals > 0 &&
+		if (d->t[in->tensor].to_end && (O->tflag[in->tensor] & TF_POSTPONABLE) &&
+		    O->evals > 0 &&
 		    order_try_postpone(O, in->tensor, p, fu))
 			return true;
 		if (d->t[in->tensor].to_end || O->evals <= 0)
@@ -437,6 +452,25 @@ order_step(Ord *O)
 			return true;
 	}
 	return false;
+}
+
+/* Each tensor's TF_ flags. */
+static unsigned char *
+order_flags(const Dag *d, Arena *a)
+{
+	unsigned char *f = ar_alloc(a, (size_t)d->nt + 1);
+
+	for (int t = 0; t < d->nt; t++) {
+		int r = d->t[t].view_src >= 0 ? dag_root(d, t) : -1;
+		if (r >= 0)
+			f[r] |= TF_VIEWED;
+	}
+	for (int v = 0; v < d->nnode; v++) {
+		const DagNode *n = &d->node[v];
+		if (n->nacc == 1 && adds_only_to(d, v, n->acc[0].tensor))
+			f[n->acc[0].tensor] |= TF_POSTPONABLE;
+	}
+	return f;
 }
 
 /* The recomputable node making each tensor, or -1. */
@@ -468,24 +502,14 @@ order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
 	Arena step = {0};               /* each move's */
 	bool remat = chain > 0;
 	Ord O = {M, S, NULL, NULL, *m, *m + (remat ? RTOTAL : 0), 0, 0, evals,
-	         maxcost, remat, NULL, NULL, 0, NULL, RCHAIN_SHORT, chain, NULL, NULL, NULL, NULL, NULL, NULL, -1};
+	         maxcost, remat, NULL, NULL, 0, NULL, RCHAIN_SHORT, chain, NULL, NULL,
+	         NULL, NULL, NULL, NULL, -1};
 
 	O.s = ar_alloc(a, sizeof *O.s * ((size_t)O.capm + 1));
 	O.buf = ar_alloc(a, sizeof *O.buf * ((size_t)O.capm + 1));
 	O.maker = order_makers(M->d, a);
-	O.kill = -1;
-	O.has_view = ar_alloc(a, (size_t)M->d->nt + 1);
+	O.tflag = order_flags(M->d, a);
 	O.a = a;
-	for (int t = 0; t < M->d->nt; t++) {
-		int r = M->d->t[t].view_src >= 0 ? dag_root(M->d, t) : -1;
-		if (r >= 0)
-			O.has_view[r] |= 1;
-	}
-	for (int v = 0; v < M->d->nnode; v++) {
-		const DagNode *n = &M->d->node[v];
-		if (n->nacc == 1 && adds_only_to(M->d, v, n->acc[0].tensor))
-			O.has_view[n->acc[0].tensor] |= 2;
-	}
 	memcpy(O.s, s, sizeof *O.s * (size_t)*m);
 	order_anchor(&O);       /* then order_key reads its evaluation */
 	if (!order_key(S, O.s, O.m, &O.peak, &O.npeak, false))
