@@ -67,6 +67,10 @@ struct RmDelta {
 	Pt *pt;
 	int npt, cappt;
 	int *iv, niv, capiv;    /* a tensor's new instances (birth, last) */
+	/* on other Dags (no shortcut): the loaded plan's build, kept to
+	 * resume a move's build from (RmBldAt) */
+	int *astep, *aposof, nastep, capastep;  /* its steps */
+	int *snapn;             /* [n / every + 1] its steps before each snapshot */
 };
 
 /* The rows of the tables above (remat_int.h, rm_row): t's instances in
@@ -97,6 +101,23 @@ occ_row(const RmDelta *X, int i)
 	return rm_row(X->oofs, i, X->ntch);
 }
 
+/* The snapshots a move's build resumes from where no shortcut scores it:
+ * 16 at most, as lv_eval_from's (the builder's state is a byte and an
+ * int a tensor). */
+static RmDelta *
+resume_new(RmDelta *X)
+{
+	const RmModel *M = X->M;
+	size_t nt = (size_t)M->d->nt + 1;
+
+	X->every = M->n / 16 + 1;
+	size_t ns = (size_t)(M->n / X->every + 1);
+	X->snapt = ar_alloc(X->a, ns * nt);
+	X->snapg = ar_alloc(X->a, ns * nt * sizeof *X->snapg);
+	X->snapn = ar_alloc(X->a, ns * sizeof *X->snapn);
+	return X;
+}
+
 RmDelta *
 rm_delta_new(RmScorer *S, Arena *a)
 {
@@ -110,7 +131,7 @@ rm_delta_new(RmScorer *S, Arena *a)
 	X->M = M;
 	X->a = a;
 	if (!M->simple)
-		return X;
+		return resume_new(X);
 	rm_bld_init(M, &X->nb, a);
 	size_t logcap = 3 * nt + (size_t)M->nuses + (size_t)M->nouts + 16;
 	X->nb.log = ar_alloc(a, logcap * sizeof *X->nb.log);
@@ -269,6 +290,41 @@ delta_build(RmDelta *X)
 	return ok;
 }
 
+/* Builds st into S->b (as rm_build) as the loaded plan of a Dag with no
+ * shortcut, keeping its steps and the builder's state before every
+ * every-th base position. */
+static bool
+resume_build(RmDelta *X, const unsigned char *st)
+{
+	const RmModel *M = X->M;
+	RmBld *B = &X->S->b;
+	size_t nt = (size_t)M->d->nt;
+	bool ok = true;
+
+	rm_bld_start(M, B);
+	for (int x = 0; x < M->n && ok; x++) {
+		if (x % X->every == 0) {
+			size_t k = (size_t)(x / X->every);
+			memcpy(X->snapt + k * nt, B->tst, nt);
+			memcpy(X->snapg + k * nt, B->gcur, nt * sizeof *B->gcur);
+			X->snapn[k] = B->nstep;
+		}
+		ok = rm_bld_pos(M, B, st, x);
+	}
+	if (!ok)
+		return false;
+	if (B->nstep > X->capastep) {
+		size_t c = 2 * (size_t)B->nstep;
+		X->astep = ar_alloc(X->a, c * sizeof *X->astep);
+		X->aposof = ar_alloc(X->a, c * sizeof *X->aposof);
+		X->capastep = (int)c;
+	}
+	memcpy(X->astep, B->step, sizeof *X->astep * (size_t)B->nstep);
+	memcpy(X->aposof, B->posof, sizeof *X->aposof * (size_t)B->nstep);
+	X->nastep = B->nstep;
+	return true;
+}
+
 const MemEval *
 rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T)
 {
@@ -280,8 +336,10 @@ rm_delta_load(RmDelta *X, const unsigned char *st, int64_t T)
 	X->ok = false;
 	X->T = T;
 	/* elsewhere each move is scored in full, resumed from this plan */
-	if (!M->simple)
-		return rm_build(S, st) ? rm_eval_anchor(S, S->b.step, S->b.nstep) : NULL;
+	if (!M->simple) {
+		X->ok = resume_build(X, st);
+		return X->ok ? rm_eval_anchor(S, S->b.step, S->b.nstep) : NULL;
+	}
 	memcpy(X->st0, st, (size_t)M->ngap);
 	if (!delta_build(X) || !(ev = rm_score_built(S)))
 		return NULL;
@@ -902,6 +960,29 @@ delta_full(RmDelta *X, const unsigned char *st, RmScore *out)
 	return rm_memo_state(X->S, st, X->T, out);
 }
 
+/* rm_memo_state's answer on a Dag with no shortcut, the build resumed from
+ * the loaded plan's last snapshot before the first base position where a
+ * changed gap is read (rm_gap_start): the builds agree up to there. */
+static bool
+resume_full(RmDelta *X, const unsigned char *st, const int *gap, int ng, RmScore *out)
+{
+	const RmModel *M = X->M;
+	size_t nt = (size_t)M->d->nt;
+	int a = M->n - 1;
+
+	if (!X->ok || M->n == 0)
+		return delta_full(X, st, out);
+	for (int i = 0; i < ng; i++) {
+		int s = rm_gap_start(M, gap[i]);
+		if (s < a)
+			a = s;
+	}
+	size_t k = (size_t)(a / X->every);
+	RmBldAt at = {(int)k * X->every, X->snapn[k], X->snapt + k * nt, X->snapg + k * nt,
+	              X->astep, X->aposof};
+	return rm_memo_state_at(X->S, st, X->T, out, &at);
+}
+
 bool
 rm_delta_gaps(RmDelta *X, const unsigned char *st, const int *gap, int ng,
               RmScore *out)
@@ -910,6 +991,8 @@ rm_delta_gaps(RmDelta *X, const unsigned char *st, const int *gap, int ng,
 	RmScorer *S = X->S;
 	int a = M->n;
 
+	if (!M->simple)
+		return resume_full(X, st, gap, ng, out);
 	if (!X->ok)
 		return delta_full(X, st, out);
 	for (int i = 0; i < ng; i++) {

@@ -324,6 +324,16 @@ bool rm_build(RmScorer *S, const unsigned char *state);
 void rm_bld_init(const RmModel *M, RmBld *B, Arena *a);
 void rm_bld_start(const RmModel *M, RmBld *B);
 bool rm_bld_pos(const RmModel *M, RmBld *B, const unsigned char *state, int x);
+/* A builder's state before base position x of one plan's build (what
+ * rm_bld_pos keeps across positions): a plan whose gaps read before x
+ * (rm_gap_start) are that plan's builds the same steps up to there, so
+ * its build may resume from it (remat_delta.c keeps a few). */
+typedef struct RmBldAt {
+	int x, nstep;
+	const unsigned char *tst;       /* [nt] */
+	const int *gcur;                /* [nt] */
+	const int *step, *posof;        /* [nstep] */
+} RmBldAt;
 /* The scorers are named rm_<how>_<what>. How: eval, lv_eval itself (the
  * whole MemEval in S->ev, its scratch in S); score, lv_eval's peak,
  * recompute cost and live bytes only (the rest of S->ev stale), by a
@@ -354,6 +364,10 @@ const MemEval *rm_score_state(RmScorer *S, const unsigned char *state);
  * plans that an earlier descent from the same start scored); counted as
  * an evaluation either way, so that the searches go as they would. */
 bool rm_memo_state(RmScorer *S, const unsigned char *state, int64_t T, RmScore *out);
+/* rm_memo_state, its build resumed from at (NULL: from the start); the
+ * same answer and count. */
+bool rm_memo_state_at(RmScorer *S, const unsigned char *state, int64_t T, RmScore *out,
+                      const RmBldAt *at);
 /* The excess of ev's steps over T. */
 int64_t rm_excess(const MemEval *ev, int64_t T);
 const MemEval *rm_score_steps(RmScorer *S, const int *step, int n);

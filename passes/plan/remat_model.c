@@ -798,14 +798,43 @@ score_steps(RmScorer *S, const int *step, int n, const int *posof, bool *sure)
 	return ev;
 }
 
+/* rm_build, resumed from at (NULL: from the start): at's steps and
+ * builder state, then the positions from at->x. */
+static bool
+build_at(RmScorer *S, const unsigned char *state, const RmBldAt *at)
+{
+	const RmModel *M = S->m;
+	RmBld *B = &S->b;
+	size_t nt = (size_t)M->d->nt;
+
+	if (!at || at->nstep > B->capstep)
+		return rm_build(S, state);
+	memcpy(B->tst, at->tst, nt);
+	memcpy(B->gcur, at->gcur, sizeof *B->gcur * nt);
+	memcpy(B->step, at->step, sizeof *B->step * (size_t)at->nstep);
+	memcpy(B->posof, at->posof, sizeof *B->posof * (size_t)at->nstep);
+	B->nstep = at->nstep;
+	for (int x = at->x; x < M->n; x++)
+		if (!rm_bld_pos(M, B, state, x))
+			return false;
+	return true;
+}
+
+/* rm_score_state, its build resumed from at. */
+static const MemEval *
+score_state_at(RmScorer *S, const unsigned char *state, const RmBldAt *at)
+{
+	if (!build_at(S, state, at))
+		return NULL;
+	if (!S->m->simple)
+		return rm_eval_steps(S, S->b.step, S->b.nstep);
+	return rm_score_built(S);
+}
+
 const MemEval *
 rm_score_state(RmScorer *S, const unsigned char *state)
 {
-	if (!S->m->simple)
-		return rm_eval_state(S, state);
-	if (!rm_build(S, state))
-		return NULL;
-	return rm_score_built(S);
+	return score_state_at(S, state, NULL);
 }
 
 int64_t
@@ -880,6 +909,13 @@ memo_insert(RmMemo *m, const unsigned char *st, int n, uint64_t h)
 bool
 rm_memo_state(RmScorer *S, const unsigned char *state, int64_t T, RmScore *out)
 {
+	return rm_memo_state_at(S, state, T, out, NULL);
+}
+
+bool
+rm_memo_state_at(RmScorer *S, const unsigned char *state, int64_t T, RmScore *out,
+                 const RmBldAt *at)
+{
 	RmMemo *m = &S->memo;
 	int n = S->m->ngap;
 	uint64_t h = state_hash(state, n);
@@ -891,7 +927,7 @@ rm_memo_state(RmScorer *S, const unsigned char *state, int64_t T, RmScore *out)
 		*out = e->sc;
 		return e->valid;
 	}
-	const MemEval *ev = rm_score_state(S, state);
+	const MemEval *ev = score_state_at(S, state, at);
 	RmScore sc = {0, 0, 0};
 	if (ev) {
 		sc.peak = ev->peak;
