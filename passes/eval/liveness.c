@@ -428,11 +428,13 @@ lv_init_from(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a, int 
 	ev->kind = ar_alloc(a, sizeof *ev->kind * (size_t)(n + 1));
 	ev->live_bytes = ar_alloc(a, sizeof *ev->live_bytes * (size_t)(n + 1));
 	ev->step_prod = ar_alloc(a, sizeof *ev->step_prod * (size_t)(n + 2));
-	ev->inst = ar_alloc(a, sizeof *ev->inst * (size_t)(cap + 1));
+	ev->inst = ar_array_raw(a, (size_t)cap + 1, sizeof *ev->inst);  /* lv_new fills */
 	ar_init(&L->scratch);
-	L->cur = ar_alloc(&L->scratch, sizeof *L->cur * (size_t)(d->nt + 1));
-	L->readat = ar_alloc(&L->scratch, sizeof *L->readat * (size_t)(d->nt + 1));
-	L->seen = ar_alloc(&L->scratch, sizeof *L->seen * (size_t)(d->nnode + 1));
+	/* from a later step, lv_restore fills them */
+	void *(*arr)(Arena *, size_t, size_t) = from > 0 ? ar_array_raw : ar_array;
+	L->cur = arr(&L->scratch, (size_t)d->nt + 1, sizeof *L->cur);
+	L->readat = arr(&L->scratch, (size_t)d->nt + 1, sizeof *L->readat);
+	L->seen = arr(&L->scratch, (size_t)d->nnode + 1, sizeof *L->seen);
 	L->pend = ar_alloc(&L->scratch, sizeof *L->pend * (size_t)maxprod);
 	if (sums) {
 		L->roots = ar_alloc(&L->scratch, sizeof *L->roots * (size_t)(nuse + 1));
