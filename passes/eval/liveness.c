@@ -16,7 +16,8 @@
  * restores the last snapshot within the prefix a schedule shares with the
  * anchor's and runs the first pass from there. The ends, the per-step sums
  * and the peak depend on later steps too, so the passes after the first
- * run in full; the result is lv_eval's, field for field. */
+ * run in full; the result is lv_eval's, field for field, but for the
+ * breakdown at the peak, which only a report reads (lv_breakdown). */
 #include <stdarg.h>
 #include <string.h>
 
@@ -265,7 +266,7 @@ lv_sum_phase(Lv *L, int i, int64_t live)
 /* live_bytes from a difference array of owned bytes, made in live_bytes
  * itself (step i's difference is read before its sum is written there;
  * a separate array was 2.4 MB of 300k steps at the evaluation's peak);
- * peak; breakdown. */
+ * peak. */
 static void
 lv_sum(Lv *L)
 {
@@ -308,14 +309,24 @@ lv_sum(Lv *L)
 		ev->peak_step = 0;
 		return;
 	}
+}
+
+void
+lv_breakdown(const Dag *d, MemEval *ev)
+{
+	int n = ev->nsteps;
+
+	memset(ev->breakdown, 0, sizeof ev->breakdown);
+	if (!ev->valid)
+		return;
 	for (int c = 0; c < CAT_COUNT; c++)
-		ev->breakdown[c] = L->d->persistent[c];
+		ev->breakdown[c] = d->persistent[c];
 	/* instances are made in step order: those after the peak step's
 	 * products start after it */
 	for (int k = 0; n > 0 && k < ev->step_prod[ev->peak_step + 2]; k++) {
 		Instance *in = &ev->inst[k];
 		if (in->owned && in->start <= ev->peak_step && ev->peak_step <= in->end)
-			ev->breakdown[L->d->t[in->tensor].cat] += in->owned;
+			ev->breakdown[d->t[in->tensor].cat] += in->owned;
 	}
 	if (n > 0)
 		ev->breakdown[CAT_TEMPORARIES] += ev_temp(ev, ev->peak_step);
@@ -585,8 +596,9 @@ lv_begin(Lv *L)
 	ev->step_prod[1] = ev->ninst;
 }
 
-void
-lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
+/* lv_eval but the breakdown. */
+static void
+lv_eval_steps(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 {
 	Lv L;
 
@@ -594,6 +606,13 @@ lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	lv_begin(&L);
 	lv_run(&L, 0, NULL);
 	ar_free(&L.scratch);
+}
+
+void
+lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
+{
+	lv_eval_steps(d, s, ev, a);
+	lv_breakdown(d, ev);
 }
 
 LvAnchor *
@@ -638,7 +657,7 @@ lv_eval_anchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena 
 
 	lv_anchor_free(A);
 	if (s->n > LV_ANCHOR_MAX || s->n < 2 * LV_SNAP_EVERY) {
-		lv_eval(d, s, ev, a);
+		lv_eval_steps(d, s, ev, a);
 		return;
 	}
 	A->every = s->n / (LV_SNAPS + 1) + 1;
@@ -710,7 +729,7 @@ lv_eval_from(const LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Ar
 	Lv L;
 
 	if (!p) {
-		lv_eval(d, s, ev, a);
+		lv_eval_steps(d, s, ev, a);
 		return;
 	}
 	lv_init_from(&L, d, s, ev, a, p->at, p->count, A->sz, A->nfrom);

@@ -504,6 +504,7 @@ resumes_alike(const LvAnchor *A, const Dag *d, const Schedule *s)
 
 	lv_eval_from(A, d, s, &ea, &sa);
 	lv_eval(d, s, &eb, &sb);
+	lv_breakdown(d, &ea);
 	expect_same_eval(&eb, &ea);
 	ar_free(&sa);
 	ar_free(&sb);
@@ -578,6 +579,7 @@ test_resume_from_anchor(void **state)
 		MemEval ea, eb;
 		lv_eval_anchor(A, &d, &s, &ea, &sa);
 		lv_eval(&d, &s, &eb, &sb);
+		lv_breakdown(&d, &ea);
 		expect_same_eval(&eb, &ea);
 		for (int r = 0; r < 40; r++) {
 			Schedule m = moved(&s, &seed, &a);
