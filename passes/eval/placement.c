@@ -523,7 +523,9 @@ skyline(MpPlacer *P, MpMethod m, uint64_t seed)
 
 /* A value per step (0 .. m-1, m a power of 2) under range adds: a segment
  * tree whose node x holds the least and the most value below it, counting
- * the adds at x and below but not those above it. */
+ * the adds at x and below but not those above it. Leaf t is node m + t.
+ * The operations run bottom up or along one path, without recursion: they
+ * are the inner loop of the search. */
 typedef struct Range {
 	int64_t *mn, *mx, *add;
 	int m;
@@ -544,49 +546,123 @@ rg_build(Range *R, const int64_t *v, int n, int64_t pad)
 	}
 }
 
-/* Adds v to steps l..r; node x covers nl..nr. */
-static void
-rg_add(Range *R, int x, int nl, int nr, int l, int r, int64_t v)
+/* Adds v to the whole of node x. */
+static inline void
+rg_bump(Range *R, int x, int64_t v)
 {
-	if (r < nl || nr < l)
-		return;
-	if (l <= nl && nr <= r) {
-		R->mn[x] += v;
-		R->mx[x] += v;
-		R->add[x] += v;
-		return;
-	}
-	int mid = nl + (nr - nl) / 2;
-	rg_add(R, 2 * x, nl, mid, l, r, v);
-	rg_add(R, 2 * x + 1, mid + 1, nr, l, r, v);
-	R->mn[x] = R->add[x] + (R->mn[2 * x] < R->mn[2 * x + 1] ? R->mn[2 * x] : R->mn[2 * x + 1]);
-	R->mx[x] = R->add[x] + (R->mx[2 * x] > R->mx[2 * x + 1] ? R->mx[2 * x] : R->mx[2 * x + 1]);
+	R->mn[x] += v;
+	R->mx[x] += v;
+	R->add[x] += v;
 }
 
-/* The most value at steps l..r; node x covers nl..nr. */
-static int64_t
-rg_max(const Range *R, int x, int nl, int nr, int l, int r)
+/* Node x's least and most value again from its children's; false when
+ * they stay the same. */
+static inline bool
+rg_pull(Range *R, int x)
 {
-	if (r < nl || nr < l)
-		return INT64_MIN;
-	if (l <= nl && nr <= r)
-		return R->mx[x];
-	int mid = nl + (nr - nl) / 2;
-	int64_t a = rg_max(R, 2 * x, nl, mid, l, r), c = rg_max(R, 2 * x + 1, mid + 1, nr, l, r);
-	return R->add[x] + (a > c ? a : c);
+	int64_t a = R->mn[2 * x], b = R->mn[2 * x + 1], c = R->mx[2 * x], d = R->mx[2 * x + 1];
+	int64_t mn = R->add[x] + (a < b ? a : b), mx = R->add[x] + (c > d ? c : d);
+	bool changed = mn != R->mn[x] || mx != R->mx[x];
+
+	R->mn[x] = mn;
+	R->mx[x] = mx;
+	return changed;
+}
+
+/* Adds v to steps l..r (l <= r), bottom up: to the nodes inside l..r whose
+ * parents are not (where a recursive descent stops, so add[] holds what it
+ * always held), then pulls the nodes partly inside, the ancestors of leaf
+ * l that start before l and those of leaf r that end after r, level by
+ * level. Above the node where those two paths meet only the path changes:
+ * a node that stays the same leaves the ones above it the same. */
+static void
+rg_add(Range *R, int l, int r, int64_t v)
+{
+	int a = R->m + l, b = R->m + r + 1;     /* the leaves a .. b - 1 */
+
+	for (int lo = a, hi = b; lo < hi; lo /= 2, hi /= 2) {
+		if (lo & 1)
+			rg_bump(R, lo++, v);
+		if (hi & 1)
+			rg_bump(R, --hi, v);
+	}
+	for (int i = 1; a >> i > 0; i++) {
+		int x = a >> i, y = (b - 1) >> i;
+		bool px = (x << i) != a, py = ((b >> i) << i) != b;
+		if (x == y) {
+			if ((px || py) && !rg_pull(R, x))
+				break;
+			continue;
+		}
+		if (px)
+			rg_pull(R, x);
+		if (py)
+			rg_pull(R, y);
+	}
+}
+
+/* The most value at steps l..r (l <= r): over the nodes rg_add would add
+ * to, bottom up, a the most of those taken from the left so far and b of
+ * those from the right, each counting the adds up to the node that holds
+ * them all (lo - 1, and hi), then, once the ends meet, the adds above it.
+ * INT64_MIN: none taken yet (no step holds it). */
+static int64_t
+rg_max(const Range *R, int l, int r)
+{
+	int64_t a = INT64_MIN, b = INT64_MIN;
+	int lo = R->m + l, hi = R->m + r + 1;
+
+	while (lo < hi) {
+		if (lo & 1) {
+			a = R->mx[lo] > a ? R->mx[lo] : a;
+			lo++;
+		}
+		if (hi & 1) {
+			hi--;
+			b = R->mx[hi] > b ? R->mx[hi] : b;
+		}
+		lo /= 2, hi /= 2;
+		if (a != INT64_MIN && lo > 1)   /* lo 1: a is the root's */
+			a += R->add[lo - 1];
+		if (b != INT64_MIN)
+			b += R->add[hi];
+	}
+	for (int x = (lo - 1) / 2; a != INT64_MIN && x > 0; x /= 2)
+		a += R->add[x];
+	for (int x = hi / 2; b != INT64_MIN && x > 0; x /= 2)
+		b += R->add[x];
+	return a > b ? a : b;
 }
 
 /* The first step at or after l whose value is above h, every value being
- * at least h (-1: none); node x covers nl..nr, `above` the adds over x. */
+ * at least h (-1: none): down the path to leaf l, keeping each right
+ * sibling off it with the adds over it; then leaf l, else the deepest of
+ * those siblings that holds such a step, and down it to the first one. */
 static int
-rg_above(const Range *R, int x, int nl, int nr, int l, int64_t h, int64_t above)
+rg_above(const Range *R, int l, int64_t h)
 {
-	if (nr < l || R->mx[x] + above <= h)
+	int sib[32], n = 0, x = 1;     /* a level each: m is an int */
+	int64_t over[32], above = 0;
+
+	for (int half = R->m / 2; half > 0; half /= 2) {
+		above += R->add[x];
+		x *= 2;
+		if (l & half)
+			x++;
+		else
+			sib[n] = x + 1, over[n++] = above;
+	}
+	if (R->mx[x] + above > h)
+		return l;
+	while (n > 0 && R->mx[sib[n - 1]] + over[n - 1] <= h)
+		n--;
+	if (n-- == 0)
 		return -1;
-	if (nl == nr)
-		return nl;
-	int mid = nl + (nr - nl) / 2, t = rg_above(R, 2 * x, nl, mid, l, h, above + R->add[x]);
-	return t >= 0 ? t : rg_above(R, 2 * x + 1, mid + 1, nr, l, h, above + R->add[x]);
+	for (x = sib[n], above = over[n]; x < R->m;) {
+		above += R->add[x];
+		x = R->mx[2 * x] + above > h ? 2 * x : 2 * x + 1;
+	}
+	return x - R->m;
 }
 
 /* The value at step t. */
@@ -635,7 +711,7 @@ static bool
 bd_push(Bounded *B)
 {
 	MpPlacer *P = B->P;
-	int T = B->sky.m - 1, l = 0, x = 1;
+	int l = 0, x = 1;
 	int64_t h = B->sky.mn[1], above = 0;
 
 	while (x < B->sky.m) {  /* down to the first lowest step */
@@ -643,7 +719,7 @@ bd_push(Bounded *B)
 		x = B->sky.mn[2 * x] + above == h ? 2 * x : 2 * x + 1;
 	}
 	l = x - B->sky.m;
-	int r = rg_above(&B->sky, 1, 0, T, l, h, 0) - 1;
+	int r = rg_above(&B->sky, l, h) - 1;
 	Frame *F = &B->f[B->nf++];
 	*F = (Frame){l, r, h, {0}, 0, 0, -1, 0, false};
 	for (int p = first_from(P, l + P->lo); p < P->n; p++) {
@@ -669,7 +745,7 @@ static bool
 bd_search(Bounded *B, int64_t bound, int64_t nodes)
 {
 	MpPlacer *P = B->P;
-	int T = B->sky.m - 1, steps = P->hi - P->lo + 1;
+	int steps = P->hi - P->lo + 1;
 
 	rg_build(&B->sky, NULL, steps, INT64_MAX / 4);   /* beyond the steps: never lowest */
 	rg_build(&B->need, B->load, steps, 0);
@@ -684,21 +760,21 @@ bd_search(Bounded *B, int64_t bound, int64_t nodes)
 			return false;
 		if (F->put >= 0) {      /* undo the last decision here */
 			MpExtent *x = &P->b[F->put];
-			rg_add(&B->sky, 1, 0, T, x->start - P->lo, x->end - P->lo, -x->size);
+			rg_add(&B->sky, x->start - P->lo, x->end - P->lo, -x->size);
 			B->placed[F->put] = 0;
 			B->left++;
 			F->put = -1;
 		}
 		if (F->lift) {
-			rg_add(&B->sky, 1, 0, T, F->l, F->r, -F->lift);
-			rg_add(&B->need, 1, 0, T, F->l, F->r, -F->lift);
+			rg_add(&B->sky, F->l, F->r, -F->lift);
+			rg_add(&B->need, F->l, F->r, -F->lift);
 			F->lift = 0;
 		}
 		if (F->next < F->nc) {
 			int i = F->cand[F->next++];
 			MpExtent *x = &P->b[i];
 			x->off = F->h;
-			rg_add(&B->sky, 1, 0, T, x->start - P->lo, x->end - P->lo, x->size);
+			rg_add(&B->sky, x->start - P->lo, x->end - P->lo, x->size);
 			B->placed[i] = 1;
 			B->left--;
 			F->put = i;
@@ -715,10 +791,10 @@ bd_search(Bounded *B, int64_t bound, int64_t nodes)
 			int64_t hq = F->r + 1 < steps ? rg_get(&B->sky, F->r + 1) : INT64_MAX;
 			int64_t to = hp < hq ? hp : hq;
 			if (to != INT64_MAX &&
-			    rg_max(&B->need, 1, 0, T, F->l, F->r) + (to - F->h) <= bound) {
+			    rg_max(&B->need, F->l, F->r) + (to - F->h) <= bound) {
 				F->lift = to - F->h;
-				rg_add(&B->sky, 1, 0, T, F->l, F->r, F->lift);
-				rg_add(&B->need, 1, 0, T, F->l, F->r, F->lift);
+				rg_add(&B->sky, F->l, F->r, F->lift);
+				rg_add(&B->need, F->l, F->r, F->lift);
 				if (!bd_push(B))
 					return false;
 				continue;

@@ -4,8 +4,9 @@
  * least the aligned floor, itself at least the most bytes live at once;
  * small sets and a large one; hand-made sets where greedy by size beats
  * the linear scan and the skyline beats greedy by size; persistent
- * buffers first; and on the real pipeline for every example (tiny and
- * real dims, -O0 to -O2): peak <= floor <= arena <= 1.02 x floor. */
+ * buffers first; the skyline under a bound on 1 to 65 steps; and on the
+ * real pipeline for every example (tiny and real dims, -O0 to -O2):
+ * peak <= floor <= arena <= 1.02 x floor. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -296,6 +297,68 @@ test_out_of_work(void **state)
 			            b[i].off >= b[j].off + b[j].size || b[j].off >= b[i].off + b[i].size);
 	}
 	ar_free(&a);
+}
+
+/* The skyline under a bound on few steps, where its segment trees over the
+ * steps are smallest and every step is an edge of them: 1 to 17 steps and
+ * around 32 and 64 (a tree's leaves are the least power of 2 above the
+ * steps), lifetimes off step 0. From a greedy placement it finds a sound
+ * one no higher and at least the floor, the same one every time. */
+static void
+test_bounded_steps(void **state)
+{
+	static const int nsteps[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
+	enum { N = 48 };
+	MpExtent b[N];
+	int64_t off[N];
+	uint64_t seed = 77;
+	(void)state;
+	for (size_t k = 0; k < sizeof nsteps / sizeof nsteps[0]; k++)
+		for (int round = 0; round < 12; round++) {
+			int n = 1 + (int)(rnd(&seed) % N), steps = nsteps[k];
+			int base = (int)(rnd(&seed) % 4);
+			for (int i = 0; i < n; i++) {
+				int s = (int)(rnd(&seed) % (uint64_t)steps);
+				int w = rnd(&seed) % 2 ? steps - s : 3;   /* long or short */
+				int e = s + (int)(rnd(&seed) % (uint64_t)w);
+				b[i] = (MpExtent){256 * (1 + (int64_t)(rnd(&seed) % 8)), 0, base + s,
+				                  base + (e < steps ? e : steps - 1)};
+			}
+			Arena a;
+			ar_init(&a);
+			int64_t t0 = mp_place(mp_placer(b, n, 1 << 20, &a), MP_SIZE_FIRST_FIT, 0);
+			assert_true(t0 > 0);
+			for (int i = 0; i < n; i++)
+				off[i] = b[i].off;
+			int64_t t1 = mp_place(mp_placer(b, n, 1 << 22, &a), MP_SKYLINE_BOUNDED, 0);
+			int64_t top = 0;
+			assert_true(t1 <= t0);
+			for (int i = 0; i < n; i++) {
+				assert_true(b[i].off >= 0 && b[i].off % 256 == 0);
+				top = b[i].off + b[i].size > top ? b[i].off + b[i].size : top;
+				for (int j = 0; j < i; j++)
+					assert_true(b[i].start > b[j].end || b[j].start > b[i].end ||
+					            b[i].off >= b[j].off + b[j].size ||
+					            b[j].off >= b[i].off + b[i].size);
+			}
+			assert_int_equal(top, t1);
+			for (int t = base; t < base + steps; t++) {
+				int64_t live = 0;
+				for (int i = 0; i < n; i++)
+					live += b[i].start <= t && t <= b[i].end ? b[i].size : 0;
+				assert_true(t1 >= live);
+			}
+			/* again from the same start: the same offsets */
+			int64_t got[N];
+			for (int i = 0; i < n; i++) {
+				got[i] = b[i].off;
+				b[i].off = off[i];
+			}
+			assert_int_equal(mp_place(mp_placer(b, n, 1 << 22, &a), MP_SKYLINE_BOUNDED, 0), t1);
+			for (int i = 0; i < n; i++)
+				assert_int_equal(b[i].off, got[i]);
+			ar_free(&a);
+		}
 }
 
 /* Disjoint lifetimes share memory: a chain of same-sized buffers, each
@@ -639,6 +702,7 @@ main(void)
 		cmocka_unit_test(test_size_beats_scan),
 		cmocka_unit_test(test_skyline_beats_size),
 		cmocka_unit_test(test_out_of_work),
+		cmocka_unit_test(test_bounded_steps),
 		cmocka_unit_test(test_reuse),
 		cmocka_unit_test(test_large),
 		cmocka_unit_test(test_scan_reference),
