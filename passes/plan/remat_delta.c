@@ -978,6 +978,7 @@ resume_full(RmDelta *X, const unsigned char *st, const int *gap, int ng, RmScore
 			a = s;
 	}
 	size_t k = (size_t)(a / X->every);
+	ir_assert(X->snapn[k] <= X->nastep);
 	RmBldAt at = {(int)k * X->every, X->snapn[k], X->snapt + k * nt, X->snapg + k * nt,
 	              X->astep, X->aposof};
 	return rm_memo_state_at(X->S, st, X->T, out, &at);
