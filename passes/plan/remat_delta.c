@@ -71,6 +71,11 @@ struct RmDelta {
 	 * resume a move's build from (RmBldAt) */
 	int *astep, *aposof, nastep, capastep;  /* its steps */
 	int *snapn;             /* [n / every + 1] its steps before each snapshot */
+	int *tofs, *tpos, captpos;      /* CSR [nt]: base positions where its
+	                                   steps use or make each tensor */
+	int *tlast, *tcur;      /* [nt] scratch: the last one listed, the next
+	                           entry to fill */
+	int keep[RM_JUMP_KEEP]; /* a jump's tensors (RmBldAt.keep) */
 };
 
 /* The rows of the tables above (remat_int.h, rm_row): t's instances in
@@ -115,7 +120,88 @@ resume_new(RmDelta *X)
 	X->snapt = ar_alloc(X->a, ns * nt);
 	X->snapg = ar_alloc(X->a, ns * nt * sizeof *X->snapg);
 	X->snapn = ar_alloc(X->a, ns * sizeof *X->snapn);
+	X->tofs = ar_alloc(X->a, (nt + 1) * sizeof *X->tofs);
+	X->tlast = ar_alloc(X->a, nt * sizeof *X->tlast);
+	X->tcur = ar_alloc(X->a, nt * sizeof *X->tcur);
 	return X;
+}
+
+/* Lists base position x for t, once (cur NULL: counts it). */
+static inline void
+list_touch(RmDelta *X, int t, int x, int *cur)
+{
+	if (X->tlast[t] == x)
+		return;
+	X->tlast[t] = x;
+	if (cur)
+		X->tpos[cur[t]++] = x;
+	else
+		X->tofs[t + 1]++;
+}
+
+/* Step i of the loaded plan touches what rm_bld_pos reads or sets the
+ * bits of when it runs that node: its uses, its products, its outputs. */
+static void
+touch_step(RmDelta *X, int i, int *cur)
+{
+	const RmModel *M = X->M;
+	int v = X->astep[i], x = X->aposof[i];
+	RmRow u = rm_uses(M, v), o = rm_outs(M, v);
+
+	for (int k = u.lo; k < u.hi; k++)
+		list_touch(X, M->use[k], x, cur);
+	for (int k = o.lo; k < o.hi; k++)
+		list_touch(X, M->out[k], x, cur);
+	for (int k = 0; k < M->d->node[v].nout; k++)
+		list_touch(X, M->d->node[v].out[k], x, cur);
+}
+
+/* The loaded plan's touches by tensor (tofs, tpos): each base position
+ * once, in order. */
+static void
+resume_touches(RmDelta *X)
+{
+	int nt = X->M->d->nt;
+
+	memset(X->tofs, 0, sizeof *X->tofs * (size_t)(nt + 1));
+	memset(X->tlast, 0xff, sizeof *X->tlast * (size_t)nt);
+	for (int i = 0; i < X->nastep; i++)
+		touch_step(X, i, NULL);
+	for (int t = 0; t < nt; t++)
+		X->tofs[t + 1] += X->tofs[t];
+	if (X->tofs[nt] > X->captpos) {
+		X->captpos = 2 * X->tofs[nt];
+		X->tpos = ar_alloc(X->a, sizeof *X->tpos * (size_t)X->captpos);
+	}
+	memcpy(X->tcur, X->tofs, sizeof *X->tcur * (size_t)nt);
+	memset(X->tlast, 0xff, sizeof *X->tlast * (size_t)nt);
+	for (int i = 0; i < X->nastep; i++)
+		touch_step(X, i, X->tcur);
+}
+
+/* The first base position after p where the loaded plan's build reads
+ * or sets t's bits or its gaps' states: a step using or making it, or an
+ * EARLY position of its gaps; M->n: none. */
+static int
+loaded_touch(const RmDelta *X, int t, int p)
+{
+	const RmModel *M = X->M;
+	int lo = X->tofs[t], hi = X->tofs[t + 1], e = M->n;
+
+	while (lo < hi) {       /* the first entry after p */
+		int mid = lo + (hi - lo) / 2;
+		if (X->tpos[mid] <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < X->tofs[t + 1])
+		e = X->tpos[lo];
+	RmRow g = rm_gaps(M, t);
+	for (int k = g.lo; k < g.hi; k++)
+		if (M->gearly[k] > p && M->gearly[k] < e)
+			e = M->gearly[k];
+	return e;
 }
 
 RmDelta *
@@ -322,6 +408,7 @@ resume_build(RmDelta *X, const unsigned char *st)
 	memcpy(X->astep, B->step, sizeof *X->astep * (size_t)B->nstep);
 	memcpy(X->aposof, B->posof, sizeof *X->aposof * (size_t)B->nstep);
 	X->nastep = B->nstep;
+	resume_touches(X);
 	return true;
 }
 
@@ -960,6 +1047,42 @@ delta_full(RmDelta *X, const unsigned char *st, RmScore *out)
 	return rm_memo_state(X->S, st, X->T, out);
 }
 
+/* The jump of a build resumed at `at` for the loaded plan with gap[0..ng)
+ * changed, a the first position one is read: after position a, the
+ * builds differ in the bits of those gaps' tensors alone until the
+ * loaded plan's build next touches one (loaded_touch), so the build may go
+ * on from the loaded plan's last snapshot before that, those bits taken
+ * along. On a dropped activation's gap that skips the forward after its
+ * last use and the backward up to its next read. */
+static void
+resume_jump(RmDelta *X, RmBldAt *at, int a, const int *gap, int ng)
+{
+	const RmModel *M = X->M;
+	size_t nt = (size_t)M->d->nt;
+	int e = M->n - 1;
+
+	if (ng > RM_JUMP_KEEP)
+		return;
+	for (int i = 0; i < ng; i++) {
+		int t = M->gtensor[gap[i]], x = loaded_touch(X, t, a);
+		e = x < e ? x : e;
+	}
+	size_t k = (size_t)(e / X->every);
+	if ((int)k * X->every <= a)
+		return;
+	ir_assert(X->snapn[k] <= X->nastep);
+	at->jump = true;
+	at->until = a;
+	at->x2 = (int)k * X->every;
+	at->nstep2 = X->snapn[k];
+	at->tst2 = X->snapt + k * nt;
+	at->gcur2 = X->snapg + k * nt;
+	at->nkeep = ng;
+	at->keep = X->keep;
+	for (int i = 0; i < ng; i++)
+		X->keep[i] = M->gtensor[gap[i]];
+}
+
 /* rm_memo_state's answer on a Dag with no shortcut, the build resumed from
  * the loaded plan's last snapshot before the first base position where a
  * changed gap is read (rm_gap_start): the builds agree up to there. */
@@ -979,8 +1102,9 @@ resume_full(RmDelta *X, const unsigned char *st, const int *gap, int ng, RmScore
 	}
 	size_t k = (size_t)(a / X->every);
 	ir_assert(X->snapn[k] <= X->nastep);
-	RmBldAt at = {(int)k * X->every, X->snapn[k], X->snapt + k * nt, X->snapg + k * nt,
-	              X->astep, X->aposof};
+	RmBldAt at = {.x = (int)k * X->every, .nstep = X->snapn[k], .tst = X->snapt + k * nt,
+	              .gcur = X->snapg + k * nt, .step = X->astep, .posof = X->aposof};
+	resume_jump(X, &at, a, gap, ng);
 	return rm_memo_state_at(X->S, st, X->T, out, &at);
 }
 

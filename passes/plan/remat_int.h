@@ -328,11 +328,20 @@ bool rm_bld_pos(const RmModel *M, RmBld *B, const unsigned char *state, int x);
  * rm_bld_pos keeps across positions): a plan whose gaps read before x
  * (rm_gap_start) are that plan's builds the same steps up to there, so
  * its build may resume from it (remat_delta.c keeps a few). */
+enum { RM_JUMP_KEEP = 16 };
 typedef struct RmBldAt {
 	int x, nstep;
 	const unsigned char *tst;       /* [nt] */
 	const int *gcur;                /* [nt] */
 	const int *step, *posof;        /* [nstep] */
+	/* and (jump) after base position until, that plan's state before
+	 * base position x2 > until but for the bits of the tensors keep[0..nkeep),
+	 * which are the new plan's after until: the builds agree but on those
+	 * where that plan's build touches none of them in between */
+	bool jump;
+	int until, x2, nstep2, nkeep;   /* nkeep <= RM_JUMP_KEEP */
+	const unsigned char *tst2;
+	const int *gcur2, *keep;
 } RmBldAt;
 /* The scorers are named rm_<how>_<what>. How: eval, lv_eval itself (the
  * whole MemEval in S->ev, its scratch in S); score, lv_eval's peak,

@@ -798,23 +798,48 @@ score_steps(RmScorer *S, const int *step, int n, const int *posof, bool *sure)
 	return ev;
 }
 
+/* B's state before base position x: tst and gcur, and the first nstep
+ * steps of step and posof. */
+static void
+bld_restore(const RmModel *M, RmBld *B, const unsigned char *tst, const int *gcur,
+            const int *step, const int *posof, int nstep)
+{
+	size_t nt = (size_t)M->d->nt;
+
+	memcpy(B->tst, tst, nt);
+	memcpy(B->gcur, gcur, sizeof *B->gcur * nt);
+	memcpy(B->step, step, sizeof *B->step * (size_t)nstep);
+	memcpy(B->posof, posof, sizeof *B->posof * (size_t)nstep);
+	B->nstep = nstep;
+}
+
 /* rm_build, resumed from at (NULL: from the start): at's steps and
- * builder state, then the positions from at->x. */
+ * builder state, then the positions from at->x (with a jump, up to
+ * at->until, then at's second state with the kept tensors' bits, and the
+ * positions from at->x2). */
 static bool
 build_at(RmScorer *S, const unsigned char *state, const RmBldAt *at)
 {
 	const RmModel *M = S->m;
 	RmBld *B = &S->b;
-	size_t nt = (size_t)M->d->nt;
+	unsigned char bits[RM_JUMP_KEEP];
 
-	if (!at || at->nstep > B->capstep)
+	if (!at || at->nstep > B->capstep || (at->jump && at->nstep2 > B->capstep))
 		return rm_build(S, state);
-	memcpy(B->tst, at->tst, nt);
-	memcpy(B->gcur, at->gcur, sizeof *B->gcur * nt);
-	memcpy(B->step, at->step, sizeof *B->step * (size_t)at->nstep);
-	memcpy(B->posof, at->posof, sizeof *B->posof * (size_t)at->nstep);
-	B->nstep = at->nstep;
-	for (int x = at->x; x < M->n; x++)
+	bld_restore(M, B, at->tst, at->gcur, at->step, at->posof, at->nstep);
+	int x = at->x;
+	if (at->jump) {
+		for (; x <= at->until; x++)
+			if (!rm_bld_pos(M, B, state, x))
+				return false;
+		for (int i = 0; i < at->nkeep; i++)
+			bits[i] = B->tst[at->keep[i]];
+		bld_restore(M, B, at->tst2, at->gcur2, at->step, at->posof, at->nstep2);
+		for (int i = 0; i < at->nkeep; i++)
+			B->tst[at->keep[i]] = bits[i];
+		x = at->x2;
+	}
+	for (; x < M->n; x++)
 		if (!rm_bld_pos(M, B, state, x))
 			return false;
 	return true;
