@@ -637,16 +637,16 @@ lv_anchor_free(LvAnchor *A)
 	A->temp = NULL;
 }
 
-/* Whether some node of d makes an out_of_place sum: then an anchor keeps
- * the roots that a schedule resumed from it may need, whether or not its
- * own steps make one (lv_sum_phase finds no sum all the same). */
+/* Whether some node makes an out_of_place sum (sz: lv_sizes of its Dag):
+ * then an anchor keeps the roots that a schedule resumed from it may
+ * need, whether or not its own steps make one (lv_sum_phase finds no sum
+ * all the same). */
 static bool
-dag_has_sums(const Dag *d)
+sizes_have_sums(const int *sz, int nnode)
 {
-	for (int v = 0; v < d->nnode; v++)
-		for (int j = 0; j < d->node[v].nacc; j++)
-			if (d->node[v].acc[j].out_of_place)
-				return true;
+	for (int v = 0; v < nnode; v++)
+		if (sz[LV_SIZES * v + LV_SUMS])
+			return true;
 	return false;
 }
 
@@ -663,8 +663,8 @@ lv_eval_anchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena 
 	A->every = s->n / (LV_SNAPS + 1) + 1;
 	if (A->every < LV_SNAP_EVERY)
 		A->every = LV_SNAP_EVERY;
-	A->sums = dag_has_sums(d);
 	A->sz = lv_sizes(d, &A->mem);
+	A->sums = sizes_have_sums(A->sz, d->nnode);
 	A->nfrom = lv_from_start(d);
 	lv_init_from(&L, d, s, ev, a, 0, (LvCount){.sums = A->sums}, A->sz, A->nfrom);
 	lv_begin(&L);

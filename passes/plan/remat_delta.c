@@ -140,7 +140,7 @@ list_touch(RmDelta *X, int t, int x, int *cur)
 }
 
 /* Step i of the loaded plan touches what rm_bld_pos reads or sets the
- * bits of when it runs that node: its uses, its products, its outputs. */
+ * bits of when it runs that node: its uses and its outputs. */
 static void
 touch_step(RmDelta *X, int i, int *cur)
 {
@@ -152,8 +152,6 @@ touch_step(RmDelta *X, int i, int *cur)
 		list_touch(X, M->use[k], x, cur);
 	for (int k = o.lo; k < o.hi; k++)
 		list_touch(X, M->out[k], x, cur);
-	for (int k = 0; k < M->d->node[v].nout; k++)
-		list_touch(X, M->d->node[v].out[k], x, cur);
 }
 
 /* The loaded plan's touches by tensor (tofs, tpos): each base position
@@ -341,6 +339,33 @@ log_change(RmDelta *X, int *n, int t, unsigned char bits)
 	X->clb[(*n)++] = bits;
 }
 
+/* Keeps B's state before base position x, every every-th one: its bits,
+ * its gap counters (which do not depend on the plan: once, the first
+ * time a build gets through) and, where kept, its step count. */
+static void
+keep_snapshot(RmDelta *X, const RmBld *B, int x)
+{
+	size_t nt = (size_t)X->M->d->nt, k = (size_t)(x / X->every);
+
+	if (x % X->every)
+		return;
+	memcpy(X->snapt + k * nt, B->tst, nt);
+	if (!X->gsaved)
+		memcpy(X->snapg + k * nt, B->gcur, nt * sizeof *B->gcur);
+	if (X->snapn)
+		X->snapn[k] = B->nstep;
+}
+
+/* Snapshot k of the loaded plan (a Dag with no shortcut). */
+static RmBldSnap
+snapshot(const RmDelta *X, size_t k)
+{
+	size_t nt = (size_t)X->M->d->nt;
+
+	ir_assert(X->snapn[k] <= X->nastep);
+	return (RmBldSnap){(int)k * X->every, X->snapn[k], X->snapt + k * nt, X->snapg + k * nt};
+}
+
 /* Builds the plan to load into S->b (as rm_build), keeping the builder
  * states before every every-th base position and what each position
  * changed. */
@@ -349,7 +374,6 @@ delta_build(RmDelta *X)
 {
 	const RmModel *M = X->M;
 	RmScorer *S = X->S;
-	size_t nt = (size_t)M->d->nt;
 	RmBld *B = &S->b;
 	int n = 0;
 	bool ok = true;
@@ -357,13 +381,7 @@ delta_build(RmDelta *X)
 	B->log = X->nb.log;
 	rm_bld_start(M, B);
 	for (int x = 0; x < M->n && ok; x++) {
-		if (x % X->every == 0) {
-			size_t k = (size_t)(x / X->every);
-			memcpy(X->snapt + k * nt, B->tst, nt);
-			/* the gap counters do not depend on the plan */
-			if (!X->gsaved)
-				memcpy(X->snapg + k * nt, B->gcur, nt * sizeof *B->gcur);
-		}
+		keep_snapshot(X, B, x);
 		B->nlog = 0;
 		ok = rm_bld_pos(M, B, X->st0, x);
 		X->clofs[x] = n;
@@ -384,19 +402,14 @@ resume_build(RmDelta *X, const unsigned char *st)
 {
 	const RmModel *M = X->M;
 	RmBld *B = &X->S->b;
-	size_t nt = (size_t)M->d->nt;
 	bool ok = true;
 
 	rm_bld_start(M, B);
 	for (int x = 0; x < M->n && ok; x++) {
-		if (x % X->every == 0) {
-			size_t k = (size_t)(x / X->every);
-			memcpy(X->snapt + k * nt, B->tst, nt);
-			memcpy(X->snapg + k * nt, B->gcur, nt * sizeof *B->gcur);
-			X->snapn[k] = B->nstep;
-		}
+		keep_snapshot(X, B, x);
 		ok = rm_bld_pos(M, B, st, x);
 	}
+	X->gsaved |= ok;
 	if (!ok)
 		return false;
 	if (B->nstep > X->capastep) {
@@ -1058,7 +1071,6 @@ static void
 resume_jump(RmDelta *X, RmBldAt *at, int a, const int *gap, int ng)
 {
 	const RmModel *M = X->M;
-	size_t nt = (size_t)M->d->nt;
 	int e = M->n - 1;
 
 	if (ng > RM_JUMP_KEEP)
@@ -1067,16 +1079,11 @@ resume_jump(RmDelta *X, RmBldAt *at, int a, const int *gap, int ng)
 		int t = M->gtensor[gap[i]], x = loaded_touch(X, t, a);
 		e = x < e ? x : e;
 	}
-	size_t k = (size_t)(e / X->every);
-	if ((int)k * X->every <= a)
+	if (e / X->every * X->every <= a)
 		return;
-	ir_assert(X->snapn[k] <= X->nastep);
 	at->jump = true;
 	at->until = a;
-	at->x2 = (int)k * X->every;
-	at->nstep2 = X->snapn[k];
-	at->tst2 = X->snapt + k * nt;
-	at->gcur2 = X->snapg + k * nt;
+	at->to = snapshot(X, (size_t)(e / X->every));
 	at->nkeep = ng;
 	at->keep = X->keep;
 	for (int i = 0; i < ng; i++)
@@ -1090,7 +1097,6 @@ static bool
 resume_full(RmDelta *X, const unsigned char *st, const int *gap, int ng, RmScore *out)
 {
 	const RmModel *M = X->M;
-	size_t nt = (size_t)M->d->nt;
 	int a = M->n - 1;
 
 	if (!X->ok || M->n == 0)
@@ -1100,10 +1106,8 @@ resume_full(RmDelta *X, const unsigned char *st, const int *gap, int ng, RmScore
 		if (s < a)
 			a = s;
 	}
-	size_t k = (size_t)(a / X->every);
-	ir_assert(X->snapn[k] <= X->nastep);
-	RmBldAt at = {.x = (int)k * X->every, .nstep = X->snapn[k], .tst = X->snapt + k * nt,
-	              .gcur = X->snapg + k * nt, .step = X->astep, .posof = X->aposof};
+	RmBldAt at = {.from = snapshot(X, (size_t)(a / X->every)), .step = X->astep,
+	              .posof = X->aposof};
 	resume_jump(X, &at, a, gap, ng);
 	return rm_memo_state_at(X->S, st, X->T, out, &at);
 }

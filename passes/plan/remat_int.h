@@ -325,23 +325,28 @@ void rm_bld_init(const RmModel *M, RmBld *B, Arena *a);
 void rm_bld_start(const RmModel *M, RmBld *B);
 bool rm_bld_pos(const RmModel *M, RmBld *B, const unsigned char *state, int x);
 /* A builder's state before base position x of one plan's build (what
- * rm_bld_pos keeps across positions): a plan whose gaps read before x
- * (rm_gap_start) are that plan's builds the same steps up to there, so
- * its build may resume from it (remat_delta.c keeps a few). */
-enum { RM_JUMP_KEEP = 16 };
-typedef struct RmBldAt {
+ * rm_bld_pos keeps across positions; its first nstep steps are the
+ * plan's). remat_delta.c keeps a few of the plan it loaded. */
+typedef struct RmBldSnap {
 	int x, nstep;
 	const unsigned char *tst;       /* [nt] */
 	const int *gcur;                /* [nt] */
-	const int *step, *posof;        /* [nstep] */
-	/* and (jump) after base position until, that plan's state before
-	 * base position x2 > until but for the bits of the tensors keep[0..nkeep),
-	 * which are the new plan's after until: the builds agree but on those
-	 * where that plan's build touches none of them in between */
+} RmBldSnap;
+/* Where a build resumes, for a plan that differs from that loaded plan
+ * (its steps step, posof) only in gaps read from base position
+ * `from.x` on (rm_gap_start): the builds agree up to there. With a jump,
+ * after base position `until` they differ only in the bits of tensors
+ * keep[0..nkeep) until the loaded plan's build next touches one, so the
+ * build goes on from `to`, taking those bits along. */
+enum { RM_JUMP_KEEP = 16 };
+typedef struct RmBldAt {
+	RmBldSnap from;
+	const int *step, *posof;
 	bool jump;
-	int until, x2, nstep2, nkeep;   /* nkeep <= RM_JUMP_KEEP */
-	const unsigned char *tst2;
-	const int *gcur2, *keep;
+	int until;
+	RmBldSnap to;
+	int nkeep;                      /* at most RM_JUMP_KEEP */
+	const int *keep;
 } RmBldAt;
 /* The scorers are named rm_<how>_<what>. How: eval, lv_eval itself (the
  * whole MemEval in S->ev, its scratch in S); score, lv_eval's peak,

@@ -798,25 +798,24 @@ score_steps(RmScorer *S, const int *step, int n, const int *posof, bool *sure)
 	return ev;
 }
 
-/* B's state before base position x: tst and gcur, and the first nstep
- * steps of step and posof. */
+/* B's state at snapshot p, its steps from step and posof (NULL: those B
+ * holds, to be replaced). */
 static void
-bld_restore(const RmModel *M, RmBld *B, const unsigned char *tst, const int *gcur,
-            const int *step, const int *posof, int nstep)
+bld_restore(const RmModel *M, RmBld *B, const RmBldSnap *p, const int *step, const int *posof)
 {
 	size_t nt = (size_t)M->d->nt;
 
-	memcpy(B->tst, tst, nt);
-	memcpy(B->gcur, gcur, sizeof *B->gcur * nt);
-	memcpy(B->step, step, sizeof *B->step * (size_t)nstep);
-	memcpy(B->posof, posof, sizeof *B->posof * (size_t)nstep);
-	B->nstep = nstep;
+	memcpy(B->tst, p->tst, nt);
+	memcpy(B->gcur, p->gcur, sizeof *B->gcur * nt);
+	if (step) {
+		memcpy(B->step, step, sizeof *B->step * (size_t)p->nstep);
+		memcpy(B->posof, posof, sizeof *B->posof * (size_t)p->nstep);
+	}
+	B->nstep = p->nstep;
 }
 
-/* rm_build, resumed from at (NULL: from the start): at's steps and
- * builder state, then the positions from at->x (with a jump, up to
- * at->until, then at's second state with the kept tensors' bits, and the
- * positions from at->x2). */
+/* rm_build, resumed at `at` (NULL: from the start). With a jump, the
+ * steps built up to at->until are dropped for the loaded plan's. */
 static bool
 build_at(RmScorer *S, const unsigned char *state, const RmBldAt *at)
 {
@@ -824,20 +823,22 @@ build_at(RmScorer *S, const unsigned char *state, const RmBldAt *at)
 	RmBld *B = &S->b;
 	unsigned char bits[RM_JUMP_KEEP];
 
-	if (!at || at->nstep > B->capstep || (at->jump && at->nstep2 > B->capstep))
+	if (!at || at->from.nstep > B->capstep || (at->jump && at->to.nstep > B->capstep))
 		return rm_build(S, state);
-	bld_restore(M, B, at->tst, at->gcur, at->step, at->posof, at->nstep);
-	int x = at->x;
+	int x = at->from.x;
 	if (at->jump) {
+		bld_restore(M, B, &at->from, NULL, NULL);
 		for (; x <= at->until; x++)
 			if (!rm_bld_pos(M, B, state, x))
 				return false;
 		for (int i = 0; i < at->nkeep; i++)
 			bits[i] = B->tst[at->keep[i]];
-		bld_restore(M, B, at->tst2, at->gcur2, at->step, at->posof, at->nstep2);
+		bld_restore(M, B, &at->to, at->step, at->posof);
 		for (int i = 0; i < at->nkeep; i++)
 			B->tst[at->keep[i]] = bits[i];
-		x = at->x2;
+		x = at->to.x;
+	} else {
+		bld_restore(M, B, &at->from, at->step, at->posof);
 	}
 	for (; x < M->n; x++)
 		if (!rm_bld_pos(M, B, state, x))
