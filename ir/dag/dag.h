@@ -236,14 +236,16 @@ typedef enum StepKind { STEP_FORWARD, STEP_RECOMPUTE, STEP_BACKWARD } StepKind;
 const char *step_kind_name(StepKind k); /* "forward", "recompute", "backward" */
 
 /* One produced instance of a tensor (24 bytes: one per op of a big graph,
- * so no padding between the fields, `replaces` is a bit of the tensor
- * index, which lv_eval keeps below 2^30, and the arena offset, which only
- * the memory planner sets, is in MemEval.offset). */
+ * so no padding between the fields, `replaces` and `to_end` are bits of
+ * the tensor index, which lv_eval keeps below 2^30, and the arena offset,
+ * which only the memory planner sets, is in MemEval.offset). */
 typedef struct Instance {
 	int64_t owned;          /* bytes it owns (0 for views) */
-	int tensor : 31;
+	unsigned tensor : 30;
 	unsigned replaces : 1;  /* an out_of_place sum (DagAcc): it replaced an
 	                           earlier instance of its tensor at its start */
+	unsigned to_end : 1;    /* its tensor is DagTensor.to_end (lv_eval's copy,
+	                           read with the ends it fixes) */
 	int start, end;         /* live steps, inclusive; start -1: from before step 0 */
 	int base;               /* views: root instance it aliases, else itself */
 } Instance;

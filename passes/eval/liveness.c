@@ -68,6 +68,7 @@ lv_new(Lv *L, int t, int step, int base)
 	in->start = step;
 	in->end = step;
 	in->replaces = 0;
+	in->to_end = dt->to_end;
 	if (base >= 0) {
 		in->owned = 0;
 		in->base = base;
@@ -201,23 +202,33 @@ lv_check_step(Lv *L, int i)
 	return true;
 }
 
-/* Ends of to_end instances, of views' bases, and unused inputs. */
-static void
-lv_fix_ends(Lv *L)
+/* Ends of to_end instances, of views' bases, and unused inputs, then each
+ * instance's bytes into the difference array diff (lv_sum), in one pass
+ * from the last instance down: a view comes after its base, so an
+ * instance's end is final when the pass reaches it. false: a sum passed
+ * 2^63. */
+static bool
+lv_fix_ends(Lv *L, int64_t *diff)
 {
 	MemEval *ev = L->ev;
+	int last = ev->nsteps - 1, nfrom = ev->step_prod[1];
+	bool ok = true;
 
-	for (int k = 0; k < ev->ninst; k++)
-		if (L->d->t[ev->inst[k].tensor].to_end)
-			ev->inst[k].end = ev->nsteps - 1;
 	for (int k = ev->ninst - 1; k >= 0; k--) {
 		Instance *in = &ev->inst[k];
+		if (in->to_end)
+			in->end = last;
 		if (in->base != k && ev->inst[in->base].end < in->end)
 			ev->inst[in->base].end = in->end;
+		if (k < nfrom && in->end < 0)
+			in->owned = 0;
+		int lo = in->start < 0 ? 0 : in->start;
+		if (in->owned == 0 || in->end < lo)
+			continue;
+		ok &= ck_add(diff[lo], in->owned, &diff[lo]);
+		ok &= ck_sub(diff[in->end + 1], in->owned, &diff[in->end + 1]);
 	}
-	for (int k = 0; k < ev->step_prod[1]; k++)
-		if (ev->inst[k].end < 0)
-			ev->inst[k].owned = 0;
+	return ok;
 }
 
 /* Is x among list[lo..hi)? The lists are a step's inputs: a handful. */
@@ -263,31 +274,23 @@ lv_sum_phase(Lv *L, int i, int64_t live)
 	return live - dying + most > live ? live - dying + most : live;
 }
 
-/* live_bytes from a difference array of owned bytes, made in live_bytes
- * itself (step i's difference is read before its sum is written there;
- * a separate array was 2.4 MB of 300k steps at the evaluation's peak);
- * peak. */
+/* live_bytes from the difference array of owned bytes lv_fix_ends made in
+ * live_bytes itself (step i's difference is read before its sum is
+ * written there; a separate array was 2.4 MB of 300k steps at the
+ * evaluation's peak; ok: it made no sum past 2^63); peak. */
 static void
-lv_sum(Lv *L)
+lv_sum(Lv *L, bool ok)
 {
 	MemEval *ev = L->ev;
 	int n = ev->nsteps;
-	int64_t *diff = ev->live_bytes;         /* [n + 1], zeroed */
+	int64_t *diff = ev->live_bytes;
 	int64_t pers = 0, run = 0;
-	bool ok = ev->recompute_cost < INT64_MAX;
 
 	/* checked: a Dag within DAG_LIMIT never overflows, any other is
 	 * refused rather than given a wrapped peak */
+	ok &= ev->recompute_cost < INT64_MAX;
 	for (int c = 0; c < CAT_COUNT; c++)
 		ok &= ck_add(pers, L->d->persistent[c], &pers);
-	for (int k = 0; k < ev->ninst; k++) {
-		Instance *in = &ev->inst[k];
-		int lo = in->start < 0 ? 0 : in->start;
-		if (in->owned == 0 || in->end < lo)
-			continue;
-		ok &= ck_add(diff[lo], in->owned, &diff[lo]);
-		ok &= ck_sub(diff[in->end + 1], in->owned, &diff[in->end + 1]);
-	}
 	ev->peak = pers;
 	ev->peak_step = 0;
 	for (int i = 0; i < n && ok; i++) {
@@ -575,8 +578,7 @@ lv_run(Lv *L, int from, LvAnchor *A)
 	}
 	if (A)
 		lv_keep(L, A);
-	lv_fix_ends(L);
-	lv_sum(L);
+	lv_sum(L, lv_fix_ends(L, ev->live_bytes));    /* [n + 1], zeroed */
 }
 
 /* The first pass's start: an instance of every from_start tensor. */
