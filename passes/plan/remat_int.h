@@ -459,16 +459,17 @@ typedef struct RmNest {
 	int64_t *f;             /* [nb * nb * (q + 1)] least recompute of (i, j]
 	                           with q' units, RM_NEST_NONE: none (costs are
 	                           clamped to RM_NEST_NONE / (2 nb + 2)) */
-	short *arg;             /* [nb * nb * (q + 1)] its split k, -1: a leaf */
 	int64_t *top;           /* [nb * (q + 1)] (i, nb - 1], original forward */
-	short *targ;            /* [nb * (q + 1)] its split, -1: a leaf */
 	short *lo;              /* [nb * nb + nb] scratch: the first q of f (then
 	                           of top) that is not RM_NEST_NONE, q + 1: none;
 	                           NULL: splits scan every q */
 } RmNest;
 #define RM_NEST_NONE (INT64_MAX / 4)
-/* Fills f, arg, top and targ (O(nb^3 q) steps). */
+/* Fills f and top (O(nb^3 q) steps). */
 void rm_nest_dp(RmNest *N);
+/* After rm_nest_dp: the split k of (i, j] with q units (first: of top, j
+ * is nb - 1), -1: a leaf (O(nb) steps). */
+int rm_nest_split(const RmNest *N, int i, int j, int q, bool first);
 /* The nested DP's plans (rm_nest_dp over the chain's boundaries) as
  * explicit schedules, from the smallest budget whose recompute estimate
  * is within cap (< 0: none) up, into np: [0] leaves of any length, [1]

@@ -407,7 +407,7 @@ test_long_chain_coarsened(void **state)
  * and its peak over the leaves (the checkpoints held then, up to the
  * leaf's start, plus the leaf's need), enumerated; for every budget q the
  * least recompute of a tree whose peak is within q must be the DP's. And
- * the DP's own tree, read back from its split tables and simulated with
+ * the DP's own tree, read back with rm_nest_split and simulated with
  * an explicit set of held checkpoints, must cost that and fit q. */
 enum { NEST_NB = 7, NEST_Q = 24, NEST_TREES = 4096 };
 
@@ -446,8 +446,7 @@ nest_trees(const RmNest *N, int i, int j, bool first, NestTree *out)
 static int64_t
 nest_walk(const RmNest *N, int i, int j, int q, bool first, bool *held, int *peak)
 {
-	int k = first ? N->targ[i * (N->q + 1) + q] :
-	        N->arg[((size_t)i * N->nb + j) * (N->q + 1) + q];
+	int k = rm_nest_split(N, i, j, q, first);
 
 	if (k < 0) {
 		int m = N->need[i * N->nb + j];
@@ -473,7 +472,6 @@ test_nest_dp_brute(void **state)
 		int cu[NEST_NB], need[NEST_NB * NEST_NB];
 		int64_t fc[NEST_NB], own[NEST_NB];
 		static int64_t f[NEST_NB * NEST_NB * (NEST_Q + 1)], top[NEST_NB * (NEST_Q + 1)];
-		static short arg[NEST_NB * NEST_NB * (NEST_Q + 1)], targ[NEST_NB * (NEST_Q + 1)];
 		static NestTree t[NEST_TREES];
 		fc[0] = 0;
 		for (int k = 0; k < nb; k++) {
@@ -487,25 +485,29 @@ test_nest_dp_brute(void **state)
 			for (int j = 0; j < nb; j++)
 				need[i * nb + j] = j > i ? cu[j] + 2 * (j - i) + rand() % 3 : Q + 1;
 		static int64_t f0[NEST_NB * NEST_NB * (NEST_Q + 1)], top0[NEST_NB * (NEST_Q + 1)];
-		static short arg0[NEST_NB * NEST_NB * (NEST_Q + 1)], targ0[NEST_NB * (NEST_Q + 1)];
 		static short lo[NEST_NB * NEST_NB + NEST_NB];
 		/* every q scanned, then the splits from their first reachable q
 		 * (lo): the same tables, split for split */
-		RmNest N = {.nb = nb, .q = Q, .maxleaf = iter % 3, .cu = cu, .need = need,
-		            .fc = fc, .own = own, .f = f0, .arg = arg0, .top = top0,
-		            .targ = targ0};
-		rm_nest_dp(&N);
+		RmNest N0 = {.nb = nb, .q = Q, .maxleaf = iter % 3, .cu = cu, .need = need,
+		             .fc = fc, .own = own, .f = f0, .top = top0};
+		rm_nest_dp(&N0);
+		RmNest N = N0;
 		N.f = f;
-		N.arg = arg;
 		N.top = top;
-		N.targ = targ;
 		N.lo = lo;
 		rm_nest_dp(&N);
 		size_t cells = (size_t)nb * (size_t)nb * (size_t)(Q + 1), row = (size_t)nb * (size_t)(Q + 1);
 		assert_memory_equal(f, f0, sizeof *f * cells);
-		assert_memory_equal(arg, arg0, sizeof *arg * cells);
 		assert_memory_equal(top, top0, sizeof *top * row);
-		assert_memory_equal(targ, targ0, sizeof *targ * row);
+		for (int i = 0; i < nb; i++)
+			for (int j = i + 1; j < nb; j++)
+				for (int q = 0; q <= Q; q++) {
+					assert_int_equal(rm_nest_split(&N, i, j, q, false),
+					                 rm_nest_split(&N0, i, j, q, false));
+					if (j == nb - 1)
+						assert_int_equal(rm_nest_split(&N, i, j, q, true),
+						                 rm_nest_split(&N0, i, j, q, true));
+				}
 		int nt = nest_trees(&N, 0, nb - 1, true, t);
 		for (int q = 0; q <= Q; q++) {
 			int64_t best = RM_NEST_NONE;
