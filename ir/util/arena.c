@@ -1,5 +1,10 @@
 /* ir/util/arena.c -- bump allocation with one lifetime per arena, and the
  * allocation wrappers that die on out-of-memory. */
+#if defined(__linux__)
+#define _DEFAULT_SOURCE         /* madvise's MADV_HUGEPAGE, a Linux hint */
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -27,6 +32,40 @@ struct ArenaHeap {
 	void *p;
 };
 
+/* Large blocks ask for 2 MiB pages where the kernel gives them on request
+ * (transparent huge pages in "madvise" mode, Debian's default): a
+ * million-op graph touches about 1 GB, and in 4 KiB pages that is 254k
+ * page faults (72k with the hint, and -O0's system time there 0.95-1.9 ->
+ * 0.5-0.6 s). Only a hint: where it is refused nothing changes. It
+ * covers the block's pages whole: malloc maps a large block alone, and a
+ * mapping split into a hinted part and the rest could not be moved by
+ * mremap, so realloc would copy it. Blocks below HUGE_MIN are left: a
+ * huge page is filled in whole when first touched, and at 16 MiB the
+ * peak RSS of `make bench-analysis`'s 300k-statement file rose from
+ * 93,384 KiB to as much as 96,804 (99.1 MB, issue 15's limit is 100 MB);
+ * at 32 MiB to as much as 95,968 (98.3 MB). */
+enum { HUGE_MIN = 32 << 20 };
+
+static void
+huge_hint(void *p, size_t n)
+{
+#if defined(MADV_HUGEPAGE)
+	static uintptr_t page;
+
+	if (n < HUGE_MIN)
+		return;
+	if (!page) {
+		long ps = sysconf(_SC_PAGESIZE);
+		page = ps > 0 ? (uintptr_t)ps : 4096;
+	}
+	uintptr_t lo = (uintptr_t)p & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+	(void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+	(void)p;
+	(void)n;
+#endif
+}
 
 static _Noreturn void
 oom(size_t n)
@@ -41,6 +80,7 @@ xmalloc(size_t n)
 	void *p = malloc(n ? n : 1);
 	if (!p)
 		oom(n);
+	huge_hint(p, n);
 	return p;
 }
 
@@ -50,6 +90,7 @@ xcalloc(size_t n, size_t size)
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p)
 		oom(n * size);
+	huge_hint(p, n * size);         /* calloc checked the product */
 	return p;
 }
 
@@ -59,6 +100,7 @@ xrealloc(void *p, size_t n)
 	p = realloc(p, n ? n : 1);
 	if (!p)
 		oom(n);
+	huge_hint(p, n);
 	return p;
 }
 
