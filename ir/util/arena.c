@@ -35,16 +35,16 @@ struct ArenaHeap {
 /* Large blocks ask for 2 MiB pages where the kernel gives them on request
  * (transparent huge pages in "madvise" mode, Debian's default): a
  * million-op graph touches about 1 GB, and in 4 KiB pages that is 254k
- * page faults (72k with the hint, and -O0's system time there 0.95-1.9 ->
- * 0.5-0.6 s). Only a hint: where it is refused nothing changes. It
- * covers the block's pages whole: malloc maps a large block alone, and a
- * mapping split into a hinted part and the rest could not be moved by
- * mremap, so realloc would copy it. Blocks below HUGE_MIN are left: a
- * huge page is filled in whole when first touched, and at 16 MiB the
- * peak RSS of `make bench-analysis`'s 300k-statement file rose from
- * 93,384 KiB to as much as 96,804 (99.1 MB, issue 15's limit is 100 MB);
- * at 32 MiB to as much as 95,968 (98.3 MB). */
-enum { HUGE_MIN = 32 << 20 };
+ * page faults (110k with the hint; -O0's system time there 1.0-1.8 ->
+ * 0.6-1.0 s, -O2's 4.6 -> 2.5 s). Only a hint: where it is refused
+ * nothing changes. It covers the block's pages whole: malloc maps a large
+ * block alone, and a mapping split into a hinted part and the rest could
+ * not be moved by mremap, so realloc would copy it. Blocks below HUGE_MIN
+ * are left: a huge page is filled in whole when first touched, and with
+ * blocks from 32 MiB on the peak RSS of `make bench-repro`'s 300k unused
+ * ops rose from 95,900 KiB to as much as 99,972 (issue 15: 97,656); from
+ * 64 MiB on it stays within 100 KiB of it. */
+enum { HUGE_MIN = 64 << 20 };
 
 static void
 huge_hint(void *p, size_t n)
