@@ -198,6 +198,8 @@ typedef struct RmRecipe {
 	                           that ignore the budget met no cap, so that
 	                           uncapped they would repeat themselves */
 	bool o2_reordered;      /* ... and the least-bytes order's descent ran */
+	bool o2_deferred;       /* ... and left its descents from the base
+	                           plan to a budget's run (o2_searches) */
 	bool exact_done;        /* rm_plan_o2 without a budget: the exact
 	                           search finished within its work */
 	Arena mem;              /* lborder and the caller's plans: freed by
