@@ -576,10 +576,10 @@ recompute_cap(const RmModel *M, const PlanGoal *goal)
  * within the cap of the run without a budget: without a budget they are
  * not run, as their plans end far above the chain DP's and the descent
  * from the best of those (DenseNet at 8 ZeRO-3 ranks with --accumulate 2:
- * 1.15 GB after all their evaluations, against 466 MB; 30% of -O2's
- * time there), and no example's peak falls without them. A budget's run
- * picks among plans of every peak, and the cheapest fitting one may be
- * one of theirs: it runs them first, as the plain run's. */
+ * 1.15 GB after all their evaluations, against 466 MB; 45% of -O2's
+ * instructions there), and no example's peak rises without them. A
+ * budget's run picks among plans of every peak, and the cheapest fitting
+ * one may be one of theirs: it runs them first, as the plain run did. */
 static void
 base_ladders(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 {
