@@ -572,23 +572,18 @@ recompute_cap(const RmModel *M, const PlanGoal *goal)
 	return goal->max_recompute * (double)M->d->forward_cost;
 }
 
-/* The descents from the base plan (keep everything) of a training graph,
- * within the cap of the run without a budget: without a budget they are
- * not run, as their plans end far above the chain DP's and the descent
- * from the best of those (DenseNet at 8 ZeRO-3 ranks with --accumulate 2:
- * 1.15 GB after all their evaluations, against 466 MB; 45% of -O2's
- * instructions there), and no example's peak rises without them. A
+/* The descents from the base plan (keep everything). On a training graph
+ * without a budget they are not run, as their plans end far above the
+ * chain DP's and the descent from the best of those (DenseNet at 8 ZeRO-3
+ * ranks with --accumulate 2: 1.15 GB after all their evaluations, against
+ * 466 MB; 45% of -O2's instructions there), and no example's peak rises
+ * without them. A
  * budget's run picks among plans of every peak, and the cheapest fitting
- * one may be one of theirs: it runs them first, as the plain run did. */
+ * one may be one of theirs: it runs them first, with the cap and work
+ * the plain run had. */
 static void
-base_ladders(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
+base_ladders(RmScorer *S, RmRecipe *R, RmPool *pool, double cap, long evals)
 {
-	PlanGoal plain = *goal;
-	plain.budget = -1;
-	double cap = recompute_cap(S->m, &plain);
-	long evals = rm_effort(S->m, &plain).desc_evals;
-
-	R->o2_deferred = false;
 	ladder(S, R, pool, pool->c[0].state, cap, evals, 0, STEP);
 	ladder(S, R, pool, pool->c[0].state, cap, evals, EST_CAPPED, STEP);
 }
@@ -612,7 +607,11 @@ o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 	bool again = goal->budget >= 0 && R->o2_shared;
 	R->capmet = false;
 	if (goal->budget >= 0 && R->o2_deferred) {
-		base_ladders(S, R, pool, goal);
+		PlanGoal plain = *goal;         /* the plain run's cap and work */
+		plain.budget = -1;
+		R->o2_deferred = false;
+		base_ladders(S, R, pool, recompute_cap(M, &plain),
+		             rm_effort(M, &plain).desc_evals);
 		again = again && !R->capmet;
 		R->capmet = false;
 	}
@@ -661,8 +660,7 @@ o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 	} else if (!again && goal->budget < 0 && M->has_backward) {
 		R->o2_deferred = true;
 	} else if (!again) {
-		ladder(S, R, pool, pool->c[0].state, cap, evals, 0, STEP);
-		ladder(S, R, pool, pool->c[0].state, cap, evals, EST_CAPPED, STEP);
+		base_ladders(S, R, pool, cap, evals);
 	}
 	if (goal->budget < 0) {
 		R->o2_shared = !R->capmet;
