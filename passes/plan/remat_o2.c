@@ -29,6 +29,9 @@ enum { TOPK = 12, WIDE = 4 * TOPK, UNDO = 48 };
 enum { EST_CAPPED = 1, EST_STRETCH = 2 };
 /* the descent's threshold steps: the start's peak / STEP, or / FINE_STEP */
 enum { STEP = 200, FINE_STEP = 250 };
+/* the descents from the base plan run without a budget when they have at
+ * least this many evaluations per gap (base_ladders) */
+enum { LADDER_EVALS_PER_GAP = 4 };
 
 typedef struct Desc {
 	const RmModel *M;
@@ -573,14 +576,20 @@ recompute_cap(const RmModel *M, const PlanGoal *goal)
 }
 
 /* The descents from the base plan (keep everything). On a training graph
- * without a budget they are not run, as their plans end far above the
+ * without a budget they run only where they have LADDER_EVALS_PER_GAP
+ * evaluations or more per gap: with fewer their plans end far above the
  * chain DP's and the descent from the best of those (DenseNet at 8 ZeRO-3
- * ranks with --accumulate 2: 1.15 GB after all their evaluations, against
- * 466 MB; 45% of -O2's instructions there), and no example's peak rises
- * without them. A
- * budget's run picks among plans of every peak, and the cheapest fitting
- * one may be one of theirs: it runs them first, with the cap and work
- * the plain run had. */
+ * ranks with --accumulate 2, 2.1 a gap: 1.15 GB after all their
+ * evaluations, against 466 MB; 45% of -O2's instructions there), and no
+ * example's peak rises without them. With more they reach the bottom, and
+ * there the plan they stop at is often the cheapest of the least peak:
+ * on the Checkmate graphs (8-152 a gap), where the peak is one op's
+ * working set, skipping them kept every peak but recomputed 1.1-6.5x more
+ * (VGG19 1,729,995 against 264,240), and ResNet-50's other plan needs an
+ * arena 2.4% over its peak. A budget's run picks among plans of every
+ * peak, and the cheapest fitting one may be one of theirs: where the plain
+ * run left them, it runs them first, with the cap and work the plain run
+ * had. */
 static void
 base_ladders(RmScorer *S, RmRecipe *R, RmPool *pool, double cap, long evals)
 {
@@ -657,7 +666,8 @@ o2_searches(RmScorer *S, RmRecipe *R, RmPool *pool, const PlanGoal *goal)
 			ladder_reordered(M, R, pool, cap, 3 * evals / 5, plain,
 			                 1 << EST_STRETCH, FINE_STEP);
 		ar_free(&a);
-	} else if (!again && goal->budget < 0 && M->has_backward) {
+	} else if (!again && goal->budget < 0 && M->has_backward &&
+	           evals < LADDER_EVALS_PER_GAP * (long)M->ngap) {
 		R->o2_deferred = true;
 	} else if (!again) {
 		base_ladders(S, R, pool, cap, evals);
