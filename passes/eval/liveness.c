@@ -463,6 +463,7 @@ lv_init_from(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a, int 
 /* The first pass's state before step `at` that the anchor's final arrays
  * do not hold. */
 typedef struct LvSnap {
+	Arena mem;              /* the arrays below */
 	int at, ninst, nroots;
 	int64_t recompute_cost;
 	LvCount count;          /* of steps [0, at) */
@@ -478,7 +479,8 @@ typedef struct LvSnap {
 enum { LV_SNAPS = 16, LV_SNAP_EVERY = 32, LV_ANCHOR_MAX = 1 << 20 };
 
 struct LvAnchor {
-	Arena mem;              /* everything below: freed by the next anchor */
+	Arena mem;              /* sz: kept while d is */
+	Arena keep;             /* the arrays step to roots_at: lv_keep's */
 	const Dag *d;
 	int n;
 	int *step;              /* [n] the anchor's schedule */
@@ -509,10 +511,11 @@ lv_snap(Lv *L, LvAnchor *A, int at)
 	p->nroots = L->nroots;
 	p->recompute_cost = L->ev->recompute_cost;
 	/* filled below: not zeroed first (4% of -O2 on MoE at 8 ZeRO-3 ranks) */
-	p->cur = ar_array_raw(&A->mem, (size_t)d->nt + 1, sizeof *p->cur);
-	p->readat = ar_array_raw(&A->mem, (size_t)d->nt + 1, sizeof *p->readat);
-	p->seen = ar_array_raw(&A->mem, (size_t)d->nnode + 1, sizeof *p->seen);
-	p->end = ar_array_raw(&A->mem, (size_t)ni + 1, sizeof *p->end);
+	ar_free(&p->mem);
+	p->cur = ar_array_raw(&p->mem, (size_t)d->nt + 1, sizeof *p->cur);
+	p->readat = ar_array_raw(&p->mem, (size_t)d->nt + 1, sizeof *p->readat);
+	p->seen = ar_array_raw(&p->mem, (size_t)d->nnode + 1, sizeof *p->seen);
+	p->end = ar_array_raw(&p->mem, (size_t)ni + 1, sizeof *p->end);
 	memcpy(p->cur, L->cur, sizeof *p->cur * (size_t)d->nt);
 	memcpy(p->readat, L->readat, sizeof *p->readat * (size_t)d->nt);
 	memcpy(p->seen, L->seen, sizeof *p->seen * (size_t)d->nnode);
@@ -527,32 +530,35 @@ lv_keep(Lv *L, LvAnchor *A)
 	const MemEval *ev = L->ev;
 	int n = ev->nsteps;
 
+	ar_free(&A->keep);
+	A->temp = NULL;
+	A->roots = A->roots_at = NULL;
 	A->n = n;
-	A->step = ar_array_raw(&A->mem, (size_t)n + 1, sizeof *A->step);
-	A->kind = ar_array_raw(&A->mem, (size_t)n + 1, sizeof *A->kind);
-	A->step_prod = ar_array_raw(&A->mem, (size_t)n + 2, sizeof *A->step_prod);
-	A->inst = ar_array_raw(&A->mem, (size_t)ev->ninst + 1, sizeof *A->inst);
+	A->step = ar_array_raw(&A->keep, (size_t)n + 1, sizeof *A->step);
+	A->kind = ar_array_raw(&A->keep, (size_t)n + 1, sizeof *A->kind);
+	A->step_prod = ar_array_raw(&A->keep, (size_t)n + 2, sizeof *A->step_prod);
+	A->inst = ar_array_raw(&A->keep, (size_t)ev->ninst + 1, sizeof *A->inst);
 	memcpy(A->step, L->s->step, sizeof *A->step * (size_t)n);
 	memcpy(A->kind, ev->kind, sizeof *A->kind * (size_t)n);
 	memcpy(A->step_prod, ev->step_prod, sizeof *A->step_prod * (size_t)(n + 2));
 	memcpy(A->inst, ev->inst, sizeof *A->inst * (size_t)ev->ninst);
 	A->first_temp = 0;
 	if (ev->temp_bytes) {
-		A->temp = ar_array_raw(&A->mem, (size_t)n + 1, sizeof *A->temp);
+		A->temp = ar_array_raw(&A->keep, (size_t)n + 1, sizeof *A->temp);
 		memcpy(A->temp, ev->temp_bytes, sizeof *A->temp * (size_t)n);
 	}
 	while (A->first_temp < n && ev_temp(ev, A->first_temp) == 0)
 		A->first_temp++;
 	if (L->roots) {
-		A->roots = ar_array_raw(&A->mem, (size_t)L->nroots + 1, sizeof *A->roots);
-		A->roots_at = ar_array_raw(&A->mem, (size_t)n + 1, sizeof *A->roots_at);
+		A->roots = ar_array_raw(&A->keep, (size_t)L->nroots + 1, sizeof *A->roots);
+		A->roots_at = ar_array_raw(&A->keep, (size_t)n + 1, sizeof *A->roots_at);
 		memcpy(A->roots, L->roots, sizeof *A->roots * (size_t)L->nroots);
 		memcpy(A->roots_at, L->roots_at, sizeof *A->roots_at * (size_t)(n + 1));
 	}
 }
 
-/* The first pass over steps [from, n), snapshotting into A when non-NULL,
- * then the passes after it. */
+/* The first pass over steps [from, n), snapshotting into A when non-NULL
+ * (after its snapshot at from, if any), then the passes after it. */
 static void
 lv_run(Lv *L, int from, LvAnchor *A)
 {
@@ -561,7 +567,7 @@ lv_run(Lv *L, int from, LvAnchor *A)
 	MemEval *ev = L->ev;
 
 	for (int i = from; i < s->n && ev->valid; i++) {
-		if (A && i > 0 && i % A->every == 0 && A->nsnap < LV_SNAPS)
+		if (A && i > from && i % A->every == 0 && A->nsnap < LV_SNAPS)
 			lv_snap(L, A, i);
 		if (lv_check_step(L, i))
 			lv_step(L, i, s->step[i]);
@@ -621,9 +627,12 @@ lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 LvAnchor *
 lv_anchor_new(Arena *a)
 {
-	LvAnchor *A = ar_alloc(a, sizeof *A);
+	LvAnchor *A = ar_alloc(a, sizeof *A);     /* zeroed: empty arenas */
 
 	ar_init(&A->mem);
+	ar_init(&A->keep);
+	for (int k = 0; k < LV_SNAPS; k++)
+		ar_init(&A->snap[k].mem);
 	return A;
 }
 
@@ -633,6 +642,9 @@ lv_anchor_free(LvAnchor *A)
 	if (!A)
 		return;
 	ar_free(&A->mem);
+	ar_free(&A->keep);
+	for (int k = 0; k < LV_SNAPS; k++)
+		ar_free(&A->snap[k].mem);
 	A->d = NULL;
 	A->nsnap = 0;
 	A->sz = NULL;
@@ -651,32 +663,6 @@ sizes_have_sums(const int *sz, int nnode)
 		if (sz[LV_SIZES * v + LV_SUMS])
 			return true;
 	return false;
-}
-
-void
-lv_eval_anchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
-{
-	Lv L;
-
-	lv_anchor_free(A);
-	if (s->n > LV_ANCHOR_MAX || s->n < 2 * LV_SNAP_EVERY) {
-		lv_eval_steps(d, s, ev, a);
-		return;
-	}
-	A->every = s->n / (LV_SNAPS + 1) + 1;
-	if (A->every < LV_SNAP_EVERY)
-		A->every = LV_SNAP_EVERY;
-	A->sz = lv_sizes(d, &A->mem);
-	A->sums = sizes_have_sums(A->sz, d->nnode);
-	A->nfrom = lv_from_start(d);
-	lv_init_from(&L, d, s, ev, a, 0, (LvCount){.sums = A->sums}, A->sz, A->nfrom);
-	lv_begin(&L);
-	lv_run(&L, 0, A);
-	ar_free(&L.scratch);
-	if (ev->valid)
-		A->d = d;
-	else
-		lv_anchor_free(A);
 }
 
 /* The last snapshot of A within the steps s shares with A's schedule, or
@@ -740,3 +726,58 @@ lv_eval_from(const LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Ar
 	lv_run(&L, p->at, NULL);
 	ar_free(&L.scratch);
 }
+
+/* A's first pass again from its snapshot p, which s shares the steps
+ * before with A's schedule: the snapshots up to p stay, and so does
+ * A->every (the snapshots only place where later evaluations resume). A
+ * kept move of the final reordering changes the steps of its span alone,
+ * so this skips the pass over the steps before it (DenseNet at 8 ZeRO-3
+ * ranks with --accumulate 2: re-anchoring from step 0 was 18% of -O2). */
+static void
+lv_reanchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a,
+            const LvSnap *p)
+{
+	Lv L;
+
+	lv_init_from(&L, d, s, ev, a, p->at, p->count, A->sz, A->nfrom);
+	lv_restore(&L, A, p);
+	for (int k = (int)(p - A->snap) + 1; k < A->nsnap; k++)
+		ar_free(&A->snap[k].mem);
+	A->nsnap = (int)(p - A->snap) + 1;
+	lv_run(&L, p->at, A);
+	ar_free(&L.scratch);
+	if (!ev->valid)
+		lv_anchor_free(A);
+}
+
+void
+lv_eval_anchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
+{
+	const LvSnap *p = lv_resume_point(A, d, s);
+	Lv L;
+
+	if (p && s->n <= LV_ANCHOR_MAX && s->n >= 2 * LV_SNAP_EVERY) {
+		lv_reanchor(A, d, s, ev, a, p);
+		return;
+	}
+	lv_anchor_free(A);
+	if (s->n > LV_ANCHOR_MAX || s->n < 2 * LV_SNAP_EVERY) {
+		lv_eval_steps(d, s, ev, a);
+		return;
+	}
+	A->every = s->n / (LV_SNAPS + 1) + 1;
+	if (A->every < LV_SNAP_EVERY)
+		A->every = LV_SNAP_EVERY;
+	A->sz = lv_sizes(d, &A->mem);
+	A->sums = sizes_have_sums(A->sz, d->nnode);
+	A->nfrom = lv_from_start(d);
+	lv_init_from(&L, d, s, ev, a, 0, (LvCount){.sums = A->sums}, A->sz, A->nfrom);
+	lv_begin(&L);
+	lv_run(&L, 0, A);
+	ar_free(&L.scratch);
+	if (ev->valid)
+		A->d = d;
+	else
+		lv_anchor_free(A);
+}
+

@@ -554,7 +554,8 @@ moved(const Schedule *s, uint64_t *seed, Arena *a)
 /* Schedules resumed from an anchor on random training Dags (views,
  * extra outputs, workspace, params; out_of_place sums on half of them)
  * give lv_eval's MemEval exactly, valid or not; so does an anchor that
- * is another Dag's, emptied, or invalid itself. */
+ * is another Dag's, emptied, or invalid itself, and one re-anchored on a
+ * moved schedule again and again (from its snapshot, lv_reanchor). */
 static void
 test_resume_from_anchor(void **state)
 {
@@ -584,9 +585,15 @@ test_resume_from_anchor(void **state)
 		for (int r = 0; r < 40; r++) {
 			Schedule m = moved(&s, &seed, &a);
 			valid += resumes_alike(A, &d, &m);
-			if (r == 20) {  /* a moved schedule as the anchor */
+			if (r % 10 == 5) {      /* a moved schedule as the anchor:
+			                           from a snapshot where it shares one */
+				Arena sc = {0};
 				ar_free(&sa);
 				lv_eval_anchor(A, &d, &m, &ea, &sa);
+				lv_eval(&d, &m, &eb, &sc);
+				lv_breakdown(&d, &ea);
+				expect_same_eval(&eb, &ea);
+				ar_free(&sc);
 				if (ea.valid)
 					s = m;
 			}
