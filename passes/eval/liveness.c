@@ -711,20 +711,29 @@ lv_restore(Lv *L, const LvAnchor *A, const LvSnap *p)
 	}
 }
 
+/* lv_eval's first pass from A's snapshot p, which s shares the steps
+ * before with A's schedule, snapshotting into `into` when non-NULL. */
+static void
+lv_resume(const LvAnchor *A, const LvSnap *p, const Dag *d, const Schedule *s,
+          MemEval *ev, Arena *a, LvAnchor *into)
+{
+	Lv L;
+
+	lv_init_from(&L, d, s, ev, a, p->at, p->count, A->sz, A->nfrom);
+	lv_restore(&L, A, p);
+	lv_run(&L, p->at, into);
+	ar_free(&L.scratch);
+}
+
 void
 lv_eval_from(const LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 {
 	const LvSnap *p = lv_resume_point(A, d, s);
-	Lv L;
 
-	if (!p) {
+	if (p)
+		lv_resume(A, p, d, s, ev, a, NULL);
+	else
 		lv_eval_steps(d, s, ev, a);
-		return;
-	}
-	lv_init_from(&L, d, s, ev, a, p->at, p->count, A->sz, A->nfrom);
-	lv_restore(&L, A, p);
-	lv_run(&L, p->at, NULL);
-	ar_free(&L.scratch);
 }
 
 /* A's first pass again from its snapshot p, which s shares the steps
@@ -737,15 +746,12 @@ static void
 lv_reanchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a,
             const LvSnap *p)
 {
-	Lv L;
+	int kept = (int)(p - A->snap) + 1;
 
-	lv_init_from(&L, d, s, ev, a, p->at, p->count, A->sz, A->nfrom);
-	lv_restore(&L, A, p);
-	for (int k = (int)(p - A->snap) + 1; k < A->nsnap; k++)
+	for (int k = kept; k < A->nsnap; k++)     /* lv_resume reads p alone */
 		ar_free(&A->snap[k].mem);
-	A->nsnap = (int)(p - A->snap) + 1;
-	lv_run(&L, p->at, A);
-	ar_free(&L.scratch);
+	A->nsnap = kept;
+	lv_resume(A, p, d, s, ev, a, A);
 	if (!ev->valid)
 		lv_anchor_free(A);
 }
@@ -753,18 +759,19 @@ lv_reanchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a,
 void
 lv_eval_anchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 {
-	const LvSnap *p = lv_resume_point(A, d, s);
+	const LvSnap *p;
 	Lv L;
 
-	if (p && s->n <= LV_ANCHOR_MAX && s->n >= 2 * LV_SNAP_EVERY) {
+	if (s->n > LV_ANCHOR_MAX || s->n < 2 * LV_SNAP_EVERY) {
+		lv_anchor_free(A);
+		lv_eval_steps(d, s, ev, a);
+		return;
+	}
+	if ((p = lv_resume_point(A, d, s))) {
 		lv_reanchor(A, d, s, ev, a, p);
 		return;
 	}
 	lv_anchor_free(A);
-	if (s->n > LV_ANCHOR_MAX || s->n < 2 * LV_SNAP_EVERY) {
-		lv_eval_steps(d, s, ev, a);
-		return;
-	}
 	A->every = s->n / (LV_SNAPS + 1) + 1;
 	if (A->every < LV_SNAP_EVERY)
 		A->every = LV_SNAP_EVERY;

@@ -547,11 +547,11 @@ ready_bytes(const RmModel *M, const int *rd, int v)
 	return dl;
 }
 
-/* Tensor t has one read left: its reader, when ready (no edge waits:
- * cnt 0), now frees t when it runs (ready_bytes). */
+/* Tensor t has one read left: its reader (cnt: edges it waits for, -1
+ * once it ran), when ready, now frees t when it runs (ready_bytes). */
 static void
 last_read(const RmModel *M, const int *rofs, const int *reader,
-          const unsigned char *done, const int *cnt, int64_t *dl, int t)
+          const int *cnt, int64_t *dl, int t)
 {
 	const Dag *d = M->d;
 
@@ -559,7 +559,7 @@ last_read(const RmModel *M, const int *rofs, const int *reader,
 		return;
 	RmRow rs = rm_row(rofs, t, d->nt);
 	for (int i = rs.lo; i < rs.hi; i++)
-		if (!done[reader[i]]) {
+		if (cnt[reader[i]] >= 0) {
 			if (cnt[reader[i]] == 0)
 				dl[reader[i]] -= dag_owned(d, t);
 			return;
@@ -656,7 +656,6 @@ rm_topo_order(const RmModel *M, uint64_t seed, int *out)
 	 * the greedy pick reads them for every ready node at every step (6%
 	 * of -O2 on MoE at 8 ZeRO-3 ranks when computed there) */
 	int64_t *dl = ar_alloc(&a, ((size_t)nn + 1) * sizeof *dl);
-	unsigned char *done = ar_alloc(&a, (size_t)nn + 1);
 	for (int v = 0; v < nn; v++)
 		if (cnt[v] == 0) {
 			dl[v] = seed ? 0 : ready_bytes(M, rd, v);
@@ -683,11 +682,11 @@ rm_topo_order(const RmModel *M, uint64_t seed, int *out)
 		int v = ready[bi];
 		ready[bi] = ready[--nready];
 		out[k++] = v;
-		done[v] = 1;
+		cnt[v] = -1;            /* ran: no edge into it is left */
 		RmRow uses = rm_uses(M, v);
 		for (int u = uses.lo; u < uses.hi; u++)
 			if (--rd[M->use[u]] == 1 && !seed)
-				last_read(M, rofs, reader, done, cnt, dl, M->use[u]);
+				last_read(M, rofs, reader, cnt, dl, M->use[u]);
 		RmRow succ = rm_row(eofs, v, nn);
 		for (int e = succ.lo; e < succ.hi; e++)
 			if (--cnt[sorted[e]] == 0) {
