@@ -515,10 +515,11 @@ order_improve(RmScorer *S, const int *s, int *m, long evals, double maxcost,
 	if (!order_key(S, O.s, O.m, &O.peak, &O.npeak, false))
 		return NULL;
 	while (O.evals > 0) {
-		O.inst = ar_alloc(&step, sizeof *O.inst * ((size_t)S->ev.ninst + 1));
-		O.sel = ar_alloc(&step, sizeof *O.sel * ((size_t)S->ev.ninst + 1));
-		O.prev = ar_alloc(&step, sizeof *O.prev * ((size_t)S->ev.ninst + 1));
-		O.last = ar_alloc(&step, sizeof *O.last * ((size_t)M->d->nt + 1));
+		/* order_select fills them before any read: not zeroed */
+		O.inst = ar_array_raw(&step, (size_t)S->ev.ninst + 1, sizeof *O.inst);
+		O.sel = ar_array_raw(&step, (size_t)S->ev.ninst + 1, sizeof *O.sel);
+		O.prev = ar_array_raw(&step, (size_t)S->ev.ninst + 1, sizeof *O.prev);
+		O.last = ar_array_raw(&step, (size_t)M->d->nt + 1, sizeof *O.last);
 		bool moved = order_step(&O);
 		ar_free(&step);
 		if (!moved)
