@@ -458,6 +458,54 @@ test_invalid(void **state)
 	tb_free(b);
 }
 
+/* x -> a -> s1 -> b -> s2 -> c, a b c of 2^62 - 1 bytes each, never two
+ * at once: the bytes put in add up past 2^63 while no step's do, so the
+ * sums are made again checked one by one (lv_diff_checked), and the peak
+ * is exact; with a and b live together and persistent bytes on top, the
+ * step's sum passes 2^63 and the schedule is refused. */
+static void
+test_sums_near_2_63(void **state)
+{
+	(void)state;
+	const int64_t big = ((int64_t)1 << 62) - 1;
+	Tb *b = tb_new();
+	int x = tb_tensor(b, "x", 8, CAT_INPUTS);
+	int a = tb_tensor(b, "a", big, CAT_ACTIVATIONS);
+	int s1 = tb_tensor(b, "s1", 16, CAT_ACTIVATIONS);
+	int bb = tb_tensor(b, "b", big, CAT_ACTIVATIONS);
+	int s2 = tb_tensor(b, "s2", 32, CAT_ACTIVATIONS);
+	int c = tb_tensor(b, "c", big, CAT_ACTIVATIONS);
+	b->t[x].from_start = true;
+	tb_node(b, "a", 1, false, x, -1, a, -1);
+	tb_node(b, "s1", 1, false, a, -1, s1, -1);
+	tb_node(b, "b", 1, false, s1, -1, bb, -1);
+	tb_node(b, "s2", 1, false, bb, -1, s2, -1);
+	tb_node(b, "c", 1, false, s2, -1, c, -1);
+	tb_done(b);
+	static const int steps[] = {0, 1, 2, 3, 4};
+	/* x lives to its last use, step 0 */
+	static const int64_t want[] = {8 + big, big + 16, 16 + big, big + 32, 32 + big};
+	MemEval ev = tb_eval(b, 5, steps);
+	assert_true(ev.valid);
+	assert_live(&ev, want, 5);
+	assert_int_equal(ev.peak, 32 + big);
+	assert_int_equal(ev.peak_step, 3);
+	tb_free(b);
+
+	b = tb_new();
+	x = tb_tensor(b, "x", 8, CAT_INPUTS);
+	a = tb_tensor(b, "a", big, CAT_ACTIVATIONS);
+	bb = tb_tensor(b, "b", big, CAT_ACTIVATIONS);
+	b->t[x].from_start = true;
+	tb_node(b, "a", 1, false, x, -1, a, -1);
+	tb_node(b, "b", 1, false, a, -1, bb, -1);
+	b->d.persistent[CAT_PARAMS] = 4;
+	tb_done(b);
+	static const int two[] = {0, 1};
+	expect_invalid(b, 2, two, "passes 2^63");
+	tb_free(b);
+}
+
 static void
 test_names(void **state)
 {
@@ -626,6 +674,7 @@ main(void)
 		cmocka_unit_test(test_acc_view),
 		cmocka_unit_test(test_from_start_to_end),
 		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_sums_near_2_63),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_resume_from_anchor),
 	};
