@@ -27,8 +27,9 @@ void lv_anchor_free(LvAnchor *A);
  * ev->breakdown zero: the planner, which scores with them, never reads it
  * (filling it was 1-4% of -O2); lv_breakdown fills it. */
 void lv_eval_anchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
-void lv_eval_from(const LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev,
-                  Arena *a);
+/* ev's kinds, products and instances live in A until the next
+ * lv_eval_from of A or A's next schedule (the rest in a). */
+void lv_eval_from(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a);
 /* ev->breakdown from the rest of ev (lv_eval's, of a schedule on d). */
 void lv_breakdown(const Dag *d, MemEval *ev);
 /* Marks ev invalid with the message, unless it is invalid already: the

@@ -17,7 +17,9 @@
  * anchor's and runs the first pass from there. The ends, the per-step sums
  * and the peak depend on later steps too, so the passes after the first
  * run in full; the result is lv_eval's, field for field, but for the
- * breakdown at the peak, which only a report reads (lv_breakdown). */
+ * breakdown at the peak, which only a report reads (lv_breakdown). Its
+ * instances, kinds, products and temporaries live in arrays the anchor
+ * reuses, whose prefix up to the last resume is still the anchor's. */
 #include <stdarg.h>
 #include <string.h>
 
@@ -454,9 +456,11 @@ lv_from_start(const Dag *d)
  * [0, from) count as c says (from 0: c zeroed). An anchor's sz (lv_sizes)
  * and nfrom (lv_from_start), or NULL and -1. From a step after 0 the
  * first pass's state is then restored (lv_restore), not set here. */
+static void lv_work_arrays(LvAnchor *W, MemEval *ev, int cap, int n);
+
 static void
 lv_init_from(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a, int from,
-             LvCount c, const int *sz, int nfrom)
+             LvCount c, const int *sz, int nfrom, LvAnchor *work)
 {
 	int n = s->n, cap, maxprod, nuse;
 	bool sums;
@@ -478,10 +482,14 @@ lv_init_from(Lv *L, const Dag *d, const Schedule *s, MemEval *ev, Arena *a, int 
 	 * before from), lv_run zeroes the rest of an invalid schedule's; not
 	 * zeroed first (with the arrays below, 3% of -O2 on SD U-Net at 8
 	 * ZeRO-3 ranks); live_bytes is lv_fix_ends' difference array */
-	ev->kind = ar_array_raw(a, (size_t)n + 1, sizeof *ev->kind);
 	ev->live_bytes = ar_alloc(a, sizeof *ev->live_bytes * (size_t)(n + 1));
-	ev->step_prod = ar_array_raw(a, (size_t)n + 2, sizeof *ev->step_prod);
-	ev->inst = ar_array_raw(a, (size_t)cap + 1, sizeof *ev->inst);  /* lv_new fills */
+	if (work) {
+		lv_work_arrays(work, ev, cap + 1, n);
+	} else {
+		ev->kind = ar_array_raw(a, (size_t)n + 1, sizeof *ev->kind);
+		ev->step_prod = ar_array_raw(a, (size_t)n + 2, sizeof *ev->step_prod);
+		ev->inst = ar_array_raw(a, (size_t)cap + 1, sizeof *ev->inst);  /* lv_new fills */
+	}
 	ar_init(&L->scratch);
 	/* from a later step, lv_restore fills them */
 	void *(*arr)(Arena *, size_t, size_t) = from > 0 ? ar_array_raw : ar_array;
@@ -534,6 +542,20 @@ struct LvAnchor {
 	int *sz, nfrom;         /* lv_sizes and lv_from_start of d */
 	int every, nsnap;
 	LvSnap snap[LV_SNAPS];
+	/* lv_eval_from's arrays, reused: their first work_inst instances,
+	 * work_steps steps' kinds and products and work_temp steps'
+	 * temporaries are the anchor's (but
+	 * the instances' ends and owned bytes, which an evaluation changes
+	 * and lv_restore sets), so a resume copies only past those
+	 * (copying the instances was 7% of -O2 on SD U-Net at 8 ZeRO-3
+	 * ranks); an evaluation from them lives until the next one */
+	Arena work;
+	Instance *winst;
+	uint8_t *wkind;
+	int *wprod;
+	int64_t *wtemp;                 /* the temporaries: work_temp steps */
+	int wcap_inst, wcap_steps;      /* room: instances, steps */
+	int work_inst, work_steps, work_temp;
 };
 
 static void
@@ -573,6 +595,7 @@ lv_keep(Lv *L, LvAnchor *A)
 	ar_free(&A->keep);
 	A->temp = NULL;
 	A->roots = A->roots_at = NULL;
+	A->work_inst = A->work_steps = A->work_temp = 0;        /* the old anchor's */
 	A->n = n;
 	A->step = ar_array_raw(&A->keep, (size_t)n + 1, sizeof *A->step);
 	A->kind = ar_array_raw(&A->keep, (size_t)n + 1, sizeof *A->kind);
@@ -658,7 +681,7 @@ lv_eval_steps(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 {
 	Lv L;
 
-	lv_init_from(&L, d, s, ev, a, 0, (LvCount){0}, NULL, -1);
+	lv_init_from(&L, d, s, ev, a, 0, (LvCount){0}, NULL, -1, NULL);
 	lv_begin(&L);
 	lv_run(&L, 0, NULL);
 	ar_free(&L.scratch);
@@ -671,6 +694,39 @@ lv_eval(const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 	lv_breakdown(d, ev);
 }
 
+static void
+lv_work_free(LvAnchor *A)
+{
+	ar_free(&A->work);
+	A->winst = NULL;
+	A->wkind = NULL;
+	A->wprod = NULL;
+	A->wtemp = NULL;
+	A->wcap_inst = A->wcap_steps = 0;
+	A->work_inst = A->work_steps = A->work_temp = 0;
+}
+
+/* ev's kinds, products and instances in W's reused arrays, grown (and
+ * then holding nothing of the anchor's) to cap instances and n steps. */
+static void
+lv_work_arrays(LvAnchor *W, MemEval *ev, int cap, int n)
+{
+	if (cap > W->wcap_inst || n > W->wcap_steps) {
+		int ci = cap > W->wcap_inst ? cap : W->wcap_inst;
+		int cs = n > W->wcap_steps ? n : W->wcap_steps;
+		lv_work_free(W);
+		W->wcap_inst = ci + ci / 4;
+		W->wcap_steps = cs + cs / 4;
+		W->winst = ar_array_raw(&W->work, (size_t)W->wcap_inst, sizeof *W->winst);
+		W->wkind = ar_array_raw(&W->work, (size_t)W->wcap_steps + 1, sizeof *W->wkind);
+		W->wprod = ar_array_raw(&W->work, (size_t)W->wcap_steps + 2, sizeof *W->wprod);
+		W->wtemp = ar_array_raw(&W->work, (size_t)W->wcap_steps + 1, sizeof *W->wtemp);
+	}
+	ev->inst = W->winst;
+	ev->kind = W->wkind;
+	ev->step_prod = W->wprod;
+}
+
 LvAnchor *
 lv_anchor_new(Arena *a)
 {
@@ -678,6 +734,7 @@ lv_anchor_new(Arena *a)
 
 	ar_init(&A->mem);
 	ar_init(&A->keep);
+	ar_init(&A->work);
 	for (int k = 0; k < LV_SNAPS; k++)
 		ar_init(&A->snap[k].mem);
 	return A;
@@ -690,6 +747,7 @@ lv_anchor_free(LvAnchor *A)
 		return;
 	ar_free(&A->mem);
 	ar_free(&A->keep);
+	lv_work_free(A);
 	for (int k = 0; k < LV_SNAPS; k++)
 		ar_free(&A->snap[k].mem);
 	A->d = NULL;
@@ -731,23 +789,37 @@ lv_resume_point(const LvAnchor *A, const Dag *d, const Schedule *s)
 
 /* The first pass's state before step p->at, from the anchor. */
 static void
-lv_restore(Lv *L, const LvAnchor *A, const LvSnap *p)
+lv_restore(Lv *L, LvAnchor *A, const LvSnap *p)
 {
 	const Dag *d = L->d;
 	MemEval *ev = L->ev;
 	int at = p->at;
 
-	memcpy(ev->inst, A->inst, sizeof *ev->inst * (size_t)p->ninst);
+	int ki = 0, ks = 0;     /* held already: in the anchor's work arrays */
+
+	if (ev->inst == A->winst) {
+		ki = A->work_inst < p->ninst ? A->work_inst : p->ninst;
+		ks = A->work_steps < at ? A->work_steps : at;
+		for (int k = 0; k < ki && k < A->nfrom; k++)    /* lv_fix_ends' */
+			ev->inst[k].owned = A->inst[k].owned;
+	}
+	memcpy(ev->inst + ki, A->inst + ki, sizeof *ev->inst * (size_t)(p->ninst - ki));
 	for (int k = 0; k < p->ninst; k++)
 		ev->inst[k].end = p->end[k];
 	ev->ninst = p->ninst;
-	memcpy(ev->kind, A->kind, sizeof *ev->kind * (size_t)at);
-	memcpy(ev->step_prod, A->step_prod, sizeof *ev->step_prod * (size_t)(at + 2));
+	memcpy(ev->kind + ks, A->kind + ks, sizeof *ev->kind * (size_t)(at - ks));
+	memcpy(ev->step_prod + ks, A->step_prod + ks, sizeof *ev->step_prod * (size_t)(at + 2 - ks));
 	ev->recompute_cost = p->recompute_cost;
 	if (A->first_temp < at) {
-		int n = ev->nsteps;
-		ev->temp_bytes = ar_array_raw(L->a, (size_t)n + 1, sizeof *ev->temp_bytes);
-		memcpy(ev->temp_bytes, A->temp, sizeof *ev->temp_bytes * (size_t)at);
+		int n = ev->nsteps, kt = 0;
+		if (ev->inst == A->winst) {     /* its room is the kinds' */
+			ev->temp_bytes = A->wtemp;
+			kt = A->work_temp < at ? A->work_temp : at;
+			A->work_temp = at;
+		} else {
+			ev->temp_bytes = ar_array_raw(L->a, (size_t)n + 1, sizeof *ev->temp_bytes);
+		}
+		memcpy(ev->temp_bytes + kt, A->temp + kt, sizeof *ev->temp_bytes * (size_t)(at - kt));
 		memset(ev->temp_bytes + at, 0, sizeof *ev->temp_bytes * (size_t)(n + 1 - at));
 	}
 	memcpy(L->cur, p->cur, sizeof *L->cur * (size_t)d->nt);
@@ -761,21 +833,26 @@ lv_restore(Lv *L, const LvAnchor *A, const LvSnap *p)
 }
 
 /* lv_eval's first pass from A's snapshot p, which s shares the steps
- * before with A's schedule, snapshotting into `into` when non-NULL. */
+ * before with A's schedule, snapshotting into `into` when non-NULL, else
+ * in A's work arrays. */
 static void
-lv_resume(const LvAnchor *A, const LvSnap *p, const Dag *d, const Schedule *s,
+lv_resume(LvAnchor *A, const LvSnap *p, const Dag *d, const Schedule *s,
           MemEval *ev, Arena *a, LvAnchor *into)
 {
 	Lv L;
 
-	lv_init_from(&L, d, s, ev, a, p->at, p->count, A->sz, A->nfrom);
+	lv_init_from(&L, d, s, ev, a, p->at, p->count, A->sz, A->nfrom, into ? NULL : A);
 	lv_restore(&L, A, p);
+	if (!into) {    /* what the evaluation leaves of the anchor's */
+		A->work_inst = p->ninst;
+		A->work_steps = p->at;
+	}
 	lv_run(&L, p->at, into);
 	ar_free(&L.scratch);
 }
 
 void
-lv_eval_from(const LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
+lv_eval_from(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena *a)
 {
 	const LvSnap *p = lv_resume_point(A, d, s);
 
@@ -827,7 +904,7 @@ lv_eval_anchor(LvAnchor *A, const Dag *d, const Schedule *s, MemEval *ev, Arena 
 	A->sz = lv_sizes(d, &A->mem);
 	A->sums = sizes_have_sums(A->sz, d->nnode);
 	A->nfrom = lv_from_start(d);
-	lv_init_from(&L, d, s, ev, a, 0, (LvCount){.sums = A->sums}, A->sz, A->nfrom);
+	lv_init_from(&L, d, s, ev, a, 0, (LvCount){.sums = A->sums}, A->sz, A->nfrom, NULL);
 	lv_begin(&L);
 	lv_run(&L, 0, A);
 	ar_free(&L.scratch);

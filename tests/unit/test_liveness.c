@@ -545,7 +545,7 @@ expect_same_eval(const MemEval *a, const MemEval *b)
 
 /* lv_eval_from(A) of s is lv_eval's; whether s is valid. */
 static bool
-resumes_alike(const LvAnchor *A, const Dag *d, const Schedule *s)
+resumes_alike(LvAnchor *A, const Dag *d, const Schedule *s)
 {
 	Arena sa = {0}, sb = {0};
 	MemEval ea, eb;
