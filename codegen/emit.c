@@ -1597,7 +1597,7 @@ cg_emit_pipeline(const CgStage *st, int K, FILE *f)
 	}
 	out(&e, "\nint\nmain(int argc, char **argv)\n{\n");
 	if (K > 1) {
-		out(&e, "\trt_dist_start(&argc, &argv, %d, %d);\n\tswitch (rt_stage) {\n", ranks, K);
+		out(&e, "\tswitch (rt_dist_start(&argc, &argv, %d, %d)) {\n", ranks, K);
 		for (int k = 0; k < K; k++)
 			out(&e, "\tcase %d: return rt_dist_end(rt_main_s%d(argc, argv));\n", k, k);
 		out(&e, "\t}\n\treturn 2;\n}\n");

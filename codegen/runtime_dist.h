@@ -47,10 +47,11 @@ static ncclComm_t rt_nccl;
 
 static void **rt_hostp;         /* host allocations, freed by rt_dist_end */
 static int64_t rt_nhost;
-static int rt_stage, rt_world;  /* pipeline stage, world rank */
+static int rt_stage;            /* pipeline stage */
 static double *rt_mb_loss;      /* a pipeline's loss per micro-batch */
 static int rt_nmb;
 #ifdef REMAT_MPI
+static int rt_world;            /* world rank */
 static MPI_Comm rt_comm;        /* the ranks of this stage */
 static void *rt_bsend;          /* the attached send buffer */
 #endif
@@ -134,8 +135,9 @@ rt_mpi_sum(int dt)
 #endif
 
 /* Before rt_start: joins the K x N ranks (world rank w: rank w mod N of
- * stage w / N; the device of a GPU rank is w modulo the devices present). */
-RT_FN void
+ * stage w / N; the device of a GPU rank is w modulo the devices present);
+ * returns this rank's stage. */
+RT_FN int
 rt_dist_start(int *argc, char ***argv, int ranks, int stages)
 {
 #ifdef REMAT_MPI
@@ -181,11 +183,11 @@ rt_dist_start(int *argc, char ***argv, int ranks, int stages)
 #else
 	(void)argc;
 	(void)argv;
-	rt_stage = rt_world = 0;
 	if (ranks * stages != 1)
 		rt_die("this program runs as several ranks: build it with -DREMAT_MPI "
 		       "(mpicc) and run it with mpirun");
 #endif
+	return rt_stage;        /* one rank alone: stage 0 */
 }
 
 /* After rt_finish: leaves the ranks; the exit status is rt_finish's. */
