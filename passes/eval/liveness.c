@@ -770,18 +770,33 @@ sizes_have_sums(const int *sz, int nnode)
 	return false;
 }
 
+/* How many steps a[0..n) and b[0..n) share from the start: blocks by
+ * memcmp, then one by one in the block that differs (the schedules
+ * resumed share thousands of steps). */
+static int
+lv_shared(const int *a, const int *b, int n)
+{
+	enum { BLOCK = 64 };
+	int q = 0;
+
+	while (q + BLOCK <= n && !memcmp(a + q, b + q, sizeof *a * BLOCK))
+		q += BLOCK;
+	while (q < n && a[q] == b[q])
+		q++;
+	return q;
+}
+
 /* The last snapshot of A within the steps s shares with A's schedule, or
  * NULL. */
 static const LvSnap *
 lv_resume_point(const LvAnchor *A, const Dag *d, const Schedule *s)
 {
-	int n, p = 0, k;
+	int n, p, k;
 
 	if (!A || A->d != d || A->nsnap == 0)
 		return NULL;
 	n = s->n < A->n ? s->n : A->n;
-	while (p < n && s->step[p] == A->step[p])
-		p++;
+	p = lv_shared(s->step, A->step, n);
 	for (k = A->nsnap - 1; k >= 0 && A->snap[k].at > p; k--)
 		;
 	return k >= 0 ? &A->snap[k] : NULL;
