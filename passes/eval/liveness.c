@@ -204,6 +204,15 @@ lv_check_step(Lv *L, int i)
 	return true;
 }
 
+/* The first step at which in's owned bytes count, or -1: at none. */
+static int
+lv_counted_from(const Instance *in)
+{
+	int lo = in->start < 0 ? 0 : in->start;
+
+	return in->owned == 0 || in->end < lo ? -1 : lo;
+}
+
 /* Ends of to_end instances, of views' bases, and unused inputs, then each
  * instance's bytes into the difference array diff (lv_sum), in one pass
  * from the last instance down: a view comes after its base, so an
@@ -227,8 +236,8 @@ lv_fix_ends(Lv *L, int64_t *diff)
 			ev->inst[in->base].end = in->end;
 		if (k < nfrom && in->end < 0)
 			in->owned = 0;
-		int lo = in->start < 0 ? 0 : in->start;
-		if (in->owned == 0 || in->end < lo)
+		int lo = lv_counted_from(in);
+		if (lo < 0)
 			continue;
 		ok &= ck_add(total, in->owned, &total);
 		/* wraps only where the sum passed 2^63, and then is redone */
@@ -248,8 +257,8 @@ lv_diff_checked(const MemEval *ev, int64_t *diff)
 	memset(diff, 0, sizeof *diff * (size_t)(ev->nsteps + 1));
 	for (int k = 0; k < ev->ninst; k++) {
 		const Instance *in = &ev->inst[k];
-		int lo = in->start < 0 ? 0 : in->start;
-		if (in->owned == 0 || in->end < lo)
+		int lo = lv_counted_from(in);
+		if (lo < 0)
 			continue;
 		ok &= ck_add(diff[lo], in->owned, &diff[lo]);
 		ok &= ck_sub(diff[in->end + 1], in->owned, &diff[in->end + 1]);
@@ -810,9 +819,10 @@ lv_restore(Lv *L, LvAnchor *A, const LvSnap *p)
 	MemEval *ev = L->ev;
 	int at = p->at;
 
-	int ki = 0, ks = 0;     /* held already: in the anchor's work arrays */
+	bool work = ev->inst == A->winst;      /* in A's arrays (lv_work_arrays) */
+	int ki = 0, ks = 0;     /* held already there */
 
-	if (ev->inst == A->winst) {
+	if (work) {
 		ki = A->work_inst < p->ninst ? A->work_inst : p->ninst;
 		ks = A->work_steps < at ? A->work_steps : at;
 		for (int k = 0; k < ki && k < A->nfrom; k++)    /* lv_fix_ends' */
@@ -827,7 +837,7 @@ lv_restore(Lv *L, LvAnchor *A, const LvSnap *p)
 	ev->recompute_cost = p->recompute_cost;
 	if (A->first_temp < at) {
 		int n = ev->nsteps, kt = 0;
-		if (ev->inst == A->winst) {     /* its room is the kinds' */
+		if (work) {     /* its room is the kinds' */
 			ev->temp_bytes = A->wtemp;
 			kt = A->work_temp < at ? A->work_temp : at;
 			A->work_temp = at;
